@@ -1,0 +1,50 @@
+//! Reverse-mode gradient of a scalar trajectory loss L(s_0, …, s_T) w.r.t. the initial state, every control
+//! and the model parameters. Only the states are stored; each step's record is recomputed on the way back
+//! (memory O(T × state) + one step record).
+use torsion_model::{Control, Model};
+use torsion_solvers::{DiffSolver, SolverError};
+
+pub struct RolloutGrad<St> {
+    /// ∂L/∂s_0, ambient (same shape as the state)
+    pub g_s0: St,
+    /// ∂L/∂s_0 in tangent coordinates (quaternions through the left exponential map)
+    pub g_s0_tangent: Vec<f64>,
+    /// ∂L/∂u_t per step, one entry per joint
+    pub g_u: Vec<Vec<f64>>,
+    /// ∂L/∂θ over the full parameter table (`Model::param_table`)
+    pub g_theta: Vec<f64>,
+}
+
+/// `dloss(t, s_t, g)` must *add* ∂L/∂s_t (ambient) into `g`, for t = 0..=T.
+pub fn rollout_vjp<S: DiffSolver>(
+    solver: &S,
+    model: &Model,
+    states: &[S::State],
+    controls: &[Control],
+    dt: f64,
+    mut dloss: impl FnMut(usize, &S::State, &mut S::State),
+) -> Result<RolloutGrad<S::State>, SolverError> {
+    let t_len = controls.len();
+    if states.len() != t_len + 1 {
+        return Err(SolverError::BadInput {
+            solver: solver.name(),
+            problem: format!("{} states for {} controls", states.len(), t_len),
+        });
+    }
+    let mut ws = solver.workspace(model)?;
+    let mut rec = solver.record(model);
+    let mut g_theta = vec![0.0; model.param_table().len()];
+    let mut g_u = vec![vec![0.0; model.joint_count()]; t_len];
+    let mut g_next = solver.zero_grad(model);
+    dloss(t_len, &states[t_len], &mut g_next);
+    let mut scratch = states[0].clone();
+    for t in (0..t_len).rev() {
+        solver.step(model, &states[t], &controls[t], dt, &mut scratch, &mut ws, Some(&mut rec))?;
+        let mut g_prev = solver.zero_grad(model);
+        dloss(t, &states[t], &mut g_prev);
+        solver.step_vjp(model, &rec, &g_next, &mut g_prev, &mut g_u[t], &mut g_theta, &mut ws)?;
+        g_next = g_prev;
+    }
+    let g_s0_tangent = solver.grad_to_tangent(model, &states[0], &g_next);
+    Ok(RolloutGrad { g_s0: g_next, g_s0_tangent, g_u, g_theta })
+}

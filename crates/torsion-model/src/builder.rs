@@ -1,0 +1,159 @@
+//! Building models in code (small robots, tests, experiments).
+use crate::error::ModelError;
+use crate::model::{JointSpring, JointType, Model};
+use torsion_math::{Mat3, Quat, Vec3};
+
+pub struct ModelBuilder {
+    m: Model,
+}
+
+/// A hinge/prismatic/… joint description for [`ModelBuilder::add_joint`].
+#[derive(Clone, Debug)]
+pub struct JointDesc {
+    pub name: String,
+    pub kind: JointType,
+    pub parent: usize,
+    pub child: usize,
+    /// r: parent COM → joint point, parent body frame
+    pub anchor_parent: Vec3,
+    /// t: child COM → joint point, child body frame
+    pub anchor_child: Vec3,
+    pub frame_parent: Quat,
+    pub frame_child: Quat,
+    /// unit axis in the joint frame
+    pub axis: Vec3,
+    pub limit: Option<(f64, f64)>,
+    pub damping: f64,
+    pub effort: f64,
+    pub spring: Option<JointSpring>,
+}
+
+impl JointDesc {
+    /// A hinge about `axis` (joint frame = both body frames' orientation at angle 0).
+    pub fn hinge(name: &str, parent: usize, child: usize, r: Vec3, t: Vec3, axis: Vec3) -> Self {
+        JointDesc {
+            name: name.into(),
+            kind: JointType::Revolute,
+            parent,
+            child,
+            anchor_parent: r,
+            anchor_child: t,
+            frame_parent: Quat::identity(),
+            frame_child: Quat::identity(),
+            axis: axis.normalize(),
+            limit: None,
+            damping: 0.0,
+            effort: f64::INFINITY,
+            spring: None,
+        }
+    }
+}
+
+impl ModelBuilder {
+    pub fn new(name: &str) -> Self {
+        Self { m: Model::empty(name) }
+    }
+    pub fn gravity(mut self, g: Vec3) -> Self {
+        self.m.gravity = g;
+        self
+    }
+    pub fn dt(mut self, dt: f64) -> Self {
+        self.m.dt = dt;
+        self
+    }
+    /// A fixed (infinite-mass) body at a given pose; returns its index.
+    pub fn add_fixed_body(&mut self, name: &str, x: Vec3, q: Quat) -> usize {
+        let m = &mut self.m;
+        m.body_name.push(name.into());
+        m.body_mass.push(f64::INFINITY);
+        m.body_inertia.push(Mat3::zeros());
+        m.body_fixed.push(true);
+        m.body_com.push(Vec3::zeros());
+        m.body_pose0.push((x, q));
+        m.body_count() - 1
+    }
+    /// A dynamic body (its pose is set from the joints by forward kinematics in `build`).
+    pub fn add_body(&mut self, name: &str, mass: f64, inertia: Mat3) -> usize {
+        let m = &mut self.m;
+        m.body_name.push(name.into());
+        m.body_mass.push(mass);
+        m.body_inertia.push(inertia);
+        m.body_fixed.push(false);
+        m.body_com.push(Vec3::zeros());
+        m.body_pose0.push((Vec3::zeros(), Quat::identity()));
+        m.body_count() - 1
+    }
+    /// Initial pose of a free (jointless) body; bodies placed by joints get theirs from forward kinematics.
+    pub fn set_body_pose0(&mut self, b: usize, x: Vec3, q: Quat) {
+        self.m.body_pose0[b] = (x, q);
+    }
+    pub fn set_body_com(&mut self, b: usize, c: Vec3) {
+        self.m.body_com[b] = c;
+    }
+    pub fn add_joint(&mut self, d: JointDesc) -> usize {
+        let m = &mut self.m;
+        m.joint_name.push(d.name);
+        m.joint_type.push(d.kind);
+        m.joint_parent.push(d.parent);
+        m.joint_child.push(d.child);
+        m.joint_anchor_parent.push(d.anchor_parent);
+        m.joint_anchor_child.push(d.anchor_child);
+        m.joint_frame_parent.push(d.frame_parent);
+        m.joint_frame_child.push(d.frame_child);
+        m.joint_axis.push(d.axis);
+        m.joint_limit.push(d.limit);
+        m.joint_damping.push(d.damping);
+        m.joint_effort.push(d.effort);
+        m.joint_spring.push(d.spring);
+        m.joint_count() - 1
+    }
+    /// Validate, place every dynamic body by forward kinematics at joint position 0, return the model.
+    pub fn build(mut self) -> Result<Model, ModelError> {
+        self.m.validate()?;
+        let n1 = self.m.dof_joints().len();
+        let pose = self.m.forward_kinematics(&vec![0.0; n1])?;
+        self.m.body_pose0 = pose;
+        Ok(self.m)
+    }
+}
+
+/// Inertia of a uniform thin rod of length `l` and mass `m` along body x (spec 000 §4.1: I = m l²/12
+/// transverse), with a small axial term so the tensor stays positive definite.
+pub fn rod_inertia(m: f64, l: f64, radius: f64) -> Mat3 {
+    let it = m * l * l / 12.0 + m * radius * radius / 4.0;
+    let ia = 0.5 * m * radius * radius;
+    Mat3::from_diagonal(&Vec3::new(ia, it, it))
+}
+
+/// The planar 2-link arm of spec 000 §4.1: base at the origin, hinge axes along world z (horizontal plane),
+/// uniform rods of mass `mass` along body x with the COM at mid-length.
+pub fn two_link_arm(l1: f64, l2: f64, mass: f64, gravity: Vec3, dt: f64) -> Result<Model, ModelError> {
+    let mut b = ModelBuilder::new("two_link_arm").gravity(gravity).dt(dt);
+    let base = b.add_fixed_body("base", Vec3::zeros(), Quat::identity());
+    let l1b = b.add_body("link1", mass, rod_inertia(mass, l1, 0.01));
+    let l2b = b.add_body("link2", mass, rod_inertia(mass, l2, 0.01));
+    b.set_body_com(l1b, Vec3::new(l1 / 2.0, 0.0, 0.0));
+    b.set_body_com(l2b, Vec3::new(l2 / 2.0, 0.0, 0.0));
+    let z = Vec3::z();
+    b.add_joint(JointDesc::hinge("joint1", base, l1b, Vec3::zeros(), Vec3::new(-l1 / 2.0, 0.0, 0.0), z));
+    b.add_joint(JointDesc::hinge("joint2", l1b, l2b, Vec3::new(l1 / 2.0, 0.0, 0.0), Vec3::new(-l2 / 2.0, 0.0, 0.0), z));
+    b.build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn two_link_fk_places_links() {
+        let m = two_link_arm(1.0, 0.5, 1.0, Vec3::zeros(), 0.01).unwrap();
+        let p = m.forward_kinematics(&[std::f64::consts::FRAC_PI_2, 0.0]).unwrap();
+        assert!((p[1].0 - Vec3::new(0.0, 0.5, 0.0)).norm() < 1e-12);
+        assert!((p[2].0 - Vec3::new(0.0, 1.25, 0.0)).norm() < 1e-12);
+        let t = m.param_table();
+        assert_eq!(t.len(), 2 * 7 + 2 * 6);
+        assert!(t.index("joint_anchor_parent[joint2].x").is_ok());
+        let mut m2 = m.clone();
+        assert!(m2.param_set_by_name("body_mass[link1]", -1.0).is_err());
+        assert_eq!(m2.body_mass[1], 1.0);
+    }
+}

@@ -1,0 +1,513 @@
+//! URDF loader: a URDF file → [`Model`] (spec 000 §4.7 for the Baxter left arm).
+//!
+//! Values come from `urdf-rs`; `roxmltree` is used beside it only to check what `urdf-rs` cannot report
+//! (element presence, numbers it would silently drop, line numbers), so that every error is a
+//! [`ModelError::Parse`] naming the file, the element (`link 'left_wrist'`, `joint 'left_s0'`) and the problem.
+//!
+//! Mapping (see the conventions in `model.rs`):
+//! - Body frame: origin at the COM of the (merged) link, orientation of the URDF link frame; the inertia is
+//!   taken about the COM in link-frame axes (I = R I_in Rᵀ with R from `<inertial><origin rpy>`).
+//! - Fixed joints are merged into their parent body (mass, COM, parallel-axis inertia, all in the parent link
+//!   frame); joints leaving a merged link are re-expressed in the parent link frame.
+//! - The root link is a fixed (infinite-mass) body. Without [`UrdfOptions::root`] it is the URDF root, at the
+//!   world origin with identity orientation, and anything fixed to it merges into it.
+//! - With `root` (and optionally `tip`) only the chain root → tip is kept (only the subtree below `root` if no
+//!   tip): links off the path — visual dummies, sensors, the other arm, children of the tip — are dropped, not
+//!   merged. The base body is named after `root` and is placed at its zero-configuration world pose from the
+//!   URDF root; its frame moves down the leading fixed joints of the path to the link the first moving joint
+//!   hangs from (for Baxter `torso` → `left_arm_mount`, so the base sits at the mount pose and s0's anchor is its
+//!   URDF origin, exactly as spec 000 §4.7 builds it). Fixed joints further down the path merge as above.
+//! - Joints: revolute / continuous → [`JointType::Revolute`], prismatic → [`JointType::Prismatic`]; floating,
+//!   planar and spherical are rejected. `<mimic>` is ignored (the joint stays independent). Limits are
+//!   `Some((lower, upper))` for revolute and prismatic (`<limit>` is required there; URDF 1.2 omitted bounds →
+//!   `None`), `None` for continuous; damping from `<dynamics damping>` (0 if absent), effort from
+//!   `<limit effort>` (∞ if absent), no spring.
+//! - Gravity (0, 0, −9.81), dt 0.01, joints in breadth-first (parent-before-child) order from the root.
+use crate::error::ModelError;
+use crate::model::{JointType, Model};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::Path;
+use torsion_math::{Mat3, Quat, Vec3};
+
+/// Which part of the URDF tree to load.
+#[derive(Clone, Debug, Default)]
+pub struct UrdfOptions {
+    /// Link that becomes the fixed base (default: the URDF root link).
+    pub root: Option<String>,
+    /// Last link kept: only the chain `root` → `tip` is loaded (default: the whole subtree below `root`).
+    pub tip: Option<String>,
+}
+
+/// Load a URDF file (the error messages name `path`).
+pub fn load_urdf(path: &Path, opts: &UrdfOptions) -> Result<Model, ModelError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| perr(&file, "file", format!("cannot read: {e}")))?;
+    load_urdf_str(&text, &file, opts)
+}
+
+/// Load URDF text; `file_label` stands for the file in error messages.
+pub fn load_urdf_str(text: &str, file_label: &str, opts: &UrdfOptions) -> Result<Model, ModelError> {
+    let f = file_label;
+    let side = precheck(text, f)?;
+    let robot = urdf_rs::read_from_string(text).map_err(|e| perr(f, &side.robot, e.to_string()))?;
+    let rname = &side.robot;
+
+    // --- the link tree
+    let nl = robot.links.len();
+    let mut idx: HashMap<&str, usize> = HashMap::new();
+    for (k, l) in robot.links.iter().enumerate() {
+        if idx.insert(l.name.as_str(), k).is_some() {
+            return Err(side.err(f, &link_el(&l.name), "link defined twice".into()));
+        }
+    }
+    let mut parent_joint: Vec<Option<usize>> = vec![None; nl];
+    let mut child_joints: Vec<Vec<usize>> = vec![vec![]; nl];
+    let mut joint_names = HashSet::new();
+    let mut ends = Vec::with_capacity(robot.joints.len());
+    for (j, jt) in robot.joints.iter().enumerate() {
+        let el = joint_el(&jt.name);
+        if !joint_names.insert(jt.name.as_str()) {
+            return Err(side.err(f, &el, "joint defined twice".into()));
+        }
+        let find = |role: &str, name: &str| {
+            idx.get(name).copied().ok_or_else(|| side.err(f, &el, format!("{role} link '{name}' is not defined")))
+        };
+        let (p, c) = (find("parent", &jt.parent.link)?, find("child", &jt.child.link)?);
+        if p == c {
+            return Err(side.err(f, &el, format!("parent and child are the same link '{}'", jt.child.link)));
+        }
+        if let Some(k) = parent_joint[c] {
+            let other = &robot.joints[k].name;
+            return Err(side.err(f, &el, format!("child link '{}' already has parent joint '{other}'", jt.child.link)));
+        }
+        parent_joint[c] = Some(j);
+        child_joints[p].push(j);
+        ends.push((p, c));
+    }
+    let roots: Vec<usize> = (0..nl).filter(|&k| parent_joint[k].is_none()).collect();
+    let [urdf_root] = roots[..] else {
+        let names: Vec<&str> = roots.iter().map(|&k| robot.links[k].name.as_str()).collect();
+        return Err(perr(
+            f,
+            rname,
+            format!("expected one root link (a link no joint has as child), found {}: {names:?}", roots.len()),
+        ));
+    };
+
+    // --- world poses of every link frame at the zero configuration (breadth-first from the URDF root)
+    let mut world = vec![Tf::identity(); nl];
+    let mut reached = vec![false; nl];
+    let mut queue = VecDeque::from([urdf_root]);
+    reached[urdf_root] = true;
+    while let Some(l) = queue.pop_front() {
+        for &j in &child_joints[l] {
+            let c = ends[j].1;
+            world[c] = world[l].mul(&Tf::pose(&robot.joints[j].origin));
+            reached[c] = true;
+            queue.push_back(c);
+        }
+    }
+    if let Some(k) = (0..nl).find(|&k| !reached[k]) {
+        return Err(side.err(
+            f,
+            &link_el(&robot.links[k].name),
+            format!("not reachable from the root link '{}' (kinematic loop)", robot.links[urdf_root].name),
+        ));
+    }
+
+    // --- which links to keep: base link, the kept set, the base frame's link (see the module docs)
+    let find_link = |role: &str, name: &str| {
+        idx.get(name).copied().ok_or_else(|| side.err(f, &link_el(name), format!("{role} link not found in {rname}")))
+    };
+    let base = match &opts.root {
+        Some(r) => find_link("root", r)?,
+        None => urdf_root,
+    };
+    let mut keep = vec![opts.tip.is_none(); nl];
+    let mut base_frame = base;
+    if let Some(t) = &opts.tip {
+        let tip = find_link("tip", t)?;
+        let mut path = vec![tip];
+        let mut l = tip;
+        while l != base {
+            let Some(j) = parent_joint[l] else {
+                return Err(side.err(
+                    f,
+                    &link_el(t),
+                    format!("tip link is not below the root link '{}'", robot.links[base].name),
+                ));
+            };
+            l = ends[j].0;
+            path.push(l);
+        }
+        path.reverse(); // base … tip
+        for &l in &path {
+            keep[l] = true;
+        }
+        for w in path.windows(2) {
+            match parent_joint[w[1]] {
+                Some(j) if robot.joints[j].joint_type == urdf_rs::JointType::Fixed => base_frame = w[1],
+                _ => break,
+            }
+        }
+    }
+
+    // --- bodies = groups of links joined by fixed joints, created breadth-first from the base
+    let mut group = vec![usize::MAX; nl];
+    let mut body_link = vec![base]; // link naming each body
+    let mut frame_link = vec![base_frame]; // link whose frame is the body frame
+    let mut members: Vec<Vec<usize>> = vec![vec![base]];
+    let mut moving: Vec<usize> = vec![]; // URDF joint of each model joint (its child body = index + 1)
+    group[base] = 0;
+    let mut queue = VecDeque::from([base]);
+    while let Some(l) = queue.pop_front() {
+        for &j in &child_joints[l] {
+            let c = ends[j].1;
+            if !keep[c] {
+                continue;
+            }
+            use urdf_rs::JointType as U;
+            let jt = &robot.joints[j];
+            match jt.joint_type {
+                U::Fixed => {
+                    group[c] = group[l];
+                    members[group[l]].push(c);
+                }
+                U::Revolute | U::Continuous | U::Prismatic => {
+                    group[c] = body_link.len();
+                    body_link.push(c);
+                    frame_link.push(c);
+                    members.push(vec![c]);
+                    moving.push(j);
+                }
+                ref other => {
+                    let ty = format!("{other:?}").to_lowercase();
+                    return Err(side.err(
+                        f,
+                        &joint_el(&jt.name),
+                        format!("unsupported joint type '{ty}' (supported: revolute, continuous, prismatic, fixed)"),
+                    ));
+                }
+            }
+            queue.push_back(c);
+        }
+    }
+    // link frame → its body's frame
+    let in_body = |l: usize| world[frame_link[group[l]]].inv().mul(&world[l]);
+
+    // --- model
+    let mut m = Model::empty(&robot.name);
+    m.gravity = Vec3::new(0.0, 0.0, -9.81);
+    m.dt = 0.01;
+    for (b, mem) in members.iter().enumerate() {
+        let name = &robot.links[body_link[b]].name;
+        m.body_name.push(name.clone());
+        m.body_fixed.push(b == 0);
+        if b == 0 {
+            m.body_mass.push(f64::INFINITY);
+            m.body_inertia.push(Mat3::zeros());
+            m.body_com.push(Vec3::zeros());
+            m.body_pose0.push((world[base_frame].p, world[base_frame].q));
+            continue;
+        }
+        let (mass, com, inertia) = merge_inertials(&robot, mem, &in_body, &side, f)?;
+        m.body_mass.push(mass);
+        m.body_inertia.push(inertia);
+        m.body_com.push(com);
+        m.body_pose0.push((Vec3::zeros(), Quat::identity()));
+    }
+    for (k, &j) in moving.iter().enumerate() {
+        let jt = &robot.joints[j];
+        let el = joint_el(&jt.name);
+        let (p, c) = ends[j];
+        let xj = in_body(p).mul(&Tf::pose(&jt.origin)); // joint frame in the parent body frame
+        let axis = Vec3::from(jt.axis.xyz.0);
+        if axis.norm() <= 1e-12 {
+            return Err(side.err(f, &el, "zero-length <axis xyz>".into()));
+        }
+        let (kind, limited) = match jt.joint_type {
+            urdf_rs::JointType::Prismatic => (JointType::Prismatic, true),
+            urdf_rs::JointType::Revolute => (JointType::Revolute, true),
+            _ => (JointType::Revolute, false),
+        };
+        let limit = if !limited {
+            None
+        } else if !side.with_limit.contains(&jt.name) {
+            let problem = "missing <limit> (required for revolute and prismatic; continuous is the unlimited hinge)";
+            return Err(side.err(f, &el, problem.into()));
+        } else {
+            let (lo, hi) = (jt.limit.lower, jt.limit.upper);
+            if lo > hi {
+                return Err(side.err(f, &el, format!("<limit> lower {lo} > upper {hi}")));
+            }
+            (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
+        };
+        m.joint_name.push(jt.name.clone());
+        m.joint_type.push(kind);
+        m.joint_parent.push(group[p]);
+        m.joint_child.push(group[c]);
+        debug_assert_eq!(group[c], k + 1);
+        m.joint_anchor_parent.push(xj.p - m.body_com[group[p]]);
+        m.joint_frame_parent.push(xj.q);
+        m.joint_anchor_child.push(-m.body_com[group[c]]);
+        m.joint_frame_child.push(Quat::identity());
+        m.joint_axis.push(axis.normalize());
+        m.joint_limit.push(limit);
+        m.joint_damping.push(jt.dynamics.as_ref().map_or(0.0, |d| d.damping));
+        m.joint_effort.push(if side.with_effort.contains(&jt.name) { jt.limit.effort } else { f64::INFINITY });
+        m.joint_spring.push(None);
+    }
+    m.body_pose0 = m.forward_kinematics(&vec![0.0; m.dof_joints().len()])?;
+    m.validate()?;
+    Ok(m)
+}
+
+/// Mass, COM and inertia about the COM of the links `mem`, in the body frame (`in_body` maps a link frame to
+/// it): COM = Σ mᵢ cᵢ / M, I = Σ Rᵢ Iᵢ Rᵢᵀ + mᵢ (|dᵢ|² E − dᵢ dᵢᵀ), dᵢ = cᵢ − COM (parallel-axis theorem).
+fn merge_inertials(
+    robot: &urdf_rs::Robot,
+    mem: &[usize],
+    in_body: &dyn Fn(usize) -> Tf,
+    side: &Side,
+    f: &str,
+) -> Result<(f64, Vec3, Mat3), ModelError> {
+    let parts: Vec<(f64, Vec3, Mat3)> = mem
+        .iter()
+        .map(|&l| {
+            let ine = &robot.links[l].inertial;
+            let x = in_body(l).mul(&Tf::pose(&ine.origin));
+            let i = &ine.inertia;
+            let il = Mat3::new(i.ixx, i.ixy, i.ixz, i.ixy, i.iyy, i.iyz, i.ixz, i.iyz, i.izz);
+            let r = x.q.to_mat();
+            (ine.mass.value, x.p, r * il * r.transpose())
+        })
+        .collect();
+    if let Some(k) = (0..mem.len()).find(|&k| parts[k].0 < 0.0) {
+        let el = link_el(&robot.links[mem[k]].name);
+        return Err(side.err(f, &el, format!("negative <inertial><mass> {}", parts[k].0)));
+    }
+    let name = &robot.links[mem[0]].name;
+    let el = link_el(name);
+    let mass: f64 = parts.iter().map(|p| p.0).sum();
+    if !(mass > 0.0 && mass.is_finite()) {
+        let what = if side.with_inertial.contains(name) { "" } else { " (the link has no <inertial>)" };
+        let merged = if mem.len() > 1 { " (with the links fixed to it)" } else { "" };
+        return Err(side.err(
+            f,
+            &el,
+            format!("missing or zero <inertial><mass>{what}: a moving link needs mass > 0{merged}, got {mass}"),
+        ));
+    }
+    let com = parts.iter().map(|p| p.1 * p.0).sum::<Vec3>() / mass;
+    let inertia = parts.iter().fold(Mat3::zeros(), |acc, (mi, ci, ii)| {
+        let d = ci - com;
+        acc + ii + (Mat3::identity() * d.dot(&d) - d * d.transpose()) * *mi
+    });
+    let inertia = (inertia + inertia.transpose()) * 0.5;
+    if inertia.cholesky().is_none() || inertia.iter().any(|v| !v.is_finite()) {
+        return Err(side.err(
+            f,
+            &el,
+            format!("inertia not positive definite (about the COM, link frame): {:?}", inertia.as_slice()),
+        ));
+    }
+    Ok((mass, com, inertia))
+}
+
+/// A rigid transform x ↦ q x + p.
+#[derive(Clone, Copy, Debug)]
+struct Tf {
+    p: Vec3,
+    q: Quat,
+}
+
+impl Tf {
+    fn identity() -> Self {
+        Tf { p: Vec3::zeros(), q: Quat::identity() }
+    }
+    /// URDF `<origin xyz rpy>` (R = Rz(y) Ry(p) Rx(r)).
+    fn pose(o: &urdf_rs::Pose) -> Self {
+        Tf { p: Vec3::from(o.xyz.0), q: Quat::from_rpy(o.rpy[0], o.rpy[1], o.rpy[2]) }
+    }
+    fn mul(&self, b: &Tf) -> Tf {
+        Tf { p: self.p + self.q.rotate(&b.p), q: self.q.mul(&b.q).normalize() }
+    }
+    fn inv(&self) -> Tf {
+        Tf { p: -self.q.rotate_inv(&self.p), q: self.q.conj() }
+    }
+}
+
+fn perr(file: &str, element: &str, problem: String) -> ModelError {
+    ModelError::Parse { file: file.to_string(), element: element.to_string(), problem }
+}
+fn link_el(name: &str) -> String {
+    format!("link '{name}'")
+}
+fn joint_el(name: &str) -> String {
+    format!("joint '{name}'")
+}
+
+/// What the XML pre-check learned beyond `urdf-rs` (which fills absent elements with defaults).
+struct Side {
+    /// `robot 'name'`
+    robot: String,
+    /// line of each `link 'x'` / `joint 'x'` element
+    line: HashMap<String, u32>,
+    with_inertial: HashSet<String>,
+    with_limit: HashSet<String>,
+    with_effort: HashSet<String>,
+}
+
+impl Side {
+    /// A parse error on `element`, with its line number when known.
+    fn err(&self, file: &str, element: &str, problem: String) -> ModelError {
+        match self.line.get(element) {
+            Some(l) => perr(file, element, format!("{problem} (line {l})")),
+            None => perr(file, element, problem),
+        }
+    }
+}
+
+/// The first child element `<tag>` of `n`.
+fn child<'a, 'i>(n: roxmltree::Node<'a, 'i>, tag: &str) -> Option<roxmltree::Node<'a, 'i>> {
+    n.children().find(|c| c.has_tag_name(tag))
+}
+
+const JOINT_TYPES: [&str; 7] = ["revolute", "continuous", "prismatic", "fixed", "floating", "planar", "spherical"];
+
+/// Numeric attributes (element, attribute, count) that `urdf-rs` reads; checked wherever they appear.
+const NUMBERS: [(&str, &str, usize); 25] = [
+    ("origin", "xyz", 3),
+    ("origin", "rpy", 3),
+    ("mass", "value", 1),
+    ("inertia", "ixx", 1),
+    ("inertia", "ixy", 1),
+    ("inertia", "ixz", 1),
+    ("inertia", "iyy", 1),
+    ("inertia", "iyz", 1),
+    ("inertia", "izz", 1),
+    ("axis", "xyz", 3),
+    ("limit", "lower", 1),
+    ("limit", "upper", 1),
+    ("limit", "effort", 1),
+    ("limit", "velocity", 1),
+    ("dynamics", "damping", 1),
+    ("dynamics", "friction", 1),
+    ("box", "size", 3),
+    ("cylinder", "radius", 1),
+    ("cylinder", "length", 1),
+    ("capsule", "radius", 1),
+    ("capsule", "length", 1),
+    ("sphere", "radius", 1),
+    ("mesh", "scale", 3),
+    ("color", "rgba", 4),
+    ("mimic", "multiplier", 1),
+];
+
+/// Check the `<link>`, `<joint>` and `<material>` children of `<robot>` for what `urdf-rs` would reject
+/// without naming the element, or accept silently: missing names and required children, unknown joint types,
+/// malformed numbers. Also records element presence and line numbers.
+fn precheck(text: &str, f: &str) -> Result<Side, ModelError> {
+    let opt = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };
+    let doc = roxmltree::Document::parse_with_options(text, opt).map_err(|e| perr(f, "XML", e.to_string()))?;
+    let robot = doc.root_element();
+    if robot.tag_name().name() != "robot" {
+        return Err(perr(f, "XML", format!("the root element is <{}>, expected <robot>", robot.tag_name().name())));
+    }
+    // URDF ≥ 1.2 makes the velocity limit optional
+    let v12 = robot
+        .attribute("version")
+        .and_then(|v| v.trim().split_once('.'))
+        .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)))
+        .is_some_and(|v| v >= (1, 2));
+    let line = |n: roxmltree::Node| doc.text_pos_at(n.range().start).row;
+    let mut side = Side {
+        robot: format!("robot '{}'", robot.attribute("name").unwrap_or("")),
+        line: HashMap::new(),
+        with_inertial: HashSet::new(),
+        with_limit: HashSet::new(),
+        with_effort: HashSet::new(),
+    };
+    for node in robot.children().filter(|n| n.is_element()) {
+        let tag = node.tag_name().name();
+        if !["link", "joint", "material"].contains(&tag) {
+            continue;
+        }
+        let Some(name) = node.attribute("name") else {
+            return Err(perr(f, &format!("<{tag}> at line {}", line(node)), "missing name attribute".into()));
+        };
+        let el = format!("{tag} '{name}'");
+        side.line.insert(el.clone(), line(node));
+        let err = |problem: String, n: roxmltree::Node| perr(f, &el, format!("{problem} (line {})", line(n)));
+        // <a><b> path of a descendant, for messages
+        let path = |e: roxmltree::Node| -> String {
+            let mut tags: Vec<String> =
+                e.ancestors().take_while(|a| *a != node).map(|a| format!("<{}>", a.tag_name().name())).collect();
+            tags.reverse();
+            tags.concat()
+        };
+        for e in node.descendants().filter(|e| e.is_element() && *e != node) {
+            for &(_, attr, n) in NUMBERS.iter().filter(|(t, _, _)| e.has_tag_name(*t)) {
+                let Some(v) = e.attribute(attr) else { continue };
+                let toks: Vec<&str> = v.split_whitespace().collect();
+                if let Some(bad) = toks.iter().find(|t| !t.parse::<f64>().is_ok_and(f64::is_finite)) {
+                    return Err(err(format!("{} {attr}=\"{v}\": '{bad}' is not a finite number", path(e)), e));
+                }
+                if toks.len() != n {
+                    return Err(err(
+                        format!("{} {attr}=\"{v}\": expected {n} number(s), got {}", path(e), toks.len()),
+                        e,
+                    ));
+                }
+            }
+        }
+        // required attribute `attr` of the child `tag` of `e`, when that child is present
+        let need = |e: roxmltree::Node, tag: &str, attr: &str| match child(e, tag) {
+            Some(c) if c.attribute(attr).is_none() => {
+                Err(err(format!("{}<{tag}> has no {attr} attribute", path(c)), c))
+            }
+            _ => Ok(()),
+        };
+        if tag == "link" {
+            if let Some(ine) = child(node, "inertial") {
+                side.with_inertial.insert(name.to_string());
+                for t in ["mass", "inertia"] {
+                    if child(ine, t).is_none() {
+                        return Err(err(format!("<inertial> has no <{t}>"), ine));
+                    }
+                }
+                need(ine, "mass", "value")?;
+                for a in ["ixx", "ixy", "ixz", "iyy", "iyz", "izz"] {
+                    need(ine, "inertia", a)?;
+                }
+            }
+        } else if tag == "joint" {
+            match node.attribute("type") {
+                None => return Err(err("missing type attribute".into(), node)),
+                Some(t) if !JOINT_TYPES.contains(&t) => {
+                    return Err(err(
+                        format!("unknown joint type '{t}' (expected one of {})", JOINT_TYPES.join(", ")),
+                        node,
+                    ))
+                }
+                _ => {}
+            }
+            for role in ["parent", "child"] {
+                if child(node, role).and_then(|c| c.attribute("link")).is_none() {
+                    return Err(err(format!("missing <{role} link=\"…\">"), node));
+                }
+            }
+            need(node, "axis", "xyz")?;
+            if let Some(l) = child(node, "limit") {
+                side.with_limit.insert(name.to_string());
+                if l.attribute("effort").is_some() {
+                    side.with_effort.insert(name.to_string());
+                }
+                if !v12 {
+                    need(node, "limit", "velocity")?;
+                }
+            }
+        }
+    }
+    Ok(side)
+}

@@ -1,0 +1,341 @@
+//! The static model (Newton's `Model`, MuJoCo's `mjModel`): bodies, joints, gravity, dt.
+//!
+//! Body frames have their origin at the COM and the orientation of the link frame they come from (URDF link
+//! frame); the inertia is expressed about the COM in that frame. A joint is described symmetrically by its
+//! joint frame seen from the parent body (anchor `r` + orientation) and from the child body (anchor `t` +
+//! orientation), as Newton's `joint_X_p` / `joint_X_c`; the axis is given in the joint frame. This is the
+//! data of spec 000 §3.0 (r, t, b, a, n^P, n^C) and also what a generalized-coordinate solver needs.
+use crate::error::ModelError;
+use crate::state::MaximalState;
+use torsion_math::{Mat3, Quat, Vec3};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JointType {
+    /// one rotational DoF about `joint_axis` (URDF revolute / continuous)
+    Revolute,
+    /// one translational DoF along `joint_axis`
+    Prismatic,
+    /// no DoF (loaders merge fixed joints into the parent; a builder may still create them)
+    Fixed,
+    /// three rotational DoF (point coincidence only)
+    Ball,
+}
+
+impl JointType {
+    pub fn dof(&self) -> usize {
+        match self {
+            JointType::Revolute | JointType::Prismatic => 1,
+            JointType::Fixed => 0,
+            JointType::Ball => 3,
+        }
+    }
+}
+
+/// Series-elastic counterbalance spring on a hinge (spec 000 §3.11, Eq. 31 with the θ-dependent length fix):
+/// τ_s = sign · sin(γ) · (l1 l2 / x) · k (x − x_rest), γ = π − α1 − α2 − θ,
+/// x = sqrt(l1² + l2² + 2 l1 l2 cos γ)   (literal paper form: x without θ, flag `literal`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JointSpring {
+    /// stiffness, N/m
+    pub k: f64,
+    /// fixed geometric angle, rad
+    pub alpha1: f64,
+    /// offset angle, rad
+    pub alpha2: f64,
+    /// lever arms of the attachment points from the pivot, m
+    pub l1: f64,
+    pub l2: f64,
+    /// spring rest length, m
+    pub x_rest: f64,
+    /// +1 or −1: sign of the torque about the joint axis (spec 000 §3.11 leaves it open)
+    pub sign: f64,
+    /// use the printed Eq. 31 (x independent of θ) instead of the corrected one
+    pub literal: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Model {
+    pub name: String,
+    /// gravity, world, m/s²
+    pub gravity: Vec3,
+    /// default time step, s
+    pub dt: f64,
+
+    /// body names; shape (body_count,)
+    pub body_name: Vec<String>,
+    /// mass, kg (fixed bodies: ignored, treated as infinite)
+    pub body_mass: Vec<f64>,
+    /// inertia about the COM in the body frame, kg·m² (symmetric positive definite)
+    pub body_inertia: Vec<Mat3>,
+    /// fixed (infinite-mass) bodies: the world and robot bases
+    pub body_fixed: Vec<bool>,
+    /// COM position in the source link frame, m (to recover link poses: x_link = x − R c)
+    pub body_com: Vec<Vec3>,
+    /// COM pose (world) at the zero configuration; the pose of fixed bodies is always this one
+    pub body_pose0: Vec<(Vec3, Quat)>,
+
+    pub joint_name: Vec<String>,
+    pub joint_type: Vec<JointType>,
+    /// parent body index; shape (joint_count,); joints are ordered parent-before-child (topological)
+    pub joint_parent: Vec<usize>,
+    pub joint_child: Vec<usize>,
+    /// r: parent COM → joint point, parent body frame, m
+    pub joint_anchor_parent: Vec<Vec3>,
+    /// t: child COM → joint point, child body frame, m
+    pub joint_anchor_child: Vec<Vec3>,
+    /// joint frame orientation seen from the parent body frame
+    pub joint_frame_parent: Vec<Quat>,
+    /// joint frame orientation seen from the child body frame (equal to the parent's at joint position 0)
+    pub joint_frame_child: Vec<Quat>,
+    /// unit axis in the joint frame
+    pub joint_axis: Vec<Vec3>,
+    /// position limits [lo, hi] (rad or m); None = unlimited (not differentiable)
+    pub joint_limit: Vec<Option<(f64, f64)>>,
+    /// viscous damping, N·m·s/rad (URDF `dynamics damping`; kept, applied only where a solver says so)
+    pub joint_damping: Vec<f64>,
+    /// effort limit, N·m (informative)
+    pub joint_effort: Vec<f64>,
+    /// optional spring element on a hinge
+    pub joint_spring: Vec<Option<JointSpring>>,
+}
+
+impl Model {
+    pub fn empty(name: &str) -> Self {
+        Model {
+            name: name.to_string(),
+            gravity: Vec3::new(0.0, 0.0, -9.8),
+            dt: 0.01,
+            body_name: vec![],
+            body_mass: vec![],
+            body_inertia: vec![],
+            body_fixed: vec![],
+            body_com: vec![],
+            body_pose0: vec![],
+            joint_name: vec![],
+            joint_type: vec![],
+            joint_parent: vec![],
+            joint_child: vec![],
+            joint_anchor_parent: vec![],
+            joint_anchor_child: vec![],
+            joint_frame_parent: vec![],
+            joint_frame_child: vec![],
+            joint_axis: vec![],
+            joint_limit: vec![],
+            joint_damping: vec![],
+            joint_effort: vec![],
+            joint_spring: vec![],
+        }
+    }
+    pub fn body_count(&self) -> usize {
+        self.body_name.len()
+    }
+    pub fn joint_count(&self) -> usize {
+        self.joint_name.len()
+    }
+    /// Indices of the non-fixed bodies (the ones a maximal-coordinate solver moves).
+    pub fn dynamic_bodies(&self) -> Vec<usize> {
+        (0..self.body_count()).filter(|&k| !self.body_fixed[k]).collect()
+    }
+    pub fn body_index(&self, name: &str) -> Option<usize> {
+        self.body_name.iter().position(|n| n == name)
+    }
+    pub fn joint_index(&self, name: &str) -> Option<usize> {
+        self.joint_name.iter().position(|n| n == name)
+    }
+    /// Hinge axis in the parent body frame (b of spec 000 §3.0).
+    pub fn joint_axis_parent(&self, j: usize) -> Vec3 {
+        self.joint_frame_parent[j].rotate(&self.joint_axis[j])
+    }
+    /// Hinge axis in the child body frame (a).
+    pub fn joint_axis_child(&self, j: usize) -> Vec3 {
+        self.joint_frame_child[j].rotate(&self.joint_axis[j])
+    }
+    /// Angle reference vector ⟂ axis in the joint frame: e_x unless the axis is (anti)parallel to it.
+    pub fn joint_reference(&self, j: usize) -> Vec3 {
+        perpendicular(&self.joint_axis[j])
+    }
+    /// Reference vectors n^P, n^C (spec 000 §3.6): they coincide in the world at joint angle 0.
+    pub fn joint_refs(&self, j: usize) -> (Vec3, Vec3) {
+        let n = self.joint_reference(j);
+        (self.joint_frame_parent[j].rotate(&n), self.joint_frame_child[j].rotate(&n))
+    }
+
+    /// Generalized joint positions → world COM poses of every body (fixed bodies keep `body_pose0`).
+    /// `q` has one entry per 1-DoF joint in joint order (fixed / ball joints take none; a ball joint is
+    /// placed at its zero rotation).
+    pub fn forward_kinematics(&self, q: &[f64]) -> Result<Vec<(Vec3, Quat)>, ModelError> {
+        let ndof: usize = self.joint_type.iter().filter(|t| t.dof() == 1).count();
+        if q.len() != ndof {
+            return Err(ModelError::Invalid(format!(
+                "joint position vector has {} entries, the model has {} one-DoF joints ({})",
+                q.len(),
+                ndof,
+                self.joint_name.join(", ")
+            )));
+        }
+        let mut pose = self.body_pose0.clone();
+        let mut done = self.root_bodies();
+        let mut iq = 0;
+        for j in 0..self.joint_count() {
+            let (p, c) = (self.joint_parent[j], self.joint_child[j]);
+            if !done[p] {
+                return Err(ModelError::Invalid(format!(
+                    "joint '{}' appears before the joint that places its parent body '{}'",
+                    self.joint_name[j], self.body_name[p]
+                )));
+            }
+            let (xp, qp) = pose[p];
+            let mut rel = Quat::identity();
+            let mut slide = Vec3::zeros();
+            match self.joint_type[j] {
+                JointType::Revolute => {
+                    rel = Quat::from_axis_angle(&self.joint_axis[j], q[iq]);
+                    iq += 1
+                }
+                JointType::Prismatic => {
+                    slide = self.joint_axis[j] * q[iq];
+                    iq += 1
+                }
+                _ => {}
+            }
+            // joint frame in world (parent side), then child frame = joint ∘ rel ∘ (child-side frame)⁻¹
+            let qj = qp.mul(&self.joint_frame_parent[j]);
+            let xj = xp + qp.rotate(&self.joint_anchor_parent[j]) + qj.rotate(&slide);
+            let qc = qj.mul(&rel).mul(&self.joint_frame_child[j].conj()).normalize();
+            let xc = xj - qc.rotate(&self.joint_anchor_child[j]);
+            pose[c] = (xc, qc);
+            done[c] = true;
+        }
+        Ok(pose)
+    }
+
+    /// A state at rest at joint positions `q` (see [`Model::forward_kinematics`]).
+    pub fn state_at(&self, q: &[f64]) -> Result<MaximalState, ModelError> {
+        let pose = self.forward_kinematics(q)?;
+        let mut s = MaximalState::zeros(self.body_count());
+        for (k, (x, r)) in pose.into_iter().enumerate() {
+            s.x[k] = x;
+            s.q[k] = r;
+        }
+        Ok(s)
+    }
+
+    /// Bodies placed by `body_pose0` rather than by a joint: fixed bodies and free (jointless) bodies.
+    pub fn root_bodies(&self) -> Vec<bool> {
+        let mut root = vec![true; self.body_count()];
+        for &c in &self.joint_child {
+            if c < root.len() && !self.body_fixed[c] {
+                root[c] = false;
+            }
+        }
+        root
+    }
+
+    /// Number of one-DoF joints (entries of a joint-position vector).
+    pub fn dof_joints(&self) -> Vec<usize> {
+        (0..self.joint_count()).filter(|&j| self.joint_type[j].dof() == 1).collect()
+    }
+
+    /// Check the invariants every solver relies on; loaders and builders call it.
+    pub fn validate(&self) -> Result<(), ModelError> {
+        let nb = self.body_count();
+        let nj = self.joint_count();
+        let lens = [
+            self.body_mass.len(),
+            self.body_inertia.len(),
+            self.body_fixed.len(),
+            self.body_com.len(),
+            self.body_pose0.len(),
+        ];
+        if lens.iter().any(|&l| l != nb) {
+            return Err(ModelError::Invalid("body arrays have different lengths".into()));
+        }
+        let jl = [
+            self.joint_type.len(),
+            self.joint_parent.len(),
+            self.joint_child.len(),
+            self.joint_anchor_parent.len(),
+            self.joint_anchor_child.len(),
+            self.joint_frame_parent.len(),
+            self.joint_frame_child.len(),
+            self.joint_axis.len(),
+            self.joint_limit.len(),
+            self.joint_damping.len(),
+            self.joint_effort.len(),
+            self.joint_spring.len(),
+        ];
+        if jl.iter().any(|&l| l != nj) {
+            return Err(ModelError::Invalid("joint arrays have different lengths".into()));
+        }
+        if !(self.dt > 0.0 && self.dt.is_finite()) {
+            return Err(ModelError::Invalid(format!("dt must be positive and finite, got {}", self.dt)));
+        }
+        for k in 0..nb {
+            if self.body_fixed[k] {
+                continue;
+            }
+            let m = self.body_mass[k];
+            if !(m > 0.0 && m.is_finite()) {
+                return Err(ModelError::Invalid(format!(
+                    "body '{}': mass must be > 0 and finite, got {m}",
+                    self.body_name[k]
+                )));
+            }
+            let i = self.body_inertia[k];
+            if (i - i.transpose()).norm() > 1e-12 * (1.0 + i.norm()) || i.cholesky().is_none() {
+                return Err(ModelError::Invalid(format!(
+                    "body '{}': inertia must be symmetric positive definite, got {:?}",
+                    self.body_name[k],
+                    i.as_slice()
+                )));
+            }
+        }
+        let mut placed = self.root_bodies();
+        for j in 0..nj {
+            let (p, c) = (self.joint_parent[j], self.joint_child[j]);
+            if p >= nb || c >= nb || p == c {
+                return Err(ModelError::Invalid(format!("joint '{}': bad parent/child indices", self.joint_name[j])));
+            }
+            if !placed[p] {
+                return Err(ModelError::Invalid(format!(
+                    "joint '{}': parent body '{}' is not placed by an earlier joint (joints must be ordered parent-first)",
+                    self.joint_name[j], self.body_name[p]
+                )));
+            }
+            if placed[c] && !self.body_fixed[c] {
+                return Err(ModelError::Invalid(format!(
+                    "joint '{}': child body '{}' already has a parent joint (kinematic loops are not supported)",
+                    self.joint_name[j], self.body_name[c]
+                )));
+            }
+            if self.body_fixed[c] {
+                return Err(ModelError::Invalid(format!(
+                    "joint '{}': child body '{}' is fixed",
+                    self.joint_name[j], self.body_name[c]
+                )));
+            }
+            placed[c] = true;
+            let a = self.joint_axis[j].norm();
+            if self.joint_type[j].dof() == 1 && (a - 1.0).abs() > 1e-9 {
+                return Err(ModelError::Invalid(format!("joint '{}': axis must be a unit vector", self.joint_name[j])));
+            }
+            if let Some((lo, hi)) = self.joint_limit[j] {
+                if lo > hi || !lo.is_finite() || !hi.is_finite() {
+                    return Err(ModelError::Invalid(format!(
+                        "joint '{}': limit lower {lo} > upper {hi}",
+                        self.joint_name[j]
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A unit vector ⟂ `a` (e_x projected, or e_y if `a` ∥ e_x).
+pub fn perpendicular(a: &Vec3) -> Vec3 {
+    let a = a.normalize();
+    let ex = Vec3::x();
+    let base = if a.dot(&ex).abs() > 0.9 { Vec3::y() } else { ex };
+    (base - a * a.dot(&base)).normalize()
+}

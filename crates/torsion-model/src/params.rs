@@ -1,0 +1,187 @@
+//! The named, flat view of differentiable model quantities (design.md §1 `Params` / `ModelGrad`).
+//!
+//! Every dynamic body contributes its mass and the 6 entries of its inertia; every joint its two anchors
+//! r (parent side) and t (child side), 3 entries each (= link geometry); every spring its 6 constants.
+//! Joint axes and limits are not differentiable. A `ModelGrad` is a `Vec<f64>` of the table's length.
+use crate::error::ModelError;
+use crate::model::Model;
+
+pub const INERTIA_NAMES: [&str; 6] = ["ixx", "ixy", "ixz", "iyy", "iyz", "izz"];
+/// (row, col) of each inertia entry.
+pub const INERTIA_IDX: [(usize, usize); 6] = [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)];
+pub const AXIS_NAMES: [&str; 3] = ["x", "y", "z"];
+pub const SPRING_NAMES: [&str; 6] = ["k", "alpha1", "alpha2", "l1", "l2", "x_rest"];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    BodyMass(usize),
+    /// body, entry index into [`INERTIA_IDX`]
+    BodyInertia(usize, usize),
+    /// joint, axis
+    AnchorParent(usize, usize),
+    AnchorChild(usize, usize),
+    /// joint, field index into [`SPRING_NAMES`]
+    Spring(usize, usize),
+}
+
+#[derive(Clone, Debug)]
+pub struct ParamTable {
+    pub names: Vec<String>,
+    pub kinds: Vec<ParamKind>,
+}
+
+impl ParamTable {
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+    pub fn index(&self, name: &str) -> Result<usize, ModelError> {
+        self.names.iter().position(|n| n == name).ok_or_else(|| ModelError::UnknownParam(name.to_string()))
+    }
+}
+
+/// A subset of the parameter table (indices into it), e.g. the quantities one identification optimises.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ParamSelection {
+    pub indices: Vec<usize>,
+}
+
+impl ParamSelection {
+    pub fn none() -> Self {
+        Self { indices: vec![] }
+    }
+    pub fn all(model: &Model) -> Self {
+        Self { indices: (0..model.param_table().len()).collect() }
+    }
+    pub fn by_names(model: &Model, names: &[&str]) -> Result<Self, ModelError> {
+        let t = model.param_table();
+        Ok(Self { indices: names.iter().map(|n| t.index(n)).collect::<Result<_, _>>()? })
+    }
+    /// Every parameter whose name starts with `prefix` (e.g. "body_mass[" or "joint_spring[left_s1]").
+    pub fn by_prefix(model: &Model, prefix: &str) -> Self {
+        let t = model.param_table();
+        Self { indices: (0..t.len()).filter(|&i| t.names[i].starts_with(prefix)).collect() }
+    }
+    pub fn len(&self) -> usize {
+        self.indices.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.indices.is_empty()
+    }
+}
+
+impl Model {
+    /// The full differentiable-parameter table, in a fixed order.
+    pub fn param_table(&self) -> ParamTable {
+        let mut names = vec![];
+        let mut kinds = vec![];
+        for b in 0..self.body_count() {
+            if self.body_fixed[b] {
+                continue;
+            }
+            names.push(format!("body_mass[{}]", self.body_name[b]));
+            kinds.push(ParamKind::BodyMass(b));
+            for (i, n) in INERTIA_NAMES.iter().enumerate() {
+                names.push(format!("body_inertia[{}].{n}", self.body_name[b]));
+                kinds.push(ParamKind::BodyInertia(b, i));
+            }
+        }
+        for j in 0..self.joint_count() {
+            for (a, n) in AXIS_NAMES.iter().enumerate() {
+                names.push(format!("joint_anchor_parent[{}].{n}", self.joint_name[j]));
+                kinds.push(ParamKind::AnchorParent(j, a));
+            }
+            for (a, n) in AXIS_NAMES.iter().enumerate() {
+                names.push(format!("joint_anchor_child[{}].{n}", self.joint_name[j]));
+                kinds.push(ParamKind::AnchorChild(j, a));
+            }
+            if self.joint_spring[j].is_some() {
+                for (f, n) in SPRING_NAMES.iter().enumerate() {
+                    names.push(format!("joint_spring[{}].{n}", self.joint_name[j]));
+                    kinds.push(ParamKind::Spring(j, f));
+                }
+            }
+        }
+        ParamTable { names, kinds }
+    }
+
+    pub fn param_get(&self, k: ParamKind) -> f64 {
+        match k {
+            ParamKind::BodyMass(b) => self.body_mass[b],
+            ParamKind::BodyInertia(b, i) => {
+                let (r, c) = INERTIA_IDX[i];
+                self.body_inertia[b][(r, c)]
+            }
+            ParamKind::AnchorParent(j, a) => self.joint_anchor_parent[j][a],
+            ParamKind::AnchorChild(j, a) => self.joint_anchor_child[j][a],
+            ParamKind::Spring(j, f) => {
+                let s = self.joint_spring[j].as_ref().expect("spring parameter of a joint without spring");
+                [s.k, s.alpha1, s.alpha2, s.l1, s.l2, s.x_rest][f]
+            }
+        }
+    }
+
+    fn param_set_unchecked(&mut self, k: ParamKind, v: f64) {
+        match k {
+            ParamKind::BodyMass(b) => self.body_mass[b] = v,
+            ParamKind::BodyInertia(b, i) => {
+                let (r, c) = INERTIA_IDX[i];
+                self.body_inertia[b][(r, c)] = v;
+                self.body_inertia[b][(c, r)] = v;
+            }
+            ParamKind::AnchorParent(j, a) => self.joint_anchor_parent[j][a] = v,
+            ParamKind::AnchorChild(j, a) => self.joint_anchor_child[j][a] = v,
+            ParamKind::Spring(j, f) => {
+                if let Some(s) = self.joint_spring[j].as_mut() {
+                    match f {
+                        0 => s.k = v,
+                        1 => s.alpha1 = v,
+                        2 => s.alpha2 = v,
+                        3 => s.l1 = v,
+                        4 => s.l2 = v,
+                        _ => s.x_rest = v,
+                    }
+                }
+            }
+        }
+    }
+
+    /// All parameter values, in table order.
+    pub fn param_vector(&self) -> Vec<f64> {
+        self.param_table().kinds.iter().map(|&k| self.param_get(k)).collect()
+    }
+
+    /// Values of a selection.
+    pub fn params_get(&self, sel: &ParamSelection) -> Vec<f64> {
+        let t = self.param_table();
+        sel.indices.iter().map(|&i| self.param_get(t.kinds[i])).collect()
+    }
+
+    /// Write the values of a selection; the model is validated afterwards (mass > 0, inertia SPD).
+    pub fn params_set(&mut self, sel: &ParamSelection, values: &[f64]) -> Result<(), ModelError> {
+        if values.len() != sel.len() {
+            return Err(ModelError::ParamLength { got: values.len(), expected: sel.len() });
+        }
+        let t = self.param_table();
+        let backup = self.clone();
+        for (&i, &v) in sel.indices.iter().zip(values) {
+            if !v.is_finite() {
+                return Err(ModelError::Invalid(format!("parameter '{}' set to non-finite value {v}", t.names[i])));
+            }
+            self.param_set_unchecked(t.kinds[i], v);
+        }
+        if let Err(e) = self.validate() {
+            *self = backup;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Set one parameter by name.
+    pub fn param_set_by_name(&mut self, name: &str, v: f64) -> Result<(), ModelError> {
+        let sel = ParamSelection::by_names(self, &[name])?;
+        self.params_set(&sel, &[v])
+    }
+}

@@ -1,0 +1,114 @@
+//! Dynamic state of the maximal-coordinate family (spec 000 §3.1): per body the COM position, orientation,
+//! linear and angular velocity (world frame). Fixed bodies are stored too and never change.
+use torsion_math::{Quat, Scalar, Vec3};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MaximalState<T: Scalar = f64> {
+    /// COM positions, world, m; shape (body_count,)
+    pub x: Vec<Vec3<T>>,
+    /// orientations (w, x, y, z), body → world; shape (body_count,)
+    pub q: Vec<Quat<T>>,
+    /// COM linear velocities, world, m/s
+    pub v: Vec<Vec3<T>>,
+    /// angular velocities, world, rad/s
+    pub w: Vec<Vec3<T>>,
+}
+
+/// Per-body ambient layout used when a state is flattened: x(3) q(4) v(3) w(3).
+pub const AMBIENT_PER_BODY: usize = 13;
+/// Per-body tangent layout: x(3) δq(3, left perturbation) v(3) w(3).
+pub const TANGENT_PER_BODY: usize = 12;
+
+impl<T: Scalar> MaximalState<T> {
+    pub fn zeros(n: usize) -> Self {
+        Self {
+            x: vec![Vec3::zeros(); n],
+            q: vec![Quat::identity(); n],
+            v: vec![Vec3::zeros(); n],
+            w: vec![Vec3::zeros(); n],
+        }
+    }
+    pub fn body_count(&self) -> usize {
+        self.x.len()
+    }
+    /// Set every component to zero (used for gradient accumulators).
+    pub fn set_zero(&mut self) {
+        for k in 0..self.x.len() {
+            self.x[k] = Vec3::zeros();
+            self.q[k] = Quat::zero();
+            self.v[k] = Vec3::zeros();
+            self.w[k] = Vec3::zeros();
+        }
+    }
+}
+
+impl MaximalState<f64> {
+    /// Flatten to [x q v w] per body (13 per body).
+    pub fn to_ambient(&self) -> Vec<f64> {
+        let mut out = Vec::with_capacity(self.x.len() * AMBIENT_PER_BODY);
+        for k in 0..self.x.len() {
+            out.extend_from_slice(self.x[k].as_slice());
+            out.extend_from_slice(&self.q[k].to_array());
+            out.extend_from_slice(self.v[k].as_slice());
+            out.extend_from_slice(self.w[k].as_slice());
+        }
+        out
+    }
+    pub fn from_ambient(a: &[f64]) -> Self {
+        let n = a.len() / AMBIENT_PER_BODY;
+        let mut s = Self::zeros(n);
+        for k in 0..n {
+            let o = &a[k * AMBIENT_PER_BODY..];
+            s.x[k] = Vec3::new(o[0], o[1], o[2]);
+            s.q[k] = Quat::new(o[3], o[4], o[5], o[6]);
+            s.v[k] = Vec3::new(o[7], o[8], o[9]);
+            s.w[k] = Vec3::new(o[10], o[11], o[12]);
+        }
+        s
+    }
+    /// Manifold retraction: x += dx, q ← Exp(δ) ⊗ q, v += dv, w += dw for the bodies listed in `dyn_bodies`
+    /// (tangent layout: 12 per listed body, in that order).
+    pub fn retract(&self, dyn_bodies: &[usize], d: &[f64]) -> Self {
+        let mut s = self.clone();
+        for (i, &k) in dyn_bodies.iter().enumerate() {
+            let o = &d[i * TANGENT_PER_BODY..];
+            s.x[k] += Vec3::new(o[0], o[1], o[2]);
+            s.q[k] = self.q[k].retract(&Vec3::new(o[3], o[4], o[5]));
+            s.v[k] += Vec3::new(o[6], o[7], o[8]);
+            s.w[k] += Vec3::new(o[9], o[10], o[11]);
+        }
+        s
+    }
+    /// Difference on the manifold (inverse of `retract` to first order): (other ⊖ self) in tangent layout.
+    pub fn local_diff(&self, dyn_bodies: &[usize], other: &Self) -> Vec<f64> {
+        let mut d = Vec::with_capacity(dyn_bodies.len() * TANGENT_PER_BODY);
+        for &k in dyn_bodies {
+            d.extend_from_slice((other.x[k] - self.x[k]).as_slice());
+            d.extend_from_slice(other.q[k].mul(&self.q[k].conj()).log().as_slice());
+            d.extend_from_slice((other.v[k] - self.v[k]).as_slice());
+            d.extend_from_slice((other.w[k] - self.w[k]).as_slice());
+        }
+        d
+    }
+    /// Convert an ambient gradient (same shape as the state) to the tangent gradient for `dyn_bodies`.
+    pub fn grad_to_tangent(&self, dyn_bodies: &[usize], g: &Self) -> Vec<f64> {
+        let mut d = Vec::with_capacity(dyn_bodies.len() * TANGENT_PER_BODY);
+        for &k in dyn_bodies {
+            d.extend_from_slice(g.x[k].as_slice());
+            d.extend_from_slice(torsion_math::quat::grad_ambient_to_tangent(&self.q[k], &g.q[k]).as_slice());
+            d.extend_from_slice(g.v[k].as_slice());
+            d.extend_from_slice(g.w[k].as_slice());
+        }
+        d
+    }
+    /// Lift to another scalar type (e.g. duals) with zero derivative parts.
+    pub fn lift<T: Scalar>(&self) -> MaximalState<T> {
+        let cv = |v: &Vec3| Vec3::new(T::c(v.x), T::c(v.y), T::c(v.z));
+        MaximalState {
+            x: self.x.iter().map(cv).collect(),
+            q: self.q.iter().map(|q| Quat::new(T::c(q.w), T::c(q.v.x), T::c(q.v.y), T::c(q.v.z))).collect(),
+            v: self.v.iter().map(cv).collect(),
+            w: self.w.iter().map(cv).collect(),
+        }
+    }
+}

@@ -1,0 +1,689 @@
+//! One XPBD step (spec 000 §3.2, Algorithm 1 with the §3.12 fixes) as executed, generic over the scalar, and
+//! its reverse-mode adjoint right below it. The adjoint replays the recorded projection inputs in reverse
+//! (the 30 iterations are differentiated exactly as executed, spec 000 §3.7).
+use super::data::{DataGrad, XpbdData};
+use super::joints::hinge::{angular, angular_vjp, positional, positional_vjp, Corr, CorrGrad, Pair, PairGrad};
+use super::joints::limits::{limit, limit_vjp};
+use super::predict::{joint_torque_axis, joint_torque_vjp, predict, predict_vjp, velocity_update, velocity_update_vjp};
+use super::spring::{spring_torque, spring_torque_grad};
+use super::{angles, Ordering, XpbdOptions};
+use crate::solver::StepInfo;
+use torsion_math::quat::apply_dphi_vjp;
+use torsion_math::{Quat, Scalar, Vec3};
+use torsion_model::{JointType, MaximalState, Model};
+
+/// Constraint kinds; λ accumulators are indexed 3·joint + kind.
+const POS: u8 = 0;
+const ANG: u8 = 1;
+const LIM: u8 = 2;
+
+/// Per-step scratch of the generic step (allocated once).
+pub struct Scratch<T: Scalar> {
+    tau: Vec<Vec3<T>>,
+    xb: Vec<Vec3<T>>,
+    qb: Vec<Quat<T>>,
+    lam: Vec<T>,
+    acc_x: Vec<Vec3<T>>,
+    acc_p: Vec<Vec3<T>>,
+    /// joints touching each body (Jacobi averaging)
+    touch: Vec<f64>,
+}
+
+impl<T: Scalar> Scratch<T> {
+    pub fn new(model: &Model) -> Self {
+        let nb = model.body_count();
+        let mut touch = vec![0.0; nb];
+        for j in 0..model.joint_count() {
+            touch[model.joint_parent[j]] += 1.0;
+            touch[model.joint_child[j]] += 1.0;
+        }
+        Scratch {
+            tau: vec![Vec3::zeros(); nb],
+            xb: vec![Vec3::zeros(); nb],
+            qb: vec![Quat::identity(); nb],
+            lam: vec![T::zero(); 3 * model.joint_count()],
+            acc_x: vec![Vec3::zeros(); nb],
+            acc_p: vec![Vec3::zeros(); nb],
+            touch,
+        }
+    }
+}
+
+/// Inputs of one recorded projection (Gauss–Seidel).
+#[derive(Clone, Copy, Debug)]
+struct Snap {
+    kind: u8,
+    j: u32,
+    xa: Vec3,
+    qa: Quat,
+    xb: Vec3,
+    qb: Quat,
+    lam: f64,
+}
+
+struct SubRecord {
+    start: MaximalState,
+    end_x: Vec<Vec3>,
+    end_q: Vec<Quat>,
+    /// Gauss–Seidel: active projections in execution order
+    snaps: Vec<Snap>,
+    /// Jacobi: iteration-start poses (iterations × bodies) and λ (iterations × 3 joints)
+    it_x: Vec<Vec3>,
+    it_q: Vec<Quat>,
+    it_lam: Vec<f64>,
+}
+
+/// What `step` saves for `step_vjp`: the inputs and every projection's inputs (memory O(projections)).
+pub struct XpbdRecord {
+    u: Vec<f64>,
+    dt: f64,
+    subs: Vec<SubRecord>,
+    valid: bool,
+}
+
+impl XpbdRecord {
+    pub fn new(model: &Model, opts: &XpbdOptions) -> Self {
+        let nb = model.body_count();
+        let nj = model.joint_count();
+        let cap = opts.iterations * 3 * nj;
+        let subs = (0..opts.substeps)
+            .map(|_| SubRecord {
+                start: MaximalState::zeros(nb),
+                end_x: vec![Vec3::zeros(); nb],
+                end_q: vec![Quat::identity(); nb],
+                snaps: Vec::with_capacity(if opts.ordering == Ordering::GaussSeidel { cap } else { 0 }),
+                it_x: Vec::with_capacity(if opts.ordering == Ordering::Jacobi { opts.iterations * nb } else { 0 }),
+                it_q: Vec::with_capacity(if opts.ordering == Ordering::Jacobi { opts.iterations * nb } else { 0 }),
+                it_lam: Vec::with_capacity(if opts.ordering == Ordering::Jacobi {
+                    opts.iterations * 3 * nj
+                } else {
+                    0
+                }),
+            })
+            .collect();
+        XpbdRecord { u: vec![0.0; nj], dt: 0.0, subs, valid: false }
+    }
+}
+
+#[inline(always)]
+fn re3<T: Scalar>(v: &Vec3<T>) -> Vec3 {
+    Vec3::new(v.x.re(), v.y.re(), v.z.re())
+}
+#[inline(always)]
+fn req<T: Scalar>(q: &Quat<T>) -> Quat {
+    Quat::new(q.w.re(), q.v.x.re(), q.v.y.re(), q.v.z.re())
+}
+
+#[inline(always)]
+fn pair<T: Scalar>(
+    d: &XpbdData<T>,
+    fixed_a: bool,
+    a: usize,
+    b: usize,
+    xa: Vec3<T>,
+    qa: Quat<T>,
+    xb: Vec3<T>,
+    qb: Quat<T>,
+) -> Pair<T> {
+    Pair {
+        xa,
+        qa,
+        xb,
+        qb,
+        wa: d.inv_mass[a],
+        wb: d.inv_mass[b],
+        ia: d.inv_inertia[a],
+        ib: d.inv_inertia[b],
+        a_dyn: !fixed_a,
+    }
+}
+
+/// The constraint `kind` of joint `j` evaluated on the pair (None: inactive limit).
+#[inline(always)]
+fn project<T: Scalar>(
+    model: &Model,
+    d: &XpbdData<T>,
+    kind: u8,
+    j: usize,
+    p: &Pair<T>,
+    lam: T,
+    at: T,
+) -> Option<Corr<T>> {
+    match kind {
+        POS => Some(positional(p, &d.r[j], &d.t[j], lam, at)),
+        ANG => Some(angular(p, &d.b[j], &d.a[j], lam, at)),
+        _ => {
+            let (lo, hi) = model.joint_limit[j]?;
+            limit(p, &d.b[j], &d.np[j], &d.nc[j], lo, hi, lam, at)
+        }
+    }
+}
+
+/// The constraint list of one iteration, in the spec's order (§6.1): all positional (base → tip), all
+/// angular, then all limits. (Projecting limits first was tried: Baxter drift with active limits is the same.)
+#[inline(always)]
+fn constraint_order<'a>(model: &'a Model, opts: &XpbdOptions) -> impl Iterator<Item = (u8, usize)> + 'a {
+    let nj = model.joint_count();
+    let rev = move |j: &usize| model.joint_type[*j] == JointType::Revolute;
+    let lim = opts.limits;
+    (0..nj)
+        .map(|j| (POS, j))
+        .chain((0..nj).filter(rev).map(|j| (ANG, j)))
+        .chain((0..nj).filter(move |j| lim && rev(j) && model.joint_limit[*j].is_some()).map(|j| (LIM, j)))
+}
+
+/// Total torque of joint j: control plus spring (§3.11), evaluated on the (sub)step start state.
+#[inline(always)]
+fn joint_drive<T: Scalar>(
+    model: &Model,
+    opts: &XpbdOptions,
+    d: &XpbdData<T>,
+    s: &MaximalState<T>,
+    u: &[T],
+    j: usize,
+) -> T {
+    let mut tj = u[j];
+    if let (true, Some(sp), Some(p)) = (opts.springs, model.joint_spring[j].as_ref(), d.spring[j].as_ref()) {
+        let phi =
+            angles::hinge_angle(&s.q[model.joint_parent[j]], &s.q[model.joint_child[j]], &d.b[j], &d.np[j], &d.nc[j]);
+        tj += spring_torque(phi, p, sp.sign, sp.literal);
+    }
+    tj
+}
+
+/// One step. `out` receives the new state; `rec` (f64 only in practice) saves what the adjoint needs.
+#[allow(clippy::too_many_arguments)]
+pub fn step<T: Scalar>(
+    model: &Model,
+    opts: &XpbdOptions,
+    d: &XpbdData<T>,
+    s: &MaximalState<T>,
+    u: &[T],
+    dt: f64,
+    out: &mut MaximalState<T>,
+    sc: &mut Scratch<T>,
+    mut rec: Option<&mut XpbdRecord>,
+) -> StepInfo {
+    let nb = model.body_count();
+    let nsub = opts.substeps;
+    let hf = dt / nsub as f64;
+    let h = T::c(hf);
+    let at = T::c(opts.compliance / (hf * hf));
+    let mut info = StepInfo::default();
+    out.clone_from(s);
+    if let Some(r) = rec.as_deref_mut() {
+        for (a, b) in r.u.iter_mut().zip(u) {
+            *a = b.re();
+        }
+        r.dt = dt;
+        r.valid = true;
+    }
+    for sub in 0..nsub {
+        if let Some(r) = rec.as_deref_mut() {
+            let sr = &mut r.subs[sub];
+            for k in 0..nb {
+                sr.start.x[k] = re3(&out.x[k]);
+                sr.start.q[k] = req(&out.q[k]);
+                sr.start.v[k] = re3(&out.v[k]);
+                sr.start.w[k] = re3(&out.w[k]);
+            }
+            sr.snaps.clear();
+            sr.it_x.clear();
+            sr.it_q.clear();
+            sr.it_lam.clear();
+        }
+        // §3.8 joint torques → body torques
+        for t in sc.tau.iter_mut() {
+            *t = Vec3::zeros();
+        }
+        for j in 0..model.joint_count() {
+            if model.joint_type[j] != JointType::Revolute {
+                continue;
+            }
+            let (p, c) = (model.joint_parent[j], model.joint_child[j]);
+            let e = joint_torque_axis(&out.q[p], &d.b[j]) * joint_drive(model, opts, d, out, u, j);
+            sc.tau[c] += e;
+            if !model.body_fixed[p] {
+                sc.tau[p] -= e;
+            }
+        }
+        // §3.2 prediction
+        for k in 0..nb {
+            if model.body_fixed[k] {
+                sc.xb[k] = out.x[k];
+                sc.qb[k] = out.q[k];
+                continue;
+            }
+            let (xb, qb) = predict(
+                &out.x[k],
+                &out.q[k],
+                &out.v[k],
+                &out.w[k],
+                &sc.tau[k],
+                &d.inertia[k],
+                &d.inv_inertia[k],
+                &d.gravity,
+                h,
+            );
+            sc.xb[k] = xb;
+            sc.qb[k] = qb;
+        }
+        for l in sc.lam.iter_mut() {
+            *l = T::zero();
+        }
+        // §3.3–3.5 projections
+        for _ in 0..opts.iterations {
+            match opts.ordering {
+                Ordering::GaussSeidel => {
+                    for (kind, j) in constraint_order(model, opts) {
+                        let (a, b) = (model.joint_parent[j], model.joint_child[j]);
+                        let fa = model.body_fixed[a];
+                        let li = 3 * j + kind as usize;
+                        let p = pair(d, fa, a, b, sc.xb[a], sc.qb[a], sc.xb[b], sc.qb[b]);
+                        let Some(c) = project(model, d, kind, j, &p, sc.lam[li], at) else { continue };
+                        if !c.active {
+                            info.skipped_projections += 1;
+                            continue;
+                        }
+                        if kind == LIM {
+                            info.active_limits += 1;
+                        }
+                        if let Some(r) = rec.as_deref_mut() {
+                            r.subs[sub].snaps.push(Snap {
+                                kind,
+                                j: j as u32,
+                                xa: re3(&p.xa),
+                                qa: req(&p.qa),
+                                xb: re3(&p.xb),
+                                qb: req(&p.qb),
+                                lam: sc.lam[li].re(),
+                            });
+                        }
+                        if !fa {
+                            sc.xb[a] += c.dxa;
+                            sc.qb[a] = sc.qb[a].apply_dphi(&c.dpa);
+                        }
+                        sc.xb[b] += c.dxb;
+                        sc.qb[b] = sc.qb[b].apply_dphi(&c.dpb);
+                        sc.lam[li] += c.dl;
+                    }
+                }
+                Ordering::Jacobi => {
+                    if let Some(r) = rec.as_deref_mut() {
+                        let sr = &mut r.subs[sub];
+                        sr.it_x.extend(sc.xb.iter().map(re3));
+                        sr.it_q.extend(sc.qb.iter().map(req));
+                        sr.it_lam.extend(sc.lam.iter().map(|l| l.re()));
+                    }
+                    for k in 0..nb {
+                        sc.acc_x[k] = Vec3::zeros();
+                        sc.acc_p[k] = Vec3::zeros();
+                    }
+                    for (kind, j) in constraint_order(model, opts) {
+                        let (a, b) = (model.joint_parent[j], model.joint_child[j]);
+                        let fa = model.body_fixed[a];
+                        let li = 3 * j + kind as usize;
+                        let p = pair(d, fa, a, b, sc.xb[a], sc.qb[a], sc.xb[b], sc.qb[b]);
+                        let Some(c) = project(model, d, kind, j, &p, sc.lam[li], at) else { continue };
+                        if !c.active {
+                            info.skipped_projections += 1;
+                            continue;
+                        }
+                        if kind == LIM {
+                            info.active_limits += 1;
+                        }
+                        if !fa {
+                            sc.acc_x[a] += c.dxa;
+                            sc.acc_p[a] += c.dpa;
+                        }
+                        sc.acc_x[b] += c.dxb;
+                        sc.acc_p[b] += c.dpb;
+                        sc.lam[li] += c.dl;
+                    }
+                    for k in 0..nb {
+                        if model.body_fixed[k] || sc.touch[k] == 0.0 {
+                            continue;
+                        }
+                        let w = T::c(opts.jacobi_relaxation / sc.touch[k]);
+                        sc.xb[k] += sc.acc_x[k] * w;
+                        sc.qb[k] = sc.qb[k].apply_dphi(&(sc.acc_p[k] * w));
+                    }
+                }
+            }
+        }
+        // §3.2 velocity update (L28–L35)
+        for k in 0..nb {
+            if model.body_fixed[k] {
+                continue;
+            }
+            let (v, w) = velocity_update(&out.x[k], &out.q[k], &sc.xb[k], &sc.qb[k], h);
+            out.v[k] = v;
+            out.w[k] = w;
+            out.x[k] = sc.xb[k];
+            out.q[k] = sc.qb[k];
+        }
+        if let Some(r) = rec.as_deref_mut() {
+            let sr = &mut r.subs[sub];
+            for k in 0..nb {
+                sr.end_x[k] = re3(&out.x[k]);
+                sr.end_q[k] = req(&out.q[k]);
+            }
+        }
+    }
+    info
+}
+
+/// Max positional ‖c‖ and angular ‖b_w × a_w‖ joint violations of a state.
+pub fn violations(model: &Model, s: &MaximalState) -> (f64, f64) {
+    let (mut mp, mut ma) = (0.0f64, 0.0f64);
+    for j in 0..model.joint_count() {
+        let (a, b) = (model.joint_parent[j], model.joint_child[j]);
+        let c = (s.x[b] + s.q[b].rotate(&model.joint_anchor_child[j]))
+            - (s.x[a] + s.q[a].rotate(&model.joint_anchor_parent[j]));
+        mp = mp.max(c.norm());
+        if model.joint_type[j] == JointType::Revolute {
+            let bw = s.q[a].rotate(&model.joint_axis_parent(j));
+            let aw = s.q[b].rotate(&model.joint_axis_child(j));
+            ma = ma.max(bw.cross(&aw).norm());
+        }
+    }
+    (mp, ma)
+}
+
+// ================================================================================================================
+// Adjoint
+
+/// Scratch of the adjoint (allocated once).
+pub struct VjpScratch {
+    gx: Vec<Vec3>,
+    gq: Vec<Quat>,
+    gl: Vec<f64>,
+    gtau: Vec<Vec3>,
+    cur: MaximalState,
+    gd: DataGrad,
+    acc_x: Vec<Vec3>,
+    acc_p: Vec<Vec3>,
+    gacc_x: Vec<Vec3>,
+    gacc_p: Vec<Vec3>,
+    touch: Vec<f64>,
+}
+
+impl VjpScratch {
+    pub fn new(model: &Model) -> Self {
+        let nb = model.body_count();
+        let nj = model.joint_count();
+        let sc: Scratch<f64> = Scratch::new(model);
+        VjpScratch {
+            gx: vec![Vec3::zeros(); nb],
+            gq: vec![Quat::zero(); nb],
+            gl: vec![0.0; 3 * nj],
+            gtau: vec![Vec3::zeros(); nb],
+            cur: MaximalState::zeros(nb),
+            gd: DataGrad::new(nb, nj),
+            acc_x: vec![Vec3::zeros(); nb],
+            acc_p: vec![Vec3::zeros(); nb],
+            gacc_x: vec![Vec3::zeros(); nb],
+            gacc_p: vec![Vec3::zeros(); nb],
+            touch: sc.touch,
+        }
+    }
+}
+
+/// Adjoint of one constraint correction: route ḡ of the corrections into the pair inputs, λ and θ-data.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn project_vjp(
+    model: &Model,
+    d: &XpbdData<f64>,
+    kind: u8,
+    j: usize,
+    p: &Pair<f64>,
+    lam: f64,
+    at: f64,
+    g: &CorrGrad,
+    gd: &mut DataGrad,
+) -> PairGrad {
+    let mut gp = PairGrad::default();
+    match kind {
+        POS => positional_vjp(p, &d.r[j], &d.t[j], lam, at, g, &mut gp, &mut gd.r[j], &mut gd.t[j]),
+        ANG => angular_vjp(p, &d.b[j], &d.a[j], lam, at, g, &mut gp),
+        _ => {
+            if let Some((lo, hi)) = model.joint_limit[j] {
+                limit_vjp(p, &d.b[j], &d.np[j], &d.nc[j], lo, hi, lam, at, g, &mut gp)
+            }
+        }
+    }
+    let (a, b) = (model.joint_parent[j], model.joint_child[j]);
+    gd.inv_mass[a] += gp.wa;
+    gd.inv_mass[b] += gp.wb;
+    gd.inv_inertia[a] += gp.ia;
+    gd.inv_inertia[b] += gp.ib;
+    gp
+}
+
+/// Reverse mode through one recorded step: accumulate into `g_s`, `g_u`, `g_theta`.
+#[allow(clippy::too_many_arguments)]
+pub fn step_vjp(
+    model: &Model,
+    opts: &XpbdOptions,
+    d: &XpbdData<f64>,
+    table: &torsion_model::ParamTable,
+    rec: &XpbdRecord,
+    g_out: &MaximalState,
+    g_s: &mut MaximalState,
+    g_u: &mut [f64],
+    g_theta: &mut [f64],
+    vs: &mut VjpScratch,
+) {
+    assert!(rec.valid, "step_vjp needs a record filled by step");
+    let nb = model.body_count();
+    let nsub = opts.substeps;
+    let hf = rec.dt / nsub as f64;
+    let at = opts.compliance / (hf * hf);
+    vs.gd.clear();
+    vs.cur.clone_from(g_out);
+    for sub in (0..nsub).rev() {
+        let sr = &rec.subs[sub];
+        let st = &sr.start;
+        // velocity update adjoint: (x, q) of the start and (x̄b, q̄b) of the projected poses
+        for k in 0..nb {
+            vs.gx[k] = Vec3::zeros();
+            vs.gq[k] = Quat::zero();
+            if model.body_fixed[k] {
+                vs.cur.x[k] = Vec3::zeros();
+                vs.cur.q[k] = Quat::zero();
+                vs.cur.v[k] = Vec3::zeros();
+                vs.cur.w[k] = Vec3::zeros();
+                continue;
+            }
+            let (gx0, gq0, gxb, gqb) = velocity_update_vjp(&st.q[k], &sr.end_q[k], hf, &vs.cur.v[k], &vs.cur.w[k]);
+            vs.gx[k] = vs.cur.x[k] + gxb;
+            vs.gq[k] = vs.cur.q[k].add(&gqb);
+            vs.cur.x[k] = gx0;
+            vs.cur.q[k] = gq0;
+            vs.cur.v[k] = Vec3::zeros();
+            vs.cur.w[k] = Vec3::zeros();
+        }
+        for l in vs.gl.iter_mut() {
+            *l = 0.0;
+        }
+        // projections in reverse
+        match opts.ordering {
+            Ordering::GaussSeidel => {
+                for sn in sr.snaps.iter().rev() {
+                    let j = sn.j as usize;
+                    let (a, b) = (model.joint_parent[j], model.joint_child[j]);
+                    let fa = model.body_fixed[a];
+                    let li = 3 * j + sn.kind as usize;
+                    let p = pair(d, fa, a, b, sn.xa, sn.qa, sn.xb, sn.qb);
+                    let c = project(model, d, sn.kind, j, &p, sn.lam, at).unwrap_or_else(Corr::none);
+                    let mut g = CorrGrad { dxb: vs.gx[b], dl: vs.gl[li], ..Default::default() };
+                    let (gqb, gdpb) = apply_dphi_vjp(&sn.qb, &c.dpb, &vs.gq[b]);
+                    g.dpb = gdpb;
+                    let mut gqa = Quat::zero();
+                    if !fa {
+                        g.dxa = vs.gx[a];
+                        let (q_, gdpa) = apply_dphi_vjp(&sn.qa, &c.dpa, &vs.gq[a]);
+                        g.dpa = gdpa;
+                        gqa = q_;
+                    }
+                    let gp = project_vjp(model, d, sn.kind, j, &p, sn.lam, at, &g, &mut vs.gd);
+                    vs.gq[b] = gqb.add(&gp.qb);
+                    vs.gx[b] += gp.xb;
+                    if !fa {
+                        vs.gq[a] = gqa.add(&gp.qa);
+                        vs.gx[a] += gp.xa;
+                    }
+                    vs.gl[li] += gp.lam;
+                }
+            }
+            Ordering::Jacobi => {
+                for it in (0..opts.iterations).rev() {
+                    let xs = &sr.it_x[it * nb..(it + 1) * nb];
+                    let qs = &sr.it_q[it * nb..(it + 1) * nb];
+                    let ls = &sr.it_lam[it * 3 * model.joint_count()..(it + 1) * 3 * model.joint_count()];
+                    // recompute this iteration's summed corrections
+                    for k in 0..nb {
+                        vs.acc_x[k] = Vec3::zeros();
+                        vs.acc_p[k] = Vec3::zeros();
+                    }
+                    for (kind, j) in constraint_order(model, opts) {
+                        let (a, b) = (model.joint_parent[j], model.joint_child[j]);
+                        let fa = model.body_fixed[a];
+                        let p = pair(d, fa, a, b, xs[a], qs[a], xs[b], qs[b]);
+                        if let Some(c) = project(model, d, kind, j, &p, ls[3 * j + kind as usize], at) {
+                            if c.active {
+                                if !fa {
+                                    vs.acc_p[a] += c.dpa;
+                                }
+                                vs.acc_p[b] += c.dpb;
+                            }
+                        }
+                    }
+                    // adjoint of the per-body apply
+                    for k in 0..nb {
+                        vs.gacc_x[k] = Vec3::zeros();
+                        vs.gacc_p[k] = Vec3::zeros();
+                        if model.body_fixed[k] || vs.touch[k] == 0.0 {
+                            continue;
+                        }
+                        let w = opts.jacobi_relaxation / vs.touch[k];
+                        vs.gacc_x[k] = vs.gx[k] * w;
+                        let (gq, gdp) = apply_dphi_vjp(&qs[k], &(vs.acc_p[k] * w), &vs.gq[k]);
+                        vs.gq[k] = gq;
+                        vs.gacc_p[k] = gdp * w;
+                    }
+                    // each constraint read the iteration-start poses
+                    for (kind, j) in constraint_order(model, opts) {
+                        let (a, b) = (model.joint_parent[j], model.joint_child[j]);
+                        let fa = model.body_fixed[a];
+                        let li = 3 * j + kind as usize;
+                        let p = pair(d, fa, a, b, xs[a], qs[a], xs[b], qs[b]);
+                        match project(model, d, kind, j, &p, ls[li], at) {
+                            Some(c) if c.active => {}
+                            _ => continue,
+                        }
+                        let mut g =
+                            CorrGrad { dxb: vs.gacc_x[b], dpb: vs.gacc_p[b], dl: vs.gl[li], ..Default::default() };
+                        if !fa {
+                            g.dxa = vs.gacc_x[a];
+                            g.dpa = vs.gacc_p[a];
+                        }
+                        let gp = project_vjp(model, d, kind, j, &p, ls[li], at, &g, &mut vs.gd);
+                        vs.gq[b] = vs.gq[b].add(&gp.qb);
+                        vs.gx[b] += gp.xb;
+                        if !fa {
+                            vs.gq[a] = vs.gq[a].add(&gp.qa);
+                            vs.gx[a] += gp.xa;
+                        }
+                        vs.gl[li] += gp.lam;
+                    }
+                }
+            }
+        }
+        // prediction adjoint
+        for k in 0..nb {
+            vs.gtau[k] = Vec3::zeros();
+            if model.body_fixed[k] {
+                continue;
+            }
+            let tau = body_torque(model, opts, d, st, &rec.u, k);
+            let pg = predict_vjp(&st.q[k], &st.w[k], &tau, &d.inertia[k], &d.inv_inertia[k], hf, &vs.gx[k], &vs.gq[k]);
+            vs.cur.x[k] += pg.x;
+            vs.cur.q[k] = vs.cur.q[k].add(&pg.q);
+            vs.cur.v[k] += pg.v;
+            vs.cur.w[k] += pg.w;
+            vs.gtau[k] = pg.tau;
+            vs.gd.inertia[k] += pg.inertia;
+            vs.gd.inv_inertia[k] += pg.inv_inertia;
+        }
+        // torque-map adjoint (§3.8) and spring (§3.11)
+        for j in 0..model.joint_count() {
+            if model.joint_type[j] != JointType::Revolute {
+                continue;
+            }
+            let (p, c) = (model.joint_parent[j], model.joint_child[j]);
+            let gtp = if model.body_fixed[p] { Vec3::zeros() } else { vs.gtau[p] };
+            let tj = joint_drive(model, opts, d, st, &rec.u, j);
+            let (gtj, gqp) = joint_torque_vjp(&st.q[p], &d.b[j], tj, &vs.gtau[c], &gtp);
+            if !model.body_fixed[p] {
+                vs.cur.q[p] = vs.cur.q[p].add(&gqp);
+            }
+            g_u[j] += gtj;
+            if let (true, Some(sp), Some(prm)) = (opts.springs, model.joint_spring[j].as_ref(), d.spring[j].as_ref()) {
+                let phi = angles::hinge_angle(&st.q[p], &st.q[c], &d.b[j], &d.np[j], &d.nc[j]);
+                let gs = spring_torque_grad(phi, prm, sp.sign, sp.literal);
+                for f in 0..6 {
+                    vs.gd.spring[j][f] += gtj * gs[f + 1];
+                }
+                let (mut gqa, mut gqb) = (vs.cur.q[p], vs.cur.q[c]);
+                angles::hinge_angle_vjp(
+                    &st.q[p],
+                    &st.q[c],
+                    &d.b[j],
+                    &d.np[j],
+                    &d.nc[j],
+                    gtj * gs[0],
+                    &mut gqa,
+                    &mut gqb,
+                );
+                if !model.body_fixed[p] {
+                    vs.cur.q[p] = gqa;
+                }
+                vs.cur.q[c] = gqb;
+            }
+        }
+    }
+    for k in 0..nb {
+        if model.body_fixed[k] {
+            continue;
+        }
+        g_s.x[k] += vs.cur.x[k];
+        g_s.q[k] = g_s.q[k].add(&vs.cur.q[k]);
+        g_s.v[k] += vs.cur.v[k];
+        g_s.w[k] += vs.cur.w[k];
+    }
+    vs.gd.accumulate_into_theta(d, table, g_theta);
+}
+
+/// Body torque of body k from the recorded controls (recomputed in the adjoint; same code as the forward).
+fn body_torque(model: &Model, opts: &XpbdOptions, d: &XpbdData<f64>, st: &MaximalState, u: &[f64], k: usize) -> Vec3 {
+    let mut tau = Vec3::zeros();
+    for j in 0..model.joint_count() {
+        if model.joint_type[j] != JointType::Revolute {
+            continue;
+        }
+        let (p, c) = (model.joint_parent[j], model.joint_child[j]);
+        if c != k && p != k {
+            continue;
+        }
+        let e = joint_torque_axis(&st.q[p], &d.b[j]) * joint_drive(model, opts, d, st, u, j);
+        if c == k {
+            tau += e;
+        }
+        if p == k && !model.body_fixed[p] {
+            tau -= e;
+        }
+    }
+    tau
+}
