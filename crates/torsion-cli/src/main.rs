@@ -1,0 +1,66 @@
+//! `torsion`: command-line entry point (design.md §5): `simulate` a model with a solver, run a paper
+//! `experiment` (JSON + PNG), list experiments.
+mod simulate;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "torsion", version, about = "torsion: a differentiable physics engine for robotics")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Simulate a URDF model and write the trajectory (joint angles, joint velocities, body poses) as JSON.
+    Simulate(simulate::SimulateArgs),
+    /// Run a paper experiment by name, writing DIR/NAME.json and DIR/NAME.png.
+    Experiment {
+        /// experiment name (see --list)
+        name: Option<String>,
+        /// output folder
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
+        /// reduced version (used by the tests)
+        #[arg(long)]
+        quick: bool,
+        /// list the available experiments
+        #[arg(long)]
+        list: bool,
+    },
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<()> {
+    match Cli::parse().cmd {
+        Cmd::Simulate(a) => simulate::run(&a),
+        Cmd::Experiment { name, out, quick, list } => {
+            if list {
+                for e in torsion_experiments::registry() {
+                    println!("{:<20} spec {:<22} {}", e.name, e.spec, e.description);
+                }
+                return Ok(());
+            }
+            let Some(name) = name else { bail!("give an experiment name or --list") };
+            let t0 = std::time::Instant::now();
+            let res = torsion_experiments::run(&name, &out, quick).with_context(|| format!("experiment '{name}'"))?;
+            println!("{}", serde_json::to_string_pretty(&res.json())?);
+            eprintln!(
+                "wrote {} and {} in {:.1} s",
+                out.join(format!("{name}.json")).display(),
+                out.join(format!("{name}.png")).display(),
+                t0.elapsed().as_secs_f64()
+            );
+            Ok(())
+        }
+    }
+}

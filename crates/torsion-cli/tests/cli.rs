@@ -1,0 +1,105 @@
+//! End-to-end tests of the `torsion` binary: experiments (quick mode, metric names and targets), simulate on
+//! the Baxter URDF, and clear errors on bad input.
+use std::path::PathBuf;
+use std::process::Command;
+
+fn torsion() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_torsion"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("torsion-cli-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn baxter_urdf() -> PathBuf {
+    torsion_model::io::robots::example_robot_data_dir()
+        .expect("example-robot-data (pip install example-robot-data)")
+        .join(torsion_model::io::robots::BAXTER_URDF)
+}
+
+#[test]
+fn experiment_list_names_pbd_design() {
+    let out = torsion().args(["experiment", "--list"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("pbd-design"));
+}
+
+#[test]
+fn pbd_design_quick_meets_its_targets() {
+    let dir = tmp("design");
+    let out = torsion().args(["experiment", "pbd-design", "--quick", "--out"]).arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("pbd-design.json")).unwrap()).unwrap();
+    assert!(std::fs::metadata(dir.join("pbd-design.png")).unwrap().len() > 10_000);
+    assert_eq!(j["name"], "pbd-design");
+    let m = &j["metrics"];
+    for k in [
+        "l1",
+        "l2",
+        "circle_center_distance",
+        "loss_initial",
+        "loss_final",
+        "work_initial",
+        "work_final",
+        "grid_optimum",
+        "l1_c2",
+        "l2_c2",
+    ] {
+        assert!(!m[k].is_null(), "metric {k} missing");
+    }
+    let f = |k: &str| m[k].as_f64().unwrap();
+    eprintln!("quick pbd-design: l = ({:.4}, {:.4}), c2 l = ({:.4}, {:.4})", f("l1"), f("l2"), f("l1_c2"), f("l2_c2"));
+    assert!((f("l2") - 0.30).abs() <= 0.03 && (f("l1") - f("circle_center_distance")).abs() <= 0.03);
+    assert!((f("l2_c2") - 0.30).abs() <= 0.03 && (f("l1_c2") - 2.0).abs() <= 0.03);
+    assert!(f("loss_initial") / f("loss_final") >= 3.5);
+    assert!(f("work_initial") / f("work_final") >= 4.0);
+    assert_eq!(j["paper"]["loss_initial"], 51.716);
+}
+
+#[test]
+fn simulate_baxter_left_arm() {
+    let dir = tmp("sim");
+    let traj = dir.join("traj.json");
+    let out = torsion()
+        .args(["simulate", "--model"])
+        .arg(baxter_urdf())
+        .args(["--arm-root", "torso", "--arm-tip", "left_hand_link", "--q0", "0,-0.5,0,1.0,0,0.5,0", "--dt", "0.01"])
+        .args(["--steps", "50", "--solver", "xpbd", "--out"])
+        .arg(&traj)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&traj).unwrap()).unwrap();
+    assert_eq!(j["joint_angles"].as_array().unwrap().len(), 51);
+    assert_eq!(j["joint_angles"][0].as_array().unwrap().len(), 7);
+    assert_eq!(j["body_poses"][50].as_array().unwrap().len(), 8);
+    let a0 = j["joint_angles"][0][1].as_f64().unwrap();
+    assert!((a0 + 0.5).abs() < 1e-12, "initial angle extracted from the poses: {a0}");
+    let a1 = j["joint_angles"][50][1].as_f64().unwrap();
+    assert!((a1 - a0).abs() > 1e-3, "the arm moves under gravity");
+    // a free fall from a bent pose into the limits: 30 iterations keep the joints within a few mm (2.3e-3 m
+    // measured; 5.1e-4 m without limits, see docs/solvers.md)
+    assert!(j["max_position_violation"].as_array().unwrap().iter().all(|v| v.as_f64().unwrap() < 5e-3));
+}
+
+#[test]
+fn bad_inputs_give_clear_errors() {
+    let err = |args: &[&str]| {
+        let out = torsion().args(args).output().unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let e = err(&["experiment", "no-such-thing"]);
+    assert!(e.contains("unknown experiment 'no-such-thing'") && e.contains("pbd-design"), "{e}");
+    let e = err(&["simulate", "--model", "/nonexistent/robot.urdf"]);
+    assert!(e.contains("/nonexistent/robot.urdf"), "{e}");
+    let b = baxter_urdf();
+    let b = b.to_str().unwrap();
+    let e = err(&["simulate", "--model", b, "--arm-root", "torso", "--arm-tip", "left_hand_link", "--q0", "0,0"]);
+    assert!(e.contains("--q0 has 2 values") && e.contains("7"), "{e}");
+    let e = err(&["simulate", "--model", b, "--arm-root", "torso", "--arm-tip", "nope"]);
+    assert!(e.contains("nope"), "{e}");
+}

@@ -1,0 +1,40 @@
+//! torsion-experiments: one file per paper experiment and the shared result writer (design.md §6).
+//! `run("NAME", out_dir, quick)` writes `out_dir/NAME.json` = {"name", "metrics", "paper", "settings"} and
+//! `out_dir/NAME.png`. Every number in "metrics" is measured by the run; "paper" holds the published values.
+pub mod pbd_design;
+pub mod plot;
+pub mod result;
+
+pub use result::{ExperimentError, ExperimentResult};
+use std::path::Path;
+
+/// A registered experiment.
+pub struct Experiment {
+    pub name: &'static str,
+    pub spec: &'static str,
+    pub description: &'static str,
+    pub run: fn(quick: bool) -> Result<ExperimentResult, ExperimentError>,
+}
+
+pub fn registry() -> Vec<Experiment> {
+    vec![Experiment {
+        name: "pbd-design",
+        spec: "000 §4.1 (Table II)",
+        description: "2-link arm link-length design under a Cartesian stiffness controller, optimised through the differentiable XPBD rollout",
+        run: pbd_design::run,
+    }]
+}
+
+/// Run one experiment by name and write its JSON and PNG into `out`.
+pub fn run(name: &str, out: &Path, quick: bool) -> Result<ExperimentResult, ExperimentError> {
+    let reg = registry();
+    let e = reg.iter().find(|e| e.name == name).ok_or_else(|| {
+        ExperimentError::Unknown(format!(
+            "unknown experiment '{name}'; available: {}",
+            reg.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
+        ))
+    })?;
+    let res = (e.run)(quick)?;
+    res.write(out)?;
+    Ok(res)
+}

@@ -1,0 +1,4 @@
+//! torsion-opt: small optimisers shared by experiments and system identification (design.md §8: small
+//! enough to write; argmin pins an older nalgebra).
+pub mod adam;
+pub use adam::Adam;
