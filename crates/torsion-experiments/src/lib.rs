@@ -1,6 +1,7 @@
 //! torsion-experiments: one file per paper experiment and the shared result writer (design.md §6).
 //! `run("NAME", out_dir, quick)` writes `out_dir/NAME.json` = {"name", "metrics", "paper", "settings"} and
 //! `out_dir/NAME.png`. Every number in "metrics" is measured by the run; "paper" holds the published values.
+#![allow(clippy::type_complexity)]
 pub mod pbd_design;
 pub mod plot;
 pub mod result;

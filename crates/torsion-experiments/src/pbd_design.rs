@@ -438,7 +438,7 @@ fn plot(
         let (l1, l2, loss) = grid;
         let (lo, hi) = range(loss.iter().flatten().map(|v| v.ln()), 0.0);
         let mut c = ChartBuilder::on(&panels[1])
-            .caption("ln loss grid (c = 2.7) and Adam path", ("sans-serif", 18))
+            .caption("ln loss grid, c = 2.7 (red low, blue high), best path", ("sans-serif", 18))
             .margin(10)
             .x_label_area_size(30)
             .y_label_area_size(40)

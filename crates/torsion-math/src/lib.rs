@@ -5,6 +5,7 @@
 //! central finite differences.
 pub mod quat;
 pub mod scalar;
+pub mod spatial;
 
 pub use quat::Quat;
 pub use scalar::Scalar;

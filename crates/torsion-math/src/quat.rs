@@ -79,6 +79,7 @@ impl<T: Scalar> Quat<T> {
         p + self.v.cross(&s) * T::c(2.0)
     }
     /// Rotation matrix R(q) (local → world) of a unit quaternion.
+    #[inline(always)]
     pub fn to_mat(&self) -> Matrix3<T> {
         let (w, x, y, z) = (self.w, self.v.x, self.v.y, self.v.z);
         let two = T::c(2.0);
@@ -266,6 +267,14 @@ pub fn sandwich<T: Scalar>(q: &Quat<T>, m: &Matrix3<T>, p: &Vector3<T>) -> Vecto
     q.rotate(&(m * q.rotate_inv(p)))
 }
 
+/// The same product R M Rᵀ p given R = `q.to_mat()` (an identical polynomial in q, so [`sandwich_vjp`] is its
+/// adjoint too). Cheaper where R is shared with rotations of the same body, and shallower on a dependency chain:
+/// R is formed from q while other work proceeds, then three matrix–vector products remain.
+#[inline(always)]
+pub fn sandwich_mat<T: Scalar>(r: &Matrix3<T>, m: &Matrix3<T>, p: &Vector3<T>) -> Vector3<T> {
+    r * (m * r.tr_mul(p))
+}
+
 /// Adjoint of [`sandwich`]: returns (q̄, M̄, p̄).
 #[inline(always)]
 pub fn sandwich_vjp(
@@ -332,6 +341,21 @@ mod tests {
         let d = rv(5) * 0.3;
         assert!((Quat::exp(&d).mul(&q).log() - (Quat::exp(&d).mul(&q)).log()).norm() < 1e-15);
         assert!((Quat::exp(&d).log() - d).norm() < 1e-14);
+    }
+
+    #[test]
+    fn matrix_forms_match_the_quaternion_forms() {
+        // to_mat and rotate are the same polynomial in (w, x, y, z), unit or not
+        let m = Matrix3::new(2.0, 0.1, 0.2, 0.1, 3.0, -0.3, 0.2, -0.3, 1.5);
+        for (seed, scale) in [(41, 1.0), (42, 1.7), (43, 0.4)] {
+            let q = rq(seed).scale(scale);
+            let p = rv(seed + 100);
+            let r = q.to_mat();
+            assert!((r * p - q.rotate(&p)).norm() < 1e-14 * (1.0 + scale * scale) * p.norm());
+            assert!((r.tr_mul(&p) - q.rotate_inv(&p)).norm() < 1e-14 * (1.0 + scale * scale) * p.norm());
+            let (a, b) = (sandwich_mat(&r, &m, &p), sandwich(&q, &m, &p));
+            assert!((a - b).norm() < 1e-13 * (1.0 + scale.powi(4)) * b.norm(), "{a} vs {b}");
+        }
     }
 
     #[test]

@@ -110,8 +110,7 @@ impl ModelBuilder {
     /// Validate, place every dynamic body by forward kinematics at joint position 0, return the model.
     pub fn build(mut self) -> Result<Model, ModelError> {
         self.m.validate()?;
-        let n1 = self.m.dof_joints().len();
-        let pose = self.m.forward_kinematics(&vec![0.0; n1])?;
+        let pose = self.m.forward_kinematics(&self.m.neutral_q())?;
         self.m.body_pose0 = pose;
         Ok(self.m)
     }

@@ -17,16 +17,31 @@ pub enum JointType {
     Prismatic,
     /// no DoF (loaders merge fixed joints into the parent; a builder may still create them)
     Fixed,
-    /// three rotational DoF (point coincidence only)
+    /// three rotational DoF (point coincidence only); q = unit quaternion (w, x, y, z) of the child joint
+    /// frame relative to the parent's, v = angular velocity in the child joint frame
     Ball,
+    /// six DoF (floating base / loose object); q = (x, y, z, qw, qx, qy, qz): position of the child joint frame
+    /// in the parent joint frame and its orientation; v = (ω, v) in the child joint frame (body frame,
+    /// angular first, as Featherstone and Pinocchio's local convention)
+    Free,
 }
 
 impl JointType {
+    /// velocity dimension nv
     pub fn dof(&self) -> usize {
         match self {
             JointType::Revolute | JointType::Prismatic => 1,
             JointType::Fixed => 0,
             JointType::Ball => 3,
+            JointType::Free => 6,
+        }
+    }
+    /// configuration dimension nq
+    pub fn nq(&self) -> usize {
+        match self {
+            JointType::Ball => 4,
+            JointType::Free => 7,
+            t => t.dof(),
         }
     }
 }
@@ -160,16 +175,56 @@ impl Model {
         (self.joint_frame_parent[j].rotate(&n), self.joint_frame_child[j].rotate(&n))
     }
 
-    /// Generalized joint positions → world COM poses of every body (fixed bodies keep `body_pose0`).
-    /// `q` has one entry per 1-DoF joint in joint order (fixed / ball joints take none; a ball joint is
-    /// placed at its zero rotation).
+    /// Configuration dimension: Σ nq over joints (see [`JointType::nq`] for each joint's layout).
+    pub fn nq(&self) -> usize {
+        self.joint_type.iter().map(|t| t.nq()).sum()
+    }
+    /// Velocity dimension: Σ nv over joints.
+    pub fn nv(&self) -> usize {
+        self.joint_type.iter().map(|t| t.dof()).sum()
+    }
+    /// Offset of each joint's entries in q and in v.
+    pub fn joint_q_start(&self) -> Vec<usize> {
+        self.joint_type
+            .iter()
+            .scan(0, |o, t| {
+                let s = *o;
+                *o += t.nq();
+                Some(s)
+            })
+            .collect()
+    }
+    pub fn joint_v_start(&self) -> Vec<usize> {
+        self.joint_type
+            .iter()
+            .scan(0, |o, t| {
+                let s = *o;
+                *o += t.dof();
+                Some(s)
+            })
+            .collect()
+    }
+    /// The zero configuration: 0 for 1-DoF joints, identity quaternions, free joints at the origin.
+    pub fn neutral_q(&self) -> Vec<f64> {
+        let mut q = Vec::with_capacity(self.nq());
+        for t in &self.joint_type {
+            match t {
+                JointType::Ball => q.extend_from_slice(&[1.0, 0.0, 0.0, 0.0]),
+                JointType::Free => q.extend_from_slice(&[0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]),
+                t => q.extend(std::iter::repeat_n(0.0, t.nq())),
+            }
+        }
+        q
+    }
+
+    /// Generalized joint positions (layout of [`Model::nq`]) → world COM poses of every body (fixed and free
+    /// root bodies keep `body_pose0`).
     pub fn forward_kinematics(&self, q: &[f64]) -> Result<Vec<(Vec3, Quat)>, ModelError> {
-        let ndof: usize = self.joint_type.iter().filter(|t| t.dof() == 1).count();
-        if q.len() != ndof {
+        if q.len() != self.nq() {
             return Err(ModelError::Invalid(format!(
-                "joint position vector has {} entries, the model has {} one-DoF joints ({})",
+                "joint position vector has {} entries, the model needs {} (joints: {})",
                 q.len(),
-                ndof,
+                self.nq(),
                 self.joint_name.join(", ")
             )));
         }
@@ -196,7 +251,16 @@ impl Model {
                     slide = self.joint_axis[j] * q[iq];
                     iq += 1
                 }
-                _ => {}
+                JointType::Ball => {
+                    rel = Quat::new(q[iq], q[iq + 1], q[iq + 2], q[iq + 3]).normalize();
+                    iq += 4
+                }
+                JointType::Free => {
+                    slide = Vec3::new(q[iq], q[iq + 1], q[iq + 2]);
+                    rel = Quat::new(q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]).normalize();
+                    iq += 7
+                }
+                JointType::Fixed => {}
             }
             // joint frame in world (parent side), then child frame = joint ∘ rel ∘ (child-side frame)⁻¹
             let qj = qp.mul(&self.joint_frame_parent[j]);

@@ -257,7 +257,7 @@ pub fn load_urdf_str(text: &str, file_label: &str, opts: &UrdfOptions) -> Result
         m.joint_effort.push(if side.with_effort.contains(&jt.name) { jt.limit.effort } else { f64::INFINITY });
         m.joint_spring.push(None);
     }
-    m.body_pose0 = m.forward_kinematics(&vec![0.0; m.dof_joints().len()])?;
+    m.body_pose0 = m.forward_kinematics(&m.neutral_q())?;
     m.validate()?;
     Ok(m)
 }

@@ -86,6 +86,17 @@ impl XpbdSolver {
         if !(self.options.compliance >= 0.0 && self.options.compliance.is_finite()) {
             return Err(SolverError::BadInput { solver: "xpbd", problem: "compliance must be ≥ 0".into() });
         }
+        for k in model.dynamic_bodies() {
+            if model.body_mass[k] <= 0.0 {
+                return Err(SolverError::Unsupported {
+                    solver: "xpbd",
+                    problem: format!(
+                        "body '{}' has zero mass: XPBD needs a positive mass on every moving body",
+                        model.body_name[k]
+                    ),
+                });
+            }
+        }
         for j in 0..model.joint_count() {
             match model.joint_type[j] {
                 JointType::Revolute | JointType::Ball => {}

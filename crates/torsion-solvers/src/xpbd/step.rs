@@ -1,9 +1,14 @@
 //! One XPBD step (spec 000 §3.2, Algorithm 1 with the §3.12 fixes) as executed, generic over the scalar, and
 //! its reverse-mode adjoint right below it. The adjoint replays the recorded projection inputs in reverse
-//! (the 30 iterations are differentiated exactly as executed, spec 000 §3.7).
+//! (the 30 iterations are differentiated exactly as executed, spec 000 §3.7): each projection's generic forward
+//! kernel runs once more on f64 and its intermediates feed the kernel's hand-written adjoint.
+//! Neither `step` nor `step_vjp` allocates: the constraint list, the scratch and the record are reused.
 use super::data::{DataGrad, XpbdData};
-use super::joints::hinge::{angular, angular_vjp, positional, positional_vjp, Corr, CorrGrad, Pair, PairGrad};
-use super::joints::limits::{limit, limit_vjp};
+use super::joints::hinge::{
+    angular, angular_fwd, angular_vjp, positional, positional_fwd, positional_vjp, AxisFwd, Corr, CorrGrad, Pair,
+    PairGrad, PositionalFwd,
+};
+use super::joints::limits::{limit, limit_fwd, limit_vjp, LimitFwd};
 use super::predict::{joint_torque_axis, joint_torque_vjp, predict, predict_vjp, velocity_update, velocity_update_vjp};
 use super::spring::{spring_torque, spring_torque_grad};
 use super::{angles, Ordering, XpbdOptions};
@@ -17,8 +22,32 @@ const POS: u8 = 0;
 const ANG: u8 = 1;
 const LIM: u8 = 2;
 
+/// One entry of the constraint list of an iteration (see [`constraint_order`]), with its indices resolved.
+#[derive(Clone, Copy, Debug)]
+struct Cons {
+    kind: u8,
+    /// joint, parent body, child body, λ slot (3·joint + kind)
+    j: usize,
+    a: usize,
+    b: usize,
+    li: usize,
+    /// the parent body is fixed
+    fa: bool,
+}
+
+/// Fill `out` with the constraint list of one iteration (no allocation: its capacity is 3 × joints).
+fn fill_constraints(model: &Model, opts: &XpbdOptions, out: &mut Vec<Cons>) {
+    out.clear();
+    out.extend(constraint_order(model, opts).map(|(kind, j)| {
+        let (a, b) = (model.joint_parent[j], model.joint_child[j]);
+        Cons { kind, j, a, b, li: 3 * j + kind as usize, fa: model.body_fixed[a] }
+    }));
+}
+
 /// Per-step scratch of the generic step (allocated once).
 pub struct Scratch<T: Scalar> {
+    /// the constraint list of one iteration, rebuilt from the options at the start of each step
+    cons: Vec<Cons>,
     tau: Vec<Vec3<T>>,
     xb: Vec<Vec3<T>>,
     qb: Vec<Quat<T>>,
@@ -38,6 +67,7 @@ impl<T: Scalar> Scratch<T> {
             touch[model.joint_child[j]] += 1.0;
         }
         Scratch {
+            cons: Vec::with_capacity(3 * model.joint_count()),
             tau: vec![Vec3::zeros(); nb],
             xb: vec![Vec3::zeros(); nb],
             qb: vec![Quat::identity(); nb],
@@ -172,6 +202,32 @@ fn constraint_order<'a>(model: &'a Model, opts: &XpbdOptions) -> impl Iterator<I
         .chain((0..nj).filter(move |j| lim && rev(j) && model.joint_limit[*j].is_some()).map(|j| (LIM, j)))
 }
 
+/// §3.8 joint torques → body torques: +τ_j e_j on the child, −τ_j e_j on a dynamic parent, e_j = R(q_P) b.
+#[inline(always)]
+fn body_torques<T: Scalar>(
+    model: &Model,
+    opts: &XpbdOptions,
+    d: &XpbdData<T>,
+    s: &MaximalState<T>,
+    u: &[T],
+    tau: &mut [Vec3<T>],
+) {
+    for t in tau.iter_mut() {
+        *t = Vec3::zeros();
+    }
+    for j in 0..model.joint_count() {
+        if model.joint_type[j] != JointType::Revolute {
+            continue;
+        }
+        let (p, c) = (model.joint_parent[j], model.joint_child[j]);
+        let e = joint_torque_axis(&s.q[p], &d.b[j]) * joint_drive(model, opts, d, s, u, j);
+        tau[c] += e;
+        if !model.body_fixed[p] {
+            tau[p] -= e;
+        }
+    }
+}
+
 /// Total torque of joint j: control plus spring (§3.11), evaluated on the (sub)step start state.
 #[inline(always)]
 fn joint_drive<T: Scalar>(
@@ -189,6 +245,15 @@ fn joint_drive<T: Scalar>(
         tj += spring_torque(phi, p, sp.sign, sp.literal);
     }
     tj
+}
+
+/// `dst = src` reusing `dst`'s buffers (the derived `Clone::clone_from` of the state would reallocate).
+#[inline]
+fn copy_state<T: Scalar>(src: &MaximalState<T>, dst: &mut MaximalState<T>) {
+    dst.x.clone_from(&src.x);
+    dst.q.clone_from(&src.q);
+    dst.v.clone_from(&src.v);
+    dst.w.clone_from(&src.w);
 }
 
 /// One step. `out` receives the new state; `rec` (f64 only in practice) saves what the adjoint needs.
@@ -210,7 +275,8 @@ pub fn step<T: Scalar>(
     let h = T::c(hf);
     let at = T::c(opts.compliance / (hf * hf));
     let mut info = StepInfo::default();
-    out.clone_from(s);
+    fill_constraints(model, opts, &mut sc.cons);
+    copy_state(s, out);
     if let Some(r) = rec.as_deref_mut() {
         for (a, b) in r.u.iter_mut().zip(u) {
             *a = b.re();
@@ -233,20 +299,7 @@ pub fn step<T: Scalar>(
             sr.it_lam.clear();
         }
         // §3.8 joint torques → body torques
-        for t in sc.tau.iter_mut() {
-            *t = Vec3::zeros();
-        }
-        for j in 0..model.joint_count() {
-            if model.joint_type[j] != JointType::Revolute {
-                continue;
-            }
-            let (p, c) = (model.joint_parent[j], model.joint_child[j]);
-            let e = joint_torque_axis(&out.q[p], &d.b[j]) * joint_drive(model, opts, d, out, u, j);
-            sc.tau[c] += e;
-            if !model.body_fixed[p] {
-                sc.tau[p] -= e;
-            }
-        }
+        body_torques(model, opts, d, out, u, &mut sc.tau);
         // §3.2 prediction
         for k in 0..nb {
             if model.body_fixed[k] {
@@ -275,10 +328,7 @@ pub fn step<T: Scalar>(
         for _ in 0..opts.iterations {
             match opts.ordering {
                 Ordering::GaussSeidel => {
-                    for (kind, j) in constraint_order(model, opts) {
-                        let (a, b) = (model.joint_parent[j], model.joint_child[j]);
-                        let fa = model.body_fixed[a];
-                        let li = 3 * j + kind as usize;
+                    for &Cons { kind, j, a, b, li, fa } in sc.cons.iter() {
                         let p = pair(d, fa, a, b, sc.xb[a], sc.qb[a], sc.xb[b], sc.qb[b]);
                         let Some(c) = project(model, d, kind, j, &p, sc.lam[li], at) else { continue };
                         if !c.active {
@@ -319,10 +369,7 @@ pub fn step<T: Scalar>(
                         sc.acc_x[k] = Vec3::zeros();
                         sc.acc_p[k] = Vec3::zeros();
                     }
-                    for (kind, j) in constraint_order(model, opts) {
-                        let (a, b) = (model.joint_parent[j], model.joint_child[j]);
-                        let fa = model.body_fixed[a];
-                        let li = 3 * j + kind as usize;
+                    for &Cons { kind, j, a, b, li, fa } in sc.cons.iter() {
                         let p = pair(d, fa, a, b, sc.xb[a], sc.qb[a], sc.xb[b], sc.qb[b]);
                         let Some(c) = project(model, d, kind, j, &p, sc.lam[li], at) else { continue };
                         if !c.active {
@@ -393,15 +440,59 @@ pub fn violations(model: &Model, s: &MaximalState) -> (f64, f64) {
 // ================================================================================================================
 // Adjoint
 
+/// The forward values of one projection, computed once by the generic kernel and reused by its adjoint.
+#[derive(Clone, Copy, Debug)]
+enum ProjFwd {
+    Pos(PositionalFwd<f64>),
+    Ang(AxisFwd<f64>),
+    Lim(LimitFwd<f64>),
+    /// skipped by the ε guard, or an inactive limit
+    Inactive,
+}
+
+impl ProjFwd {
+    /// The same evaluation as [`project`] (f64), keeping the intermediates.
+    #[inline(always)]
+    fn eval(model: &Model, d: &XpbdData<f64>, kind: u8, j: usize, p: &Pair<f64>, lam: f64, at: f64) -> Self {
+        let f = match kind {
+            POS => positional_fwd(p, &d.r[j], &d.t[j], lam, at).map(ProjFwd::Pos),
+            ANG => angular_fwd(p, &d.b[j], &d.a[j], lam, at).map(ProjFwd::Ang),
+            _ => model.joint_limit[j].and_then(|(lo, hi)| {
+                limit_fwd(p, &d.b[j], &d.np[j], &d.nc[j], lo, hi, lam, at)
+                    .filter(|f| f.core.is_some())
+                    .map(ProjFwd::Lim)
+            }),
+        };
+        f.unwrap_or(ProjFwd::Inactive)
+    }
+    #[inline(always)]
+    fn active(&self) -> bool {
+        !matches!(self, ProjFwd::Inactive)
+    }
+    /// The corrections (all zero when inactive).
+    #[inline(always)]
+    fn corr(&self, p: &Pair<f64>) -> Corr<f64> {
+        match self {
+            ProjFwd::Pos(f) => f.corr(p),
+            ProjFwd::Ang(f) => f.core.corr(),
+            ProjFwd::Lim(f) => f.corr(),
+            ProjFwd::Inactive => Corr::none(),
+        }
+    }
+}
+
 /// Scratch of the adjoint (allocated once).
 pub struct VjpScratch {
+    cons: Vec<Cons>,
+    /// Jacobi: the forward values of one iteration's projections, in constraint-list order
+    fwd: Vec<ProjFwd>,
     gx: Vec<Vec3>,
     gq: Vec<Quat>,
     gl: Vec<f64>,
+    tau: Vec<Vec3>,
     gtau: Vec<Vec3>,
     cur: MaximalState,
     gd: DataGrad,
-    acc_x: Vec<Vec3>,
     acc_p: Vec<Vec3>,
     gacc_x: Vec<Vec3>,
     gacc_p: Vec<Vec3>,
@@ -414,13 +505,15 @@ impl VjpScratch {
         let nj = model.joint_count();
         let sc: Scratch<f64> = Scratch::new(model);
         VjpScratch {
+            cons: Vec::with_capacity(3 * nj),
+            fwd: Vec::with_capacity(3 * nj),
             gx: vec![Vec3::zeros(); nb],
             gq: vec![Quat::zero(); nb],
             gl: vec![0.0; 3 * nj],
+            tau: vec![Vec3::zeros(); nb],
             gtau: vec![Vec3::zeros(); nb],
             cur: MaximalState::zeros(nb),
             gd: DataGrad::new(nb, nj),
-            acc_x: vec![Vec3::zeros(); nb],
             acc_p: vec![Vec3::zeros(); nb],
             gacc_x: vec![Vec3::zeros(); nb],
             gacc_p: vec![Vec3::zeros(); nb],
@@ -429,29 +522,25 @@ impl VjpScratch {
     }
 }
 
-/// Adjoint of one constraint correction: route ḡ of the corrections into the pair inputs, λ and θ-data.
-#[allow(clippy::too_many_arguments)]
+/// Adjoint of one constraint correction at its forward values `f`: route ḡ of the corrections into the pair
+/// inputs, λ and θ-data.
 #[inline(always)]
 fn project_vjp(
     model: &Model,
     d: &XpbdData<f64>,
-    kind: u8,
     j: usize,
     p: &Pair<f64>,
-    lam: f64,
+    f: &ProjFwd,
     at: f64,
     g: &CorrGrad,
     gd: &mut DataGrad,
 ) -> PairGrad {
     let mut gp = PairGrad::default();
-    match kind {
-        POS => positional_vjp(p, &d.r[j], &d.t[j], lam, at, g, &mut gp, &mut gd.r[j], &mut gd.t[j]),
-        ANG => angular_vjp(p, &d.b[j], &d.a[j], lam, at, g, &mut gp),
-        _ => {
-            if let Some((lo, hi)) = model.joint_limit[j] {
-                limit_vjp(p, &d.b[j], &d.np[j], &d.nc[j], lo, hi, lam, at, g, &mut gp)
-            }
-        }
+    match f {
+        ProjFwd::Pos(f) => positional_vjp(p, &d.r[j], &d.t[j], f, at, g, &mut gp, &mut gd.r[j], &mut gd.t[j]),
+        ProjFwd::Ang(f) => angular_vjp(p, &d.b[j], &d.a[j], f, at, g, &mut gp),
+        ProjFwd::Lim(f) => limit_vjp(p, &d.b[j], &d.np[j], &d.nc[j], f, at, g, &mut gp),
+        ProjFwd::Inactive => return gp,
     }
     let (a, b) = (model.joint_parent[j], model.joint_child[j]);
     gd.inv_mass[a] += gp.wa;
@@ -481,7 +570,8 @@ pub fn step_vjp(
     let hf = rec.dt / nsub as f64;
     let at = opts.compliance / (hf * hf);
     vs.gd.clear();
-    vs.cur.clone_from(g_out);
+    copy_state(g_out, &mut vs.cur);
+    fill_constraints(model, opts, &mut vs.cons);
     for sub in (0..nsub).rev() {
         let sr = &rec.subs[sub];
         let st = &sr.start;
@@ -516,7 +606,9 @@ pub fn step_vjp(
                     let fa = model.body_fixed[a];
                     let li = 3 * j + sn.kind as usize;
                     let p = pair(d, fa, a, b, sn.xa, sn.qa, sn.xb, sn.qb);
-                    let c = project(model, d, sn.kind, j, &p, sn.lam, at).unwrap_or_else(Corr::none);
+                    // the forward kernel once; its intermediates feed the adjoint
+                    let f = ProjFwd::eval(model, d, sn.kind, j, &p, sn.lam, at);
+                    let c = f.corr(&p);
                     let mut g = CorrGrad { dxb: vs.gx[b], dl: vs.gl[li], ..Default::default() };
                     let (gqb, gdpb) = apply_dphi_vjp(&sn.qb, &c.dpb, &vs.gq[b]);
                     g.dpb = gdpb;
@@ -527,7 +619,7 @@ pub fn step_vjp(
                         g.dpa = gdpa;
                         gqa = q_;
                     }
-                    let gp = project_vjp(model, d, sn.kind, j, &p, sn.lam, at, &g, &mut vs.gd);
+                    let gp = project_vjp(model, d, j, &p, &f, at, &g, &mut vs.gd);
                     vs.gq[b] = gqb.add(&gp.qb);
                     vs.gx[b] += gp.xb;
                     if !fa {
@@ -538,27 +630,27 @@ pub fn step_vjp(
                 }
             }
             Ordering::Jacobi => {
+                let nl = 3 * model.joint_count();
                 for it in (0..opts.iterations).rev() {
                     let xs = &sr.it_x[it * nb..(it + 1) * nb];
                     let qs = &sr.it_q[it * nb..(it + 1) * nb];
-                    let ls = &sr.it_lam[it * 3 * model.joint_count()..(it + 1) * 3 * model.joint_count()];
-                    // recompute this iteration's summed corrections
+                    let ls = &sr.it_lam[it * nl..(it + 1) * nl];
+                    // recompute this iteration's projections (once) and their summed corrections
                     for k in 0..nb {
-                        vs.acc_x[k] = Vec3::zeros();
                         vs.acc_p[k] = Vec3::zeros();
                     }
-                    for (kind, j) in constraint_order(model, opts) {
-                        let (a, b) = (model.joint_parent[j], model.joint_child[j]);
-                        let fa = model.body_fixed[a];
+                    vs.fwd.clear();
+                    for &Cons { kind, j, a, b, li, fa } in vs.cons.iter() {
                         let p = pair(d, fa, a, b, xs[a], qs[a], xs[b], qs[b]);
-                        if let Some(c) = project(model, d, kind, j, &p, ls[3 * j + kind as usize], at) {
-                            if c.active {
-                                if !fa {
-                                    vs.acc_p[a] += c.dpa;
-                                }
-                                vs.acc_p[b] += c.dpb;
+                        let f = ProjFwd::eval(model, d, kind, j, &p, ls[li], at);
+                        if f.active() {
+                            let c = f.corr(&p);
+                            if !fa {
+                                vs.acc_p[a] += c.dpa;
                             }
+                            vs.acc_p[b] += c.dpb;
                         }
+                        vs.fwd.push(f);
                     }
                     // adjoint of the per-body apply
                     for k in 0..nb {
@@ -574,22 +666,18 @@ pub fn step_vjp(
                         vs.gacc_p[k] = gdp * w;
                     }
                     // each constraint read the iteration-start poses
-                    for (kind, j) in constraint_order(model, opts) {
-                        let (a, b) = (model.joint_parent[j], model.joint_child[j]);
-                        let fa = model.body_fixed[a];
-                        let li = 3 * j + kind as usize;
-                        let p = pair(d, fa, a, b, xs[a], qs[a], xs[b], qs[b]);
-                        match project(model, d, kind, j, &p, ls[li], at) {
-                            Some(c) if c.active => {}
-                            _ => continue,
+                    for (&Cons { j, a, b, li, fa, .. }, f) in vs.cons.iter().zip(vs.fwd.iter()) {
+                        if !f.active() {
+                            continue;
                         }
+                        let p = pair(d, fa, a, b, xs[a], qs[a], xs[b], qs[b]);
                         let mut g =
                             CorrGrad { dxb: vs.gacc_x[b], dpb: vs.gacc_p[b], dl: vs.gl[li], ..Default::default() };
                         if !fa {
                             g.dxa = vs.gacc_x[a];
                             g.dpa = vs.gacc_p[a];
                         }
-                        let gp = project_vjp(model, d, kind, j, &p, ls[li], at, &g, &mut vs.gd);
+                        let gp = project_vjp(model, d, j, &p, f, at, &g, &mut vs.gd);
                         vs.gq[b] = vs.gq[b].add(&gp.qb);
                         vs.gx[b] += gp.xb;
                         if !fa {
@@ -601,14 +689,15 @@ pub fn step_vjp(
                 }
             }
         }
-        // prediction adjoint
+        // prediction adjoint (the body torques recomputed from the recorded controls by the forward's code)
+        body_torques(model, opts, d, st, &rec.u, &mut vs.tau);
         for k in 0..nb {
             vs.gtau[k] = Vec3::zeros();
             if model.body_fixed[k] {
                 continue;
             }
-            let tau = body_torque(model, opts, d, st, &rec.u, k);
-            let pg = predict_vjp(&st.q[k], &st.w[k], &tau, &d.inertia[k], &d.inv_inertia[k], hf, &vs.gx[k], &vs.gq[k]);
+            let pg =
+                predict_vjp(&st.q[k], &st.w[k], &vs.tau[k], &d.inertia[k], &d.inv_inertia[k], hf, &vs.gx[k], &vs.gq[k]);
             vs.cur.x[k] += pg.x;
             vs.cur.q[k] = vs.cur.q[k].add(&pg.q);
             vs.cur.v[k] += pg.v;
@@ -664,26 +753,4 @@ pub fn step_vjp(
         g_s.w[k] += vs.cur.w[k];
     }
     vs.gd.accumulate_into_theta(d, table, g_theta);
-}
-
-/// Body torque of body k from the recorded controls (recomputed in the adjoint; same code as the forward).
-fn body_torque(model: &Model, opts: &XpbdOptions, d: &XpbdData<f64>, st: &MaximalState, u: &[f64], k: usize) -> Vec3 {
-    let mut tau = Vec3::zeros();
-    for j in 0..model.joint_count() {
-        if model.joint_type[j] != JointType::Revolute {
-            continue;
-        }
-        let (p, c) = (model.joint_parent[j], model.joint_child[j]);
-        if c != k && p != k {
-            continue;
-        }
-        let e = joint_torque_axis(&st.q[p], &d.b[j]) * joint_drive(model, opts, d, st, u, j);
-        if c == k {
-            tau += e;
-        }
-        if p == k && !model.body_fixed[p] {
-            tau -= e;
-        }
-    }
-    tau
 }

@@ -1,11 +1,11 @@
 //! Hinge constraints: positional point coincidence (spec 000 §3.3, Eqs. 1–9 with the sign fix) and angular
 //! axis alignment (§3.4, Eqs. 11–17 with the sign fix), with XPBD compliance (λ accumulation, α̃ = α/h²;
 //! α = 0 is the paper's PBD). Each kernel is generic over the scalar; its adjoint is right below it.
-use torsion_math::quat::{rotate_vjp, sandwich, sandwich_vjp};
+use torsion_math::quat::{rotate_vjp, sandwich_mat, sandwich_vjp};
 use torsion_math::{Mat3, Quat, Scalar, Vec3};
 
 /// Constraints whose violation norm is below this are skipped (spec 000 §6.9): no NaN from ‖0‖.
-pub const EPS: f64 = 1e-12;
+pub const EPS: f64 = 1e-15;
 
 /// The two bodies a joint connects, as seen by one projection.
 #[derive(Clone, Copy, Debug)]
@@ -92,63 +92,109 @@ impl Default for PairGrad {
 // ------------------------------------------------------------------------------------------------------------
 // §3.3 positional constraint c = (x_B + R_B t) − (x_A + R_A r), one scalar λ through ‖c‖.
 
-#[inline(always)]
-pub fn positional<T: Scalar>(p: &Pair<T>, r: &Vec3<T>, t: &Vec3<T>, lam: T, at: T) -> Corr<T> {
-    let rw = p.qa.rotate(r);
-    let tw = p.qb.rotate(t);
-    let c = (p.xb + tw) - (p.xa + rw);
-    let cn = c.norm();
-    if cn.re() < EPS {
-        return Corr::none();
-    }
-    let n = c / cn;
-    let tn = tw.cross(&n);
-    let ibt = sandwich(&p.qb, &p.ib, &tn);
-    let mut w = p.wa + p.wb + tn.dot(&ibt);
-    let mut iar = Vec3::zeros();
-    if p.a_dyn {
-        let rn = rw.cross(&n);
-        iar = sandwich(&p.qa, &p.ia, &rn);
-        w += rn.dot(&iar);
-    }
-    // XPBD: Δλ = (−C − α̃ λ)/(w + α̃); α̃ = 0 gives the paper's λ = −C/w (Eq. 5)
-    let dl = (-cn - at * lam) / (w + at);
-    Corr { dxa: n * (-dl * p.wa), dpa: iar * (-dl), dxb: n * (dl * p.wb), dpb: ibt * dl, dl, active: true }
+/// Intermediate values of one positional projection (the generic forward keeps them so that the adjoint
+/// reuses them instead of recomputing the kernel).
+///
+/// The kernel works with the unnormalized c rather than n = c/C (the same values: t×n = (t×c)/C,
+/// I⁻¹(t×n) = I⁻¹(t×c)/C, w = w_A + w_B + [(t×c)·I⁻¹(t×c) + (r×c)·I⁻¹(r×c)]/C²), so that the square root and
+/// the division of n run beside the inertia products instead of before them on the Gauss–Seidel chain, and the
+/// corrections come from one division, s = Δλ/C.
+#[derive(Clone, Copy, Debug)]
+pub struct PositionalFwd<T: Scalar> {
+    /// anchors in the world: R_A r, R_B t
+    pub rw: Vec3<T>,
+    pub tw: Vec3<T>,
+    /// c, C² and C = ‖c‖
+    pub c: Vec3<T>,
+    pub cc: T,
+    pub cn: T,
+    /// t_w × c and I_B,w⁻¹ (t_w × c)
+    pub tc: Vec3<T>,
+    pub ibtc: Vec3<T>,
+    /// r_w × c and I_A,w⁻¹ (r_w × c) (zero when the parent is fixed)
+    pub rc: Vec3<T>,
+    pub iarc: Vec3<T>,
+    /// C² (w − w_A − w_B) = (t×c)·I_B⁻¹(t×c) + (r×c)·I_A⁻¹(r×c)
+    pub wc: T,
+    /// s = Δλ / C
+    pub s: T,
 }
 
-/// Adjoint of [`positional`]: accumulates into `gp`, `gr`, `gt` (anchors).
+impl<T: Scalar> PositionalFwd<T> {
+    /// The corrections: Δx_A = −Δλ w_A n, Δφ_A = −Δλ I_A⁻¹(r×n), Δx_B = Δλ w_B n, Δφ_B = Δλ I_B⁻¹(t×n)
+    /// (Δλ n = s c, Δλ I⁻¹(t×n) = s I⁻¹(t×c)).
+    #[inline(always)]
+    pub fn corr(&self, p: &Pair<T>) -> Corr<T> {
+        let s = self.s;
+        Corr {
+            dxa: self.c * (-s * p.wa),
+            dpa: self.iarc * (-s),
+            dxb: self.c * (s * p.wb),
+            dpb: self.ibtc * s,
+            dl: s * self.cn,
+            active: true,
+        }
+    }
+}
+
+/// The positional projection with its intermediates (None: skipped by the ε guard).
+#[inline(always)]
+pub fn positional_fwd<T: Scalar>(p: &Pair<T>, r: &Vec3<T>, t: &Vec3<T>, lam: T, at: T) -> Option<PositionalFwd<T>> {
+    // R_A, R_B once per projection: the rotations of the anchors and the world inverse inertias
+    // I_w⁻¹ v = R I⁻¹ Rᵀ v (refreshed from the current quaternions, spec 000 §3.0) share them
+    let (ra, rb) = (p.qa.to_mat(), p.qb.to_mat());
+    let rw = ra * r;
+    let tw = rb * t;
+    let c = (p.xb + tw) - (p.xa + rw);
+    let cc = c.norm_squared();
+    let cn = cc.sqrt();
+    if cn.re() < EPS {
+        return None;
+    }
+    let tc = tw.cross(&c);
+    let ibtc = sandwich_mat(&rb, &p.ib, &tc);
+    let mut wc = tc.dot(&ibtc);
+    let (mut rc, mut iarc) = (Vec3::zeros(), Vec3::zeros());
+    if p.a_dyn {
+        rc = rw.cross(&c);
+        iarc = sandwich_mat(&ra, &p.ia, &rc);
+        wc += rc.dot(&iarc);
+    }
+    // XPBD: Δλ = (−C − α̃ λ)/(w + α̃); α̃ = 0 gives the paper's λ = −C/w (Eq. 5). With w C² = (w_A + w_B) C² + wc:
+    // s = Δλ/C = −(C² + α̃ λ C) / ((w_A + w_B + α̃) C² + wc)
+    let s = -(cc + at * lam * cn) / ((p.wa + p.wb + at) * cc + wc);
+    Some(PositionalFwd { rw, tw, c, cc, cn, tc, ibtc, rc, iarc, wc, s })
+}
+
+#[inline(always)]
+pub fn positional<T: Scalar>(p: &Pair<T>, r: &Vec3<T>, t: &Vec3<T>, lam: T, at: T) -> Corr<T> {
+    match positional_fwd(p, r, t, lam, at) {
+        Some(f) => f.corr(p),
+        None => Corr::none(),
+    }
+}
+
+/// Adjoint of [`positional`] at the forward values `f` (from [`positional_fwd`]): accumulates into `gp`, `gr`,
+/// `gt` (anchors).
 #[allow(clippy::too_many_arguments)]
+#[inline]
 pub fn positional_vjp(
     p: &Pair<f64>,
     r: &Vec3,
     t: &Vec3,
-    lam: f64,
+    f: &PositionalFwd<f64>,
     at: f64,
     g: &CorrGrad,
     gp: &mut PairGrad,
     gr: &mut Vec3,
     gt: &mut Vec3,
 ) {
-    // recompute the forward values
-    let rw = p.qa.rotate(r);
-    let tw = p.qb.rotate(t);
-    let c = (p.xb + tw) - (p.xa + rw);
-    let cn = c.norm();
-    if cn < EPS {
-        return;
-    }
-    let n = c / cn;
-    let tn = tw.cross(&n);
-    let ibt = sandwich(&p.qb, &p.ib, &tn);
-    let mut w = p.wa + p.wb + tn.dot(&ibt);
-    let (mut rn, mut iar) = (Vec3::zeros(), Vec3::zeros());
-    if p.a_dyn {
-        rn = rw.cross(&n);
-        iar = sandwich(&p.qa, &p.ia, &rn);
-        w += rn.dot(&iar);
-    }
-    let den = w + at;
-    let dl = (-cn - at * lam) / den;
+    // the normalized quantities of the spec's form (n = c/C, t×n, I⁻¹(t×n), ...), Δλ and w + α̃
+    let inv = 1.0 / f.cn;
+    let (rw, tw, cn) = (f.rw, f.tw, f.cn);
+    let (n, tn, ibt, rn, iar) = (f.c * inv, f.tc * inv, f.ibtc * inv, f.rc * inv, f.iarc * inv);
+    let dl = f.s * cn;
+    let inv_den = 1.0 / (p.wa + p.wb + f.wc / f.cc + at);
     // outputs: dxa = −dl wa n, dpa = −dl iar, dxb = dl wb n, dpb = dl ibt, dl
     let gdl = g.dl - p.wa * n.dot(&g.dxa) + p.wb * n.dot(&g.dxb) - iar.dot(&g.dpa) + ibt.dot(&g.dpb);
     let mut gn = g.dxa * (-dl * p.wa) + g.dxb * (dl * p.wb);
@@ -157,9 +203,9 @@ pub fn positional_vjp(
     let mut giar = g.dpa * (-dl);
     let mut gibt = g.dpb * dl;
     // dl = (−C − α̃λ)/den
-    let gc_norm = -gdl / den;
-    gp.lam += -at * gdl / den;
-    let gw = -dl * gdl / den;
+    let gc_norm = -gdl * inv_den;
+    gp.lam += -at * gdl * inv_den;
+    let gw = -dl * gdl * inv_den;
     gp.wa += gw;
     gp.wb += gw;
     // w terms: tn·ibt, rn·iar
@@ -184,7 +230,7 @@ pub fn positional_vjp(
     let mut gtw = n.cross(&gtn);
     gn += gtn.cross(&tw);
     // n = c/‖c‖, C = ‖c‖
-    let gc = (gn - n * n.dot(&gn)) / cn + n * gc_norm;
+    let gc = (gn - n * n.dot(&gn)) * inv + n * gc_norm;
     gp.xb += gc;
     gp.xa -= gc;
     gtw += gc;
@@ -201,44 +247,86 @@ pub fn positional_vjp(
 // §3.4 angular correction for a given rotation vector c (|c| = sin of the misalignment), shared by the hinge
 // axis alignment (c = b_w × a_w) and the angle limit (§3.5, c = n_P' × n_C).
 
-#[inline(always)]
-pub fn angular_core<T: Scalar>(p: &Pair<T>, c: &Vec3<T>, lam: T, at: T) -> Corr<T> {
-    let th = c.norm();
-    if th.re() < EPS {
-        return Corr::none();
-    }
-    let n = c / th;
-    let ibn = sandwich(&p.qb, &p.ib, &n);
-    let mut w = n.dot(&ibn);
-    let mut ian = Vec3::zeros();
-    if p.a_dyn {
-        ian = sandwich(&p.qa, &p.ia, &n);
-        w += n.dot(&ian);
-    }
-    let dl = (-th - at * lam) / (w + at);
-    Corr { dxa: Vec3::zeros(), dpa: ian * (-dl), dxb: Vec3::zeros(), dpb: ibn * dl, dl, active: true }
+/// Intermediate values of one angular correction (see [`PositionalFwd`]; the same unnormalized form:
+/// I⁻¹n = I⁻¹c/θ, w = c·I⁻¹c/θ², s = Δλ/θ).
+#[derive(Clone, Copy, Debug)]
+pub struct AngularFwd<T: Scalar> {
+    /// c, θ² and θ = ‖c‖
+    pub c: Vec3<T>,
+    pub cc: T,
+    pub th: T,
+    /// I_B,w⁻¹ c and I_A,w⁻¹ c (zero when the parent is fixed)
+    pub ibc: Vec3<T>,
+    pub iac: Vec3<T>,
+    /// θ² w = c·I_B⁻¹c + c·I_A⁻¹c
+    pub wc: T,
+    /// s = Δλ / θ
+    pub s: T,
 }
 
-/// Adjoint of [`angular_core`]: accumulates into `gp` (q, inertia, λ) and returns c̄.
-pub fn angular_core_vjp(p: &Pair<f64>, c: &Vec3, lam: f64, at: f64, g: &CorrGrad, gp: &mut PairGrad) -> Vec3 {
-    let th = c.norm();
-    if th < EPS {
-        return Vec3::zeros();
+impl<T: Scalar> AngularFwd<T> {
+    /// The corrections: Δφ_A = −Δλ I_A⁻¹ n, Δφ_B = Δλ I_B⁻¹ n (no translation).
+    #[inline(always)]
+    pub fn corr(&self) -> Corr<T> {
+        let s = self.s;
+        Corr {
+            dxa: Vec3::zeros(),
+            dpa: self.iac * (-s),
+            dxb: Vec3::zeros(),
+            dpb: self.ibc * s,
+            dl: s * self.th,
+            active: true,
+        }
     }
-    let n = c / th;
-    let ibn = sandwich(&p.qb, &p.ib, &n);
-    let mut w = n.dot(&ibn);
-    let mut ian = Vec3::zeros();
+}
+
+/// The angular correction for c with its intermediates; `ra`, `rb` are R(q_A), R(q_B) of the pair.
+#[inline(always)]
+pub fn angular_core_fwd<T: Scalar>(
+    p: &Pair<T>,
+    ra: &Mat3<T>,
+    rb: &Mat3<T>,
+    c: &Vec3<T>,
+    lam: T,
+    at: T,
+) -> Option<AngularFwd<T>> {
+    let cc = c.norm_squared();
+    let th = cc.sqrt();
+    if th.re() < EPS {
+        return None;
+    }
+    let ibc = sandwich_mat(rb, &p.ib, c);
+    let mut wc = c.dot(&ibc);
+    let mut iac = Vec3::zeros();
     if p.a_dyn {
-        ian = sandwich(&p.qa, &p.ia, &n);
-        w += n.dot(&ian);
+        iac = sandwich_mat(ra, &p.ia, c);
+        wc += c.dot(&iac);
     }
-    let den = w + at;
-    let dl = (-th - at * lam) / den;
+    // Δλ = (−θ − α̃ λ)/(w + α̃)  ⇒  s = Δλ/θ = −(θ² + α̃ λ θ) / (wc + α̃ θ²)
+    let s = -(cc + at * lam * th) / (wc + at * cc);
+    Some(AngularFwd { c: *c, cc, th, ibc, iac, wc, s })
+}
+
+#[inline(always)]
+pub fn angular_core<T: Scalar>(p: &Pair<T>, c: &Vec3<T>, lam: T, at: T) -> Corr<T> {
+    match angular_core_fwd(p, &p.qa.to_mat(), &p.qb.to_mat(), c, lam, at) {
+        Some(f) => f.corr(),
+        None => Corr::none(),
+    }
+}
+
+/// Adjoint of [`angular_core`] at the forward values `f`: accumulates into `gp` (q, inertia, λ) and returns c̄.
+#[inline]
+pub fn angular_core_vjp(p: &Pair<f64>, f: &AngularFwd<f64>, at: f64, g: &CorrGrad, gp: &mut PairGrad) -> Vec3 {
+    let inv = 1.0 / f.th;
+    let th = f.th;
+    let (n, ibn, ian) = (f.c * inv, f.ibc * inv, f.iac * inv);
+    let dl = f.s * th;
+    let inv_den = 1.0 / (f.wc / f.cc + at);
     let gdl = g.dl - ian.dot(&g.dpa) + ibn.dot(&g.dpb);
-    let gth = -gdl / den;
-    gp.lam += -at * gdl / den;
-    let gw = -dl * gdl / den;
+    let gth = -gdl * inv_den;
+    gp.lam += -at * gdl * inv_den;
+    let gw = -dl * gdl * inv_den;
     let mut gn = ibn * gw;
     let gibn = g.dpb * dl + n * gw;
     let (gq, gm, gv) = sandwich_vjp(&p.qb, &p.ib, &n, &gibn);
@@ -253,24 +341,39 @@ pub fn angular_core_vjp(p: &Pair<f64>, c: &Vec3, lam: f64, at: f64, g: &CorrGrad
         gp.ia += gm;
         gn += gv;
     }
-    (gn - n * n.dot(&gn)) / th + n * gth
+    (gn - n * n.dot(&gn)) * inv + n * gth
+}
+
+/// Hinge axis alignment (§3.4) with its intermediates: c = R_A b × R_B a.
+#[derive(Clone, Copy, Debug)]
+pub struct AxisFwd<T: Scalar> {
+    pub bw: Vec3<T>,
+    pub aw: Vec3<T>,
+    pub core: AngularFwd<T>,
+}
+
+#[inline(always)]
+pub fn angular_fwd<T: Scalar>(p: &Pair<T>, b: &Vec3<T>, a: &Vec3<T>, lam: T, at: T) -> Option<AxisFwd<T>> {
+    let bw = p.qa.rotate(b);
+    let aw = p.qb.rotate(a);
+    angular_core_fwd(p, &p.qa.to_mat(), &p.qb.to_mat(), &bw.cross(&aw), lam, at).map(|core| AxisFwd { bw, aw, core })
 }
 
 /// Hinge axis alignment (§3.4): c = R_A b × R_B a.
 #[inline(always)]
 pub fn angular<T: Scalar>(p: &Pair<T>, b: &Vec3<T>, a: &Vec3<T>, lam: T, at: T) -> Corr<T> {
-    let bw = p.qa.rotate(b);
-    let aw = p.qb.rotate(a);
-    angular_core(p, &bw.cross(&aw), lam, at)
+    match angular_fwd(p, b, a, lam, at) {
+        Some(f) => f.core.corr(),
+        None => Corr::none(),
+    }
 }
 
-/// Adjoint of [`angular`].
-pub fn angular_vjp(p: &Pair<f64>, b: &Vec3, a: &Vec3, lam: f64, at: f64, g: &CorrGrad, gp: &mut PairGrad) {
-    let bw = p.qa.rotate(b);
-    let aw = p.qb.rotate(a);
-    let gc = angular_core_vjp(p, &bw.cross(&aw), lam, at, g, gp);
-    let (gq, _) = rotate_vjp(&p.qa, b, &aw.cross(&gc));
+/// Adjoint of [`angular`] at the forward values `f`.
+#[inline]
+pub fn angular_vjp(p: &Pair<f64>, b: &Vec3, a: &Vec3, f: &AxisFwd<f64>, at: f64, g: &CorrGrad, gp: &mut PairGrad) {
+    let gc = angular_core_vjp(p, &f.core, at, g, gp);
+    let (gq, _) = rotate_vjp(&p.qa, b, &f.aw.cross(&gc));
     gp.qa = gp.qa.add(&gq);
-    let (gq, _) = rotate_vjp(&p.qb, a, &gc.cross(&bw));
+    let (gq, _) = rotate_vjp(&p.qb, a, &gc.cross(&f.bw));
     gp.qb = gp.qb.add(&gq);
 }
