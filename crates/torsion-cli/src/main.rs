@@ -1,5 +1,6 @@
 //! `torsion`: command-line entry point (design.md §5): `simulate` a model with a solver, run a paper
 //! `experiment` (JSON + PNG), list experiments.
+mod dynamics;
 mod simulate;
 
 use anyhow::{bail, Context, Result};
@@ -17,6 +18,8 @@ struct Cli {
 enum Cmd {
     /// Simulate a URDF model and write the trajectory (joint angles, joint velocities, body poses) as JSON.
     Simulate(simulate::SimulateArgs),
+    /// Evaluate M, RNEA, g, bias, ABA (and derivatives) of a URDF model at given points; prints JSON.
+    Dynamics(dynamics::DynamicsArgs),
     /// Run a paper experiment by name, writing DIR/NAME.json and DIR/NAME.png.
     Experiment {
         /// experiment name (see --list)
@@ -43,6 +46,7 @@ fn main() {
 fn run() -> Result<()> {
     match Cli::parse().cmd {
         Cmd::Simulate(a) => simulate::run(&a),
+        Cmd::Dynamics(a) => dynamics::run(&a),
         Cmd::Experiment { name, out, quick, list } => {
             if list {
                 for e in torsion_experiments::registry() {

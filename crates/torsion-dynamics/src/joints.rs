@@ -54,3 +54,44 @@ impl<T: Scalar> JointModel<T> {
         }
     }
 }
+
+/// Integrate a joint configuration by a velocity increment dv (nv entries, child-joint-frame convention):
+/// revolute/prismatic q + dv; ball q ⊗ Exp(ω); free (R, p) ∘ exp(ω, v) on SE(3) (Pinocchio's convention).
+pub fn integrate_joint<T: Scalar>(kind: JointType, q: &[T], dv: &[T], out: &mut [T]) {
+    match kind {
+        JointType::Revolute | JointType::Prismatic => out[0] = q[0] + dv[0],
+        JointType::Fixed => {}
+        JointType::Ball => {
+            let r = Quat::new(q[0], q[1], q[2], q[3]).mul(&Quat::exp(&Vec3::new(dv[0], dv[1], dv[2]))).normalize();
+            out[..4].copy_from_slice(&r.to_array());
+        }
+        JointType::Free => {
+            let rq = Quat::new(q[3], q[4], q[5], q[6]);
+            let w = Vec3::new(dv[0], dv[1], dv[2]);
+            let v = Vec3::new(dv[3], dv[4], dv[5]);
+            // exp6: translation V(ω) v with V = I + (1 − cos θ)/θ² [ω]× + (θ − sin θ)/θ³ [ω]×²
+            let th2 = w.dot(&w);
+            let (a, b) = if th2.re() < 1e-16 {
+                (T::c(0.5) - th2 / T::c(24.0), T::c(1.0 / 6.0) - th2 / T::c(120.0))
+            } else {
+                let th = th2.sqrt();
+                ((T::one() - th.cos()) / th2, (th - th.sin()) / (th2 * th))
+            };
+            let vt = v + w.cross(&v) * a + w.cross(&w.cross(&v)) * b;
+            let p = Vec3::new(q[0], q[1], q[2]) + rq.rotate(&vt);
+            let r = rq.mul(&Quat::exp(&w)).normalize();
+            out[..3].copy_from_slice(&[p.x, p.y, p.z]);
+            out[3..7].copy_from_slice(&r.to_array());
+        }
+    }
+}
+
+/// q ⊕ dv for the whole configuration.
+pub fn integrate<T: Scalar>(dm: &crate::DynModel<T>, q: &[T], dv: &[T]) -> Vec<T> {
+    let mut out = q.to_vec();
+    for j in 0..dm.parent.len() {
+        let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
+        integrate_joint(jm.kind, &q[qs..qs + jm.nq], &dv[vs..vs + jm.nv], &mut out[qs..qs + jm.nq]);
+    }
+    out
+}

@@ -7,6 +7,7 @@
 pub mod aba;
 pub mod crba;
 pub mod data;
+pub mod derivatives;
 pub mod fk;
 pub mod joints;
 pub mod rnea;
