@@ -95,3 +95,36 @@ pub fn integrate<T: Scalar>(dm: &crate::DynModel<T>, q: &[T], dv: &[T]) -> Vec<T
     }
     out
 }
+
+/// The inverse of [`integrate`] to first order: dv with q1 = q0 ⊕ dv (exact logs for ball and free joints).
+pub fn difference<T: Scalar>(dm: &crate::DynModel<T>, q0: &[T], q1: &[T]) -> Vec<T> {
+    let mut out = vec![T::zero(); dm.nv];
+    for j in 0..dm.parent.len() {
+        let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
+        let (a, b) = (&q0[qs..qs + jm.nq], &q1[qs..qs + jm.nq]);
+        match jm.kind {
+            JointType::Revolute | JointType::Prismatic => out[vs] = b[0] - a[0],
+            JointType::Fixed => {}
+            JointType::Ball => {
+                let d = Quat::new(a[0], a[1], a[2], a[3]).conj().mul(&Quat::new(b[0], b[1], b[2], b[3])).log();
+                out[vs..vs + 3].copy_from_slice(&[d.x, d.y, d.z]);
+            }
+            JointType::Free => {
+                let ra = Quat::new(a[3], a[4], a[5], a[6]);
+                let w = ra.conj().mul(&Quat::new(b[3], b[4], b[5], b[6])).log();
+                let dp = ra.rotate_inv(&Vec3::new(b[0] - a[0], b[1] - a[1], b[2] - a[2]));
+                // v = V(ω)⁻¹ dp, V⁻¹ = I − ½[ω]× + c [ω]×², c = (1 − θ sin θ / (2 (1 − cos θ))) / θ²
+                let th2 = w.dot(&w);
+                let c = if th2.re() < 1e-12 {
+                    T::c(1.0 / 12.0) + th2 / T::c(720.0)
+                } else {
+                    let th = th2.sqrt();
+                    (T::one() - th * th.sin() / (T::c(2.0) * (T::one() - th.cos()))) / th2
+                };
+                let v = dp - w.cross(&dp) * T::c(0.5) + w.cross(&w.cross(&dp)) * c;
+                out[vs..vs + 6].copy_from_slice(&[w.x, w.y, w.z, v.x, v.y, v.z]);
+            }
+        }
+    }
+    out
+}

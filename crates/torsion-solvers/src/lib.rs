@@ -1,7 +1,9 @@
 #![allow(clippy::too_many_arguments, clippy::needless_range_loop)]
 //! torsion-solvers: the [`Solver`] / [`DiffSolver`] traits (design.md §3) and the steppers.
+pub mod featherstone;
 pub mod solver;
 pub mod xpbd;
 
+pub use featherstone::{FeatherstoneOptions, FeatherstoneSolver, GenState};
 pub use solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 pub use xpbd::{Ordering, XpbdOptions, XpbdSolver};
