@@ -54,12 +54,12 @@ fn derivs(
 
 /// ∂τ/∂q, ∂τ/∂v, ∂τ/∂a of inverse dynamics.
 pub fn rnea_derivatives(model: &Model, q: &[f64], v: &[f64], a: &[f64]) -> Result<Derivatives, DynError> {
-    derivs(model, q, v, a, |dm, q, v, a, d| rnea(dm, q, v, a, d))
+    derivs(model, q, v, a, rnea)
 }
 
 /// ∂q̈/∂q, ∂q̈/∂v, ∂q̈/∂τ of forward dynamics.
 pub fn aba_derivatives(model: &Model, q: &[f64], v: &[f64], tau: &[f64]) -> Result<Derivatives, DynError> {
-    derivs(model, q, v, tau, |dm, q, v, t, d| aba(dm, q, v, t, d))
+    derivs(model, q, v, tau, aba)
 }
 
 #[cfg(test)]
