@@ -48,3 +48,45 @@ pub fn rollout_vjp<S: DiffSolver>(
     let g_s0_tangent = solver.grad_to_tangent(model, &states[0], &g_next);
     Ok(RolloutGrad { g_s0: g_next, g_s0_tangent, g_u, g_theta })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{gradcheck, rollout};
+    use torsion_math::Vec3;
+    use torsion_model::builder::two_link_arm;
+    use torsion_model::MaximalState;
+    use torsion_solvers::XpbdSolver;
+
+    /// A 20-step rollout gradient w.r.t. every control against central differences.
+    #[test]
+    fn rollout_vjp_matches_central_differences() {
+        let m = two_link_arm(0.8, 0.5, 1.0, Vec3::new(0.0, -9.8, 0.0), 0.01).unwrap();
+        let solver = XpbdSolver::default();
+        let s0 = m.state_at(&[0.4, -0.7]).unwrap();
+        let us: Vec<Control> = (0..20).map(|t| Control::from_torques(&[(t as f64 * 0.3).sin(), 0.2])).collect();
+        let loss = |st: &[MaximalState]| st.iter().map(|s| s.x[2].x + s.w[1].z * 0.1).sum::<f64>();
+        let states = rollout(&solver, &m, &s0, &us, 0.01).unwrap();
+        let g = rollout_vjp(&solver, &m, &states, &us, 0.01, |_, _, g: &mut MaximalState| {
+            g.x[2].x += 1.0;
+            g.w[1].z += 0.1;
+        })
+        .unwrap();
+        let an: Vec<f64> = g.g_u.concat();
+        let c = gradcheck(
+            |d| {
+                let uu: Vec<Control> = us
+                    .iter()
+                    .enumerate()
+                    .map(|(t, u)| {
+                        Control::from_torques(&[u.joint_torque[0] + d[2 * t], u.joint_torque[1] + d[2 * t + 1]])
+                    })
+                    .collect();
+                loss(&rollout(&solver, &m, &s0, &uu, 0.01).unwrap())
+            },
+            &an,
+            1e-5,
+        );
+        assert!(c.max_rel_err < 1e-6, "{:e}", c.max_rel_err);
+    }
+}

@@ -355,3 +355,34 @@ fn tangent_to_ambient(model: &Model, q: &[f64], gt: &[f64]) -> Vec<f64> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use torsion_diff::{fd_jacobian, rel_err};
+    use torsion_model::builder::two_link_arm;
+
+    /// Transition Jacobians against central differences (the free/ball/prismatic tree and the Baxter rollout
+    /// are in tests/featherstone.rs).
+    #[test]
+    fn step_jacobians_match_central_differences() {
+        let mut m = two_link_arm(0.8, 0.5, 1.0, torsion_math::Vec3::new(0.0, -9.8, 0.0), 0.01).unwrap();
+        m.joint_damping = vec![0.3, 0.1];
+        let solver = FeatherstoneSolver::default();
+        let s0 = GenState { q: vec![0.4, -0.7], v: vec![1.0, -0.5] };
+        let u = Control::from_torques(&[0.7, -0.3]);
+        let jac = solver.step_jacobians(&m, &s0, &u, 0.01, &ParamSelection::all(&m)).unwrap();
+        let next = |s: &GenState, uu: &[f64]| {
+            let mut o = s.clone();
+            let mut ws = solver.workspace(&m).unwrap();
+            solver.step(&m, s, &Control::from_torques(uu), 0.01, &mut o, &mut ws, None).unwrap();
+            o
+        };
+        let base = next(&s0, &u.joint_torque);
+        let fa =
+            fd_jacobian(|d| solver.local_diff(&m, &base, &next(&solver.retract(&m, &s0, d), &u.joint_torque)), 4, 1e-6);
+        let fb = fd_jacobian(|d| solver.local_diff(&m, &base, &next(&s0, &[0.7 + d[0], -0.3 + d[1]])), 2, 1e-6);
+        assert!(rel_err(jac.a.as_slice(), fa.as_slice()) < 1e-7, "A");
+        assert!(rel_err(jac.b.as_slice(), fb.as_slice()) < 1e-7, "B");
+    }
+}

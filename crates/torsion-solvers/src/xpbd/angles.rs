@@ -43,3 +43,34 @@ pub fn hinge_angle_vjp(
     let (gq, _) = rotate_vjp(qb, nc, &gnc);
     *gqb = gqb.add(&gq);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use torsion_diff::gradcheck;
+    use torsion_math::quat::grad_ambient_to_tangent;
+
+    #[test]
+    fn hinge_angle_vjp_matches_central_differences() {
+        let (qa, qb) = (Quat::from_rpy(0.3, -0.2, 0.5), Quat::from_rpy(0.2, -0.1, 2.5));
+        let (b, np, nc) = (Vec3::z(), Vec3::x(), Vec3::x());
+        let (mut ga, mut gb) = (Quat::zero(), Quat::zero());
+        hinge_angle_vjp(&qa, &qb, &b, &np, &nc, 1.3, &mut ga, &mut gb);
+        let mut an = grad_ambient_to_tangent(&qa, &ga).as_slice().to_vec();
+        an.extend_from_slice(grad_ambient_to_tangent(&qb, &gb).as_slice());
+        let c = gradcheck(
+            |d| {
+                1.3 * hinge_angle(
+                    &qa.retract(&Vec3::new(d[0], d[1], d[2])),
+                    &qb.retract(&Vec3::new(d[3], d[4], d[5])),
+                    &b,
+                    &np,
+                    &nc,
+                )
+            },
+            &an,
+            1e-7,
+        );
+        assert!(c.max_rel_err < 1e-7, "{:e}", c.max_rel_err);
+    }
+}

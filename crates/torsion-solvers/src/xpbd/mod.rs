@@ -372,3 +372,45 @@ fn set_eps_q(q: &mut Quat<Dual64>, i: usize, e: f64) {
         _ => q.v.z.eps = e,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use torsion_diff::{fd_jacobian, gradcheck, rel_err};
+    use torsion_model::builder::two_link_arm;
+
+    #[test]
+    fn step_jacobians_and_joint_angle_vjp_match_central_differences() {
+        let m = two_link_arm(0.8, 0.5, 1.0, Vec3::new(0.0, -9.8, 0.0), 0.01).unwrap();
+        let solver = XpbdSolver::default();
+        let s0 = m.state_at(&[0.4, -0.7]).unwrap();
+        let u = Control::from_torques(&[0.7, -0.3]);
+        let jac = solver.step_jacobians(&m, &s0, &u, 0.01, &ParamSelection::none()).unwrap();
+        let next = |s: &MaximalState, uu: &[f64]| {
+            let mut o = s.clone();
+            let mut ws = solver.workspace(&m).unwrap();
+            solver.step(&m, s, &Control::from_torques(uu), 0.01, &mut o, &mut ws, None).unwrap();
+            o
+        };
+        let base = next(&s0, &u.joint_torque);
+        let fa = fd_jacobian(
+            |d| solver.local_diff(&m, &base, &next(&solver.retract(&m, &s0, d), &u.joint_torque)),
+            24,
+            1e-6,
+        );
+        let fb = fd_jacobian(|d| solver.local_diff(&m, &base, &next(&s0, &[0.7 + d[0], -0.3 + d[1]])), 2, 1e-6);
+        assert!(rel_err(jac.a.as_slice(), fa.as_slice()) < 1e-6 && rel_err(jac.b.as_slice(), fb.as_slice()) < 1e-6);
+        // joint angles
+        let mut g = solver.zero_grad(&m);
+        solver.joint_angles_vjp(&m, &s0, &[0.6, -1.1], &mut g);
+        let c = gradcheck(
+            |d| {
+                let a = solver.joint_angles(&m, &solver.retract(&m, &s0, d));
+                0.6 * a[0] - 1.1 * a[1]
+            },
+            &solver.grad_to_tangent(&m, &s0, &g),
+            1e-6,
+        );
+        assert!(c.max_rel_err < 1e-7, "{:e}", c.max_rel_err);
+    }
+}

@@ -95,3 +95,83 @@ pub fn joint_torque_vjp(qp: &Quat, b: &Vec3, u: f64, gtau_c: &Vec3, gtau_p: &Vec
     let (gq, _) = rotate_vjp(qp, b, &(d * u));
     (e.dot(&d), gq)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use torsion_diff::gradcheck;
+    use torsion_math::quat::grad_ambient_to_tangent;
+
+    #[test]
+    fn predict_velocity_and_torque_vjps_match_central_differences() {
+        let (x, q) = (Vec3::new(0.1, 0.2, 0.3), Quat::from_rpy(0.4, -0.3, 0.2));
+        let (v, w, tau) = (Vec3::new(0.5, -0.2, 0.1), Vec3::new(1.0, -2.0, 0.5), Vec3::new(0.3, 0.1, -0.2));
+        let i = Mat3::new(0.05, 0.001, 0.002, 0.001, 0.04, -0.001, 0.002, -0.001, 0.03);
+        let ii = i.try_inverse().unwrap();
+        let g = Vec3::new(0.0, 0.0, -9.8);
+        let (gx, gq) = (Vec3::new(0.3, -0.5, 0.2), Quat::new(0.1, -0.4, 0.3, 0.6));
+        let pg = predict_vjp(&q, &w, &tau, &i, &ii, 0.01, &gx, &gq);
+        let mut an = vec![];
+        for a in [pg.x, grad_ambient_to_tangent(&q, &pg.q), pg.v, pg.w, pg.tau] {
+            an.extend_from_slice(a.as_slice());
+        }
+        an.extend_from_slice(pg.inertia.as_slice());
+        an.extend_from_slice(pg.inv_inertia.as_slice());
+        let c = gradcheck(
+            |d| {
+                let v3 = |o: usize| Vec3::new(d[o], d[o + 1], d[o + 2]);
+                let (xb, qb) = predict(
+                    &(x + v3(0)),
+                    &q.retract(&v3(3)),
+                    &(v + v3(6)),
+                    &(w + v3(9)),
+                    &(tau + v3(12)),
+                    &(i + Mat3::from_column_slice(&d[15..24])),
+                    &(ii + Mat3::from_column_slice(&d[24..33])),
+                    &g,
+                    0.01,
+                );
+                xb.dot(&gx) + qb.dot(&gq)
+            },
+            &an,
+            1e-7,
+        );
+        assert!(c.max_rel_err < 1e-7, "predict VJP {:e} at {}", c.max_rel_err, c.worst_index);
+
+        // velocity update
+        let qb = q.retract(&Vec3::new(0.01, -0.02, 0.015));
+        let (gv, gw) = (Vec3::new(0.2, 0.1, -0.3), Vec3::new(-0.5, 0.4, 0.1));
+        let (gx0, gq0, gxb, gqb) = velocity_update_vjp(&q, &qb, 0.01, &gv, &gw);
+        let mut an = vec![];
+        for a in [gx0, grad_ambient_to_tangent(&q, &gq0), gxb, grad_ambient_to_tangent(&qb, &gqb)] {
+            an.extend_from_slice(a.as_slice());
+        }
+        let c = gradcheck(
+            |d| {
+                let v3 = |o: usize| Vec3::new(d[o], d[o + 1], d[o + 2]);
+                let (vv, ww) =
+                    velocity_update(&(x + v3(0)), &q.retract(&v3(3)), &(x + v3(6)), &qb.retract(&v3(9)), 0.01);
+                vv.dot(&gv) + ww.dot(&gw)
+            },
+            &an,
+            1e-8,
+        );
+        assert!(c.max_rel_err < 1e-6, "velocity update VJP {:e}", c.max_rel_err);
+
+        // joint torque map
+        let b = Vec3::new(0.0, 0.3, 1.0).normalize();
+        let (gc, gp) = (Vec3::new(0.3, -0.1, 0.2), Vec3::new(0.1, 0.4, -0.2));
+        let (gu, gqp) = joint_torque_vjp(&q, &b, 1.7, &gc, &gp);
+        let mut an = vec![gu];
+        an.extend_from_slice(grad_ambient_to_tangent(&q, &gqp).as_slice());
+        let c = gradcheck(
+            |d| {
+                let e = joint_torque_axis(&q.retract(&Vec3::new(d[1], d[2], d[3])), &b) * (1.7 + d[0]);
+                e.dot(&gc) - e.dot(&gp)
+            },
+            &an,
+            1e-7,
+        );
+        assert!(c.max_rel_err < 1e-7, "torque map VJP {:e}", c.max_rel_err);
+    }
+}

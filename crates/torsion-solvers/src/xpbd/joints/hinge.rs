@@ -377,3 +377,112 @@ pub fn angular_vjp(p: &Pair<f64>, b: &Vec3, a: &Vec3, f: &AxisFwd<f64>, at: f64,
     let (gq, _) = rotate_vjp(&p.qb, a, &gc.cross(&f.bw));
     gp.qb = gp.qb.add(&gq);
 }
+
+/// Shared helpers for the kernel adjoint tests (FD on the manifold: quaternions perturbed by Exp(δ)⊗q).
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+    use torsion_math::quat::grad_ambient_to_tangent;
+
+    pub fn pair() -> Pair<f64> {
+        Pair {
+            xa: Vec3::new(0.1, 0.2, 0.9),
+            qa: Quat::from_rpy(0.3, -0.2, 0.5),
+            xb: Vec3::new(0.45, 0.05, 1.02),
+            qb: Quat::from_rpy(0.25, -0.1, 0.7),
+            wa: 0.5,
+            wb: 1.0,
+            ia: Mat3::new(20.0, 1.0, 0.5, 1.0, 25.0, -0.7, 0.5, -0.7, 33.0),
+            ib: Mat3::new(50.0, -2.0, 1.0, -2.0, 40.0, 0.3, 1.0, 0.3, 45.0),
+            a_dyn: true,
+        }
+    }
+    /// Perturb a pair: d = [dxa(3) δqa(3) dxb(3) δqb(3) dwa dwb dia(9) dib(9)] (30 entries).
+    pub fn perturb(p: &Pair<f64>, d: &[f64]) -> Pair<f64> {
+        let v = |o: usize| Vec3::new(d[o], d[o + 1], d[o + 2]);
+        Pair {
+            xa: p.xa + v(0),
+            qa: p.qa.retract(&v(3)),
+            xb: p.xb + v(6),
+            qb: p.qb.retract(&v(9)),
+            wa: p.wa + d[12],
+            wb: p.wb + d[13],
+            ia: p.ia + Mat3::from_column_slice(&d[14..23]),
+            ib: p.ib + Mat3::from_column_slice(&d[23..32]),
+            a_dyn: p.a_dyn,
+        }
+    }
+    pub fn tangent(p: &Pair<f64>, g: &PairGrad) -> Vec<f64> {
+        let mut out = vec![];
+        out.extend_from_slice(g.xa.as_slice());
+        out.extend_from_slice(grad_ambient_to_tangent(&p.qa, &g.qa).as_slice());
+        out.extend_from_slice(g.xb.as_slice());
+        out.extend_from_slice(grad_ambient_to_tangent(&p.qb, &g.qb).as_slice());
+        out.push(g.wa);
+        out.push(g.wb);
+        out.extend_from_slice(g.ia.as_slice());
+        out.extend_from_slice(g.ib.as_slice());
+        out
+    }
+    pub fn cot() -> CorrGrad {
+        CorrGrad {
+            dxa: Vec3::new(0.3, -0.2, 0.5),
+            dpa: Vec3::new(-0.4, 0.1, 0.2),
+            dxb: Vec3::new(0.7, 0.3, -0.1),
+            dpb: Vec3::new(0.2, -0.6, 0.4),
+            dl: 0.8,
+        }
+    }
+    pub fn dot(c: &Corr<f64>, g: &CorrGrad) -> f64 {
+        c.dxa.dot(&g.dxa) + c.dpa.dot(&g.dpa) + c.dxb.dot(&g.dxb) + c.dpb.dot(&g.dpb) + c.dl * g.dl
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use super::*;
+    use torsion_diff::gradcheck;
+
+    #[test]
+    fn positional_vjp_matches_central_differences() {
+        let p = pair();
+        let (r, t) = (Vec3::new(0.2, 0.05, 0.1), Vec3::new(-0.1, 0.03, -0.05));
+        for (lam, at) in [(0.0, 0.0), (-0.02, 3e-3)] {
+            let g = cot();
+            let f = positional_fwd(&p, &r, &t, lam, at).unwrap();
+            let (mut gp, mut gr, mut gt) = (PairGrad::default(), Vec3::zeros(), Vec3::zeros());
+            positional_vjp(&p, &r, &t, &f, at, &g, &mut gp, &mut gr, &mut gt);
+            let mut an = tangent(&p, &gp);
+            an.extend_from_slice(gr.as_slice());
+            an.extend_from_slice(gt.as_slice());
+            an.push(gp.lam);
+            let c = gradcheck(
+                |d| {
+                    let rr = r + Vec3::new(d[32], d[33], d[34]);
+                    let tt = t + Vec3::new(d[35], d[36], d[37]);
+                    dot(&positional(&perturb(&p, d), &rr, &tt, lam + d[38], at), &g)
+                },
+                &an,
+                1e-7,
+            );
+            assert!(c.max_rel_err < 1e-7, "positional VJP: {:e} at {}", c.max_rel_err, c.worst_index);
+        }
+    }
+
+    #[test]
+    fn angular_vjp_matches_central_differences() {
+        let p = pair();
+        let (b, a) = (Vec3::new(0.0, 0.1, 1.0).normalize(), Vec3::new(0.05, 0.0, 1.0).normalize());
+        for (lam, at) in [(0.0, 0.0), (0.01, 2e-3)] {
+            let g = cot();
+            let f = angular_fwd(&p, &b, &a, lam, at).unwrap();
+            let mut gp = PairGrad::default();
+            angular_vjp(&p, &b, &a, &f, at, &g, &mut gp);
+            let mut an = tangent(&p, &gp);
+            an.push(gp.lam);
+            let c = gradcheck(|d| dot(&angular(&perturb(&p, d), &b, &a, lam + d[32], at), &g), &an, 1e-7);
+            assert!(c.max_rel_err < 1e-7, "angular VJP: {:e} at {}", c.max_rel_err, c.worst_index);
+        }
+    }
+}

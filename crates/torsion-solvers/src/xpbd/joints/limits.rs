@@ -103,3 +103,34 @@ pub fn limit_vjp(
     let (gq, _) = rotate_vjp(&p.qb, nc, &gncw);
     gp.qb = gp.qb.add(&gq);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::hinge::testing::*;
+    use super::*;
+    use crate::xpbd::joints::hinge::PairGrad;
+    use torsion_diff::gradcheck;
+
+    #[test]
+    fn limit_vjp_matches_central_differences() {
+        let p = pair();
+        let b = Vec3::new(0.0, 0.1, 1.0).normalize();
+        let np = Vec3::new(1.0, 0.0, 0.0);
+        let nc = Vec3::new(0.9, 0.2, -0.02).normalize();
+        let phi = crate::xpbd::angles::hinge_angle(&p.qa, &p.qb, &b, &np, &nc);
+        for (lo, hi) in [(phi + 0.1, phi + 0.5), (phi - 0.6, phi - 0.2)] {
+            let g = cot();
+            let f = limit_fwd(&p, &b, &np, &nc, lo, hi, 0.0, 0.0).expect("active limit");
+            let mut gp = PairGrad::default();
+            limit_vjp(&p, &b, &np, &nc, &f, 0.0, &g, &mut gp);
+            let an = tangent(&p, &gp);
+            let c = gradcheck(
+                |d| dot(&limit(&perturb(&p, d), &b, &np, &nc, lo, hi, 0.0, 0.0).expect("still active"), &g),
+                &an,
+                1e-7,
+            );
+            assert!(c.max_rel_err < 1e-7, "limit VJP: {:e} at {}", c.max_rel_err, c.worst_index);
+        }
+        assert!(limit_fwd(&p, &b, &np, &nc, phi - 0.1, phi + 0.1, 0.0, 0.0).is_none(), "inactive inside the range");
+    }
+}
