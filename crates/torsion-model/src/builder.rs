@@ -105,10 +105,16 @@ impl ModelBuilder {
         m.joint_damping.push(d.damping);
         m.joint_effort.push(d.effort);
         m.joint_spring.push(d.spring);
+        m.joint_armature.push(0.0);
+        m.joint_stiffness.push(0.0);
+        m.joint_springref.push(0.0);
+        m.joint_frictionloss.push(0.0);
         m.joint_count() - 1
     }
     /// Validate, place every dynamic body by forward kinematics at joint position 0, return the model.
+    /// `qpos0` is the neutral configuration; new joints have no armature, stiffness or friction loss.
     pub fn build(mut self) -> Result<Model, ModelError> {
+        self.m.qpos0 = self.m.neutral_q();
         self.m.validate()?;
         let pose = self.m.forward_kinematics(&self.m.neutral_q())?;
         self.m.body_pose0 = pose;
@@ -154,5 +160,7 @@ mod tests {
         let mut m2 = m.clone();
         assert!(m2.param_set_by_name("body_mass[link1]", -1.0).is_err());
         assert_eq!(m2.body_mass[1], 1.0);
+        assert_eq!(m.qpos0, m.neutral_q());
+        assert_eq!(m.joint_armature, [0.0, 0.0]);
     }
 }

@@ -6,6 +6,8 @@
 //! orientation), as Newton's `joint_X_p` / `joint_X_c`; the axis is given in the joint frame. This is the
 //! data of spec 000 §3.0 (r, t, b, a, n^P, n^C) and also what a generalized-coordinate solver needs.
 use crate::error::ModelError;
+use crate::extras::ModelExtras;
+use crate::shape::Shape;
 use crate::state::MaximalState;
 use torsion_math::{Mat3, Quat, Vec3};
 
@@ -78,7 +80,10 @@ pub struct Model {
 
     /// body names; shape (body_count,)
     pub body_name: Vec<String>,
-    /// mass, kg (fixed bodies: ignored, treated as infinite)
+    /// mass, kg (fixed bodies: ignored, treated as infinite). A non-fixed body with mass 0 *and* inertia 0 is a
+    /// *virtual* body: a massless link between two joints of one MJCF body (the MJCF loader names it
+    /// "body/joint", places it at the MJCF body frame with `body_com` 0, and always gives it a child joint
+    /// towards a massive body); `validate` accepts it. Maximal-coordinate solvers cannot move such a body.
     pub body_mass: Vec<f64>,
     /// inertia about the COM in the body frame, kg·m² (symmetric positive definite)
     pub body_inertia: Vec<Mat3>,
@@ -112,6 +117,24 @@ pub struct Model {
     pub joint_effort: Vec<f64>,
     /// optional spring element on a hinge
     pub joint_spring: Vec<Option<JointSpring>>,
+    /// MuJoCo armature (reflected rotor inertia), kg·m² or kg, added to the mass-matrix diagonal of each of the
+    /// joint's DoFs; shape (joint_count,); 0 for URDF / builder models
+    pub joint_armature: Vec<f64>,
+    /// MuJoCo joint stiffness, N·m/rad or N/m: τ = −k (q − springref) on 1-DoF joints (MuJoCo also springs
+    /// ball/free joints towards qpos0; that is kept here but not defined for solvers yet); shape (joint_count,)
+    pub joint_stiffness: Vec<f64>,
+    /// spring reference position (rad or m) of 1-DoF joints, 0 for others; shape (joint_count,)
+    pub joint_springref: Vec<f64>,
+    /// MuJoCo dry friction loss, N·m or N (kept, not applied); shape (joint_count,)
+    pub joint_frictionloss: Vec<f64>,
+    /// reference configuration, layout of [`Model::nq`] (MuJoCo `qpos0`): the configuration in which the model
+    /// file places the bodies (free joints at the declared body pose, ball joints identity, hinge/slide 0 or
+    /// their MJCF `ref`); equals [`Model::neutral_q`] for URDF and builder models
+    pub qpos0: Vec<f64>,
+    /// collision / visual shapes attached to bodies (MJCF geoms, URDF collisions), in file order
+    pub shapes: Vec<Shape>,
+    /// sites, actuators, tendons and loader warnings (parsed, not used by solvers yet)
+    pub extras: ModelExtras,
 }
 
 impl Model {
@@ -139,6 +162,13 @@ impl Model {
             joint_damping: vec![],
             joint_effort: vec![],
             joint_spring: vec![],
+            joint_armature: vec![],
+            joint_stiffness: vec![],
+            joint_springref: vec![],
+            joint_frictionloss: vec![],
+            qpos0: vec![],
+            shapes: vec![],
+            extras: ModelExtras::default(),
         }
     }
     pub fn body_count(&self) -> usize {
@@ -327,9 +357,23 @@ impl Model {
             self.joint_damping.len(),
             self.joint_effort.len(),
             self.joint_spring.len(),
+            self.joint_armature.len(),
+            self.joint_stiffness.len(),
+            self.joint_springref.len(),
+            self.joint_frictionloss.len(),
         ];
         if jl.iter().any(|&l| l != nj) {
             return Err(ModelError::Invalid("joint arrays have different lengths".into()));
+        }
+        if self.qpos0.len() != self.nq() {
+            return Err(ModelError::Invalid(format!(
+                "qpos0 has {} entries, the model needs nq = {}",
+                self.qpos0.len(),
+                self.nq()
+            )));
+        }
+        if let Some(s) = self.shapes.iter().find(|s| s.body >= nb) {
+            return Err(ModelError::Invalid(format!("shape '{}': body index {} out of range", s.name, s.body)));
         }
         if !(self.dt > 0.0 && self.dt.is_finite()) {
             return Err(ModelError::Invalid(format!("dt must be positive and finite, got {}", self.dt)));
@@ -339,6 +383,9 @@ impl Model {
                 continue;
             }
             let m = self.body_mass[k];
+            if m == 0.0 && self.body_inertia[k] == Mat3::zeros() {
+                continue; // virtual body
+            }
             if !(m > 0.0 && m.is_finite()) {
                 return Err(ModelError::Invalid(format!(
                     "body '{}': mass must be > 0 and finite, got {m}",

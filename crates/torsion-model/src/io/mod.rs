@@ -1,6 +1,8 @@
 //! Model loaders. Every error names the file, the element and the problem.
+pub mod mjcf;
 pub mod robots;
 pub mod urdf;
 
-pub use robots::{baxter_left_arm, example_robot_data_dir};
+pub use mjcf::{load_mjcf, load_mjcf_str};
+pub use robots::{baxter_left_arm, dm_control_model, dm_control_suite_dir, example_robot_data_dir};
 pub use urdf::{load_urdf, load_urdf_str, UrdfOptions};

@@ -23,8 +23,13 @@
 //!   `None`), `None` for continuous; damping from `<dynamics damping>` (0 if absent), effort from
 //!   `<limit effort>` (∞ if absent), no spring.
 //! - Gravity (0, 0, −9.81), dt 0.01, joints in breadth-first (parent-before-child) order from the root.
+//! - `<collision>` geometries of the kept links become [`Model::shapes`] (box, sphere, cylinder and capsule with
+//!   their axis along the shape z, mesh by file name, `<mesh scale>` ignored), posed in the body (COM) frame,
+//!   with MuJoCo's default friction and contype = conaffinity = 1. `qpos0` = [`Model::neutral_q`]; armature,
+//!   stiffness, spring reference and friction loss are 0.
 use crate::error::ModelError;
 use crate::model::{JointType, Model};
+use crate::shape::{Shape, ShapeKind, DEFAULT_FRICTION};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
 use torsion_math::{Mat3, Quat, Vec3};
@@ -256,7 +261,40 @@ pub fn load_urdf_str(text: &str, file_label: &str, opts: &UrdfOptions) -> Result
         m.joint_damping.push(jt.dynamics.as_ref().map_or(0.0, |d| d.damping));
         m.joint_effort.push(if side.with_effort.contains(&jt.name) { jt.limit.effort } else { f64::INFINITY });
         m.joint_spring.push(None);
+        m.joint_armature.push(0.0);
+        m.joint_stiffness.push(0.0);
+        m.joint_springref.push(0.0);
+        m.joint_frictionloss.push(0.0);
     }
+    for (b, mem) in members.iter().enumerate() {
+        for &l in mem {
+            for (k, c) in robot.links[l].collision.iter().enumerate() {
+                let x = in_body(l).mul(&Tf::pose(&c.origin));
+                let kind = match &c.geometry {
+                    urdf_rs::Geometry::Box { size } => ShapeKind::Box { half_extents: Vec3::from(size.0) * 0.5 },
+                    urdf_rs::Geometry::Cylinder { radius, length } => {
+                        ShapeKind::Cylinder { radius: *radius, half_length: 0.5 * length }
+                    }
+                    urdf_rs::Geometry::Capsule { radius, length } => {
+                        ShapeKind::Capsule { radius: *radius, half_length: 0.5 * length }
+                    }
+                    urdf_rs::Geometry::Sphere { radius } => ShapeKind::Sphere { radius: *radius },
+                    urdf_rs::Geometry::Mesh { filename, .. } => ShapeKind::Mesh { file: filename.clone() },
+                };
+                let lname = &robot.links[l].name;
+                m.shapes.push(Shape {
+                    name: c.name.clone().unwrap_or_else(|| format!("{lname}/collision{k}")),
+                    body: b,
+                    pose: (x.p - m.body_com[b], x.q),
+                    kind,
+                    friction: DEFAULT_FRICTION,
+                    contype: 1,
+                    conaffinity: 1,
+                });
+            }
+        }
+    }
+    m.qpos0 = m.neutral_q();
     m.body_pose0 = m.forward_kinematics(&m.neutral_q())?;
     m.validate()?;
     Ok(m)
@@ -510,4 +548,47 @@ fn precheck(text: &str, f: &str) -> Result<Side, ModelError> {
         }
     }
     Ok(side)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collisions_become_shapes_in_the_com_frame() {
+        let text = r#"<robot name="r">
+          <link name="base"><collision><geometry><box size="1 2 3"/></geometry></collision></link>
+          <link name="arm">
+            <inertial><origin xyz="0.5 0 0"/><mass value="1"/>
+              <inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial>
+            <collision name="rod"><origin xyz="0.5 0 0" rpy="0 1.5707963267948966 0"/>
+              <geometry><cylinder radius="0.1" length="1"/></geometry></collision>
+            <collision><geometry><mesh filename="package://r/arm.stl"/></geometry></collision>
+          </link>
+          <link name="tip">
+            <inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial>
+            <collision><geometry><sphere radius="0.2"/></geometry></collision>
+          </link>
+          <joint name="j" type="continuous"><parent link="base"/><child link="arm"/><axis xyz="0 0 1"/></joint>
+          <joint name="f" type="fixed"><origin xyz="1 0 0"/><parent link="arm"/><child link="tip"/></joint>
+        </robot>"#;
+        let m = load_urdf_str(text, "r.urdf", &UrdfOptions::default()).unwrap();
+        assert_eq!(m.shapes.len(), 4);
+        assert_eq!(m.shapes[0].kind, ShapeKind::Box { half_extents: Vec3::new(0.5, 1.0, 1.5) });
+        assert_eq!(m.shapes[0].body, 0);
+        // arm (COM x = 0.5) + tip (x = 1) merged: COM at x = 0.75 (link frame), so the rod centre is at −0.25
+        let com = m.body_com[1];
+        assert!((com - Vec3::new(0.75, 0.0, 0.0)).norm() < 1e-12);
+        let rod = &m.shapes[1];
+        assert_eq!((rod.name.as_str(), rod.body), ("rod", 1));
+        assert_eq!(rod.kind, ShapeKind::Cylinder { radius: 0.1, half_length: 0.5 });
+        assert!((rod.pose.0 - Vec3::new(-0.25, 0.0, 0.0)).norm() < 1e-12);
+        assert!((rod.pose.1.rotate(&Vec3::z()) - Vec3::x()).norm() < 1e-12);
+        assert_eq!(m.shapes[2].kind, ShapeKind::Mesh { file: "package://r/arm.stl".into() });
+        assert_eq!(m.shapes[2].name, "arm/collision1");
+        assert_eq!(m.shapes[3].kind, ShapeKind::Sphere { radius: 0.2 });
+        assert!((m.shapes[3].pose.0 - Vec3::new(0.25, 0.0, 0.0)).norm() < 1e-12);
+        assert_eq!(m.qpos0, m.neutral_q());
+        assert_eq!((m.joint_armature[0], m.joint_stiffness[0]), (0.0, 0.0));
+    }
 }
