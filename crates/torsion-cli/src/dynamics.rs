@@ -7,12 +7,14 @@ use nalgebra::DMatrix;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use torsion_dynamics::derivatives::{aba_derivatives, rnea_derivatives};
+use torsion_dynamics::passive::passive_forces;
 use torsion_dynamics::{aba, crba, gravity, nonlinear_effects, rnea, DynData, DynModel};
+use torsion_model::io::mjcf::load_mjcf;
 use torsion_model::io::urdf::{load_urdf, UrdfOptions};
 
 #[derive(Args, Debug)]
 pub struct DynamicsArgs {
-    /// URDF file
+    /// URDF or MJCF (.xml) file
     #[arg(long)]
     model: PathBuf,
     #[arg(long)]
@@ -49,7 +51,11 @@ fn rows(v: &Value, key: &str) -> Result<Vec<Vec<f64>>> {
 }
 
 pub fn run(a: &DynamicsArgs) -> Result<()> {
-    let model = load_urdf(&a.model, &UrdfOptions { root: a.arm_root.clone(), tip: a.arm_tip.clone() })?;
+    let model = if a.model.extension().is_some_and(|e| e == "xml") {
+        load_mjcf(&a.model)?
+    } else {
+        load_urdf(&a.model, &UrdfOptions { root: a.arm_root.clone(), tip: a.arm_tip.clone() })?
+    };
     let text = std::fs::read_to_string(&a.input).with_context(|| format!("reading {}", a.input.display()))?;
     let input: Value = serde_json::from_str(&text).with_context(|| format!("{}: not JSON", a.input.display()))?;
     let (qs, vs, accs, taus) = (rows(&input, "q")?, rows(&input, "v")?, rows(&input, "a")?, rows(&input, "tau")?);
@@ -69,6 +75,11 @@ pub fn run(a: &DynamicsArgs) -> Result<()> {
             "nle": nonlinear_effects(&dm, q, v, &mut d)?,
             "aba": aba(&dm, q, v, tau, &mut d)?,
         });
+        // forward dynamics with the passive joint forces (damping, springs): MuJoCo's qacc without constraints
+        let pf = passive_forces(&model, q, v)?;
+        let tau_p: Vec<f64> = tau.iter().zip(&pf).map(|(a, b)| a + b).collect();
+        p["passive"] = json!(pf);
+        p["aba_passive"] = json!(aba(&dm, q, v, &tau_p, &mut d)?);
         if a.derivatives {
             let r = rnea_derivatives(&model, q, v, acc)?;
             let f = aba_derivatives(&model, q, v, tau)?;
@@ -84,7 +95,7 @@ pub fn run(a: &DynamicsArgs) -> Result<()> {
     let out = json!({
         "model": a.model.display().to_string(), "nq": dm.nq, "nv": dm.nv,
         "joint_names": model.joint_name, "joint_types": model.joint_type.iter().map(|t| format!("{t:?}")).collect::<Vec<_>>(),
-        "q_start": model.joint_q_start(), "v_start": model.joint_v_start(), "points": points,
+        "q_start": model.joint_q_start(), "v_start": model.joint_v_start(), "qpos0": model.qpos0, "points": points,
     });
     let s = serde_json::to_string(&out)?;
     match &a.out {

@@ -9,7 +9,7 @@ use torsion_solvers::{FeatherstoneSolver, GenState, Ordering, Solver, XpbdOption
 
 #[derive(Args, Debug)]
 pub struct SimulateArgs {
-    /// URDF file
+    /// URDF or MJCF (.xml) file
     #[arg(long)]
     model: PathBuf,
     /// first link of the chain to simulate (becomes the fixed base)
@@ -71,21 +71,27 @@ fn joint_rates(m: &Model, s: &MaximalState) -> Vec<f64> {
 
 pub fn run(a: &SimulateArgs) -> Result<()> {
     let opts = UrdfOptions { root: a.arm_root.clone(), tip: a.arm_tip.clone() };
-    let mut model = load_urdf(&a.model, &opts)?;
+    let mut model = if a.model.extension().is_some_and(|e| e == "xml") {
+        torsion_model::io::mjcf::load_mjcf(&a.model)?
+    } else {
+        load_urdf(&a.model, &opts)?
+    };
     if let Some(g) = a.gravity {
         model.gravity = torsion_math::Vec3::new(0.0, 0.0, -g);
     }
     if a.solver != "xpbd" && a.solver != "featherstone" {
         bail!("--solver {}: available solvers: xpbd, featherstone", a.solver);
     }
-    let n1 = model.dof_joints().len();
-    let q0 = a.q0.clone().unwrap_or_else(|| vec![0.0; n1]);
-    if q0.len() != n1 {
-        bail!("--q0 has {} values, the model has {} one-DoF joints ({})", q0.len(), n1, model.joint_name.join(", "));
+    let nq = model.nq();
+    let q0 = a.q0.clone().unwrap_or_else(|| model.qpos0.clone());
+    if q0.len() != nq {
+        bail!("--q0 has {} values, the model needs {nq} (joints: {})", q0.len(), model.joint_name.join(", "));
     }
-    let tau = a.torque.clone().unwrap_or_else(|| vec![0.0; model.joint_count()]);
-    if tau.len() != model.joint_count() {
-        bail!("--torque has {} values, the model has {} joints", tau.len(), model.joint_count());
+    // one torque per joint (XPBD) or per DoF (featherstone); equal for hinge-only models
+    let nu = if a.solver == "featherstone" { model.nv() } else { model.joint_count() };
+    let tau = a.torque.clone().unwrap_or_else(|| vec![0.0; nu]);
+    if tau.len() != nu {
+        bail!("--torque has {} values, the {} solver needs {nu}", tau.len(), a.solver);
     }
     if a.solver == "featherstone" {
         return run_featherstone(a, &model, &q0, &tau);

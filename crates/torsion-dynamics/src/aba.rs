@@ -1,20 +1,40 @@
 //! Articulated-body algorithm (Featherstone 2008 §7.3): forward dynamics a = M⁻¹(τ − c − g) in O(n),
-//! without forming M. Handles multi-DoF joints (ball, free) with a small dense solve per joint.
+//! without forming M. 1-DoF joints take a scalar path (U one 6-vector, D a scalar); multi-DoF joints (ball,
+//! free) a small dense solve per joint. No heap allocation (all scratch lives in `DynData`).
 use crate::data::{DynData, DynError, DynModel};
-use crate::fk::forward_kinematics;
+use crate::fk::local_kinematics;
 use crate::rnea::root_acc;
-use nalgebra::{DMatrix, DVector};
-use torsion_math::spatial::{cross_force, cross_motion, V6};
+use torsion_math::spatial::{cross_force, cross_motion, Inertia, M6, V6};
 use torsion_math::Scalar;
 
 pub fn aba<T: Scalar>(dm: &DynModel<T>, q: &[T], v: &[T], tau: &[T], d: &mut DynData<T>) -> Result<Vec<T>, DynError> {
+    let mut qdd = vec![T::zero(); dm.nv];
+    aba_into(dm, q, v, tau, d, &mut qdd)?;
+    Ok(qdd)
+}
+
+/// [`aba`] into a preallocated `qdd` (nv); no heap allocation.
+pub fn aba_into<T: Scalar>(
+    dm: &DynModel<T>,
+    q: &[T],
+    v: &[T],
+    tau: &[T],
+    d: &mut DynData<T>,
+    qdd: &mut [T],
+) -> Result<(), DynError> {
     dm.check_q(q)?;
     dm.check_v("v", v)?;
     dm.check_v("tau", tau)?;
-    forward_kinematics(dm, q, d);
+    dm.check_v("qdd (output)", qdd)?;
+    local_kinematics(dm, q, d);
+    aba_pass(dm, v, tau, d, qdd);
+    Ok(())
+}
+
+/// The three ABA sweeps on the placements already in `d.x_pc`.
+pub(crate) fn aba_pass<T: Scalar>(dm: &DynModel<T>, v: &[T], tau: &[T], d: &mut DynData<T>, qdd: &mut [T]) {
     root_acc(dm, d, true);
     let nj = dm.parent.len();
-    let mut cbias = vec![V6::<T>::zeros(); dm.nb];
     // pass 1: velocities, bias accelerations, articulated inertias initialised to rigid ones
     for j in 0..nj {
         let (p, c) = (dm.parent[j], dm.child[j]);
@@ -25,80 +45,152 @@ pub fn aba<T: Scalar>(dm: &DynModel<T>, q: &[T], v: &[T], tau: &[T], d: &mut Dyn
         }
         let vc = d.x_pc[j].inv_act_motion(&d.vel[p]) + vj;
         d.vel[c] = vc;
-        cbias[c] = cross_motion(&vc, &vj);
+        d.cbias[c] = cross_motion(&vc, &vj);
         d.ia[c] = dm.inertia[c];
-        let iv = dm.inertia[c] * vc;
-        d.pa[c] = cross_force(&vc, &iv);
+        d.pa[c] = cross_force(&vc, &Inertia::from_matrix(&dm.inertia[c]).mul_motion(&vc));
     }
     // pass 2: tip → base
-    let mut u_store: Vec<DVector<T>> = vec![DVector::zeros(0); nj];
-    let mut dinv_store: Vec<DMatrix<T>> = vec![DMatrix::zeros(0, 0); nj];
-    let mut uu_store: Vec<[V6<T>; 6]> = vec![[V6::zeros(); 6]; nj];
     for j in (0..nj).rev() {
         let (p, c) = (dm.parent[j], dm.child[j]);
         let jm = &dm.joint[j];
         let n = jm.nv;
-        let mut uu = [V6::zeros(); 6];
-        let mut dmat = DMatrix::zeros(n, n);
-        let mut u = DVector::zeros(n);
-        for i in 0..n {
-            uu[i] = d.ia[c] * jm.s[i];
-            let k = dm.v_start[j] + i;
-            u[i] = tau[k] - dm.damping[k] * v[k] - jm.s[i].dot(&d.pa[c]);
-        }
-        for a in 0..n {
-            for b in 0..n {
-                dmat[(a, b)] = jm.s[a].dot(&uu[b]);
+        let vs = dm.v_start[j];
+        let to_parent = dm.root_pose[p].is_none();
+        if n == 1 {
+            let s = &jm.s[0];
+            let u6 = d.ia[c] * s;
+            let dd = s.dot(&u6) + dm.armature[vs];
+            let dinv = if dd.re() == 0.0 { T::zero() } else { T::one() / dd };
+            let u = tau[vs] - dm.damping[vs] * v[vs] - s.dot(&d.pa[c]);
+            d.aba_u[j][0] = u6;
+            d.aba_dinv[j][(0, 0)] = dinv;
+            d.aba_uvec[j][0] = u;
+            if to_parent {
+                // Ia' = Ia − U Uᵀ / D ; pa' = pa + Ia' c + U u / D
+                let mut ia = d.ia[c];
+                let w = u6 * dinv;
+                for b in 0..6 {
+                    for a in 0..6 {
+                        ia[(a, b)] -= w[a] * u6[b];
+                    }
+                }
+                let pa = d.pa[c] + ia * d.cbias[c] + w * u;
+                let x = &d.x_pc[j];
+                let ip = x.act_sym6(&ia);
+                let pp = x.act_force(&pa);
+                d.ia[p] += ip;
+                d.pa[p] += pp;
             }
-            dmat[(a, a)] += dm.armature[dm.v_start[j] + a];
-        }
-        let dinv =
-            if n > 0 { dmat.try_inverse().unwrap_or_else(|| DMatrix::zeros(n, n)) } else { DMatrix::zeros(0, 0) };
-        if dm.root_pose[p].is_none() {
-            // Ia' = Ia − U D⁻¹ Uᵀ ; pa' = pa + Ia' c + U D⁻¹ u
-            let mut ia = d.ia[c];
-            let mut pa = d.pa[c];
+        } else if n > 0 {
+            let mut uu = [V6::zeros(); 6];
+            let mut dmat = M6::zeros();
+            let mut u = V6::zeros();
+            for i in 0..n {
+                uu[i] = d.ia[c] * jm.s[i];
+                let k = vs + i;
+                u[i] = tau[k] - dm.damping[k] * v[k] - jm.s[i].dot(&d.pa[c]);
+            }
             for a in 0..n {
                 for b in 0..n {
-                    ia -= uu[a] * uu[b].transpose() * dinv[(a, b)];
+                    dmat[(a, b)] = jm.s[a].dot(&uu[b]);
                 }
+                dmat[(a, a)] += dm.armature[vs + a];
             }
-            pa += ia * cbias[c];
-            for a in 0..n {
-                let mut coef = T::zero();
-                for b in 0..n {
-                    coef += dinv[(a, b)] * u[b];
+            let dinv = invert_leading(&dmat, n);
+            if to_parent {
+                // Ia' = Ia − U D⁻¹ Uᵀ ; pa' = pa + Ia' c + U D⁻¹ u
+                let mut ia = d.ia[c];
+                let mut pa = d.pa[c];
+                for a in 0..n {
+                    let mut w = V6::zeros();
+                    let mut coef = T::zero();
+                    for b in 0..n {
+                        w += uu[b] * dinv[(a, b)];
+                        coef += dinv[(a, b)] * u[b];
+                    }
+                    ia -= uu[a] * w.transpose();
+                    pa += uu[a] * coef;
                 }
-                pa += uu[a] * coef;
+                pa += ia * d.cbias[c];
+                let x = &d.x_pc[j];
+                let ip = x.act_sym6(&ia);
+                let pp = x.act_force(&pa);
+                d.ia[p] += ip;
+                d.pa[p] += pp;
             }
-            let x = &d.x_pc[j];
-            let ip = x.act_inertia(&ia);
-            let pp = x.act_force(&pa);
-            d.ia[p] += ip;
-            d.pa[p] += pp;
+            d.aba_u[j] = uu;
+            d.aba_dinv[j] = dinv;
+            d.aba_uvec[j] = u;
         }
-        u_store[j] = u;
-        dinv_store[j] = dinv;
-        uu_store[j] = uu;
     }
     // pass 3: base → tip
-    let mut qdd = vec![T::zero(); dm.nv];
     for j in 0..nj {
         let (p, c) = (dm.parent[j], dm.child[j]);
         let jm = &dm.joint[j];
         let n = jm.nv;
-        let ap = d.x_pc[j].inv_act_motion(&d.acc[p]) + cbias[c];
-        let mut rhs = DVector::zeros(n);
-        for i in 0..n {
-            rhs[i] = u_store[j][i] - uu_store[j][i].dot(&ap);
-        }
-        let sol = &dinv_store[j] * rhs;
-        let mut ac = ap;
-        for i in 0..n {
-            qdd[dm.v_start[j] + i] = sol[i];
-            ac += jm.s[i] * sol[i];
+        let vs = dm.v_start[j];
+        let mut ac = d.x_pc[j].inv_act_motion(&d.acc[p]) + d.cbias[c];
+        if n == 1 {
+            let a = (d.aba_uvec[j][0] - d.aba_u[j][0].dot(&ac)) * d.aba_dinv[j][(0, 0)];
+            qdd[vs] = a;
+            ac += jm.s[0] * a;
+        } else if n > 0 {
+            let mut rhs = V6::zeros();
+            for i in 0..n {
+                rhs[i] = d.aba_uvec[j][i] - d.aba_u[j][i].dot(&ac);
+            }
+            for a in 0..n {
+                let mut sol = T::zero();
+                for b in 0..n {
+                    sol += d.aba_dinv[j][(a, b)] * rhs[b];
+                }
+                qdd[vs + a] = sol;
+            }
+            for i in 0..n {
+                ac += jm.s[i] * qdd[vs + i];
+            }
         }
         d.acc[c] = ac;
     }
-    Ok(qdd)
+}
+
+/// Inverse of the leading n × n block of `m` (Gauss–Jordan with partial pivoting on the primal values);
+/// zeros if it is singular (as before: the joint then gets no acceleration).
+fn invert_leading<T: Scalar>(m: &M6<T>, n: usize) -> M6<T> {
+    let mut a = *m;
+    let mut inv = M6::zeros();
+    for i in 0..n {
+        inv[(i, i)] = T::one();
+    }
+    for col in 0..n {
+        let mut piv = col;
+        for r in col + 1..n {
+            if a[(r, col)].re().abs() > a[(piv, col)].re().abs() {
+                piv = r;
+            }
+        }
+        if a[(piv, col)].re() == 0.0 {
+            return M6::zeros();
+        }
+        if piv != col {
+            a.swap_rows(piv, col);
+            inv.swap_rows(piv, col);
+        }
+        let r = T::one() / a[(col, col)];
+        for k in 0..n {
+            a[(col, k)] *= r;
+            inv[(col, k)] *= r;
+        }
+        for row in 0..n {
+            if row != col {
+                let f = a[(row, col)];
+                for k in 0..n {
+                    let (ak, ik) = (a[(col, k)], inv[(col, k)]);
+                    a[(row, k)] -= f * ak;
+                    inv[(row, k)] -= f * ik;
+                }
+            }
+        }
+    }
+    inv
 }

@@ -1,62 +1,87 @@
 //! Composite rigid-body algorithm (Featherstone 2008 §6.2): the joint-space inertia matrix M(q) (nv × nv),
-//! armature added on the diagonal.
+//! armature added on the diagonal. Computed in the world frame as Pinocchio does: composite inertias Y_i as
+//! 10-number rigid inertias summed tip → base, F_i = Y_i J_i and M_{ik} = J_iᵀ F_k for every joint i on the
+//! path from joint k to the root (J: the joint columns in the world frame).
 use crate::data::{DynData, DynError, DynModel};
 use crate::fk::forward_kinematics;
 use nalgebra::DMatrix;
-use torsion_math::spatial::V6;
+use torsion_math::spatial::Inertia;
 use torsion_math::Scalar;
 
 pub fn crba<T: Scalar>(dm: &DynModel<T>, q: &[T], d: &mut DynData<T>) -> Result<DMatrix<T>, DynError> {
-    dm.check_q(q)?;
-    forward_kinematics(dm, q, d);
-    let nj = dm.parent.len();
-    for k in 0..dm.nb {
-        d.ia[k] = dm.inertia[k];
-    }
-    // composite inertias, tip → base
-    for j in (0..nj).rev() {
-        let (p, c) = (dm.parent[j], dm.child[j]);
-        if dm.root_pose[p].is_none() {
-            let ic = d.x_pc[j].act_inertia(&d.ia[c]);
-            d.ia[p] += ic;
-        }
-    }
-    // which joint moves each body
-    let mut body_joint = vec![usize::MAX; dm.nb];
-    for j in 0..nj {
-        body_joint[dm.child[j]] = j;
-    }
     let mut m = DMatrix::zeros(dm.nv, dm.nv);
-    for j in 0..nj {
-        let jm = &dm.joint[j];
-        let c = dm.child[j];
-        for i in 0..jm.nv {
-            let col = dm.v_start[j] + i;
-            let mut f: V6<T> = d.ia[c] * jm.s[i];
-            for i2 in 0..jm.nv {
-                m[(dm.v_start[j] + i2, col)] = jm.s[i2].dot(&f);
-            }
-            // walk up the ancestors
-            let mut jj = j;
-            loop {
-                let p = dm.parent[jj];
-                if dm.root_pose[p].is_some() {
-                    break;
-                }
-                f = d.x_pc[jj].act_force(&f);
-                jj = body_joint[p];
-                let ja = &dm.joint[jj];
-                for i2 in 0..ja.nv {
-                    let row = dm.v_start[jj] + i2;
-                    let val = ja.s[i2].dot(&f);
-                    m[(row, col)] = val;
-                    m[(col, row)] = val;
-                }
+    crba_into(dm, q, d, &mut m)?;
+    Ok(m)
+}
+
+/// [`crba`] into a preallocated nv × nv matrix (every entry is written); no heap allocation.
+pub fn crba_into<T: Scalar>(dm: &DynModel<T>, q: &[T], d: &mut DynData<T>, m: &mut DMatrix<T>) -> Result<(), DynError> {
+    dm.check_q(q)?;
+    if m.nrows() != dm.nv || m.ncols() != dm.nv {
+        return Err(DynError::Shape {
+            what: "M (output, rows × cols)",
+            got: m.nrows() * m.ncols(),
+            expected: dm.nv * dm.nv,
+        });
+    }
+    forward_kinematics(dm, q, d);
+    world_columns(dm, d);
+    let nv = dm.nv;
+    let ms = m.as_mut_slice(); // column-major: (r, c) at r + c nv
+    ms.fill(T::zero()); // pairs of joints on different branches stay zero
+                        // disjoint borrows of the scratch (so that stores to one are known not to alias loads from another)
+    let (jac, dfda, oy, body_joint) = (&d.jac[..], &mut d.dfda[..], &mut d.oy[..], &d.body_joint[..]);
+    for j in (0..dm.parent.len()).rev() {
+        let (p, c) = (dm.parent[j], dm.child[j]);
+        let (vs, n) = (dm.v_start[j], dm.joint[j].nv);
+        let y = oy[c];
+        for i in vs..vs + n {
+            dfda[i] = y.mul_motion(&jac[i]);
+        }
+        for a in vs..vs + n {
+            for b in vs..vs + n {
+                ms[a + b * nv] = jac[a].dot(&dfda[b]);
             }
         }
+        if dm.root_pose[p].is_none() {
+            oy[p] += y;
+        }
     }
-    for k in 0..dm.nv {
-        m[(k, k)] += dm.armature[k];
+    // M_{ik} = M_{ki} = J_iᵀ F_k for every joint i strictly above joint k
+    for k in 0..dm.parent.len() {
+        let (ks, kn) = (dm.v_start[k], dm.joint[k].nv);
+        let mut i = body_joint[dm.parent[k]];
+        while i != usize::MAX {
+            let (is, in_) = (dm.v_start[i], dm.joint[i].nv);
+            for a in is..is + in_ {
+                let ja = jac[a];
+                for b in ks..ks + kn {
+                    let val = ja.dot(&dfda[b]);
+                    ms[a + b * nv] = val;
+                    ms[b + a * nv] = val;
+                }
+            }
+            i = body_joint[dm.parent[i]];
+        }
     }
-    Ok(m)
+    for k in 0..nv {
+        ms[k + k * nv] += dm.armature[k];
+    }
+    Ok(())
+}
+
+/// From the world placements `d.o_m`: the joint of every body (`d.body_joint`, usize::MAX for roots), each
+/// body's inertia in the world frame (`d.oy`, before the composite sums) and the world-frame joint columns
+/// `d.jac`.
+pub fn world_columns<T: Scalar>(dm: &DynModel<T>, d: &mut DynData<T>) {
+    for j in 0..dm.parent.len() {
+        let c = dm.child[j];
+        let jm = &dm.joint[j];
+        let om = d.o_m[c];
+        d.body_joint[c] = j;
+        d.oy[c] = Inertia::from_matrix(&dm.inertia[c]).transformed(&om);
+        for i in 0..jm.nv {
+            d.jac[dm.v_start[j] + i] = om.act_motion(&jm.s[i]);
+        }
+    }
 }

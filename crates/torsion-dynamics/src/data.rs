@@ -5,7 +5,7 @@ use crate::joints::JointModel;
 use nalgebra::Matrix3;
 use thiserror::Error;
 use torsion_math::scalar::cv;
-use torsion_math::spatial::{inertia_at_com, Se3, M6, V6};
+use torsion_math::spatial::{inertia_at_com, Inertia, Se3, M6, V6};
 use torsion_math::{Scalar, Vec3};
 use torsion_model::params::{ParamKind, INERTIA_IDX};
 use torsion_model::{JointType, Model, ParamTable};
@@ -107,7 +107,7 @@ impl<T: Scalar> DynModel<T> {
             inertia,
             root_pose,
             gravity: cv(&model.gravity),
-            armature: vec![T::zero(); model.nv()],
+            armature: per_dof(model, &model.joint_armature),
             damping: vec![T::zero(); model.nv()],
             nb,
         })
@@ -134,16 +134,26 @@ impl<T: Scalar> DynModel<T> {
     }
 }
 
+/// A per-joint value repeated on each of the joint's DoFs (MuJoCo applies armature per DoF).
+fn per_dof<T: Scalar>(model: &Model, per_joint: &[f64]) -> Vec<T> {
+    let mut out = Vec::with_capacity(model.nv());
+    for j in 0..model.joint_count() {
+        out.extend(std::iter::repeat_n(T::c(per_joint[j]), model.joint_type[j].dof()));
+    }
+    out
+}
+
 fn cv_mat<T: Scalar>(m: &Matrix3<f64>) -> Matrix3<T> {
     m.map(|v| T::c(v))
 }
 
-/// Scratch for the algorithms (allocated once per model).
+/// Scratch for the algorithms (allocated once per model; no algorithm allocates per call).
 #[derive(Clone, Debug)]
 pub struct DynData<T: Scalar> {
     /// X_{P←C}(q) per joint
     pub x_pc: Vec<Se3<T>>,
-    /// world placement of each body frame
+    /// world placement of each body frame (filled by `forward_kinematics`, CRBA and the derivatives; RNEA and
+    /// ABA only need `x_pc` and leave it as it was)
     pub o_m: Vec<Se3<T>>,
     pub vel: Vec<V6<T>>,
     pub acc: Vec<V6<T>>,
@@ -152,12 +162,45 @@ pub struct DynData<T: Scalar> {
     pub pa: Vec<V6<T>>,
     /// joint motion subspace columns in the child frame (per joint, up to 6)
     pub s: Vec<[V6<T>; 6]>,
+    /// (sin q, cos q) per revolute joint
+    pub(crate) sincos: Vec<(T, T)>,
+    /// ABA: the bias acceleration v × v_J per body
+    pub(crate) cbias: Vec<V6<T>>,
+    /// ABA per joint: U = I_A S (nv columns), D⁻¹ (top-left nv × nv), u = τ − Sᵀ p_A (first nv entries)
+    pub(crate) aba_u: Vec<[V6<T>; 6]>,
+    pub(crate) aba_dinv: Vec<M6<T>>,
+    pub(crate) aba_uvec: Vec<V6<T>>,
+    /// the joint that moves each body (usize::MAX for roots)
+    pub(crate) body_joint: Vec<usize>,
+    /// world-frame scratch of CRBA and the analytic derivatives (Carpentier & Mansard 2018), per body:
+    /// composite inertia, its velocity variation Ẏ + (h ×̄) = [[Q, 0], [[k]×, 0]] (as Q, k), velocity,
+    /// acceleration with the gravity, force
+    pub(crate) oy: Vec<Inertia<T>>,
+    pub(crate) doy_q: Vec<Matrix3<T>>,
+    pub(crate) doy_k: Vec<Vec3<T>>,
+    pub(crate) ov: Vec<V6<T>>,
+    pub(crate) oa_gf: Vec<V6<T>>,
+    pub(crate) of: Vec<V6<T>>,
+    /// per DoF (6 × nv): world-frame joint columns J, ∂v/∂q, ∂a/∂q, ∂a/∂v, ∂f/∂a (= Y J), ∂f/∂q, ∂f/∂v and
+    /// the angular part of Ẏᵀ J (its linear part is zero)
+    pub(crate) jac: Vec<V6<T>>,
+    pub(crate) dvdq: Vec<V6<T>>,
+    pub(crate) dadq: Vec<V6<T>>,
+    pub(crate) dadv: Vec<V6<T>>,
+    pub(crate) dfda: Vec<V6<T>>,
+    pub(crate) dfdq: Vec<V6<T>>,
+    pub(crate) dfdv: Vec<V6<T>>,
+    pub(crate) dytj: Vec<Vec3<T>>,
+    /// a zero nv-vector (gravity and bias run RNEA with it)
+    pub(crate) zero_nv: Vec<T>,
 }
 
 impl<T: Scalar> DynData<T> {
     pub fn new(dm: &DynModel<T>) -> Self {
         let nb = dm.nb;
         let nj = dm.parent.len();
+        let nv = dm.nv;
+        let z6 = vec![V6::zeros(); nv];
         DynData {
             x_pc: vec![Se3::identity(); nj],
             o_m: vec![Se3::identity(); nb],
@@ -167,6 +210,27 @@ impl<T: Scalar> DynData<T> {
             ia: vec![M6::zeros(); nb],
             pa: vec![V6::zeros(); nb],
             s: vec![[V6::zeros(); 6]; nj],
+            sincos: vec![(T::zero(), T::one()); nj],
+            cbias: vec![V6::zeros(); nb],
+            aba_u: vec![[V6::zeros(); 6]; nj],
+            aba_dinv: vec![M6::zeros(); nj],
+            aba_uvec: vec![V6::zeros(); nj],
+            body_joint: vec![usize::MAX; nb],
+            oy: vec![Inertia::zeros(); nb],
+            doy_q: vec![Matrix3::zeros(); nb],
+            doy_k: vec![Vec3::zeros(); nb],
+            ov: vec![V6::zeros(); nb],
+            oa_gf: vec![V6::zeros(); nb],
+            of: vec![V6::zeros(); nb],
+            jac: z6.clone(),
+            dvdq: z6.clone(),
+            dadq: z6.clone(),
+            dadv: z6.clone(),
+            dfda: z6.clone(),
+            dfdq: z6.clone(),
+            dfdv: z6,
+            dytj: vec![Vec3::zeros(); nv],
+            zero_nv: vec![T::zero(); nv],
         }
     }
 }

@@ -1,9 +1,12 @@
 //! Derivatives of RNEA and ABA w.r.t. (q, v, a/τ) in tangent coordinates (q perturbed through
-//! `joints::integrate`, Pinocchio's convention), computed by forward-mode duals of the *same* generic
-//! algorithms (one Dual64 pass per input direction). Analytic Carpentier–Mansard derivatives are the planned
-//! fast path; this is the reference they will be tested against.
+//! `joints::integrate`, Pinocchio's convention). The public entry points use the analytic algorithms
+//! (`rnea_derivatives`, `aba_derivatives` modules: Carpentier & Mansard 2018, every joint type); the `*_dual`
+//! functions keep the reference they are tested against: forward-mode duals of the *same* generic algorithms
+//! (one Dual64 pass per input direction, exact but ≈ 20–30× slower).
+use crate::aba_derivatives::{aba_derivatives_into, AbaDerivatives};
 use crate::data::{DynData, DynError, DynModel};
 use crate::joints::integrate;
+use crate::rnea_derivatives::{rnea_derivatives_into, RneaDerivatives};
 use crate::{aba, rnea};
 use nalgebra::DMatrix;
 use num_dual::Dual64;
@@ -16,19 +19,25 @@ pub struct Derivatives {
     pub d_dthird: DMatrix<f64>,
 }
 
-fn derivs(
-    model: &Model,
+/// The signature of `rnea` and `aba` on duals.
+pub type DualAlgorithm =
+    fn(&DynModel<Dual64>, &[Dual64], &[Dual64], &[Dual64], &mut DynData<Dual64>) -> Result<Vec<Dual64>, DynError>;
+
+/// Dual-number Jacobians of `f(q, v, w)` (RNEA or ABA) on a dual model: one pass per tangent direction.
+pub fn dual_derivatives(
+    dm: &DynModel<Dual64>,
     q: &[f64],
     v: &[f64],
     w: &[f64],
-    f: impl Fn(&DynModel<Dual64>, &[Dual64], &[Dual64], &[Dual64], &mut DynData<Dual64>) -> Result<Vec<Dual64>, DynError>,
+    f: DualAlgorithm,
 ) -> Result<Derivatives, DynError> {
-    let dm: DynModel<Dual64> = DynModel::from_model(model)?;
-    dm.check_q(&q.iter().map(|&x| Dual64::from(x)).collect::<Vec<_>>())?;
-    let nv = dm.nv;
-    let mut d = DynData::new(&dm);
     let lift = |x: &[f64]| x.iter().map(|&v| Dual64::from(v)).collect::<Vec<_>>();
     let (qd, vd, wd) = (lift(q), lift(v), lift(w));
+    dm.check_q(&qd)?;
+    dm.check_v("v", &vd)?;
+    dm.check_v("third argument", &wd)?;
+    let nv = dm.nv;
+    let mut d = DynData::new(dm);
     let mut out = [DMatrix::zeros(nv, nv), DMatrix::zeros(nv, nv), DMatrix::zeros(nv, nv)];
     for which in 0..3 {
         for k in 0..nv {
@@ -37,12 +46,12 @@ fn derivs(
                 0 => {
                     let mut dv = vec![Dual64::from(0.0); nv];
                     dv[k].eps = 1.0;
-                    q2 = integrate(&dm, &qd, &dv);
+                    q2 = integrate(dm, &qd, &dv);
                 }
                 1 => v2[k].eps = 1.0,
                 _ => w2[k].eps = 1.0,
             }
-            let r = f(&dm, &q2, &v2, &w2, &mut d)?;
+            let r = f(dm, &q2, &v2, &w2, &mut d)?;
             for i in 0..nv {
                 out[which][(i, k)] = r[i].eps;
             }
@@ -52,16 +61,33 @@ fn derivs(
     Ok(Derivatives { d_dq, d_dv, d_dthird })
 }
 
-/// ∂τ/∂q, ∂τ/∂v, ∂τ/∂a of inverse dynamics.
+/// ∂τ/∂q, ∂τ/∂v, ∂τ/∂a of inverse dynamics (analytic).
 pub fn rnea_derivatives(model: &Model, q: &[f64], v: &[f64], a: &[f64]) -> Result<Derivatives, DynError> {
-    derivs(model, q, v, a, rnea)
+    let dm: DynModel<f64> = DynModel::from_model(model)?;
+    let mut d = DynData::new(&dm);
+    let mut out = RneaDerivatives::new(dm.nv);
+    rnea_derivatives_into(&dm, q, v, a, &mut d, &mut out)?;
+    Ok(Derivatives { d_dq: out.d_dq, d_dv: out.d_dv, d_dthird: out.d_da })
 }
 
-/// ∂q̈/∂q, ∂q̈/∂v, ∂q̈/∂τ of forward dynamics.
+/// ∂q̈/∂q, ∂q̈/∂v, ∂q̈/∂τ of forward dynamics (analytic).
 pub fn aba_derivatives(model: &Model, q: &[f64], v: &[f64], tau: &[f64]) -> Result<Derivatives, DynError> {
-    derivs(model, q, v, tau, aba)
+    let dm: DynModel<f64> = DynModel::from_model(model)?;
+    let mut d = DynData::new(&dm);
+    let mut out = AbaDerivatives::new(dm.nv);
+    aba_derivatives_into(&dm, q, v, tau, &mut d, &mut out)?;
+    Ok(Derivatives { d_dq: out.d_dq, d_dv: out.d_dv, d_dthird: out.d_dtau })
 }
 
+/// [`rnea_derivatives`] by dual numbers of the generic RNEA (the reference).
+pub fn rnea_derivatives_dual(model: &Model, q: &[f64], v: &[f64], a: &[f64]) -> Result<Derivatives, DynError> {
+    dual_derivatives(&DynModel::from_model(model)?, q, v, a, rnea)
+}
+
+/// [`aba_derivatives`] by dual numbers of the generic ABA (the reference).
+pub fn aba_derivatives_dual(model: &Model, q: &[f64], v: &[f64], tau: &[f64]) -> Result<Derivatives, DynError> {
+    dual_derivatives(&DynModel::from_model(model)?, q, v, tau, aba)
+}
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,12 @@
 //! Joint models: the joint transform X_J(q) (child joint frame in the parent joint frame) and the motion
 //! subspace S expressed in the child *body* frame (constant for every joint type here, because joint
 //! velocities are expressed in the child joint frame).
-use torsion_math::spatial::{Se3, V6};
+//!
+//! Each joint also keeps X_{Jc←C} (the child body frame in the child joint frame, the inverse of the `cj` it is
+//! built from) and, for revolute joints, the Rodrigues expansion of X_J(q) X_{Jc←C}, so that
+//! [`JointModel::child_transform`] costs 24 multiply-adds and one sine/cosine.
+use nalgebra::Matrix3;
+use torsion_math::spatial::{skew, Se3, V6};
 use torsion_math::{Quat, Scalar, Vec3};
 use torsion_model::JointType;
 
@@ -14,6 +19,14 @@ pub struct JointModel<T: Scalar> {
     pub s: [V6<T>; 6],
     pub nv: usize,
     pub nq: usize,
+    /// X_{Jc←C}: the child body frame in the child joint frame (`cj`⁻¹, the same as `DynModel::x_jc`)
+    pub x_jc: Se3<T>,
+    /// revolute: K R_jc, K² R_jc, K p_jc, K² p_jc with K = [axis]×, so that
+    /// X_J(q) X_{Jc←C} = (R_jc + sin q K R_jc + (1 − cos q) K² R_jc, p_jc + sin q K p_jc + (1 − cos q) K² p_jc)
+    k1r: Matrix3<T>,
+    k2r: Matrix3<T>,
+    k1p: Vec3<T>,
+    k2p: Vec3<T>,
 }
 
 impl<T: Scalar> JointModel<T> {
@@ -37,7 +50,41 @@ impl<T: Scalar> JointModel<T> {
         for c in cols.iter_mut().take(nv) {
             *c = cj.act_motion(c);
         }
-        JointModel { kind, axis: *axis, s: cols, nv, nq: kind.nq() }
+        let x_jc = cj.inverse();
+        let k = skew(axis);
+        let k2 = k * k;
+        JointModel {
+            kind,
+            axis: *axis,
+            s: cols,
+            nv,
+            nq: kind.nq(),
+            x_jc,
+            k1r: k * x_jc.rot,
+            k2r: k2 * x_jc.rot,
+            k1p: k * x_jc.pos,
+            k2p: k2 * x_jc.pos,
+        }
+    }
+
+    /// X_J(q) X_{Jc←C}: the child body frame in the parent joint frame.
+    #[inline(always)]
+    pub fn child_transform(&self, q: &[T]) -> Se3<T> {
+        let sc = if self.kind == JointType::Revolute { q[0].sin_cos() } else { (T::zero(), T::one()) };
+        self.child_transform_sc(q, sc)
+    }
+
+    /// [`JointModel::child_transform`] with (sin q, cos q) of a revolute joint given (ignored otherwise).
+    #[inline(always)]
+    pub fn child_transform_sc(&self, q: &[T], (s, c): (T, T)) -> Se3<T> {
+        match self.kind {
+            JointType::Revolute => {
+                let c1 = T::one() - c;
+                Se3::new(self.x_jc.rot + self.k1r * s + self.k2r * c1, self.x_jc.pos + self.k1p * s + self.k2p * c1)
+            }
+            JointType::Prismatic => Se3::new(self.x_jc.rot, self.x_jc.pos + self.axis * q[0]),
+            _ => self.transform(q).compose(&self.x_jc),
+        }
     }
 
     /// X_{Jp←Jc}(q) for this joint's slice of q.

@@ -1,8 +1,8 @@
 //! Recursive Newton–Euler (Featherstone 2008 §5.3): τ = M(q) a + c(q, v) − the gravity is included as a
 //! fictitious base acceleration −g. Also g(q) = RNEA(q, 0, 0) and the bias c(q, v) = RNEA(q, v, 0).
 use crate::data::{DynData, DynError, DynModel};
-use crate::fk::forward_kinematics;
-use torsion_math::spatial::{cross_force, cross_motion, stack, V6};
+use crate::fk::local_kinematics;
+use torsion_math::spatial::{cross_force, cross_motion, stack, Inertia, V6};
 use torsion_math::{Scalar, Vec3};
 
 /// Base (root) spatial acceleration in the root's frame: [0; −Rᵀ g].
@@ -18,21 +18,31 @@ pub(crate) fn root_acc<T: Scalar>(dm: &DynModel<T>, d: &mut DynData<T>, with_gra
 
 /// Inverse dynamics τ(q, v, a) (nv), gravity included.
 pub fn rnea<T: Scalar>(dm: &DynModel<T>, q: &[T], v: &[T], a: &[T], d: &mut DynData<T>) -> Result<Vec<T>, DynError> {
-    dm.check_q(q)?;
-    dm.check_v("v", v)?;
-    dm.check_v("a", a)?;
-    Ok(rnea_impl(dm, q, v, a, d, true))
+    let mut tau = vec![T::zero(); dm.nv];
+    rnea_into(dm, q, v, a, d, &mut tau)?;
+    Ok(tau)
 }
 
-pub(crate) fn rnea_impl<T: Scalar>(
+/// [`rnea`] into a preallocated `tau` (nv); no heap allocation.
+pub fn rnea_into<T: Scalar>(
     dm: &DynModel<T>,
     q: &[T],
     v: &[T],
     a: &[T],
     d: &mut DynData<T>,
-    grav: bool,
-) -> Vec<T> {
-    forward_kinematics(dm, q, d);
+    tau: &mut [T],
+) -> Result<(), DynError> {
+    dm.check_q(q)?;
+    dm.check_v("v", v)?;
+    dm.check_v("a", a)?;
+    dm.check_v("tau (output)", tau)?;
+    local_kinematics(dm, q, d);
+    rnea_pass(dm, v, a, d, true, tau);
+    Ok(())
+}
+
+/// The two RNEA sweeps on the placements already in `d.x_pc`.
+pub(crate) fn rnea_pass<T: Scalar>(dm: &DynModel<T>, v: &[T], a: &[T], d: &mut DynData<T>, grav: bool, tau: &mut [T]) {
     root_acc(dm, d, grav);
     let nj = dm.parent.len();
     for j in 0..nj {
@@ -47,12 +57,12 @@ pub(crate) fn rnea_impl<T: Scalar>(
         }
         let x = &d.x_pc[j];
         let vc = x.inv_act_motion(&d.vel[p]) + vj;
-        d.acc[c] = x.inv_act_motion(&d.acc[p]) + aj + cross_motion(&vc, &vj);
+        let ac = x.inv_act_motion(&d.acc[p]) + aj + cross_motion(&vc, &vj);
         d.vel[c] = vc;
-        let iv = dm.inertia[c] * vc;
-        d.f[c] = dm.inertia[c] * d.acc[c] + cross_force(&vc, &iv);
+        d.acc[c] = ac;
+        let y = Inertia::from_matrix(&dm.inertia[c]);
+        d.f[c] = y.mul_motion(&ac) + cross_force(&vc, &y.mul_motion(&vc));
     }
-    let mut tau = vec![T::zero(); dm.nv];
     for j in (0..nj).rev() {
         let (p, c) = (dm.parent[j], dm.child[j]);
         let jm = &dm.joint[j];
@@ -65,14 +75,22 @@ pub(crate) fn rnea_impl<T: Scalar>(
             d.f[p] += fp;
         }
     }
+}
+
+/// RNEA with v and/or a replaced by zeros (from the scratch's zero vector).
+fn rnea_zeros<T: Scalar>(dm: &DynModel<T>, q: &[T], v: Option<&[T]>, d: &mut DynData<T>) -> Vec<T> {
+    let mut tau = vec![T::zero(); dm.nv];
+    let z = std::mem::take(&mut d.zero_nv);
+    local_kinematics(dm, q, d);
+    rnea_pass(dm, v.unwrap_or(&z), &z, d, true, &mut tau);
+    d.zero_nv = z;
     tau
 }
 
 /// g(q): generalized gravity torques.
 pub fn gravity<T: Scalar>(dm: &DynModel<T>, q: &[T], d: &mut DynData<T>) -> Result<Vec<T>, DynError> {
     dm.check_q(q)?;
-    let z = vec![T::zero(); dm.nv];
-    Ok(rnea_impl(dm, q, &z, &z, d, true))
+    Ok(rnea_zeros(dm, q, None, d))
 }
 
 /// c(q, v) + g(q): the bias forces (RNEA with zero acceleration).
@@ -84,6 +102,5 @@ pub fn nonlinear_effects<T: Scalar>(
 ) -> Result<Vec<T>, DynError> {
     dm.check_q(q)?;
     dm.check_v("v", v)?;
-    let z = vec![T::zero(); dm.nv];
-    Ok(rnea_impl(dm, q, v, &z, d, true))
+    Ok(rnea_zeros(dm, q, Some(v), d))
 }

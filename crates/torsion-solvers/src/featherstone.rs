@@ -1,6 +1,7 @@
-//! Semi-implicit Euler in generalized coordinates (no contact yet): (M + h D) a = u − c(q, v) − D v,
-//! v' = v + h a, q' = q ⊕ h v' (on the manifold for ball / free joints). Joint damping D is implicit (as
-//! MuJoCo's implicitdamping): h D enters ABA as armature, so stiff damping on light links stays stable. Same `Solver` / `DiffSolver` contract as XPBD.
+//! Semi-implicit Euler in generalized coordinates (no contact yet):
+//! (M + A + h D) a = u − c(q, v) − D v − K (q − q_ref), v' = v + h a, q' = q ⊕ h v' (on the manifold for ball /
+//! free joints); A = armature, D = joint damping (implicit, as MuJoCo's Euler integrator: h D enters ABA as
+//! armature, so stiff damping on light links stays stable), K = hinge/slide joint springs (explicit). Same `Solver` / `DiffSolver` contract as XPBD.
 //! Derivatives: forward-mode duals of the same generic step (one Dual64 pass per input direction); the
 //! VJP uses the same Jacobians (analytic Carpentier–Mansard derivatives are the planned fast path).
 use crate::solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
@@ -27,7 +28,7 @@ impl GenState {
 
 #[derive(Clone, Debug)]
 pub struct FeatherstoneOptions {
-    /// apply the model's viscous joint damping −d v (explicitly)
+    /// apply the model's viscous joint damping −d v (implicitly)
     pub joint_damping: bool,
 }
 
@@ -54,19 +55,57 @@ pub struct FeatherstoneRecord {
     dt: f64,
 }
 
-/// One step on any scalar; `u` has nv generalized forces. Sets `dm.armature` to h D.
+/// Per-DoF passive terms of the step (from the model and the options).
+#[derive(Clone, Debug)]
+pub struct Passive {
+    pub armature: Vec<f64>,
+    pub damping: Vec<f64>,
+    /// (q index, stiffness, rest position) of each sprung 1-DoF joint, by DoF
+    pub spring: Vec<Option<(usize, f64, f64)>>,
+}
+
+impl Passive {
+    pub fn from_model(model: &Model, damping: bool) -> Self {
+        let nv = model.nv();
+        let mut p = Passive { armature: vec![0.0; nv], damping: vec![0.0; nv], spring: vec![None; nv] };
+        let (qs, vs) = (model.joint_q_start(), model.joint_v_start());
+        for j in 0..model.joint_count() {
+            let t = model.joint_type[j];
+            for i in 0..t.dof() {
+                p.armature[vs[j] + i] = model.joint_armature[j];
+                if damping {
+                    p.damping[vs[j] + i] = model.joint_damping[j];
+                }
+            }
+            if t.dof() == 1 && model.joint_stiffness[j] != 0.0 {
+                p.spring[vs[j]] = Some((qs[j], model.joint_stiffness[j], model.joint_springref[j]));
+            }
+        }
+        p
+    }
+}
+
+/// One step on any scalar; `u` has nv generalized forces. Sets `dm.armature` to A + h D.
 pub fn step_generic<T: Scalar>(
     dm: &mut DynModel<T>,
-    damping: &[f64],
+    passive: &Passive,
     q: &[T],
     v: &[T],
     u: &[T],
     dt: f64,
     d: &mut DynData<T>,
 ) -> Result<(Vec<T>, Vec<T>), torsion_dynamics::DynError> {
-    let tau: Vec<T> = (0..dm.nv).map(|k| u[k] - v[k] * T::c(damping[k])).collect();
+    let tau: Vec<T> = (0..dm.nv)
+        .map(|k| {
+            let mut t = u[k] - v[k] * T::c(passive.damping[k]);
+            if let Some((iq, kk, r)) = passive.spring[k] {
+                t -= (q[iq] - T::c(r)) * T::c(kk);
+            }
+            t
+        })
+        .collect();
     for k in 0..dm.nv {
-        dm.armature[k] = T::c(dt * damping[k]);
+        dm.armature[k] = T::c(passive.armature[k] + dt * passive.damping[k]);
     }
     let acc = aba(dm, q, v, &tau, d)?;
     let h = T::c(dt);
@@ -76,17 +115,8 @@ pub fn step_generic<T: Scalar>(
 }
 
 impl FeatherstoneSolver {
-    fn damping(&self, model: &Model) -> Vec<f64> {
-        let mut d = vec![0.0; model.nv()];
-        if self.options.joint_damping {
-            let vs = model.joint_v_start();
-            for j in 0..model.joint_count() {
-                for i in 0..model.joint_type[j].dof() {
-                    d[vs[j] + i] = model.joint_damping[j];
-                }
-            }
-        }
-        d
+    fn damping(&self, model: &Model) -> Passive {
+        Passive::from_model(model, self.options.joint_damping)
     }
     fn check(&self, model: &Model, s: &GenState, u: &Control, dt: f64) -> Result<(), SolverError> {
         let bad = |problem: String| SolverError::BadInput { solver: "featherstone", problem };

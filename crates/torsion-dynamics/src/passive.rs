@@ -1,0 +1,31 @@
+//! Passive joint forces (MuJoCo's qfrc_passive without fluid terms): viscous damping −d v and the joint
+//! spring −k (q − springref) of hinge and slide joints. Ball / free joint springs are not supported yet.
+use crate::data::DynError;
+use torsion_math::Scalar;
+use torsion_model::{JointType, Model};
+
+pub fn passive_forces<T: Scalar>(model: &Model, q: &[T], v: &[T]) -> Result<Vec<T>, DynError> {
+    let (qs, vs) = (model.joint_q_start(), model.joint_v_start());
+    let mut f = vec![T::zero(); model.nv()];
+    for j in 0..model.joint_count() {
+        let t = model.joint_type[j];
+        for i in 0..t.dof() {
+            f[vs[j] + i] -= v[vs[j] + i] * T::c(model.joint_damping[j]);
+        }
+        let k = model.joint_stiffness[j];
+        if k != 0.0 {
+            match t {
+                JointType::Revolute | JointType::Prismatic => {
+                    f[vs[j]] -= (q[qs[j]] - T::c(model.joint_springref[j])) * T::c(k);
+                }
+                _ => {
+                    return Err(DynError::Unsupported(format!(
+                        "joint '{}': stiffness on {t:?} joints is not supported yet",
+                        model.joint_name[j]
+                    )))
+                }
+            }
+        }
+    }
+    Ok(f)
+}
