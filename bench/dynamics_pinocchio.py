@@ -14,8 +14,12 @@ M^-1), per call, single thread, on the 7-DoF Panda and the Baxter left arm.
   * torsion: crates/torsion-bench, binary `dynamics` (cargo build --release): the same URDFs with the same
     joints locked (turned into fixed joints, which the URDF loader merges into their parent), the `*_into`
     functions with preallocated outputs, median of --repeats repeats of --calls calls over 200 random points.
-Both sides run twice, interleaved (torsion, Pinocchio, torsion, Pinocchio), pinned to CPU 0 when taskset exists;
-each figure is the lower of the two medians of its side (both are kept in the JSON).
+One change to timings.cpp (in the build copy, see PATCH below): the model it rebuilds has no joint limits, so
+randomConfiguration() draws q = inf and the program as shipped times NaN arithmetic with an instant sincos; with
+PIN_Q_RANGE set the patched program draws q in [-pi, pi] instead (the range of torsion's points). The table's
+anchor is that run; the as-shipped figures are printed beside it.
+Both sides run twice, interleaved (torsion, Pinocchio, Pinocchio as shipped; twice), pinned to CPU 0 when taskset
+exists; each figure is the lower of the two medians of its side (all are kept in the JSON).
 Same models: the script rebuilds Pinocchio's model from the exported text exactly as timings.cpp does (through
 Pinocchio's Python bindings) and compares nv, the total mass and M(q) at one configuration with torsion's.
 
@@ -35,6 +39,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOAL_RATIO = 1.5
+Q_RANGE = 3.141592653589793  # torsion's points: q uniform in [-pi, pi], v, a, tau in [-1, 1] (as Eigen's Random)
 ALGOS = [('aba', 'ABA'), ('rnea', 'RNEA'), ('crba', 'CRBA'), ('rnea_derivatives', 'RNEA derivatives'),
          ('aba_derivatives', 'ABA derivatives')]
 ROBOTS = [('panda7', 'Panda (7 DoF)'), ('baxter_left7', 'Baxter left arm (7 DoF)')]
@@ -98,8 +103,25 @@ def shared_pinocchio_dir():
     return d
 
 
+# The one change to the shared timings.cpp (made in the build copy): timings.cpp rebuilds the model with
+# Model::addJoint without limits, so its joint limits are ±DBL_MAX and randomConfiguration() draws
+# lower + (upper − lower) u = +inf for every joint: the program as shipped times every algorithm on q = inf,
+# where sincos returns NaN at once and everything downstream is NaN. With PIN_Q_RANGE=a set, the patched
+# program gives the model the limits [−a, a] first (a = π here, the range torsion's points are drawn from);
+# without it, it behaves as shipped. Both variants are run and reported.
+PATCH_ANCHOR = '  Data data(model);\n'
+PATCH = (PATCH_ANCHOR +
+         '  if (const char *r = std::getenv("PIN_Q_RANGE")) {  // torsion bench: finite limits (see dynamics_pinocchio.py)\n'
+         '    const double a = std::atof(r);\n'
+         '    model.lowerPositionLimit.setConstant(-a);\n'
+         '    model.upperPositionLimit.setConstant(a);\n'
+         '  }\n'
+         '  std::fprintf(stderr, "first random q[0] = %g\\n", randomConfiguration(model)[0]);\n')
+
+
 def build_pinocchio(src, reuse):
-    """Copy the shared sources to target/bench/pinocchio, export the reduced models and compile timings.cpp."""
+    """Copy the shared sources to target/bench/pinocchio (timings.cpp patched, see PATCH), export the reduced
+    models and compile timings.cpp."""
     if not os.path.isdir('/usr/include/eigen3'):
         die('Eigen headers not found (/usr/include/eigen3): apt-get install -y libeigen3-dev')
     try:
@@ -108,14 +130,22 @@ def build_pinocchio(src, reuse):
         die('Pinocchio not importable: pip install pin example-robot-data')
     build = os.path.join(ROOT, 'target', 'bench', 'pinocchio')
     os.makedirs(build, exist_ok=True)
-    same = all(os.path.isfile(os.path.join(build, f)) and filecmp.cmp(os.path.join(src, f), os.path.join(build, f),
-                                                                      shallow=False) for f in SOURCES)
-    for f in SOURCES:
+    with open(os.path.join(src, 'timings.cpp')) as f:
+        cpp = f.read()
+    if cpp.count(PATCH_ANCHOR) != 1:
+        die(f'{src}/timings.cpp changed: cannot find the line {PATCH_ANCHOR.strip()!r} to patch after')
+    cpp = '#include <cstdlib>\n' + cpp.replace(PATCH_ANCHOR, PATCH)
+    exe = os.path.join(build, 'timings')
+    same = (os.path.isfile(exe) and all(os.path.isfile(os.path.join(build, f)) for f in SOURCES)
+            and filecmp.cmp(os.path.join(src, 'build.sh'), os.path.join(build, 'build.sh'), shallow=False)
+            and open(os.path.join(build, 'timings.cpp')).read() == cpp)
+    for f in ('build.sh', 'export_models.py'):
         shutil.copyfile(os.path.join(src, f), os.path.join(build, f))
+    with open(os.path.join(build, 'timings.cpp'), 'w') as f:
+        f.write(cpp)
     env = dict(os.environ, PYTHON=sys.executable)
     run([sys.executable, 'export_models.py'], cwd=build, env=env, label='pinocchio export')
-    exe = os.path.join(build, 'timings')
-    if reuse and same and os.path.isfile(exe):
+    if reuse and same:
         print('[pinocchio build] reusing target/bench/pinocchio/timings (sources unchanged)', file=sys.stderr)
         compile_s = None
     else:
@@ -125,11 +155,18 @@ def build_pinocchio(src, reuse):
     return build, exe, compile_s
 
 
-def pinocchio_times(build, exe):
+def pinocchio_times(build, exe, q_range):
+    """{robot: figures} of the C++ program; q_range None: as shipped (q = inf), else limits [−q_range, q_range]."""
+    env = dict(os.environ)
+    env.pop('PIN_Q_RANGE', None)
+    if q_range is not None:
+        env['PIN_Q_RANGE'] = repr(q_range)
     res = {}
     for name, _ in ROBOTS:
-        out, _ = run(taskset() + [exe, os.path.join(build, name + '.txt')], cwd=build, label=f'pinocchio {name}')
+        label = f'pinocchio {name}' + ('' if q_range is None else f' q in [-{q_range:.4g}, {q_range:.4g}]')
+        out, err = run(taskset() + [exe, os.path.join(build, name + '.txt')], cwd=build, env=env, label=label)
         res[name] = json.loads(out.strip().splitlines()[-1])
+        res[name]['first_q0'] = float(err.split('first random q[0] =')[-1].split()[0])
     return res
 
 
@@ -206,10 +243,11 @@ def main():
     src = shared_pinocchio_dir()
     build, exe, compile_s = build_pinocchio(src, a.reuse_build)
     run(['cargo', 'build', '--release', '-q', '-p', 'torsion-bench', '--bin', 'dynamics'], label='torsion build')
-    runs_ours, runs_pin = [], []
+    runs_ours, runs_pin, runs_pin_shipped = [], [], []
     for _ in range(2):
         runs_ours.append(torsion_times(a.repeats, a.calls))
-        runs_pin.append(pinocchio_times(build, exe))
+        runs_pin.append(pinocchio_times(build, exe, Q_RANGE))
+        runs_pin_shipped.append(pinocchio_times(build, exe, None))
     checks = check_models(build, runs_ours[0])
 
     rows, results = [], {}
@@ -218,18 +256,26 @@ def main():
         for key, alabel in ALGOS:
             ours = [r[name]['times'][key + '_us'] for r in runs_ours]
             pins = [r[name][key + '_us'] for r in runs_pin]
-            t, p = min(ours), min(pins)
+            shipped = [r[name][key + '_us'] for r in runs_pin_shipped]
+            t, p, ps = min(ours), min(pins), min(shipped)
             ratio = t / p
             met = ratio <= GOAL_RATIO
             all_met &= met
-            results.setdefault(name, {})[key] = dict(torsion_us=t, pinocchio_us=p, ratio=ratio, goal_met=met,
-                                                     torsion_runs_us=ours, pinocchio_runs_us=pins)
-            rows.append(f'| {label} | {alabel} | {t:.3f} | {p:.3f} | {ratio:.2f}x | {"met" if met else "NOT met"} |')
+            results.setdefault(name, {})[key] = dict(
+                torsion_us=t, pinocchio_us=p, ratio=ratio, goal_met=met, pinocchio_as_shipped_us=ps,
+                ratio_vs_as_shipped=t / ps, torsion_runs_us=ours, pinocchio_runs_us=pins,
+                pinocchio_as_shipped_runs_us=shipped)
+            rows.append(f'| {label} | {alabel} | {t:.3f} | {p:.3f} | {ratio:.2f}× | {"met" if met else "NOT met"} '
+                        f'| {ps:.3f} | {t / ps:.2f}× |')
     allocs = {name: runs_ours[0][name]['allocs_per_call'] for name, _ in ROBOTS}
+    first_q = {name: dict(finite=runs_pin[0][name]['first_q0'], as_shipped=runs_pin_shipped[0][name]['first_q0'])
+               for name, _ in ROBOTS}
     report = dict(machine=machine(), checks=checks, results=results, allocs_per_call=allocs,
+                  pinocchio_first_random_q0=first_q,
                   settings=dict(repeats=a.repeats, calls=a.calls, pinocchio_compile_s=compile_s,
-                                pinocchio_build=os.path.relpath(build, ROOT), goal_ratio=GOAL_RATIO),
-                  runs=dict(torsion=runs_ours, pinocchio=runs_pin))
+                                pinocchio_build=os.path.relpath(build, ROOT), goal_ratio=GOAL_RATIO,
+                                pinocchio_q_range=Q_RANGE),
+                  runs=dict(torsion=runs_ours, pinocchio=runs_pin, pinocchio_as_shipped=runs_pin_shipped))
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, 'w') as f:
         json.dump(report, f, indent=1)
@@ -239,8 +285,11 @@ def main():
           f'Pinocchio {m["pinocchio"]}; {m["date"]}')
     print(f'Per call, median, 1 thread (each figure the lower median of two runs per side); goal: torsion <= '
           f'{GOAL_RATIO}x Pinocchio C++.\n')
-    print('| robot | algorithm | torsion (µs) | Pinocchio C++ (µs) | torsion / Pinocchio | goal |')
-    print('|---|---|---|---|---|---|')
+    print(f'Pinocchio: q drawn in [-pi, pi] (first random q[0]: {first_q}); "as shipped": timings.cpp unchanged, '
+          f'q = inf.\n')
+    print('| robot | algorithm | torsion (µs) | Pinocchio C++ (µs) | torsion / Pinocchio | goal '
+          '| Pinocchio as shipped, q = inf (µs) | torsion / as shipped |')
+    print('|---|---|---|---|---|---|---|---|')
     print('\n'.join(rows))
     print(f'\nHeap allocations per call (torsion): {allocs}')
     print(f'All goals met: {all_met}. JSON: {os.path.relpath(a.out, ROOT)}')

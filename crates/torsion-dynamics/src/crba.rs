@@ -30,7 +30,7 @@ pub fn crba_into<T: Scalar>(dm: &DynModel<T>, q: &[T], d: &mut DynData<T>, m: &m
     let ms = m.as_mut_slice(); // column-major: (r, c) at r + c nv
     ms.fill(T::zero()); // pairs of joints on different branches stay zero
                         // disjoint borrows of the scratch (so that stores to one are known not to alias loads from another)
-    let (jac, dfda, oy, body_joint) = (&d.jac[..], &mut d.dfda[..], &mut d.oy[..], &d.body_joint[..]);
+    let (jac, dfda, oy, parent_joint) = (&d.jac[..], &mut d.dfda[..], &mut d.oy[..], &d.parent_joint[..]);
     for j in (0..dm.parent.len()).rev() {
         let (p, c) = (dm.parent[j], dm.child[j]);
         let (vs, n) = (dm.v_start[j], dm.joint[j].nv);
@@ -50,7 +50,7 @@ pub fn crba_into<T: Scalar>(dm: &DynModel<T>, q: &[T], d: &mut DynData<T>, m: &m
     // M_{ik} = M_{ki} = J_iᵀ F_k for every joint i strictly above joint k
     for k in 0..dm.parent.len() {
         let (ks, kn) = (dm.v_start[k], dm.joint[k].nv);
-        let mut i = body_joint[dm.parent[k]];
+        let mut i = parent_joint[k];
         while i != usize::MAX {
             let (is, in_) = (dm.v_start[i], dm.joint[i].nv);
             for a in is..is + in_ {
@@ -61,7 +61,7 @@ pub fn crba_into<T: Scalar>(dm: &DynModel<T>, q: &[T], d: &mut DynData<T>, m: &m
                     ms[b + a * nv] = val;
                 }
             }
-            i = body_joint[dm.parent[i]];
+            i = parent_joint[i];
         }
     }
     for k in 0..nv {
@@ -70,15 +70,17 @@ pub fn crba_into<T: Scalar>(dm: &DynModel<T>, q: &[T], d: &mut DynData<T>, m: &m
     Ok(())
 }
 
-/// From the world placements `d.o_m`: the joint of every body (`d.body_joint`, usize::MAX for roots), each
+/// From the world placements `d.o_m`: the joint of every body (`d.body_joint`, usize::MAX for roots) and
+/// above every joint (`d.parent_joint`, joints in parent-before-child order), each
 /// body's inertia in the world frame (`d.oy`, before the composite sums) and the world-frame joint columns
 /// `d.jac`.
-pub fn world_columns<T: Scalar>(dm: &DynModel<T>, d: &mut DynData<T>) {
+pub(crate) fn world_columns<T: Scalar>(dm: &DynModel<T>, d: &mut DynData<T>) {
     for j in 0..dm.parent.len() {
         let c = dm.child[j];
         let jm = &dm.joint[j];
         let om = d.o_m[c];
         d.body_joint[c] = j;
+        d.parent_joint[j] = d.body_joint[dm.parent[j]];
         d.oy[c] = Inertia::from_matrix(&dm.inertia[c]).transformed(&om);
         for i in 0..jm.nv {
             d.jac[dm.v_start[j] + i] = om.act_motion(&jm.s[i]);

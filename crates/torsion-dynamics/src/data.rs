@@ -170,8 +170,10 @@ pub struct DynData<T: Scalar> {
     pub(crate) aba_u: Vec<[V6<T>; 6]>,
     pub(crate) aba_dinv: Vec<M6<T>>,
     pub(crate) aba_uvec: Vec<V6<T>>,
-    /// the joint that moves each body (usize::MAX for roots)
+    /// the joint that moves each body (usize::MAX for roots) and the joint above each joint (usize::MAX
+    /// below a root)
     pub(crate) body_joint: Vec<usize>,
+    pub(crate) parent_joint: Vec<usize>,
     /// world-frame scratch of CRBA and the analytic derivatives (Carpentier & Mansard 2018), per body:
     /// composite inertia, its velocity variation Ẏ + (h ×̄) = [[Q, 0], [[k]×, 0]] (as Q, k), velocity,
     /// acceleration with the gravity, force
@@ -216,6 +218,7 @@ impl<T: Scalar> DynData<T> {
             aba_dinv: vec![M6::zeros(); nj],
             aba_uvec: vec![V6::zeros(); nj],
             body_joint: vec![usize::MAX; nb],
+            parent_joint: vec![usize::MAX; nj],
             oy: vec![Inertia::zeros(); nb],
             doy_q: vec![Matrix3::zeros(); nb],
             doy_k: vec![Vec3::zeros(); nb],

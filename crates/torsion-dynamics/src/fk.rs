@@ -14,7 +14,7 @@ pub fn forward_kinematics<T: Scalar>(dm: &DynModel<T>, q: &[T], d: &mut DynData<
 }
 
 /// Only X_{P←C}(q) per joint (`d.x_pc`; `d.o_m` is left as it was): what RNEA and ABA need.
-pub fn local_kinematics<T: Scalar>(dm: &DynModel<T>, q: &[T], d: &mut DynData<T>) {
+pub(crate) fn local_kinematics<T: Scalar>(dm: &DynModel<T>, q: &[T], d: &mut DynData<T>) {
     placements(dm, q, d, false);
 }
 

@@ -177,9 +177,8 @@ pub(crate) fn rnea_derivatives_pass<T: Scalar>(
     // blocks between a joint k and each joint i above it
     for k in 0..nj {
         let (ks, kn) = (dm.v_start[k], dm.joint[k].nv);
-        let mut p = dm.parent[k];
-        while dm.root_pose[p].is_none() {
-            let i = d.body_joint[p];
+        let mut i = d.parent_joint[k];
+        while i != usize::MAX {
             let (is, in_) = (dm.v_start[i], dm.joint[i].nv);
             for ai in is..is + in_ {
                 let ja = d.jac[ai];
@@ -195,7 +194,7 @@ pub(crate) fn rnea_derivatives_pass<T: Scalar>(
                     out.d_dv[(b, ai)] = d.dfda[b].dot(&d.dadv[ai]) + d.dytj[b].dot(&ja_ang);
                 }
             }
-            p = dm.parent[i];
+            i = d.parent_joint[i];
         }
     }
     for k in 0..dm.nv {

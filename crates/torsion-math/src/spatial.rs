@@ -1,6 +1,8 @@
 //! Spatial (6-D) algebra for generalized-coordinate dynamics, generic over the scalar (Featherstone 2008,
 //! Pinocchio conventions): motion and force vectors stacked [angular; linear], rigid transforms a←b with
-//! x_a = R x_b + p, the motion and force actions, cross products and the transformation of 6×6 inertias.
+//! x_a = R x_b + p, the motion and force actions, cross products and the transformation of 6×6 inertias
+//! (dense, and on 3×3 blocks for symmetric ones), and the 10-number rigid-body [`Inertia`] that the
+//! composite-inertia and derivative algorithms sum and transform.
 use crate::scalar::Scalar;
 use nalgebra::{Matrix3, Matrix6, Vector3, Vector6};
 

@@ -2,15 +2,21 @@
 //! (M + A + h D) a = u − c(q, v) − D v − K (q − q_ref), v' = v + h a, q' = q ⊕ h v' (on the manifold for ball /
 //! free joints); A = armature, D = joint damping (implicit, as MuJoCo's Euler integrator: h D enters ABA as
 //! armature, so stiff damping on light links stays stable), K = hinge/slide joint springs (explicit). Same `Solver` / `DiffSolver` contract as XPBD.
-//! Derivatives: forward-mode duals of the same generic step (one Dual64 pass per input direction); the
-//! VJP uses the same Jacobians (analytic Carpentier–Mansard derivatives are the planned fast path).
+//! Derivatives: A and B from the analytic ABA derivatives (Carpentier–Mansard, `aba_derivatives`: ∂q̈/∂q,
+//! ∂q̈/∂v, M̃⁻¹ in one sweep plus a Cholesky) chained through the step and the per-joint integration map
+//! (its small Jacobians by dual numbers of `integrate_joint`); C (w.r.t. θ) by forward-mode duals of the same
+//! generic step, one Dual64 pass per parameter. `step_jacobians_dual` keeps the all-dual reference (one
+//! pass per input direction), against which the analytic path is tested. The VJP uses the same Jacobians.
 use crate::solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use nalgebra::{DMatrix, DVector};
 use num_dual::Dual64;
-use torsion_dynamics::joints::{difference, integrate};
-use torsion_dynamics::{aba, DynData, DynModel};
+use torsion_dynamics::aba_derivatives::{aba_derivatives_into, AbaDerivatives};
+use torsion_dynamics::joints::{difference, integrate, integrate_joint};
+use torsion_dynamics::{aba_into, DynData, DynModel};
+use torsion_math::scalar::cv;
 use torsion_math::Scalar;
-use torsion_model::{Control, JointType, Model, ParamSelection};
+use torsion_model::params::ParamKind;
+use torsion_model::{Control, JointType, Model, ParamSelection, ParamTable};
 
 /// Generalized state: q (nq, layouts of `JointType::nq`) and v (nv).
 #[derive(Clone, Debug, PartialEq)]
@@ -43,9 +49,63 @@ pub struct FeatherstoneSolver {
     pub options: FeatherstoneOptions,
 }
 
+/// Reused across steps: the f64 dynamics model (rebuilt only when θ changed), its scratch, the passive terms
+/// and the step's buffers. Structural model data (topology, joint types, axes, joint frames, fixed bodies)
+/// is taken when the workspace is built; θ (masses, inertias, anchors), gravity, armature, damping and
+/// springs are refreshed at every step.
 pub struct FeatherstoneWorkspace {
     dm: DynModel<f64>,
     data: DynData<f64>,
+    /// the parameters `DynModel::build` reads, without the name table
+    table: ParamTable,
+    /// θ the model was built from, and the buffer refreshed each step
+    theta: Vec<f64>,
+    theta_now: Vec<f64>,
+    passive: Passive,
+    tau: Vec<f64>,
+    acc: Vec<f64>,
+}
+
+impl FeatherstoneWorkspace {
+    /// Bring the dynamics model and the passive terms up to date with `model` (allocates only when θ
+    /// changed since the last call).
+    fn refresh(&mut self, model: &Model, damping: bool) -> Result<(), torsion_dynamics::DynError> {
+        for (t, &k) in self.theta_now.iter_mut().zip(&self.table.kinds) {
+            *t = model.param_get(k);
+        }
+        if self.theta_now != self.theta {
+            self.dm = DynModel::build(model, &self.table, &self.theta_now)?;
+            std::mem::swap(&mut self.theta, &mut self.theta_now);
+        }
+        self.dm.gravity = cv(&model.gravity);
+        self.passive.fill(model, damping);
+        Ok(())
+    }
+}
+
+/// The parameters `DynModel::build` reads (masses, inertias, joint anchors) with their kinds only: the
+/// model's full `param_table` formats a name per entry, which the stepper does not need.
+fn dyn_param_table(model: &Model) -> ParamTable {
+    let mut kinds = Vec::with_capacity(7 * model.body_count() + 6 * model.joint_count());
+    for b in 0..model.body_count() {
+        if !model.body_fixed[b] {
+            kinds.push(ParamKind::BodyMass(b));
+            kinds.extend((0..6).map(|i| ParamKind::BodyInertia(b, i)));
+        }
+    }
+    for j in 0..model.joint_count() {
+        kinds.extend((0..3).map(|a| ParamKind::AnchorParent(j, a)));
+        kinds.extend((0..3).map(|a| ParamKind::AnchorChild(j, a)));
+    }
+    ParamTable { names: vec![], kinds }
+}
+
+/// The f64 dynamics model at the model's current values, without the name table.
+fn dyn_model_f64(model: &Model) -> Result<(DynModel<f64>, ParamTable, Vec<f64>), torsion_dynamics::DynError> {
+    let table = dyn_param_table(model);
+    let theta: Vec<f64> = table.kinds.iter().map(|&k| model.param_get(k)).collect();
+    let dm = DynModel::build(model, &table, &theta)?;
+    Ok((dm, table, theta))
 }
 
 /// The step's inputs, for `step_vjp`.
@@ -68,20 +128,26 @@ impl Passive {
     pub fn from_model(model: &Model, damping: bool) -> Self {
         let nv = model.nv();
         let mut p = Passive { armature: vec![0.0; nv], damping: vec![0.0; nv], spring: vec![None; nv] };
-        let (qs, vs) = (model.joint_q_start(), model.joint_v_start());
+        p.fill(model, damping);
+        p
+    }
+
+    /// Refill in place (sizes from `from_model` on the same model); no allocation.
+    pub fn fill(&mut self, model: &Model, damping: bool) {
+        let (mut qs, mut vs) = (0, 0);
         for j in 0..model.joint_count() {
             let t = model.joint_type[j];
             for i in 0..t.dof() {
-                p.armature[vs[j] + i] = model.joint_armature[j];
-                if damping {
-                    p.damping[vs[j] + i] = model.joint_damping[j];
-                }
+                self.armature[vs + i] = model.joint_armature[j];
+                self.damping[vs + i] = if damping { model.joint_damping[j] } else { 0.0 };
+                self.spring[vs + i] = None;
             }
             if t.dof() == 1 && model.joint_stiffness[j] != 0.0 {
-                p.spring[vs[j]] = Some((qs[j], model.joint_stiffness[j], model.joint_springref[j]));
+                self.spring[vs] = Some((qs, model.joint_stiffness[j], model.joint_springref[j]));
             }
+            qs += t.nq();
+            vs += t.dof();
         }
-        p
     }
 }
 
@@ -95,23 +161,53 @@ pub fn step_generic<T: Scalar>(
     dt: f64,
     d: &mut DynData<T>,
 ) -> Result<(Vec<T>, Vec<T>), torsion_dynamics::DynError> {
-    let tau: Vec<T> = (0..dm.nv)
-        .map(|k| {
-            let mut t = u[k] - v[k] * T::c(passive.damping[k]);
-            if let Some((iq, kk, r)) = passive.spring[k] {
-                t -= (q[iq] - T::c(r)) * T::c(kk);
-            }
-            t
-        })
-        .collect();
+    let (mut tau, mut acc) = (vec![T::zero(); dm.nv], vec![T::zero(); dm.nv]);
+    let (mut q1, mut v1) = (q.to_vec(), vec![T::zero(); dm.nv]);
+    step_generic_into(dm, passive, q, v, u, dt, d, &mut tau, &mut acc, &mut q1, &mut v1)?;
+    Ok((q1, v1))
+}
+
+/// [`step_generic`] into preallocated buffers: `tau`, `acc` (nv scratch), `q1` (nq), `v1` (nv); no heap
+/// allocation.
+#[allow(clippy::too_many_arguments)]
+pub fn step_generic_into<T: Scalar>(
+    dm: &mut DynModel<T>,
+    passive: &Passive,
+    q: &[T],
+    v: &[T],
+    u: &[T],
+    dt: f64,
+    d: &mut DynData<T>,
+    tau: &mut [T],
+    acc: &mut [T],
+    q1: &mut [T],
+    v1: &mut [T],
+) -> Result<(), torsion_dynamics::DynError> {
+    dm.check_v("u", u)?;
+    dm.check_v("v1 (output)", v1)?;
+    dm.check_q(q1)?;
     for k in 0..dm.nv {
+        let mut t = u[k] - v[k] * T::c(passive.damping[k]);
+        if let Some((iq, kk, r)) = passive.spring[k] {
+            t -= (q[iq] - T::c(r)) * T::c(kk);
+        }
+        tau[k] = t;
         dm.armature[k] = T::c(passive.armature[k] + dt * passive.damping[k]);
     }
-    let acc = aba(dm, q, v, &tau, d)?;
+    aba_into(dm, q, v, tau, d, acc)?;
     let h = T::c(dt);
-    let v1: Vec<T> = (0..dm.nv).map(|k| v[k] + acc[k] * h).collect();
-    let dq: Vec<T> = v1.iter().map(|x| *x * h).collect();
-    Ok((integrate(dm, q, &dq), v1))
+    for k in 0..dm.nv {
+        v1[k] = v[k] + acc[k] * h;
+    }
+    let mut dq = [T::zero(); 6];
+    for j in 0..dm.parent.len() {
+        let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
+        for i in 0..jm.nv {
+            dq[i] = v1[vs + i] * h;
+        }
+        integrate_joint(jm.kind, &q[qs..qs + jm.nq], &dq[..jm.nv], &mut q1[qs..qs + jm.nq]);
+    }
+    Ok(())
 }
 
 impl FeatherstoneSolver {
@@ -145,8 +241,9 @@ impl FeatherstoneSolver {
         SolverError::Unsupported { solver: "featherstone", problem: e.to_string() }
     }
 
-    /// Dual-number Jacobian of the step w.r.t. (tangent state, controls, selected θ), in tangent coordinates.
-    fn jacobian(
+    /// All-dual reference Jacobian of the step w.r.t. (tangent state, controls, selected θ), in tangent
+    /// coordinates: one Dual64 pass of the generic step per column.
+    fn jacobian_dual(
         &self,
         model: &Model,
         s: &GenState,
@@ -154,45 +251,266 @@ impl FeatherstoneSolver {
         dt: f64,
         sel: &ParamSelection,
     ) -> Result<DMatrix<f64>, SolverError> {
-        let table = model.param_table();
-        let theta = model.param_vector();
         let nv = model.nv();
-        let damping = self.damping(model);
-        let mut dmf: DynModel<f64> = DynModel::from_model(model).map_err(Self::dyn_err)?;
-        let mut df = DynData::new(&dmf);
-        let (q1, _) = step_generic(&mut dmf, &damping, &s.q, &s.v, u, dt, &mut df).map_err(Self::dyn_err)?;
-        let ncols = 2 * nv + nv + sel.len();
+        let ncols = 3 * nv + sel.len();
         let mut jac = DMatrix::zeros(2 * nv, ncols);
+        self.state_columns_dual(model, s, u, dt, &mut jac)?;
+        self.theta_columns_dual(model, s, u, dt, sel, &mut jac)?;
+        Ok(jac)
+    }
+
+    /// Columns 0..3nv (tangent q, v, u) of the Jacobian by dual passes; the dual model (all tangents zero)
+    /// is built once and shared by the columns.
+    fn state_columns_dual(
+        &self,
+        model: &Model,
+        s: &GenState,
+        u: &[f64],
+        dt: f64,
+        jac: &mut DMatrix<f64>,
+    ) -> Result<(), SolverError> {
+        let nv = model.nv();
+        let passive = self.damping(model);
+        let (mut dmf, table, theta) = dyn_model_f64(model).map_err(Self::dyn_err)?;
+        let mut df = DynData::new(&dmf);
+        let (q1, _) = step_generic(&mut dmf, &passive, &s.q, &s.v, u, dt, &mut df).map_err(Self::dyn_err)?;
         let lift = |x: &[f64]| x.iter().map(|&v| Dual64::from(v)).collect::<Vec<_>>();
-        let q0d = lift(&s.q);
-        let q1d = lift(&q1);
-        for col in 0..ncols {
-            let mut th = lift(&theta);
-            let mut vd = lift(&s.v);
-            let mut ud = lift(u);
-            let mut qd = q0d.clone();
+        let mut dm: DynModel<Dual64> = DynModel::build(model, &table, &lift(&theta)).map_err(Self::dyn_err)?;
+        let mut d = DynData::new(&dm);
+        let (q0d, q1d, v0d, u0d) = (lift(&s.q), lift(&q1), lift(&s.v), lift(u));
+        let (mut tau, mut acc) = (vec![Dual64::from(0.0); nv], vec![Dual64::from(0.0); nv]);
+        let (mut qn, mut vn) = (q0d.clone(), vec![Dual64::from(0.0); nv]);
+        for col in 0..3 * nv {
+            let (mut qd, mut vd, mut ud) = (q0d.clone(), v0d.clone(), u0d.clone());
             if col < nv {
                 let mut e = vec![Dual64::from(0.0); nv];
                 e[col].eps = 1.0;
-                let dm0: DynModel<Dual64> = DynModel::build(model, &table, &th).map_err(Self::dyn_err)?;
-                qd = integrate(&dm0, &q0d, &e);
+                qd = integrate(&dm, &q0d, &e);
             } else if col < 2 * nv {
                 vd[col - nv].eps = 1.0;
-            } else if col < 3 * nv {
-                ud[col - 2 * nv].eps = 1.0;
             } else {
-                th[sel.indices[col - 3 * nv]].eps = 1.0;
+                ud[col - 2 * nv].eps = 1.0;
             }
-            let mut dm: DynModel<Dual64> = DynModel::build(model, &table, &th).map_err(Self::dyn_err)?;
-            let mut d = DynData::new(&dm);
-            let (qn, vn) = step_generic(&mut dm, &damping, &qd, &vd, &ud, dt, &mut d).map_err(Self::dyn_err)?;
+            step_generic_into(&mut dm, &passive, &qd, &vd, &ud, dt, &mut d, &mut tau, &mut acc, &mut qn, &mut vn)
+                .map_err(Self::dyn_err)?;
             let dq = difference(&dm, &q1d, &qn);
             for i in 0..nv {
                 jac[(i, col)] = dq[i].eps;
                 jac[(nv + i, col)] = vn[i].eps;
             }
         }
-        Ok(jac)
+        Ok(())
+    }
+
+    /// Columns 3nv.. (selected θ) by dual passes, one dual model per parameter.
+    fn theta_columns_dual(
+        &self,
+        model: &Model,
+        s: &GenState,
+        u: &[f64],
+        dt: f64,
+        sel: &ParamSelection,
+        jac: &mut DMatrix<f64>,
+    ) -> Result<(), SolverError> {
+        if sel.is_empty() {
+            return Ok(());
+        }
+        let nv = model.nv();
+        let table = model.param_table();
+        let theta = model.param_vector();
+        let passive = self.damping(model);
+        let (mut dmf, _, _) = dyn_model_f64(model).map_err(Self::dyn_err)?;
+        let mut df = DynData::new(&dmf);
+        let (q1, _) = step_generic(&mut dmf, &passive, &s.q, &s.v, u, dt, &mut df).map_err(Self::dyn_err)?;
+        let lift = |x: &[f64]| x.iter().map(|&v| Dual64::from(v)).collect::<Vec<_>>();
+        let (q0d, q1d, vd, ud) = (lift(&s.q), lift(&q1), lift(&s.v), lift(u));
+        let mut th = lift(&theta);
+        for (k, &i) in sel.indices.iter().enumerate() {
+            th[i].eps = 1.0;
+            let mut dm: DynModel<Dual64> = DynModel::build(model, &table, &th).map_err(Self::dyn_err)?;
+            th[i].eps = 0.0;
+            let mut d = DynData::new(&dm);
+            let (qn, vn) = step_generic(&mut dm, &passive, &q0d, &vd, &ud, dt, &mut d).map_err(Self::dyn_err)?;
+            let dq = difference(&dm, &q1d, &qn);
+            for r in 0..nv {
+                jac[(r, 3 * nv + k)] = dq[r].eps;
+                jac[(nv + r, 3 * nv + k)] = vn[r].eps;
+            }
+        }
+        Ok(())
+    }
+
+    /// Jacobian of the step w.r.t. (tangent state, controls, selected θ) in tangent coordinates, and the
+    /// next configuration q1: columns 0..3nv analytic (`aba_derivatives` chained through the step and the
+    /// integration map), θ columns by dual passes.
+    fn jacobian(
+        &self,
+        model: &Model,
+        s: &GenState,
+        u: &[f64],
+        dt: f64,
+        sel: &ParamSelection,
+    ) -> Result<(DMatrix<f64>, Vec<f64>), SolverError> {
+        let nv = model.nv();
+        let mut jac = DMatrix::zeros(2 * nv, 3 * nv + sel.len());
+        let q1 = self.state_columns(model, s, u, dt, &mut jac)?;
+        self.theta_columns_dual(model, s, u, dt, sel, &mut jac)?;
+        Ok((jac, q1))
+    }
+
+    /// Columns 0..3nv of the Jacobian, analytically. With M̃ = M + A + hD and q̈ = M̃⁻¹(u − c − Dv − K(q − r)):
+    /// ∂v1/∂q = h ∂q̈/∂q, ∂v1/∂v = I + h ∂q̈/∂v, ∂v1/∂u = h M̃⁻¹, and per joint q1 = q ⊕ h v1 gives
+    /// ∂q1/∂q = J_q + J_w h ∂v1/∂q, ∂q1/∂(v, u) = J_w h ∂v1/∂(v, u) (J_q = J_w = 1 for 1-DoF joints). Returns q1.
+    fn state_columns(
+        &self,
+        model: &Model,
+        s: &GenState,
+        u: &[f64],
+        dt: f64,
+        jac: &mut DMatrix<f64>,
+    ) -> Result<Vec<f64>, SolverError> {
+        let nv = model.nv();
+        let passive = self.damping(model);
+        let (mut dm, _, _) = dyn_model_f64(model).map_err(Self::dyn_err)?;
+        let mut tau = vec![0.0; nv];
+        for k in 0..nv {
+            // damping on the model so that RNEA's ∂τ/∂v carries it; its implicit part h D as armature
+            dm.armature[k] = passive.armature[k] + dt * passive.damping[k];
+            dm.damping[k] = passive.damping[k];
+            tau[k] = u[k];
+            if let Some((iq, kk, r)) = passive.spring[k] {
+                tau[k] -= (s.q[iq] - r) * kk;
+            }
+        }
+        let mut d = DynData::new(&dm);
+        let mut ad = AbaDerivatives::new(nv);
+        aba_derivatives_into(&dm, &s.q, &s.v, &tau, &mut d, &mut ad).map_err(Self::dyn_err)?;
+        let h = dt;
+        // velocity rows: [h ∂q̈/∂q | I + h ∂q̈/∂v | h M̃⁻¹], springs through ∂q̈/∂τ = M̃⁻¹
+        for c in 0..nv {
+            let ks = passive.spring[c].map(|(_, kk, _)| kk).unwrap_or(0.0);
+            for r in 0..nv {
+                jac[(nv + r, c)] = h * (ad.d_dq[(r, c)] - ks * ad.d_dtau[(r, c)]);
+                jac[(nv + r, nv + c)] = h * ad.d_dv[(r, c)] + if r == c { 1.0 } else { 0.0 };
+                jac[(nv + r, 2 * nv + c)] = h * ad.d_dtau[(r, c)];
+            }
+        }
+        let v1: Vec<f64> = (0..nv).map(|k| s.v[k] + h * ad.qdd[k]).collect();
+        let mut q1 = s.q.clone();
+        for j in 0..dm.parent.len() {
+            let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
+            let n = jm.nv;
+            let w: Vec<f64> = v1[vs..vs + n].iter().map(|x| x * h).collect();
+            integrate_joint(jm.kind, &s.q[qs..qs + jm.nq], &w, &mut q1[qs..qs + jm.nq]);
+            if n == 1 {
+                for c in 0..3 * nv {
+                    jac[(vs, c)] = h * jac[(nv + vs, c)];
+                }
+                jac[(vs, vs)] += 1.0;
+            } else if n > 1 {
+                let (jq, jw) = integration_jacobians(jm.kind, &s.q[qs..qs + jm.nq], &w, &q1[qs..qs + jm.nq]);
+                for c in 0..3 * nv {
+                    for r in 0..n {
+                        let mut acc = 0.0;
+                        for k in 0..n {
+                            acc += jw[r][k] * jac[(nv + vs + k, c)];
+                        }
+                        jac[(vs + r, c)] = h * acc;
+                    }
+                }
+                for r in 0..n {
+                    for k in 0..n {
+                        jac[(vs + r, vs + k)] += jq[r][k];
+                    }
+                }
+            }
+        }
+        Ok(q1)
+    }
+}
+
+/// For one ball or free joint, q1 = q ⊕ w: J_q = ∂q1/∂δ for q ⊕ δ and J_w = ∂q1/∂w, both in the tangent
+/// space at q1 (right perturbations, as `integrate_joint` / `difference`); by dual numbers of
+/// `integrate_joint`, one pass per DoF. `[r][c]` indexing.
+fn integration_jacobians(kind: JointType, q: &[f64], w: &[f64], q1: &[f64]) -> ([[f64; 6]; 6], [[f64; 6]; 6]) {
+    let n = w.len();
+    let nq = q.len();
+    let z = Dual64::from(0.0);
+    let mut qd = [z; 7];
+    let mut wd = [z; 6];
+    for i in 0..nq {
+        qd[i] = Dual64::from(q[i]);
+    }
+    for i in 0..n {
+        wd[i] = Dual64::from(w[i]);
+    }
+    let (mut jq, mut jw) = ([[0.0; 6]; 6], [[0.0; 6]; 6]);
+    let mut out = [z; 7];
+    let mut qp = [z; 7];
+    for c in 0..n {
+        // ∂/∂δ_c of (q ⊕ δ) ⊕ w
+        let mut e = [z; 6];
+        e[c].eps = 1.0;
+        integrate_joint(kind, &qd[..nq], &e[..n], &mut qp[..nq]);
+        integrate_joint(kind, &qp[..nq], &wd[..n], &mut out[..nq]);
+        let t = dual_tangent(kind, q1, &out[..nq]);
+        for r in 0..n {
+            jq[r][c] = t[r];
+        }
+        // ∂/∂w_c of q ⊕ w
+        wd[c].eps = 1.0;
+        integrate_joint(kind, &qd[..nq], &wd[..n], &mut out[..nq]);
+        wd[c].eps = 0.0;
+        let t = dual_tangent(kind, q1, &out[..nq]);
+        for r in 0..n {
+            jw[r][c] = t[r];
+        }
+    }
+    (jq, jw)
+}
+
+/// The tangent (at q1, right perturbation) of the first-order variation carried by the dual parts of `x`
+/// (x.re = q1): rotation 2 vec(q̄1 ⊗ ẋ), free-joint translation R1ᵀ ṗ (the first-order `difference`).
+fn dual_tangent(kind: JointType, q1: &[f64], x: &[Dual64]) -> [f64; 6] {
+    let rot = |r: &[f64], dr: &[Dual64]| {
+        let r1 = torsion_math::Quat::new(r[0], r[1], r[2], r[3]);
+        let dq = torsion_math::Quat::new(dr[0].eps, dr[1].eps, dr[2].eps, dr[3].eps);
+        r1.conj().mul(&dq).v * 2.0
+    };
+    let mut t = [0.0; 6];
+    match kind {
+        JointType::Ball => t[..3].copy_from_slice(rot(q1, x).as_slice()),
+        JointType::Free => {
+            t[..3].copy_from_slice(rot(&q1[3..7], &x[3..7]).as_slice());
+            let r1 = torsion_math::Quat::new(q1[3], q1[4], q1[5], q1[6]);
+            let dp = r1.rotate_inv(&torsion_math::Vec3::new(x[0].eps, x[1].eps, x[2].eps));
+            t[3..6].copy_from_slice(dp.as_slice());
+        }
+        JointType::Revolute | JointType::Prismatic => t[0] = x[0].eps,
+        JointType::Fixed => {}
+    }
+    t
+}
+
+impl FeatherstoneSolver {
+    /// The transition Jacobians by dual numbers only (one Dual64 pass of the step per input direction): the
+    /// reference the analytic `step_jacobians` is tested against, and a baseline for benchmarks.
+    pub fn step_jacobians_dual(
+        &self,
+        model: &Model,
+        s: &GenState,
+        u: &Control,
+        dt: f64,
+        sel: &ParamSelection,
+    ) -> Result<StepJacobians, SolverError> {
+        self.check(model, s, u, dt)?;
+        let nv = model.nv();
+        let jac = self.jacobian_dual(model, s, &u.joint_torque, dt, sel)?;
+        Ok(StepJacobians {
+            a: jac.columns(0, 2 * nv).into_owned(),
+            b: jac.columns(2 * nv, nv).into_owned(),
+            c: jac.columns(3 * nv, sel.len()).into_owned(),
+        })
     }
 }
 
@@ -204,9 +522,19 @@ impl Solver for FeatherstoneSolver {
         "featherstone"
     }
     fn workspace(&self, model: &Model) -> Result<FeatherstoneWorkspace, SolverError> {
-        let dm = DynModel::from_model(model).map_err(Self::dyn_err)?;
+        let (dm, table, theta) = dyn_model_f64(model).map_err(Self::dyn_err)?;
         let data = DynData::new(&dm);
-        Ok(FeatherstoneWorkspace { dm, data })
+        let nv = model.nv();
+        Ok(FeatherstoneWorkspace {
+            dm,
+            data,
+            table,
+            theta_now: theta.clone(),
+            theta,
+            passive: self.damping(model),
+            tau: vec![0.0; nv],
+            acc: vec![0.0; nv],
+        })
     }
     fn record(&self, _model: &Model) -> FeatherstoneRecord {
         FeatherstoneRecord { s: None, u: vec![], dt: 0.0 }
@@ -222,15 +550,22 @@ impl Solver for FeatherstoneSolver {
         rec: Option<&mut FeatherstoneRecord>,
     ) -> Result<StepInfo, SolverError> {
         self.check(model, s, u, dt)?;
+        if ws.theta.len() != ws.table.kinds.len() || ws.tau.len() != model.nv() {
+            return Err(SolverError::BadInput {
+                solver: "featherstone",
+                problem: "workspace built for a different model".into(),
+            });
+        }
         // parameters may have changed since the workspace was built
-        ws.dm = DynModel::from_model(model).map_err(Self::dyn_err)?;
-        let (q, v) = step_generic(&mut ws.dm, &self.damping(model), &s.q, &s.v, &u.joint_torque, dt, &mut ws.data)
+        ws.refresh(model, self.options.joint_damping).map_err(Self::dyn_err)?;
+        out.q.resize(model.nq(), 0.0);
+        out.v.resize(model.nv(), 0.0);
+        let FeatherstoneWorkspace { dm, data, passive, tau, acc, .. } = ws;
+        step_generic_into(dm, passive, &s.q, &s.v, &u.joint_torque, dt, data, tau, acc, &mut out.q, &mut out.v)
             .map_err(Self::dyn_err)?;
-        if q.iter().chain(&v).any(|x| !x.is_finite()) {
+        if out.q.iter().chain(&out.v).any(|x| !x.is_finite()) {
             return Err(SolverError::NonFinite { solver: "featherstone", what: "(q or v)".into() });
         }
-        out.q = q;
-        out.v = v;
         if let Some(r) = rec {
             r.s = Some(s.clone());
             r.u = u.joint_torque.clone();
@@ -257,12 +592,8 @@ impl DiffSolver for FeatherstoneSolver {
         })?;
         let nv = model.nv();
         let sel = ParamSelection::all(model);
-        let jac = self.jacobian(model, s, &rec.u, rec.dt, &sel)?;
+        let (jac, q1) = self.jacobian(model, s, &rec.u, rec.dt, &sel)?;
         // output cotangent in tangent coordinates: the q part of g_out is ambient → tangent at the output
-        let mut dm: DynModel<f64> = DynModel::from_model(model).map_err(Self::dyn_err)?;
-        let mut d = DynData::new(&dm);
-        let (q1, _) =
-            step_generic(&mut dm, &self.damping(model), &s.q, &s.v, &rec.u, rec.dt, &mut d).map_err(Self::dyn_err)?;
         let gq_t = ambient_to_tangent(model, &q1, &g_out.q);
         let mut g = DVector::zeros(2 * nv);
         for i in 0..nv {
@@ -296,7 +627,7 @@ impl DiffSolver for FeatherstoneSolver {
     ) -> Result<StepJacobians, SolverError> {
         self.check(model, s, u, dt)?;
         let nv = model.nv();
-        let jac = self.jacobian(model, s, &u.joint_torque, dt, sel)?;
+        let (jac, _) = self.jacobian(model, s, &u.joint_torque, dt, sel)?;
         Ok(StepJacobians {
             a: jac.columns(0, 2 * nv).into_owned(),
             b: jac.columns(2 * nv, nv).into_owned(),
@@ -309,11 +640,11 @@ impl DiffSolver for FeatherstoneSolver {
     }
     fn retract(&self, model: &Model, s: &GenState, d: &[f64]) -> GenState {
         let nv = model.nv();
-        let dm: DynModel<f64> = DynModel::from_model(model).expect("model accepted by the solver");
+        let (dm, _, _) = dyn_model_f64(model).expect("model accepted by the solver");
         GenState { q: integrate(&dm, &s.q, &d[..nv]), v: s.v.iter().zip(&d[nv..]).map(|(a, b)| a + b).collect() }
     }
     fn local_diff(&self, model: &Model, s: &GenState, other: &GenState) -> Vec<f64> {
-        let dm: DynModel<f64> = DynModel::from_model(model).expect("model accepted by the solver");
+        let (dm, _, _) = dyn_model_f64(model).expect("model accepted by the solver");
         let mut d = difference(&dm, &s.q, &other.q);
         d.extend(other.v.iter().zip(&s.v).map(|(a, b)| a - b));
         d
@@ -414,5 +745,64 @@ mod tests {
         let fb = fd_jacobian(|d| solver.local_diff(&m, &base, &next(&s0, &[0.7 + d[0], -0.3 + d[1]])), 2, 1e-6);
         assert!(rel_err(jac.a.as_slice(), fa.as_slice()) < 1e-7, "A");
         assert!(rel_err(jac.b.as_slice(), fb.as_slice()) < 1e-7, "B");
+    }
+
+    /// The analytic A, B (ABA derivatives chained through the step and the integration map) against the
+    /// all-dual reference, on a free + ball + slide + sprung, damped hinge tree at a generic state.
+    #[test]
+    fn analytic_jacobians_match_dual_reference() {
+        use torsion_math::{Mat3, Quat, Vec3};
+        use torsion_model::builder::{JointDesc, ModelBuilder};
+        let mut b = ModelBuilder::new("tree").gravity(Vec3::new(0.0, 0.0, -9.81)).dt(0.01);
+        let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
+        let i = |a: f64, bb: f64, c: f64, d: f64| Mat3::new(a, d, 0.001, d, bb, -0.002, 0.001, -0.002, c);
+        let base = b.add_body("base", 3.0, i(0.1, 0.12, 0.08, 0.005));
+        let arm = b.add_body("arm", 1.2, i(0.02, 0.03, 0.025, -0.001));
+        let tip = b.add_body("tip", 0.5, i(0.004, 0.005, 0.003, 0.0002));
+        let end = b.add_body("end", 0.3, i(0.002, 0.003, 0.0025, 0.0001));
+        let mut f = JointDesc::hinge("free", w, base, Vec3::zeros(), Vec3::new(0.01, -0.02, 0.03), Vec3::z());
+        f.kind = JointType::Free;
+        b.add_joint(f);
+        let mut ball =
+            JointDesc::hinge("ball", base, arm, Vec3::new(0.2, 0.0, 0.1), Vec3::new(-0.1, 0.0, 0.0), Vec3::z());
+        ball.kind = JointType::Ball;
+        ball.damping = 0.2;
+        b.add_joint(ball);
+        let mut pr =
+            JointDesc::hinge("slide", arm, tip, Vec3::new(0.15, 0.0, 0.0), Vec3::zeros(), Vec3::new(1.0, 0.2, 0.1));
+        pr.kind = JointType::Prismatic;
+        b.add_joint(pr);
+        let mut h =
+            JointDesc::hinge("hinge", tip, end, Vec3::new(0.0, 0.05, 0.0), Vec3::new(-0.05, 0.0, 0.0), Vec3::x());
+        h.damping = 0.1;
+        b.add_joint(h);
+        let mut m = b.build().unwrap();
+        m.joint_stiffness = vec![0.0, 0.0, 3.0, 0.7];
+        m.joint_springref = vec![0.0, 0.0, 0.02, -0.3];
+        m.joint_armature = vec![0.0, 0.01, 0.02, 0.005];
+        let mut q = vec![0.1, -0.2, 0.3];
+        q.extend_from_slice(&Quat::new(0.9, 0.1, -0.3, 0.2).normalize().to_array());
+        q.extend_from_slice(&Quat::new(0.8, -0.2, 0.4, 0.3).normalize().to_array());
+        q.extend_from_slice(&[0.05, 0.4]);
+        let s = GenState { q, v: vec![0.3, -0.1, 0.2, 0.5, 0.4, -0.6, 1.0, -0.5, 0.7, 0.2, -0.8] };
+        let u = Control::from_torques(&[0.1, -0.2, 0.3, 0.05, 0.0, 0.4, -0.1, 0.2, 0.3, 0.5, -0.2]);
+        let solver = FeatherstoneSolver::default();
+        let sel = ParamSelection::all(&m);
+        let an = solver.step_jacobians(&m, &s, &u, 0.01, &sel).unwrap();
+        let du = solver.step_jacobians_dual(&m, &s, &u, 0.01, &sel).unwrap();
+        let err = |a: &DMatrix<f64>, b: &DMatrix<f64>| (a - b).amax() / b.amax().max(1.0);
+        assert!(err(&an.a, &du.a) < 1e-12, "A {}", err(&an.a, &du.a));
+        assert!(err(&an.b, &du.b) < 1e-12, "B {}", err(&an.b, &du.b));
+        assert_eq!(an.c, du.c);
+        // the workspace step (refreshed θ, in-place buffers) equals the allocating generic step
+        let mut ws = solver.workspace(&m).unwrap();
+        let mut out = s.clone();
+        m.body_mass[2] = 1.5;
+        solver.step(&m, &s, &u, 0.01, &mut out, &mut ws, None).unwrap();
+        let mut dm = DynModel::from_model(&m).unwrap();
+        let mut d = DynData::new(&dm);
+        let (q1, v1) =
+            step_generic(&mut dm, &Passive::from_model(&m, true), &s.q, &s.v, &u.joint_torque, 0.01, &mut d).unwrap();
+        assert_eq!((out.q, out.v), (q1, v1));
     }
 }

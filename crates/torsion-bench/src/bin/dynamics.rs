@@ -92,7 +92,7 @@ fn lock_joints(text: &str, keep: &[String]) -> Result<String, String> {
         if ty == "fixed" {
             continue;
         }
-        if keep.iter().any(|k| *k == name) {
+        if keep.contains(&name) {
             kept += 1;
             continue;
         }
