@@ -7,7 +7,7 @@ use thiserror::Error;
 use torsion_math::scalar::cv;
 use torsion_math::spatial::{inertia_at_com, Inertia, Se3, M6, V6};
 use torsion_math::{Scalar, Vec3};
-use torsion_model::params::{ParamKind, INERTIA_IDX};
+use torsion_model::params::scatter_params;
 use torsion_model::{JointType, Model, ParamTable};
 
 #[derive(Debug, Error)]
@@ -54,19 +54,8 @@ impl<T: Scalar> DynModel<T> {
         for k in 0..nb {
             mass[k] = T::c(if model.body_fixed[k] { 0.0 } else { model.body_mass[k] });
         }
-        for (i, k) in table.kinds.iter().enumerate() {
-            match *k {
-                ParamKind::BodyMass(b) => mass[b] = theta[i],
-                ParamKind::BodyInertia(b, e) => {
-                    let (rr, cc) = INERTIA_IDX[e];
-                    ic[b][(rr, cc)] = theta[i];
-                    ic[b][(cc, rr)] = theta[i];
-                }
-                ParamKind::AnchorParent(j, a) => r[j][a] = theta[i],
-                ParamKind::AnchorChild(j, a) => t[j][a] = theta[i],
-                ParamKind::Spring(..) => {}
-            }
-        }
+        let mut no_springs: Vec<Option<[T; 6]>> = vec![];
+        scatter_params(table, |i| theta[i], &mut mass, &mut ic, &mut r, &mut t, &mut no_springs);
         let mut is_child = vec![false; nb];
         for j in 0..nj {
             is_child[model.joint_child[j]] = true;

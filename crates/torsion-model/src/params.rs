@@ -185,3 +185,35 @@ impl Model {
         self.params_set(&sel, &[v])
     }
 }
+
+/// Write a parameter vector θ (table order) into per-body masses and COM inertias and per-joint anchors r / t
+/// and spring constants: the one place where θ is decoded (used by every solver's θ → data step).
+#[allow(clippy::too_many_arguments)]
+pub fn scatter_params<T: torsion_math::Scalar>(
+    table: &ParamTable,
+    theta: impl Fn(usize) -> T,
+    mass: &mut [T],
+    inertia: &mut [torsion_math::Mat3<T>],
+    anchor_parent: &mut [torsion_math::Vec3<T>],
+    anchor_child: &mut [torsion_math::Vec3<T>],
+    spring: &mut [Option<[T; 6]>],
+) {
+    for (i, k) in table.kinds.iter().enumerate() {
+        let v = theta(i);
+        match *k {
+            ParamKind::BodyMass(b) => mass[b] = v,
+            ParamKind::BodyInertia(b, e) => {
+                let (r, c) = INERTIA_IDX[e];
+                inertia[b][(r, c)] = v;
+                inertia[b][(c, r)] = v;
+            }
+            ParamKind::AnchorParent(j, a) => anchor_parent[j][a] = v,
+            ParamKind::AnchorChild(j, a) => anchor_child[j][a] = v,
+            ParamKind::Spring(j, f) => {
+                if let Some(s) = spring.get_mut(j).and_then(|s| s.as_mut()) {
+                    s[f] = v
+                }
+            }
+        }
+    }
+}

@@ -4,7 +4,7 @@
 //! share the code; `params_vjp` maps gradients of these quantities back to θ.
 use nalgebra::Matrix3;
 use torsion_math::{scalar::cv, Mat3, Scalar, Vec3};
-use torsion_model::params::{ParamKind, INERTIA_IDX};
+use torsion_model::params::{scatter_params, ParamKind, INERTIA_IDX};
 use torsion_model::{Model, ParamTable};
 
 #[derive(Clone, Debug)]
@@ -67,25 +67,8 @@ impl<T: Scalar> XpbdData<T> {
             self.np[j] = cv(&p);
             self.nc[j] = cv(&c);
         }
-        for (i, k) in table.kinds.iter().enumerate() {
-            let v = theta(i);
-            match *k {
-                // the mass slot holds m until inverted below
-                ParamKind::BodyMass(b) => self.inv_mass[b] = v,
-                ParamKind::BodyInertia(b, e) => {
-                    let (rr, cc) = INERTIA_IDX[e];
-                    self.inertia[b][(rr, cc)] = v;
-                    self.inertia[b][(cc, rr)] = v;
-                }
-                ParamKind::AnchorParent(j, a) => self.r[j][a] = v,
-                ParamKind::AnchorChild(j, a) => self.t[j][a] = v,
-                ParamKind::Spring(j, f) => {
-                    if let Some(s) = self.spring[j].as_mut() {
-                        s[f] = v
-                    }
-                }
-            }
-        }
+        // the mass slot holds m until inverted below
+        scatter_params(table, theta, &mut self.inv_mass, &mut self.inertia, &mut self.r, &mut self.t, &mut self.spring);
         for k in 0..model.body_count() {
             if model.body_fixed[k] {
                 self.inv_mass[k] = T::zero();
