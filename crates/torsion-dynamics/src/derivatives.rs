@@ -88,6 +88,35 @@ pub fn rnea_derivatives_dual(model: &Model, q: &[f64], v: &[f64], a: &[f64]) -> 
 pub fn aba_derivatives_dual(model: &Model, q: &[f64], v: &[f64], tau: &[f64]) -> Result<Derivatives, DynError> {
     dual_derivatives(&DynModel::from_model(model)?, q, v, tau, aba)
 }
+/// ∂f/∂θ_sel (nv × |sel|) of f = RNEA(q, v, a) (`which_aba = false`) or ABA(q, v, τ) (`true`) w.r.t. the
+/// selected model parameters (masses, COM inertias, joint anchors; `Model::param_table`), by dual numbers of
+/// the same generic algorithms (one pass per parameter).
+pub fn param_derivatives(
+    model: &Model,
+    q: &[f64],
+    v: &[f64],
+    w: &[f64],
+    sel: &torsion_model::ParamSelection,
+    which_aba: bool,
+) -> Result<DMatrix<f64>, DynError> {
+    let table = model.param_table();
+    let theta = model.param_vector();
+    let lift = |x: &[f64]| x.iter().map(|&v| Dual64::from(v)).collect::<Vec<_>>();
+    let (qd, vd, wd) = (lift(q), lift(v), lift(w));
+    let mut out = DMatrix::zeros(model.nv(), sel.len());
+    for (c, &i) in sel.indices.iter().enumerate() {
+        let mut th = lift(&theta);
+        th[i].eps = 1.0;
+        let dm: DynModel<Dual64> = DynModel::build(model, &table, &th)?;
+        let mut d = DynData::new(&dm);
+        let r = if which_aba { aba(&dm, &qd, &vd, &wd, &mut d)? } else { rnea(&dm, &qd, &vd, &wd, &mut d)? };
+        for k in 0..model.nv() {
+            out[(k, c)] = r[k].eps;
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,5 +168,45 @@ mod tests {
             }
         }
         assert!(worst < 1e-6, "∂ABA/∂q on the manifold: {worst:e}");
+    }
+
+    /// ∂RNEA/∂θ and ∂ABA/∂θ (all parameters of the Baxter arm: masses, inertias, anchors) against central
+    /// differences of the model parameters.
+    #[test]
+    fn param_derivatives_match_central_differences() {
+        let m = torsion_model::io::robots::baxter_left_arm().expect("example-robot-data");
+        let q = [0.3, -0.5, 0.2, 1.1, -0.4, 0.6, 0.1];
+        let v = [0.2, -0.1, 0.3, 0.5, -0.2, 0.1, 0.4];
+        let w = [1.0, -2.0, 0.5, 0.3, 0.2, -0.1, 0.05];
+        let sel = torsion_model::ParamSelection::all(&m);
+        let theta = m.param_vector();
+        for which_aba in [false, true] {
+            let an = param_derivatives(&m, &q, &v, &w, &sel, which_aba).unwrap();
+            let (mut worst, scale): (f64, f64) = (0.0, an.amax());
+            for (c, &i) in sel.indices.iter().enumerate() {
+                // relative step: the wrist's inertia entries are ~1e-6..1e-4
+                let h = 1e-6 * theta[i].abs().max(1e-3);
+                let eval = |s: f64| {
+                    let mut mm = m.clone();
+                    let mut th = theta.clone();
+                    th[i] += s;
+                    mm.params_set(&sel, &th).unwrap();
+                    let dm: DynModel<f64> = DynModel::from_model(&mm).unwrap();
+                    let mut d = DynData::new(&dm);
+                    if which_aba {
+                        aba(&dm, &q, &v, &w, &mut d).unwrap()
+                    } else {
+                        rnea(&dm, &q, &v, &w, &mut d).unwrap()
+                    }
+                };
+                let (p, n) = (eval(h), eval(-h));
+                for k in 0..7 {
+                    worst = worst.max(((p[k] - n[k]) / (2.0 * h) - an[(k, c)]).abs() / scale);
+                }
+            }
+            eprintln!("∂{}/∂θ ({} parameters) vs FD: {worst:.1e}", if which_aba { "ABA" } else { "RNEA" }, sel.len());
+            // normwise relative error (docs/gradients.md convention)
+            assert!(worst < 1e-6, "∂{}/∂θ vs FD: {worst:e}", if which_aba { "ABA" } else { "RNEA" });
+        }
     }
 }
