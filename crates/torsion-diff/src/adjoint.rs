@@ -38,12 +38,14 @@ pub fn rollout_vjp<S: DiffSolver>(
     let mut g_next = solver.zero_grad(model);
     dloss(t_len, &states[t_len], &mut g_next);
     let mut scratch = states[0].clone();
+    // two gradient buffers reused across the steps (no allocation per step)
+    let mut g_prev = solver.zero_grad(model);
     for t in (0..t_len).rev() {
         solver.step(model, &states[t], &controls[t], dt, &mut scratch, &mut ws, Some(&mut rec))?;
-        let mut g_prev = solver.zero_grad(model);
+        solver.clear_grad(&mut g_prev);
         dloss(t, &states[t], &mut g_prev);
         solver.step_vjp(model, &rec, &g_next, &mut g_prev, &mut g_u[t], &mut g_theta, &mut ws)?;
-        g_next = g_prev;
+        std::mem::swap(&mut g_next, &mut g_prev);
     }
     let g_s0_tangent = solver.grad_to_tangent(model, &states[0], &g_next);
     Ok(RolloutGrad { g_s0: g_next, g_s0_tangent, g_u, g_theta })

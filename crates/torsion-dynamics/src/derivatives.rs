@@ -120,35 +120,14 @@ pub fn param_derivatives(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use torsion_math::{Mat3, Quat, Vec3};
-    use torsion_model::builder::{JointDesc, ModelBuilder};
-    use torsion_model::JointType;
 
     /// Central finite differences on the manifold (q ⊕ ±h e_k) against the dual-number derivatives.
     #[test]
     fn derivatives_match_finite_differences_on_the_manifold() {
-        let mut b = ModelBuilder::new("chain").gravity(Vec3::new(0.0, 0.0, -9.81));
-        let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
-        let l1 = b.add_body("l1", 2.0, Mat3::new(0.05, 0.001, 0.0, 0.001, 0.04, 0.002, 0.0, 0.002, 0.03));
-        let l2 = b.add_body("l2", 1.0, Mat3::new(0.02, 0.0, 0.001, 0.0, 0.03, 0.0, 0.001, 0.0, 0.025));
-        let mut f = JointDesc::hinge("free", w, l1, Vec3::zeros(), Vec3::new(0.0, 0.0, -0.1), Vec3::z());
-        f.kind = JointType::Free;
-        b.add_joint(f);
-        let mut ball = JointDesc::hinge("ball", l1, l2, Vec3::new(0.2, 0.0, 0.0), Vec3::new(-0.1, 0.0, 0.0), Vec3::z());
-        ball.kind = JointType::Ball;
-        b.add_joint(ball);
-        let m = b.build().unwrap();
-        let q = vec![0.1, -0.2, 0.3, 0.9, 0.1, -0.3, 0.2, 0.8, -0.2, 0.4, 0.3];
-        let q: Vec<f64> = {
-            let mut q = q;
-            let a = Quat::new(q[3], q[4], q[5], q[6]).normalize().to_array();
-            q[3..7].copy_from_slice(&a);
-            let c = Quat::new(q[7], q[8], q[9], q[10]).normalize().to_array();
-            q[7..11].copy_from_slice(&c);
-            q
-        };
-        let v = vec![0.3, -0.1, 0.2, 0.5, 0.4, -0.6, 1.0, -0.5, 0.7];
-        let tau = vec![0.2, 0.1, -0.3, 1.0, 2.0, -1.0, 0.3, 0.2, 0.1];
+        let m = torsion_model::builder::floating_tree();
+        let q = torsion_model::builder::example_configuration(&m, 5);
+        let v: Vec<f64> = (0..m.nv()).map(|i| ((i * 7 + 3) % 11) as f64 / 5.0 - 1.0).collect();
+        let tau: Vec<f64> = (0..m.nv()).map(|i| ((i * 5 + 1) % 7) as f64 / 3.0 - 1.0).collect();
         let der = aba_derivatives(&m, &q, &v, &tau).unwrap();
         let dm: DynModel<f64> = DynModel::from_model(&m).unwrap();
         let mut d = DynData::new(&dm);

@@ -68,33 +68,15 @@ pub fn minv_product<T: Scalar>(dm: &DynModel<T>, q: &[T], y: &[T], d: &mut DynDa
 mod tests {
     use super::*;
     use crate::joints::integrate;
-    use torsion_math::{Mat3, Quat};
-    use torsion_model::builder::{JointDesc, ModelBuilder};
-    use torsion_model::JointType;
 
     /// Point Jacobian against central differences of forward kinematics on the manifold; M⁻¹ product against
     /// a dense solve with CRBA's M.
     #[test]
     fn point_jacobian_matches_finite_differences_and_minv_matches_solve() {
-        let mut b = ModelBuilder::new("chain").gravity(Vec3::new(0.0, 0.0, -9.81));
-        let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
-        let l1 = b.add_body("l1", 2.0, Mat3::new(0.05, 0.001, 0.0, 0.001, 0.04, 0.002, 0.0, 0.002, 0.03));
-        let l2 = b.add_body("l2", 1.0, Mat3::new(0.02, 0.0, 0.001, 0.0, 0.03, 0.0, 0.001, 0.0, 0.025));
-        let l3 = b.add_body("l3", 0.5, Mat3::new(0.01, 0.0, 0.0, 0.0, 0.012, 0.0, 0.0, 0.0, 0.011));
-        let mut f = JointDesc::hinge("free", w, l1, Vec3::zeros(), Vec3::new(0.0, 0.0, -0.1), Vec3::z());
-        f.kind = JointType::Free;
-        b.add_joint(f);
-        let mut ball = JointDesc::hinge("ball", l1, l2, Vec3::new(0.2, 0.0, 0.0), Vec3::new(-0.1, 0.0, 0.0), Vec3::z());
-        ball.kind = JointType::Ball;
-        b.add_joint(ball);
-        b.add_joint(JointDesc::hinge("h", l2, l3, Vec3::new(0.1, 0.0, 0.0), Vec3::new(-0.05, 0.0, 0.0), Vec3::y()));
-        let m = b.build().unwrap();
+        let m = torsion_model::builder::floating_tree();
         let dm: DynModel<f64> = DynModel::from_model(&m).unwrap();
         let mut d = DynData::new(&dm);
-        let mut q = vec![0.1, -0.2, 0.3];
-        q.extend_from_slice(&Quat::new(0.9, 0.1, -0.3, 0.2).normalize().to_array());
-        q.extend_from_slice(&Quat::new(0.8, -0.2, 0.4, 0.3).normalize().to_array());
-        q.push(0.7);
+        let q = torsion_model::builder::example_configuration(&m, 3);
         let p = Vec3::new(0.03, -0.02, 0.05);
         let jac = point_jacobian(&dm, &q, 3, &p, &mut d).unwrap();
         let h = 1e-6;

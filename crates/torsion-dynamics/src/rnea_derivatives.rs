@@ -215,46 +215,9 @@ pub(crate) mod test_models {
         Mat3::new(a, d, 0.001, d, b, -0.002, 0.001, -0.002, c)
     }
 
-    /// A floating tree with every joint type: free root, a ball, a prismatic and two revolute branches
-    /// (one of two links), so that joints on different branches must not couple.
+    /// The shared floating tree with every joint type (torsion_model::builder::floating_tree).
     pub fn tree() -> Model {
-        let mut b = ModelBuilder::new("tree").gravity(Vec3::new(0.3, -0.2, -9.81));
-        let w = b.add_fixed_body("world", Vec3::new(0.1, 0.0, 0.2), Quat::from_rpy(0.1, -0.2, 0.3));
-        let base = b.add_body("base", 3.0, inertia(0.1, 0.12, 0.08, 0.005));
-        let arm = b.add_body("arm", 1.2, inertia(0.02, 0.03, 0.025, -0.001));
-        let tip = b.add_body("tip", 0.5, inertia(0.004, 0.005, 0.003, 0.0002));
-        let s1 = b.add_body("side1", 0.8, inertia(0.01, 0.012, 0.009, 0.001));
-        let s2 = b.add_body("side2", 0.6, inertia(0.008, 0.006, 0.007, -0.0005));
-        let mut f = JointDesc::hinge("free", w, base, Vec3::zeros(), Vec3::new(0.01, -0.02, 0.03), Vec3::z());
-        f.kind = JointType::Free;
-        b.add_joint(f);
-        let mut ball =
-            JointDesc::hinge("ball", base, arm, Vec3::new(0.2, 0.0, 0.1), Vec3::new(-0.15, 0.01, 0.0), Vec3::z());
-        ball.kind = JointType::Ball;
-        ball.frame_parent = Quat::from_rpy(0.2, 0.1, -0.3);
-        b.add_joint(ball);
-        let mut pr = JointDesc::hinge(
-            "slide",
-            arm,
-            tip,
-            Vec3::new(0.15, 0.0, 0.0),
-            Vec3::new(0.0, 0.0, -0.05),
-            Vec3::new(1.0, 0.2, 0.1),
-        );
-        pr.kind = JointType::Prismatic;
-        b.add_joint(pr);
-        let mut h1 = JointDesc::hinge(
-            "h1",
-            base,
-            s1,
-            Vec3::new(-0.2, 0.1, 0.0),
-            Vec3::new(0.0, 0.1, 0.02),
-            Vec3::new(0.3, 1.0, 0.2),
-        );
-        h1.frame_child = Quat::from_rpy(-0.4, 0.2, 0.1);
-        b.add_joint(h1);
-        b.add_joint(JointDesc::hinge("h2", s1, s2, Vec3::new(0.0, -0.1, 0.1), Vec3::new(0.05, 0.0, -0.1), Vec3::x()));
-        b.build().unwrap()
+        torsion_model::builder::floating_tree()
     }
 
     /// A 4-link revolute chain with tilted axes and frames.

@@ -4,9 +4,7 @@
 use nalgebra::{DMatrix, DVector};
 use num_dual::Dual64;
 use torsion_dynamics::{aba, crba, gravity, nonlinear_effects, rnea, DynData, DynModel};
-use torsion_math::{Mat3, Quat, Vec3};
-use torsion_model::builder::{JointDesc, ModelBuilder};
-use torsion_model::{JointType, Model};
+use torsion_model::Model;
 
 fn rng(seed: u64) -> impl FnMut() -> f64 {
     let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15).wrapping_add(7);
@@ -16,56 +14,14 @@ fn rng(seed: u64) -> impl FnMut() -> f64 {
     }
 }
 
-/// A floating 3-body tree: free root, a ball joint and a prismatic joint, full inertias.
-fn tree() -> Model {
-    let mut b = ModelBuilder::new("tree").gravity(Vec3::new(0.0, 0.0, -9.81));
-    let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
-    let i = |a: f64, bb: f64, c: f64, d: f64| Mat3::new(a, d, 0.001, d, bb, -0.002, 0.001, -0.002, c);
-    let base = b.add_body("base", 3.0, i(0.1, 0.12, 0.08, 0.005));
-    let arm = b.add_body("arm", 1.2, i(0.02, 0.03, 0.025, -0.001));
-    let tip = b.add_body("tip", 0.5, i(0.004, 0.005, 0.003, 0.0002));
-    let mut f = JointDesc::hinge("free", w, base, Vec3::zeros(), Vec3::new(0.01, -0.02, 0.03), Vec3::z());
-    f.kind = JointType::Free;
-    b.add_joint(f);
-    let mut ball =
-        JointDesc::hinge("ball", base, arm, Vec3::new(0.2, 0.0, 0.1), Vec3::new(-0.15, 0.01, 0.0), Vec3::z());
-    ball.kind = JointType::Ball;
-    ball.frame_parent = Quat::from_rpy(0.2, 0.1, -0.3);
-    b.add_joint(ball);
-    let mut pr = JointDesc::hinge(
-        "slide",
-        arm,
-        tip,
-        Vec3::new(0.15, 0.0, 0.0),
-        Vec3::new(0.0, 0.0, -0.05),
-        Vec3::new(1.0, 0.2, 0.1),
-    );
-    pr.kind = JointType::Prismatic;
-    b.add_joint(pr);
-    b.build().unwrap()
-}
+use torsion_model::builder::{example_configuration, floating_tree};
 
 fn random_config(m: &Model, r: &mut impl FnMut() -> f64) -> Vec<f64> {
-    let mut q = vec![];
-    for t in &m.joint_type {
-        match t {
-            JointType::Ball => {
-                let qq = Quat::new(r(), r(), r(), r()).normalize();
-                q.extend_from_slice(&qq.to_array());
-            }
-            JointType::Free => {
-                let qq = Quat::new(r(), r(), r(), r()).normalize();
-                q.extend_from_slice(&[r(), r(), r()]);
-                q.extend_from_slice(&qq.to_array());
-            }
-            t => (0..t.nq()).for_each(|_| q.push(r())),
-        }
-    }
-    q
+    example_configuration(m, (r().abs() * 1e9) as u64)
 }
 
 fn models() -> Vec<Model> {
-    let mut v = vec![tree()];
+    let mut v = vec![floating_tree()];
     v.push(torsion_model::io::robots::baxter_left_arm().expect("example-robot-data"));
     v
 }

@@ -145,6 +145,78 @@ pub fn two_link_arm(l1: f64, l2: f64, mass: f64, gravity: Vec3, dt: f64) -> Resu
     b.build()
 }
 
+/// A floating tree with every joint type, for tests and examples: free root, a damped ball joint, a prismatic
+/// joint, and a two-link revolute side branch (so that joints on different branches must not couple), full
+/// inertias, tilted frames, non-vertical gravity, a joint spring and armature on the side branch.
+pub fn floating_tree() -> Model {
+    let i = |a: f64, b: f64, c: f64, d: f64| Mat3::new(a, d, 0.001, d, b, -0.002, 0.001, -0.002, c);
+    let mut b = ModelBuilder::new("floating_tree").gravity(Vec3::new(0.3, -0.2, -9.81)).dt(0.01);
+    let w = b.add_fixed_body("world", Vec3::new(0.1, 0.0, 0.2), Quat::from_rpy(0.1, -0.2, 0.3));
+    let base = b.add_body("base", 3.0, i(0.1, 0.12, 0.08, 0.005));
+    let arm = b.add_body("arm", 1.2, i(0.02, 0.03, 0.025, -0.001));
+    let tip = b.add_body("tip", 0.5, i(0.004, 0.005, 0.003, 0.0002));
+    let s1 = b.add_body("side1", 0.8, i(0.01, 0.012, 0.009, 0.001));
+    let s2 = b.add_body("side2", 0.6, i(0.008, 0.006, 0.007, -0.0005));
+    let mut f = JointDesc::hinge("free", w, base, Vec3::zeros(), Vec3::new(0.01, -0.02, 0.03), Vec3::z());
+    f.kind = JointType::Free;
+    b.add_joint(f);
+    let mut ball =
+        JointDesc::hinge("ball", base, arm, Vec3::new(0.2, 0.0, 0.1), Vec3::new(-0.15, 0.01, 0.0), Vec3::z());
+    ball.kind = JointType::Ball;
+    ball.frame_parent = Quat::from_rpy(0.2, 0.1, -0.3);
+    ball.damping = 0.2;
+    b.add_joint(ball);
+    let mut pr = JointDesc::hinge(
+        "slide",
+        arm,
+        tip,
+        Vec3::new(0.15, 0.0, 0.0),
+        Vec3::new(0.0, 0.0, -0.05),
+        Vec3::new(1.0, 0.2, 0.1),
+    );
+    pr.kind = JointType::Prismatic;
+    b.add_joint(pr);
+    let mut h1 = JointDesc::hinge(
+        "h1",
+        base,
+        s1,
+        Vec3::new(-0.2, 0.1, 0.0),
+        Vec3::new(0.0, 0.1, 0.02),
+        Vec3::new(0.3, 1.0, 0.2),
+    );
+    h1.frame_child = Quat::from_rpy(-0.4, 0.2, 0.1);
+    h1.damping = 0.1;
+    b.add_joint(h1);
+    b.add_joint(JointDesc::hinge("h2", s1, s2, Vec3::new(0.0, -0.1, 0.1), Vec3::new(0.05, 0.0, -0.1), Vec3::x()));
+    let mut m = b.build().expect("valid example model");
+    m.joint_stiffness[3] = 0.7;
+    m.joint_springref[3] = -0.3;
+    m.joint_armature[3] = 0.005;
+    m.joint_armature[1] = 0.01;
+    m
+}
+
+/// A deterministic configuration of any model (unit quaternions for ball / free joints), for tests.
+pub fn example_configuration(model: &Model, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15).wrapping_add(7);
+    let mut r = move || {
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+    };
+    let mut q = vec![];
+    for t in &model.joint_type {
+        match t {
+            JointType::Ball => q.extend_from_slice(&Quat::new(r(), r(), r(), r()).normalize().to_array()),
+            JointType::Free => {
+                q.extend_from_slice(&[r(), r(), r()]);
+                q.extend_from_slice(&Quat::new(r(), r(), r(), r()).normalize().to_array());
+            }
+            t => (0..t.nq()).for_each(|_| q.push(r())),
+        }
+    }
+    q
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -492,6 +492,15 @@ fn dual_tangent(kind: JointType, q1: &[f64], x: &[Dual64]) -> [f64; 6] {
     t
 }
 
+/// [∂/∂s (2nv) | ∂/∂u (nv) | ∂/∂θ_sel] → (A, B, C).
+fn split_jacobian(jac: &DMatrix<f64>, nv: usize, nsel: usize) -> StepJacobians {
+    StepJacobians {
+        a: jac.columns(0, 2 * nv).into_owned(),
+        b: jac.columns(2 * nv, nv).into_owned(),
+        c: jac.columns(3 * nv, nsel).into_owned(),
+    }
+}
+
 impl FeatherstoneSolver {
     /// The transition Jacobians by dual numbers only (one Dual64 pass of the step per input direction): the
     /// reference the analytic `step_jacobians` is tested against, and a baseline for benchmarks.
@@ -506,11 +515,7 @@ impl FeatherstoneSolver {
         self.check(model, s, u, dt)?;
         let nv = model.nv();
         let jac = self.jacobian_dual(model, s, &u.joint_torque, dt, sel)?;
-        Ok(StepJacobians {
-            a: jac.columns(0, 2 * nv).into_owned(),
-            b: jac.columns(2 * nv, nv).into_owned(),
-            c: jac.columns(3 * nv, sel.len()).into_owned(),
-        })
+        Ok(split_jacobian(&jac, nv, sel.len()))
     }
 }
 
@@ -628,11 +633,7 @@ impl DiffSolver for FeatherstoneSolver {
         self.check(model, s, u, dt)?;
         let nv = model.nv();
         let (jac, _) = self.jacobian(model, s, &u.joint_torque, dt, sel)?;
-        Ok(StepJacobians {
-            a: jac.columns(0, 2 * nv).into_owned(),
-            b: jac.columns(2 * nv, nv).into_owned(),
-            c: jac.columns(3 * nv, sel.len()).into_owned(),
-        })
+        Ok(split_jacobian(&jac, nv, sel.len()))
     }
 
     fn tangent_dim(&self, model: &Model) -> usize {
@@ -656,6 +657,9 @@ impl DiffSolver for FeatherstoneSolver {
     }
     fn zero_grad(&self, model: &Model) -> GenState {
         GenState { q: vec![0.0; model.nq()], v: vec![0.0; model.nv()] }
+    }
+    fn clear_grad(&self, g: &mut GenState) {
+        g.q.iter_mut().chain(g.v.iter_mut()).for_each(|x| *x = 0.0);
     }
 }
 
@@ -751,41 +755,10 @@ mod tests {
     /// all-dual reference, on a free + ball + slide + sprung, damped hinge tree at a generic state.
     #[test]
     fn analytic_jacobians_match_dual_reference() {
-        use torsion_math::{Mat3, Quat, Vec3};
-        use torsion_model::builder::{JointDesc, ModelBuilder};
-        let mut b = ModelBuilder::new("tree").gravity(Vec3::new(0.0, 0.0, -9.81)).dt(0.01);
-        let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
-        let i = |a: f64, bb: f64, c: f64, d: f64| Mat3::new(a, d, 0.001, d, bb, -0.002, 0.001, -0.002, c);
-        let base = b.add_body("base", 3.0, i(0.1, 0.12, 0.08, 0.005));
-        let arm = b.add_body("arm", 1.2, i(0.02, 0.03, 0.025, -0.001));
-        let tip = b.add_body("tip", 0.5, i(0.004, 0.005, 0.003, 0.0002));
-        let end = b.add_body("end", 0.3, i(0.002, 0.003, 0.0025, 0.0001));
-        let mut f = JointDesc::hinge("free", w, base, Vec3::zeros(), Vec3::new(0.01, -0.02, 0.03), Vec3::z());
-        f.kind = JointType::Free;
-        b.add_joint(f);
-        let mut ball =
-            JointDesc::hinge("ball", base, arm, Vec3::new(0.2, 0.0, 0.1), Vec3::new(-0.1, 0.0, 0.0), Vec3::z());
-        ball.kind = JointType::Ball;
-        ball.damping = 0.2;
-        b.add_joint(ball);
-        let mut pr =
-            JointDesc::hinge("slide", arm, tip, Vec3::new(0.15, 0.0, 0.0), Vec3::zeros(), Vec3::new(1.0, 0.2, 0.1));
-        pr.kind = JointType::Prismatic;
-        b.add_joint(pr);
-        let mut h =
-            JointDesc::hinge("hinge", tip, end, Vec3::new(0.0, 0.05, 0.0), Vec3::new(-0.05, 0.0, 0.0), Vec3::x());
-        h.damping = 0.1;
-        b.add_joint(h);
-        let mut m = b.build().unwrap();
-        m.joint_stiffness = vec![0.0, 0.0, 3.0, 0.7];
-        m.joint_springref = vec![0.0, 0.0, 0.02, -0.3];
-        m.joint_armature = vec![0.0, 0.01, 0.02, 0.005];
-        let mut q = vec![0.1, -0.2, 0.3];
-        q.extend_from_slice(&Quat::new(0.9, 0.1, -0.3, 0.2).normalize().to_array());
-        q.extend_from_slice(&Quat::new(0.8, -0.2, 0.4, 0.3).normalize().to_array());
-        q.extend_from_slice(&[0.05, 0.4]);
-        let s = GenState { q, v: vec![0.3, -0.1, 0.2, 0.5, 0.4, -0.6, 1.0, -0.5, 0.7, 0.2, -0.8] };
-        let u = Control::from_torques(&[0.1, -0.2, 0.3, 0.05, 0.0, 0.4, -0.1, 0.2, 0.3, 0.5, -0.2]);
+        let mut m = torsion_model::builder::floating_tree();
+        let q = torsion_model::builder::example_configuration(&m, 9);
+        let s = GenState { q, v: (0..m.nv()).map(|i| ((i * 7 + 3) % 11) as f64 / 5.0 - 1.0).collect() };
+        let u = Control::from_torques(&(0..m.nv()).map(|i| ((i * 5 + 1) % 7) as f64 / 3.0 - 1.0).collect::<Vec<_>>());
         let solver = FeatherstoneSolver::default();
         let sel = ParamSelection::all(&m);
         let an = solver.step_jacobians(&m, &s, &u, 0.01, &sel).unwrap();

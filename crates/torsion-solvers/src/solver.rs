@@ -88,4 +88,6 @@ pub trait DiffSolver: Solver {
     fn local_diff(&self, model: &Model, s: &Self::State, other: &Self::State) -> Vec<f64>;
     fn grad_to_tangent(&self, model: &Model, s: &Self::State, g: &Self::State) -> Vec<f64>;
     fn zero_grad(&self, model: &Model) -> Self::State;
+    /// Reset a gradient buffer to zero without reallocating it.
+    fn clear_grad(&self, g: &mut Self::State);
 }

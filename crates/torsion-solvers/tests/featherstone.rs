@@ -1,58 +1,16 @@
 //! The semi-implicit Featherstone stepper: transition Jacobians (A, B, C) and the step VJP against central
 //! finite differences on the manifold (free, ball, prismatic and revolute joints), and a rollout gradient.
 use torsion_diff::{fd_jacobian, gradcheck, rel_err, rollout, rollout_vjp};
-use torsion_math::{Mat3, Quat, Vec3};
-use torsion_model::builder::{JointDesc, ModelBuilder};
-use torsion_model::{Control, JointType, Model, ParamSelection};
+use torsion_model::{Control, Model, ParamSelection};
 use torsion_solvers::{DiffSolver, FeatherstoneSolver, GenState, Solver};
 
 fn tree() -> Model {
-    let mut b = ModelBuilder::new("tree").gravity(Vec3::new(0.0, 0.0, -9.81)).dt(0.01);
-    let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
-    let i = |a: f64, bb: f64, c: f64, d: f64| Mat3::new(a, d, 0.001, d, bb, -0.002, 0.001, -0.002, c);
-    let base = b.add_body("base", 3.0, i(0.1, 0.12, 0.08, 0.005));
-    let arm = b.add_body("arm", 1.2, i(0.02, 0.03, 0.025, -0.001));
-    let tip = b.add_body("tip", 0.5, i(0.004, 0.005, 0.003, 0.0002));
-    let end = b.add_body("end", 0.3, i(0.002, 0.003, 0.0025, 0.0001));
-    let mut f = JointDesc::hinge("free", w, base, Vec3::zeros(), Vec3::new(0.01, -0.02, 0.03), Vec3::z());
-    f.kind = JointType::Free;
-    b.add_joint(f);
-    let mut ball =
-        JointDesc::hinge("ball", base, arm, Vec3::new(0.2, 0.0, 0.1), Vec3::new(-0.15, 0.01, 0.0), Vec3::z());
-    ball.kind = JointType::Ball;
-    b.add_joint(ball);
-    let mut pr = JointDesc::hinge(
-        "slide",
-        arm,
-        tip,
-        Vec3::new(0.15, 0.0, 0.0),
-        Vec3::new(0.0, 0.0, -0.05),
-        Vec3::new(1.0, 0.2, 0.1),
-    );
-    pr.kind = JointType::Prismatic;
-    b.add_joint(pr);
-    let mut h = JointDesc::hinge(
-        "hinge",
-        tip,
-        end,
-        Vec3::new(0.0, 0.05, 0.0),
-        Vec3::new(-0.05, 0.0, 0.0),
-        Vec3::new(0.3, 1.0, 0.0),
-    );
-    h.damping = 0.1;
-    b.add_joint(h);
-    b.build().unwrap()
+    torsion_model::builder::floating_tree()
 }
 
 fn state(m: &Model) -> GenState {
-    let qb = Quat::new(0.9, 0.1, -0.3, 0.2).normalize().to_array();
-    let qa = Quat::new(0.8, -0.2, 0.4, 0.3).normalize().to_array();
-    let mut q = vec![0.1, -0.2, 0.3];
-    q.extend_from_slice(&qb);
-    q.extend_from_slice(&qa);
-    q.extend_from_slice(&[0.05, 0.4]);
-    assert_eq!(q.len(), m.nq());
-    GenState { q, v: vec![0.3, -0.1, 0.2, 0.5, 0.4, -0.6, 1.0, -0.5, 0.7, 0.2, -0.8] }
+    let v = (0..m.nv()).map(|i| ((i * 7 + 3) % 11) as f64 / 5.0 - 1.0).collect();
+    GenState { q: torsion_model::builder::example_configuration(m, 4), v }
 }
 
 #[test]
@@ -60,7 +18,7 @@ fn jacobians_and_vjp_match_finite_differences() {
     let m = tree();
     let solver = FeatherstoneSolver::default();
     let s0 = state(&m);
-    let u = Control::from_torques(&[0.2, 0.1, -0.3, 1.0, 2.0, -1.0, 0.3, 0.2, 0.1, 0.5, -0.2]);
+    let u = Control::from_torques(&(0..m.nv()).map(|i| ((i * 5 + 1) % 7) as f64 / 3.0 - 1.0).collect::<Vec<_>>());
     let sel = ParamSelection::all(&m);
     let jac = solver.step_jacobians(&m, &s0, &u, 0.01, &sel).unwrap();
     let next = |mm: &Model, s: &GenState, uu: &Control| {

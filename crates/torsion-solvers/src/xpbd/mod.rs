@@ -362,6 +362,9 @@ impl DiffSolver for XpbdSolver {
         g.set_zero();
         g
     }
+    fn clear_grad(&self, g: &mut MaximalState) {
+        g.set_zero();
+    }
 }
 
 fn set_eps_q(q: &mut Quat<Dual64>, i: usize, e: f64) {
