@@ -117,6 +117,25 @@ pub fn param_derivatives(
     Ok(out)
 }
 
+/// ∂f/∂π (nv × 10·bodies) of f = RNEA(q, v, a) (`which_aba = false`: the joint-torque regressor Y) or
+/// ABA(q, v, τ) (`true`: −M⁻¹ Y(q, v, q̈)) w.r.t. the 10 inertial parameters of every body (mass, first
+/// moment, rotational inertia about the body frame origin; `regressor::INERTIAL_NAMES`, bodies in model order).
+pub fn inertial_param_derivatives(
+    model: &Model,
+    q: &[f64],
+    v: &[f64],
+    w: &[f64],
+    which_aba: bool,
+) -> Result<DMatrix<f64>, DynError> {
+    let dm: DynModel<f64> = DynModel::from_model(model)?;
+    let mut d = DynData::new(&dm);
+    if which_aba {
+        crate::regressor::aba_inertial_derivatives(&dm, q, v, w, &mut d)
+    } else {
+        crate::regressor::joint_torque_regressor(&dm, q, v, w, &mut d)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@ pub mod fk;
 pub mod jacobians;
 pub mod joints;
 pub mod passive;
+pub mod regressor;
 pub mod rnea;
 pub mod rnea_derivatives;
 

@@ -43,6 +43,25 @@ pub fn rnea_into<T: Scalar>(
 
 /// The two RNEA sweeps on the placements already in `d.x_pc`.
 pub(crate) fn rnea_pass<T: Scalar>(dm: &DynModel<T>, v: &[T], a: &[T], d: &mut DynData<T>, grav: bool, tau: &mut [T]) {
+    rnea_forward(dm, v, a, d, grav);
+    let nj = dm.parent.len();
+    for j in (0..nj).rev() {
+        let (p, c) = (dm.parent[j], dm.child[j]);
+        let jm = &dm.joint[j];
+        for i in 0..jm.nv {
+            let k = dm.v_start[j] + i;
+            tau[k] = jm.s[i].dot(&d.f[c]) + dm.armature[k] * a[k] + dm.damping[k] * v[k];
+        }
+        if dm.root_pose[p].is_none() {
+            let fp = d.x_pc[j].act_force(&d.f[c]);
+            d.f[p] += fp;
+        }
+    }
+}
+
+/// The forward sweep: body velocities, accelerations (gravity as a base acceleration when `grav`) and the
+/// net body forces I a + v ×* I v, all in body frames.
+pub(crate) fn rnea_forward<T: Scalar>(dm: &DynModel<T>, v: &[T], a: &[T], d: &mut DynData<T>, grav: bool) {
     root_acc(dm, d, grav);
     let nj = dm.parent.len();
     for j in 0..nj {
@@ -62,18 +81,6 @@ pub(crate) fn rnea_pass<T: Scalar>(dm: &DynModel<T>, v: &[T], a: &[T], d: &mut D
         d.acc[c] = ac;
         let y = Inertia::from_matrix(&dm.inertia[c]);
         d.f[c] = y.mul_motion(&ac) + cross_force(&vc, &y.mul_motion(&vc));
-    }
-    for j in (0..nj).rev() {
-        let (p, c) = (dm.parent[j], dm.child[j]);
-        let jm = &dm.joint[j];
-        for i in 0..jm.nv {
-            let k = dm.v_start[j] + i;
-            tau[k] = jm.s[i].dot(&d.f[c]) + dm.armature[k] * a[k] + dm.damping[k] * v[k];
-        }
-        if dm.root_pose[p].is_none() {
-            let fp = d.x_pc[j].act_force(&d.f[c]);
-            d.f[p] += fp;
-        }
     }
 }
 
