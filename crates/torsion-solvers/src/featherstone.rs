@@ -358,9 +358,8 @@ impl FeatherstoneSolver {
         Ok((jac, q1))
     }
 
-    /// Columns 0..3nv of the Jacobian, analytically. With M̃ = M + A + hD and q̈ = M̃⁻¹(u − c − Dv − K(q − r)):
-    /// ∂v1/∂q = h ∂q̈/∂q, ∂v1/∂v = I + h ∂q̈/∂v, ∂v1/∂u = h M̃⁻¹, and per joint q1 = q ⊕ h v1 gives
-    /// ∂q1/∂q = J_q + J_w h ∂v1/∂q, ∂q1/∂(v, u) = J_w h ∂v1/∂(v, u) (J_q = J_w = 1 for 1-DoF joints). Returns q1.
+    /// Columns 0..3nv of the Jacobian (analytic, [`state_columns_into`]) into `jac`; returns q1. Builds its own
+    /// workspace: the allocation-free path is [`FeatherstoneSolver::transition_jacobians_into`].
     fn state_columns(
         &self,
         model: &Model,
@@ -370,63 +369,147 @@ impl FeatherstoneSolver {
         jac: &mut DMatrix<f64>,
     ) -> Result<Vec<f64>, SolverError> {
         let nv = model.nv();
-        let passive = self.damping(model);
-        let (mut dm, _, _) = dyn_model_f64(model).map_err(Self::dyn_err)?;
-        let mut tau = vec![0.0; nv];
-        for k in 0..nv {
-            // damping on the model so that RNEA's ∂τ/∂v carries it; its implicit part h D as armature
-            dm.armature[k] = passive.armature[k] + dt * passive.damping[k];
-            dm.damping[k] = passive.damping[k];
-            tau[k] = u[k];
-            if let Some((iq, kk, r)) = passive.spring[k] {
-                tau[k] -= (s.q[iq] - r) * kk;
-            }
-        }
-        let mut d = DynData::new(&dm);
-        let mut ad = AbaDerivatives::new(nv);
-        aba_derivatives_into(&dm, &s.q, &s.v, &tau, &mut d, &mut ad).map_err(Self::dyn_err)?;
-        let h = dt;
-        // velocity rows: [h ∂q̈/∂q | I + h ∂q̈/∂v | h M̃⁻¹], springs through ∂q̈/∂τ = M̃⁻¹
-        for c in 0..nv {
-            let ks = passive.spring[c].map(|(_, kk, _)| kk).unwrap_or(0.0);
-            for r in 0..nv {
-                jac[(nv + r, c)] = h * (ad.d_dq[(r, c)] - ks * ad.d_dtau[(r, c)]);
-                jac[(nv + r, nv + c)] = h * ad.d_dv[(r, c)] + if r == c { 1.0 } else { 0.0 };
-                jac[(nv + r, 2 * nv + c)] = h * ad.d_dtau[(r, c)];
-            }
-        }
-        let v1: Vec<f64> = (0..nv).map(|k| s.v[k] + h * ad.qdd[k]).collect();
-        let mut q1 = s.q.clone();
-        for j in 0..dm.parent.len() {
-            let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
-            let n = jm.nv;
-            let w: Vec<f64> = v1[vs..vs + n].iter().map(|x| x * h).collect();
-            integrate_joint(jm.kind, &s.q[qs..qs + jm.nq], &w, &mut q1[qs..qs + jm.nq]);
-            if n == 1 {
-                for c in 0..3 * nv {
-                    jac[(vs, c)] = h * jac[(nv + vs, c)];
-                }
-                jac[(vs, vs)] += 1.0;
-            } else if n > 1 {
-                let (jq, jw) = integration_jacobians(jm.kind, &s.q[qs..qs + jm.nq], &w, &q1[qs..qs + jm.nq]);
-                for c in 0..3 * nv {
-                    for r in 0..n {
-                        let mut acc = 0.0;
-                        for k in 0..n {
-                            acc += jw[r][k] * jac[(nv + vs + k, c)];
-                        }
-                        jac[(vs + r, c)] = h * acc;
-                    }
-                }
-                for r in 0..n {
-                    for k in 0..n {
-                        jac[(vs + r, vs + k)] += jq[r][k];
-                    }
-                }
-            }
-        }
-        Ok(q1)
+        let mut ws = self.workspace(model)?;
+        let mut tj = TransitionJacobians::new(model);
+        let FeatherstoneWorkspace { dm, data, passive, .. } = &mut ws;
+        state_columns_into(dm, data, passive, s, u, dt, &mut tj).map_err(Self::dyn_err)?;
+        jac.columns_mut(0, 3 * nv).copy_from(&tj.ab);
+        Ok(tj.q1)
     }
+
+    /// The transition Jacobians A = ∂(q', v')/∂(q, v) and B = ∂(q', v')/∂u (tangent coordinates) into `out`,
+    /// reusing the step's workspace (its dynamics model is refreshed from `model` as in `step`): no heap
+    /// allocation. The same analytic path as `step_jacobians` (which builds a workspace per call).
+    pub fn transition_jacobians_into(
+        &self,
+        model: &Model,
+        s: &GenState,
+        u: &Control,
+        dt: f64,
+        ws: &mut FeatherstoneWorkspace,
+        out: &mut TransitionJacobians,
+    ) -> Result<(), SolverError> {
+        self.check(model, s, u, dt)?;
+        let nv = model.nv();
+        if ws.tau.len() != nv || out.ab.nrows() != 2 * nv || out.ab.ncols() != 3 * nv || out.q1.len() != model.nq() {
+            return Err(SolverError::BadInput {
+                solver: "featherstone",
+                problem: "workspace or Jacobian buffers built for a different model".into(),
+            });
+        }
+        ws.refresh(model, self.options.joint_damping).map_err(Self::dyn_err)?;
+        let FeatherstoneWorkspace { dm, data, passive, .. } = ws;
+        state_columns_into(dm, data, passive, s, &u.joint_torque, dt, out).map_err(Self::dyn_err)
+    }
+}
+
+/// [A | B] of one step and the buffers to compute it (allocate once per model with [`TransitionJacobians::new`]).
+pub struct TransitionJacobians {
+    /// [A | B], 2nv × 3nv: rows (tangent q', v'), columns (tangent q, v, then the nv controls)
+    pub ab: DMatrix<f64>,
+    /// the step's next configuration q'
+    pub q1: Vec<f64>,
+    ad: AbaDerivatives,
+    tau: Vec<f64>,
+    v1: Vec<f64>,
+}
+
+impl TransitionJacobians {
+    pub fn new(model: &Model) -> Self {
+        let nv = model.nv();
+        TransitionJacobians {
+            ab: DMatrix::zeros(2 * nv, 3 * nv),
+            q1: vec![0.0; model.nq()],
+            ad: AbaDerivatives::new(nv),
+            tau: vec![0.0; nv],
+            v1: vec![0.0; nv],
+        }
+    }
+    /// A = ∂(q', v')/∂(q, v), 2nv × 2nv.
+    pub fn a(&self) -> nalgebra::DMatrixView<'_, f64> {
+        let n2 = self.ab.nrows();
+        self.ab.columns(0, n2)
+    }
+    /// B = ∂(q', v')/∂u, 2nv × nv.
+    pub fn b(&self) -> nalgebra::DMatrixView<'_, f64> {
+        let n2 = self.ab.nrows();
+        self.ab.columns(n2, n2 / 2)
+    }
+}
+
+/// [A | B] analytically. With M̃ = M + A + hD and q̈ = M̃⁻¹(u − c − Dv − K(q − r)):
+/// ∂v1/∂q = h ∂q̈/∂q, ∂v1/∂v = I + h ∂q̈/∂v, ∂v1/∂u = h M̃⁻¹, and per joint q1 = q ⊕ h v1 gives
+/// ∂q1/∂q = J_q + J_w h ∂v1/∂q, ∂q1/∂(v, u) = J_w h ∂v1/∂(v, u) (J_q = J_w = 1 for 1-DoF joints). `dm` is the
+/// step's model: its armature is set to A + hD as `step_generic_into` does, and its damping (zero for the step,
+/// which applies −Dv explicitly) is D only while RNEA's ∂τ/∂v needs it. No heap allocation.
+fn state_columns_into(
+    dm: &mut DynModel<f64>,
+    d: &mut DynData<f64>,
+    passive: &Passive,
+    s: &GenState,
+    u: &[f64],
+    dt: f64,
+    out: &mut TransitionJacobians,
+) -> Result<(), torsion_dynamics::DynError> {
+    let nv = dm.nv;
+    let TransitionJacobians { ab: jac, q1, ad, tau, v1 } = out;
+    for k in 0..nv {
+        dm.armature[k] = passive.armature[k] + dt * passive.damping[k];
+        dm.damping[k] = passive.damping[k];
+        tau[k] = u[k];
+        if let Some((iq, kk, r)) = passive.spring[k] {
+            tau[k] -= (s.q[iq] - r) * kk;
+        }
+    }
+    let res = aba_derivatives_into(dm, &s.q, &s.v, tau, d, ad);
+    dm.damping.iter_mut().for_each(|x| *x = 0.0);
+    res?;
+    let h = dt;
+    // velocity rows: [h ∂q̈/∂q | I + h ∂q̈/∂v | h M̃⁻¹], springs through ∂q̈/∂τ = M̃⁻¹
+    for c in 0..nv {
+        let ks = passive.spring[c].map(|(_, kk, _)| kk).unwrap_or(0.0);
+        for r in 0..nv {
+            jac[(nv + r, c)] = h * (ad.d_dq[(r, c)] - ks * ad.d_dtau[(r, c)]);
+            jac[(nv + r, nv + c)] = h * ad.d_dv[(r, c)] + if r == c { 1.0 } else { 0.0 };
+            jac[(nv + r, 2 * nv + c)] = h * ad.d_dtau[(r, c)];
+        }
+    }
+    for k in 0..nv {
+        v1[k] = s.v[k] + h * ad.qdd[k];
+    }
+    q1.copy_from_slice(&s.q);
+    let mut w = [0.0; 6];
+    for j in 0..dm.parent.len() {
+        let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
+        let n = jm.nv;
+        for i in 0..n {
+            w[i] = v1[vs + i] * h;
+        }
+        integrate_joint(jm.kind, &s.q[qs..qs + jm.nq], &w[..n], &mut q1[qs..qs + jm.nq]);
+        if n == 1 {
+            for c in 0..3 * nv {
+                jac[(vs, c)] = h * jac[(nv + vs, c)];
+            }
+            jac[(vs, vs)] += 1.0;
+        } else if n > 1 {
+            let (jq, jw) = integration_jacobians(jm.kind, &s.q[qs..qs + jm.nq], &w[..n], &q1[qs..qs + jm.nq]);
+            for c in 0..3 * nv {
+                for r in 0..n {
+                    let mut acc = 0.0;
+                    for k in 0..n {
+                        acc += jw[r][k] * jac[(nv + vs + k, c)];
+                    }
+                    jac[(vs + r, c)] = h * acc;
+                }
+            }
+            for r in 0..n {
+                for k in 0..n {
+                    jac[(vs + r, vs + k)] += jq[r][k];
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// For one ball or free joint, q1 = q ⊕ w: J_q = ∂q1/∂δ for q ⊕ δ and J_w = ∂q1/∂w, both in the tangent
@@ -777,5 +860,40 @@ mod tests {
         let (q1, v1) =
             step_generic(&mut dm, &Passive::from_model(&m, true), &s.q, &s.v, &u.joint_torque, 0.01, &mut d).unwrap();
         assert_eq!((out.q, out.v), (q1, v1));
+    }
+
+    /// The workspace path `transition_jacobians_into` equals `step_jacobians` at two successive states and
+    /// after a parameter change (buffers reused, θ refreshed), and the step after it is unchanged (the
+    /// workspace's damping is restored).
+    #[test]
+    fn workspace_jacobians_equal_step_jacobians() {
+        let mut m = torsion_model::builder::floating_tree();
+        let solver = FeatherstoneSolver::default();
+        let mut ws = solver.workspace(&m).unwrap();
+        let mut tj = TransitionJacobians::new(&m);
+        let none = ParamSelection::none();
+        for seed in [3, 9] {
+            if seed == 9 {
+                m.body_mass[1] *= 1.3;
+            }
+            let q = torsion_model::builder::example_configuration(&m, seed);
+            let s = GenState { q, v: (0..m.nv()).map(|i| ((i * 7 + seed as usize) % 11) as f64 / 5.0 - 1.0).collect() };
+            let u = Control::from_torques(&(0..m.nv()).map(|i| (i % 3) as f64 - 1.0).collect::<Vec<_>>());
+            solver.transition_jacobians_into(&m, &s, &u, 0.01, &mut ws, &mut tj).unwrap();
+            let r = solver.step_jacobians(&m, &s, &u, 0.01, &none).unwrap();
+            assert_eq!(tj.a(), r.a);
+            assert_eq!(tj.b(), r.b);
+            let mut out = s.clone();
+            solver.step(&m, &s, &u, 0.01, &mut out, &mut ws, None).unwrap();
+            let mut fresh = solver.workspace(&m).unwrap();
+            let mut out2 = s.clone();
+            solver.step(&m, &s, &u, 0.01, &mut out2, &mut fresh, None).unwrap();
+            assert_eq!(out, out2);
+            assert_eq!(tj.q1, out.q);
+        }
+        let wrong = TransitionJacobians::new(&two_link_arm(0.8, 0.5, 1.0, torsion_math::Vec3::zeros(), 0.01).unwrap());
+        let s = GenState::rest(&m);
+        let u = Control::from_torques(&vec![0.0; m.nv()]);
+        assert!(solver.transition_jacobians_into(&m, &s, &u, 0.01, &mut ws, &mut { wrong }).is_err());
     }
 }

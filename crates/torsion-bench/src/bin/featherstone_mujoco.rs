@@ -3,7 +3,9 @@
 //! runs this and MuJoCo in one run). Per model: a random state near the reference configuration (tangent
 //! offsets in [−0.1, 0.1] for q and v, fixed seed), zero controls, the model's timestep;
 //!   * `step_us`: `Solver::step` with the workspace reused and no record;
-//!   * `jac_us`: `step_jacobians` (A, B; no parameter selection), the analytic path;
+//!   * `jac_us`: `transition_jacobians_into` (A, B), the analytic path with the step's workspace reused (no
+//!     allocation per call; `jac_allocs` counts them); `jac_alloc_us`: the same through the trait's
+//!     `step_jacobians`, which builds a workspace per call;
 //!   * `jac_dual_us`: `step_jacobians_dual`, the all-dual reference (one Dual64 pass per input direction);
 //!   * heap allocations per `step` call;
 //!   * max |ours − FD| of A and B for forward and central differences of our own step (ε = 1e-6), and the
@@ -22,6 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 use torsion_model::io::robots::dm_control_model;
 use torsion_model::{Control, JointType, Model, ParamSelection};
+use torsion_solvers::featherstone::TransitionJacobians;
 use torsion_solvers::{DiffSolver, FeatherstoneSolver, GenState, Solver};
 
 struct Counting;
@@ -101,8 +104,21 @@ fn run(name: &str, repeats: usize) -> Result<Value, String> {
         black_box(&out);
     });
     let jac = solver.step_jacobians(&m, &s, &u, dt, &none).map_err(|e| e.to_string())?;
-    let jac_us = time_us(repeats, || {
+    let jac_alloc_us = time_us(repeats, || {
         black_box(solver.step_jacobians(&m, black_box(&s), &u, dt, &none).unwrap());
+    });
+    // the workspace path (what a rollout or an iLQR pass uses): no allocation per call
+    let mut tj = TransitionJacobians::new(&m);
+    solver.transition_jacobians_into(&m, &s, &u, dt, &mut ws, &mut tj).map_err(|e| e.to_string())?;
+    if tj.a() != jac.a || tj.b() != jac.b {
+        return Err(format!("{name}: transition_jacobians_into differs from step_jacobians"));
+    }
+    let a0 = ALLOCS.load(Relaxed);
+    solver.transition_jacobians_into(&m, &s, &u, dt, &mut ws, &mut tj).map_err(|e| e.to_string())?;
+    let jac_allocs = ALLOCS.load(Relaxed) - a0;
+    let jac_us = time_us(repeats, || {
+        solver.transition_jacobians_into(&m, black_box(&s), &u, dt, &mut ws, &mut tj).unwrap();
+        black_box(&tj.ab);
     });
     let dual = solver.step_jacobians_dual(&m, &s, &u, dt, &none).map_err(|e| e.to_string())?;
     let jac_dual_us = time_us(repeats.min(11), || {
@@ -146,7 +162,8 @@ fn run(name: &str, repeats: usize) -> Result<Value, String> {
     let mut o = json!({
         "name": name, "nq": nq, "nv": nv, "dt": dt,
         "q": s.q, "v": s.v, "q_next": out.q, "v_next": out.v,
-        "step_us": step_us, "jac_us": jac_us, "jac_dual_us": jac_dual_us, "step_allocs": step_allocs,
+        "step_us": step_us, "jac_us": jac_us, "jac_alloc_us": jac_alloc_us, "jac_dual_us": jac_dual_us,
+        "step_allocs": step_allocs, "jac_allocs": jac_allocs,
         "fd_forward_max_abs": {"A": max_abs_diff(&jac.a, &fa_f), "B": max_abs_diff(&jac.b, &fb_f)},
         "fd_central_max_abs": {"A": max_abs_diff(&jac.a, &fa_c), "B": max_abs_diff(&jac.b, &fb_c)},
         "analytic_vs_dual_max_abs": {"A": max_abs_diff(&jac.a, &dual.a), "B": max_abs_diff(&jac.b, &dual.b)},
