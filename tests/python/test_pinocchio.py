@@ -1,6 +1,7 @@
 """Cross-check of torsion's generalized-coordinate dynamics against Pinocchio (pip `pin`) on the Baxter (both
 arms, whole URDF) and Panda URDFs of example-robot-data: M (CRBA), RNEA, g, bias, ABA and the RNEA / ABA
-derivatives at 20 random (q, v, a, tau) each. Max relative error <= 1e-10 (normwise per quantity).
+derivatives at 20 random (q, v, a, tau) each, and the derivatives w.r.t. the 10 inertial parameters per body
+(the joint-torque regressor and dABA/dpi, carried between the two libraries' body frames). Max relative error <= 1e-10 (normwise per quantity).
 torsion is called through `torsion dynamics` (JSON). Run by scripts/test.sh."""
 import glob, json, os, site, subprocess, sys, tempfile
 
@@ -33,6 +34,40 @@ def torsion_bin():
 def rel(a, b):
     a, b = np.asarray(a), np.asarray(b)
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-12))
+
+
+def inertia_map(X):
+    """T (10 x 10) with pi_pin = T pi_ours for one body's inertial parameters (m, h, I at the origin, Pinocchio's
+    order) given in our body frame, X = Pinocchio joint frame <- our body frame. The map is linear; its columns
+    are differences of se3Action on a well-defined base point."""
+    base = np.array([1.0, 0, 0, 0, 1, 0, 1, 0, 0, 1])
+    act = lambda p: pin.Inertia.FromDynamicParameters(p).se3Action(X).toDynamicParameters()
+    a0 = act(base)
+    return np.column_stack([act(base + np.eye(10)[i]) - a0 for i in range(10)])
+
+
+def inertial_derivatives(model, data, out, r, q, v, a, tau, P):
+    """Reference for torsion's regressor (dRNEA/dpi) and dABA/dpi = -M^-1 Y(q, v, qdd) from Pinocchio's
+    computeJointTorqueRegressor, carried from Pinocchio's joint frames to torsion's body frames."""
+    nb = len(out["body_names"])
+    pin.forwardKinematics(model, data, q)
+    oMi = [data.oMi[i].copy() for i in range(model.njoints)]
+    y = pin.computeJointTorqueRegressor(model, data, q, v, a).copy()
+    M = pin.crba(model, data, q)
+    M = np.triu(M) + np.triu(M, 1).T
+    qdd = pin.aba(model, data, q, v, tau)
+    yf = -np.linalg.solve(M, pin.computeJointTorqueRegressor(model, data, q, v, qdd))
+    ref_y, ref_f = np.zeros((model.nv, 10 * nb)), np.zeros((model.nv, 10 * nb))
+    for j, name in enumerate(out["joint_names"]):
+        b = out["joint_child"][j]
+        jid = model.getJointId(name)
+        pose = r["body_pose"][b]
+        X = oMi[jid].inverse() * pin.SE3(np.array(pose["rot"]), np.array(pose["pos"]))
+        T = inertia_map(X)
+        cols = slice(10 * (jid - 1), 10 * jid)
+        ref_y[:, 10 * b:10 * b + 10] = P.T @ y[:, cols] @ T
+        ref_f[:, 10 * b:10 * b + 10] = P.T @ yf[:, cols] @ T
+    return dict(regressor=ref_y, daba_dpi=ref_f)
 
 
 def check(urdf, derivatives=True):
@@ -73,6 +108,7 @@ def check(urdf, derivatives=True):
             ref.update(drnea_dq=P.T @ dq @ P, drnea_dv=P.T @ dv @ P, drnea_da=P.T @ (np.triu(da) + np.triu(da, 1).T) @ P)
             dq, dv, dt = pin.computeABADerivatives(model, data, q, v, tau)
             ref.update(daba_dq=P.T @ dq @ P, daba_dv=P.T @ dv @ P, daba_dtau=P.T @ dt @ P)
+            ref.update(inertial_derivatives(model, data, out, r, q, v, a, tau, P))
         for k, val in ref.items():
             worst[k] = max(worst.get(k, 0.0), rel(r[k], val))
     return worst

@@ -7,7 +7,9 @@ use nalgebra::DMatrix;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use torsion_dynamics::derivatives::{aba_derivatives, rnea_derivatives};
+use torsion_dynamics::forward_kinematics;
 use torsion_dynamics::passive::passive_forces;
+use torsion_dynamics::regressor::{aba_inertial_derivatives, inertial_parameters, joint_torque_regressor};
 use torsion_dynamics::{aba, crba, gravity, nonlinear_effects, rnea, DynData, DynModel};
 use torsion_model::io::mjcf::load_mjcf;
 use torsion_model::io::urdf::{load_urdf, UrdfOptions};
@@ -89,6 +91,15 @@ pub fn run(a: &DynamicsArgs) -> Result<()> {
             p["daba_dq"] = mat(&f.d_dq);
             p["daba_dv"] = mat(&f.d_dv);
             p["daba_dtau"] = mat(&f.d_dthird);
+            // the 10 inertial parameters per body (regressor.rs), and the body frames they are expressed in
+            p["regressor"] = mat(&joint_torque_regressor(&dm, q, v, acc, &mut d)?);
+            p["daba_dpi"] = mat(&aba_inertial_derivatives(&dm, q, v, tau, &mut d)?);
+            forward_kinematics(&dm, q, &mut d);
+            p["body_pose"] = json!(d
+                .o_m
+                .iter()
+                .map(|x| json!({"rot": mat(&DMatrix::from_column_slice(3, 3, x.rot.as_slice())), "pos": x.pos.as_slice()}))
+                .collect::<Vec<_>>());
         }
         points.push(p);
     }
@@ -96,6 +107,7 @@ pub fn run(a: &DynamicsArgs) -> Result<()> {
         "model": a.model.display().to_string(), "nq": dm.nq, "nv": dm.nv,
         "joint_names": model.joint_name, "joint_types": model.joint_type.iter().map(|t| format!("{t:?}")).collect::<Vec<_>>(),
         "q_start": model.joint_q_start(), "v_start": model.joint_v_start(), "qpos0": model.qpos0, "points": points,
+        "body_names": model.body_name, "joint_child": model.joint_child, "inertial_parameters": inertial_parameters(&dm),
     });
     let s = serde_json::to_string(&out)?;
     match &a.out {
