@@ -74,18 +74,21 @@ pub fn aba_derivatives_into<T: Scalar>(
     Ok(())
 }
 
-/// out = −a b for a symmetric `a` (M⁻¹) and square matrices of one size: entry (r, c) is minus the dot
-/// product of column r of a with column c of b, both contiguous (nalgebra's `gemm` would allocate packing
-/// buffers for f64).
+/// out = −a b for a symmetric `a` (M⁻¹) and square matrices of one size, column by column as axpys over
+/// contiguous columns, out[:, c] = −Σ_k b[k, c] a[:, k], skipping the structural zeros of b (∂τ/∂q and ∂τ/∂v
+/// vanish between DoFs on different branches and for free-joint translations; a skipped term adds exactly 0).
+/// nalgebra's `gemm` would allocate packing buffers for f64.
 fn neg_product_sym<T: Scalar>(a: &DMatrix<T>, b: &DMatrix<T>, out: &mut DMatrix<T>) {
     let n = a.nrows();
     for (oc, bc) in out.as_mut_slice().chunks_exact_mut(n).zip(b.as_slice().chunks_exact(n)) {
-        for (o, ar) in oc.iter_mut().zip(a.as_slice().chunks_exact(n)) {
-            let mut s = T::zero();
-            for (&x, &y) in ar.iter().zip(bc) {
-                s += x * y;
+        oc.fill(T::zero());
+        for (&bk, ak) in bc.iter().zip(a.as_slice().chunks_exact(n)) {
+            if bk.is_exact_zero() {
+                continue;
             }
-            *o = -s;
+            for (o, &x) in oc.iter_mut().zip(ak) {
+                *o -= x * bk;
+            }
         }
     }
 }
