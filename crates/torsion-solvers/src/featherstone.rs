@@ -70,12 +70,18 @@ impl FeatherstoneWorkspace {
     /// Bring the dynamics model and the passive terms up to date with `model` (allocates only when θ
     /// changed since the last call).
     fn refresh(&mut self, model: &Model, damping: bool) -> Result<(), torsion_dynamics::DynError> {
-        for (t, &k) in self.theta_now.iter_mut().zip(&self.table.kinds) {
-            *t = model.param_get(k);
-        }
-        if self.theta_now != self.theta {
+        let mut changed = false;
+        let mut i = 0;
+        let theta = &mut self.theta_now;
+        dyn_params(model, |_, v| {
+            changed |= theta[i] != v;
+            theta[i] = v;
+            i += 1;
+        });
+        if changed {
             self.dm = DynModel::build(model, &self.table, &self.theta_now)?;
             std::mem::swap(&mut self.theta, &mut self.theta_now);
+            self.theta_now.copy_from_slice(&self.theta);
         }
         self.dm.gravity = cv(&model.gravity);
         self.passive.fill(model, damping);
@@ -83,20 +89,33 @@ impl FeatherstoneWorkspace {
     }
 }
 
-/// The parameters `DynModel::build` reads (masses, inertias, joint anchors) with their kinds only: the
-/// model's full `param_table` formats a name per entry, which the stepper does not need.
-fn dyn_param_table(model: &Model) -> ParamTable {
-    let mut kinds = Vec::with_capacity(7 * model.body_count() + 6 * model.joint_count());
+/// The parameters `DynModel::build` reads (masses, inertias, joint anchors), in one fixed order: each
+/// with its kind and current value, read straight from the model's fields. The one walker behind the
+/// stepper's parameter table and its per-step refresh.
+fn dyn_params(model: &Model, mut f: impl FnMut(ParamKind, f64)) {
     for b in 0..model.body_count() {
         if !model.body_fixed[b] {
-            kinds.push(ParamKind::BodyMass(b));
-            kinds.extend((0..6).map(|i| ParamKind::BodyInertia(b, i)));
+            f(ParamKind::BodyMass(b), model.body_mass[b]);
+            for (i, &(r, c)) in torsion_model::params::INERTIA_IDX.iter().enumerate() {
+                f(ParamKind::BodyInertia(b, i), model.body_inertia[b][(r, c)]);
+            }
         }
     }
     for j in 0..model.joint_count() {
-        kinds.extend((0..3).map(|a| ParamKind::AnchorParent(j, a)));
-        kinds.extend((0..3).map(|a| ParamKind::AnchorChild(j, a)));
+        for a in 0..3 {
+            f(ParamKind::AnchorParent(j, a), model.joint_anchor_parent[j][a]);
+        }
+        for a in 0..3 {
+            f(ParamKind::AnchorChild(j, a), model.joint_anchor_child[j][a]);
+        }
     }
+}
+
+/// [`dyn_params`]' kinds as a table (without names: the model's full `param_table` formats a name per entry,
+/// which the stepper does not need).
+fn dyn_param_table(model: &Model) -> ParamTable {
+    let mut kinds = Vec::with_capacity(7 * model.body_count() + 6 * model.joint_count());
+    dyn_params(model, |k, _| kinds.push(k));
     ParamTable { names: vec![], kinds }
 }
 
@@ -412,6 +431,10 @@ pub struct TransitionJacobians {
     ad: AbaDerivatives,
     tau: Vec<f64>,
     v1: Vec<f64>,
+    /// per joint: (J_q, J_w) of the integration map (ball and free joints)
+    integ: Vec<([[f64; 6]; 6], [[f64; 6]; 6])>,
+    /// (joint, first DoF, DoFs) of the ball and free joints
+    multi: Vec<(usize, usize, usize)>,
 }
 
 impl TransitionJacobians {
@@ -423,6 +446,12 @@ impl TransitionJacobians {
             ad: AbaDerivatives::new(nv),
             tau: vec![0.0; nv],
             v1: vec![0.0; nv],
+            integ: vec![([[0.0; 6]; 6], [[0.0; 6]; 6]); model.joint_count()],
+            multi: (0..model.joint_count())
+                .zip(model.joint_v_start())
+                .map(|(j, vs)| (j, vs, model.joint_type[j].dof()))
+                .filter(|&(_, _, n)| n > 1)
+                .collect(),
         }
     }
     /// A = ∂(q', v')/∂(q, v), 2nv × 2nv.
@@ -452,7 +481,7 @@ fn state_columns_into(
     out: &mut TransitionJacobians,
 ) -> Result<(), torsion_dynamics::DynError> {
     let nv = dm.nv;
-    let TransitionJacobians { ab: jac, q1, ad, tau, v1 } = out;
+    let TransitionJacobians { ab: jac, q1, ad, tau, v1, integ, multi } = out;
     for k in 0..nv {
         dm.armature[k] = passive.armature[k] + dt * passive.damping[k];
         dm.damping[k] = passive.damping[k];
@@ -465,19 +494,33 @@ fn state_columns_into(
     dm.damping.iter_mut().for_each(|x| *x = 0.0);
     res?;
     let h = dt;
-    // velocity rows: [h ∂q̈/∂q | I + h ∂q̈/∂v | h M̃⁻¹], springs through ∂q̈/∂τ = M̃⁻¹
-    for c in 0..nv {
-        let ks = passive.spring[c].map(|(_, kk, _)| kk).unwrap_or(0.0);
-        for r in 0..nv {
-            jac[(nv + r, c)] = h * (ad.d_dq[(r, c)] - ks * ad.d_dtau[(r, c)]);
-            jac[(nv + r, nv + c)] = h * ad.d_dv[(r, c)] + if r == c { 1.0 } else { 0.0 };
-            jac[(nv + r, 2 * nv + c)] = h * ad.d_dtau[(r, c)];
+    let n2 = 2 * nv;
+    // velocity rows, column by column (contiguous): [h ∂q̈/∂q | I + h ∂q̈/∂v | h M̃⁻¹], springs through
+    // ∂q̈/∂τ = M̃⁻¹
+    {
+        let js = jac.as_mut_slice();
+        let (dq, dv, dt_) = (ad.d_dq.as_slice(), ad.d_dv.as_slice(), ad.d_dtau.as_slice());
+        for c in 0..nv {
+            let ks = passive.spring[c].map(|(_, kk, _)| kk).unwrap_or(0.0);
+            let src = c * nv..(c + 1) * nv;
+            let (cq, cv_, cu) = (c * n2 + nv, (nv + c) * n2 + nv, (2 * nv + c) * n2 + nv);
+            for ((o, &x), &y) in js[cq..cq + nv].iter_mut().zip(&dq[src.clone()]).zip(&dt_[src.clone()]) {
+                *o = h * (x - ks * y);
+            }
+            for (o, &x) in js[cv_..cv_ + nv].iter_mut().zip(&dv[src.clone()]) {
+                *o = h * x;
+            }
+            js[cv_ + c] += 1.0;
+            for (o, &x) in js[cu..cu + nv].iter_mut().zip(&dt_[src]) {
+                *o = h * x;
+            }
         }
     }
     for k in 0..nv {
         v1[k] = s.v[k] + h * ad.qdd[k];
     }
     q1.copy_from_slice(&s.q);
+    // configuration rows: per joint q1 = q ⊕ h v1; integration Jacobians of multi-DoF joints first (J_q, J_w)
     let mut w = [0.0; 6];
     for j in 0..dm.parent.len() {
         let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
@@ -486,22 +529,36 @@ fn state_columns_into(
             w[i] = v1[vs + i] * h;
         }
         integrate_joint(jm.kind, &s.q[qs..qs + jm.nq], &w[..n], &mut q1[qs..qs + jm.nq]);
-        if n == 1 {
-            for c in 0..3 * nv {
-                jac[(vs, c)] = h * jac[(nv + vs, c)];
-            }
-            jac[(vs, vs)] += 1.0;
-        } else if n > 1 {
-            let (jq, jw) = integration_jacobians(jm.kind, &s.q[qs..qs + jm.nq], &w[..n], &q1[qs..qs + jm.nq]);
-            for c in 0..3 * nv {
+        if n > 1 {
+            integ[j] = integration_jacobians(jm.kind, &s.q[qs..qs + jm.nq], &w[..n], &q1[qs..qs + jm.nq]);
+        }
+    }
+    // per column: q rows = h × v rows (1-DoF joints: J_w = 1), then J_w h ∂v1 on the multi-DoF joints' rows
+    let js = jac.as_mut_slice();
+    for c in 0..3 * nv {
+        let (qrows, vrows) = js[c * n2..(c + 1) * n2].split_at_mut(nv);
+        for (o, &x) in qrows.iter_mut().zip(vrows.iter()) {
+            *o = h * x;
+        }
+        for &(j, vs, n) in multi.iter() {
+            {
+                let jw = &integ[j].1;
                 for r in 0..n {
                     let mut acc = 0.0;
                     for k in 0..n {
-                        acc += jw[r][k] * jac[(nv + vs + k, c)];
+                        acc += jw[r][k] * vrows[vs + k];
                     }
-                    jac[(vs + r, c)] = h * acc;
+                    qrows[vs + r] = h * acc;
                 }
             }
+        }
+    }
+    for j in 0..dm.parent.len() {
+        let (vs, n) = (dm.v_start[j], dm.joint[j].nv);
+        if n == 1 {
+            jac[(vs, vs)] += 1.0;
+        } else if n > 1 {
+            let jq = &integ[j].0;
             for r in 0..n {
                 for k in 0..n {
                     jac[(vs + r, vs + k)] += jq[r][k];
