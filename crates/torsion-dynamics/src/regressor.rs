@@ -6,12 +6,12 @@
 //! Moving a body's COM (h ≠ 0) is a change of π like any other: [`set_inertial_parameters`] writes π into the
 //! model view, and every algorithm of this crate takes general spatial inertias.
 use crate::aba::aba_into;
-use crate::aba_derivatives::{cholesky_in_place, inverse_from_cholesky};
 use crate::crba::crba_into;
 use crate::data::{DynData, DynError, DynModel};
 use crate::fk::local_kinematics;
 use crate::rnea::rnea_forward;
 use nalgebra::{DMatrix, Matrix3, Vector3};
+use torsion_math::linalg::{cholesky_in_place, inverse_from_cholesky};
 use torsion_math::spatial::{cross_force, Inertia, V6};
 use torsion_math::Scalar;
 
