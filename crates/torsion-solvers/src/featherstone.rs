@@ -422,6 +422,9 @@ impl FeatherstoneSolver {
     }
 }
 
+/// (J_q, J_w) of one joint's integration map (`integration_jacobians`), `[r][c]` indexing.
+type IntegrationJacobians = ([[f64; 6]; 6], [[f64; 6]; 6]);
+
 /// [A | B] of one step and the buffers to compute it (allocate once per model with [`TransitionJacobians::new`]).
 pub struct TransitionJacobians {
     /// [A | B], 2nv × 3nv: rows (tangent q', v'), columns (tangent q, v, then the nv controls)
@@ -432,7 +435,7 @@ pub struct TransitionJacobians {
     tau: Vec<f64>,
     v1: Vec<f64>,
     /// per joint: (J_q, J_w) of the integration map (ball and free joints)
-    integ: Vec<([[f64; 6]; 6], [[f64; 6]; 6])>,
+    integ: Vec<IntegrationJacobians>,
     /// (joint, first DoF, DoFs) of the ball and free joints
     multi: Vec<(usize, usize, usize)>,
 }

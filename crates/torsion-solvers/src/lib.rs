@@ -1,6 +1,7 @@
 #![allow(clippy::too_many_arguments, clippy::needless_range_loop)]
 //! torsion-solvers: the [`Solver`] / [`DiffSolver`] traits (design.md §3) and the steppers.
 pub mod featherstone;
+pub mod ncp;
 pub mod solver;
 pub mod xpbd;
 

@@ -1,0 +1,341 @@
+//! Regularised ADMM for min ½ xᵀPx + qᵀx s.t. x ∈ 𝒞 (spec 001 §3.6, paper App. A): the QP of the normal
+//! impulses (𝒞 = orthant) and the QCQP of the friction impulses (𝒞 = product of disks, or a pyramid variant).
+//! Proximal term α/2‖x − x^k‖² (P̃ = P + αI, so a PSD Delassus matrix is fine), ρ₀ = √(Lα)·κ^0.4 with
+//! κ = L/α, L = λ_max(P) by power iteration, ρ adaptation by τ_ρ = κ^e when the primal/dual residual ratio
+//! exceeds 10, over-relaxation a. `AdmmOptions::paper()` and `::code()` give the two published settings (§3.11
+//! item 7); the default is the code's plus a *polish*: Newton steps on the KKT equations of the identified
+//! active set (the matrix of `backward::ReducedKkt`), which takes the ADMM iterate to machine precision so the
+//! implicit gradients are exact; a polish that would leave the set or flip a multiplier's sign is rejected.
+//! Warm start: z⁰ = Π(x⁰) and the proximal centre x⁰ (the spec's listing starts z at 0, which ignores it).
+use super::backward::ReducedKkt;
+use super::sets::ConstraintSet;
+use crate::solver::SolverError;
+use nalgebra::DMatrix;
+use torsion_math::linalg::{cholesky_in_place, cholesky_solve_in_place};
+
+/// Stopping rule (spec 001 §3.6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopRule {
+    /// ‖P x + q + y‖_∞ < ε_abs (the paper)
+    Kkt,
+    /// QCQP: r_p < ε_abs + 1e-4‖x‖₂ and r_d < ε_abs; QP: r_d < ε_abs (the code)
+    PrimalDual,
+}
+
+#[derive(Clone, Debug)]
+pub struct AdmmOptions {
+    pub eps_abs: f64,
+    /// proximal weight α ("mu_prox")
+    pub alpha: f64,
+    pub max_iter: usize,
+    /// adapt ρ
+    pub adapt: bool,
+    /// over-relaxation a (1 = none)
+    pub relaxation: f64,
+    /// τ_ρ = κ^rho_exponent
+    pub rho_exponent: f64,
+    /// the code's extras: a ρ change only on every 5th triggering iteration, τ_ρ damped on reversals
+    pub gated: bool,
+    pub stop: StopRule,
+    /// power iterations for L (None: 100 for friction sets, 10 for the orthant, as the code)
+    pub power_iters: Option<usize>,
+    /// Newton polish on the identified active set
+    pub polish: bool,
+}
+
+impl AdmmOptions {
+    /// The paper's appendix: no over-relaxation, τ_ρ = κ^0.1, KKT-residual stop, no polish.
+    pub fn paper() -> Self {
+        AdmmOptions {
+            eps_abs: 1e-10,
+            alpha: 1e-7,
+            max_iter: 1000,
+            adapt: true,
+            relaxation: 1.0,
+            rho_exponent: 0.1,
+            gated: false,
+            stop: StopRule::Kkt,
+            power_iters: None,
+            polish: false,
+        }
+    }
+    /// The published code (diffqcqp): over-relaxation 1.5, τ_ρ = κ^0.15, gated adaptation, primal/dual stop.
+    pub fn code() -> Self {
+        AdmmOptions { relaxation: 1.5, rho_exponent: 0.15, gated: true, stop: StopRule::PrimalDual, ..Self::paper() }
+    }
+}
+
+impl Default for AdmmOptions {
+    /// The code's settings with the polish on.
+    fn default() -> Self {
+        AdmmOptions { polish: true, ..Self::code() }
+    }
+}
+
+/// What a solve reports (never hides a failure: `converged` is false when the iteration budget ran out).
+#[derive(Clone, Debug, Default)]
+pub struct AdmmInfo {
+    pub iterations: usize,
+    pub converged: bool,
+    /// ‖z − x̂‖_∞ and ρ‖z − z_old‖_∞ at the last iteration
+    pub primal_residual: f64,
+    pub dual_residual: f64,
+    /// ‖P z + q + y‖_∞ at the returned z (KKT stationarity with ADMM's dual)
+    pub kkt_residual: f64,
+    pub rho: f64,
+    pub refactorizations: usize,
+    /// the Newton polish was applied (and accepted)
+    pub polished: bool,
+}
+
+/// Buffers of one problem size (allocated once; `solve` allocates nothing else unless polishing).
+#[derive(Clone, Debug)]
+pub struct Admm {
+    n: usize,
+    k: DMatrix<f64>,
+    x: Vec<f64>,
+    z: Vec<f64>,
+    y: Vec<f64>,
+    z_old: Vec<f64>,
+    xh: Vec<f64>,
+    qt: Vec<f64>,
+    t: Vec<f64>,
+}
+
+impl Admm {
+    pub fn new(n: usize) -> Self {
+        let v = vec![0.0; n];
+        Admm {
+            n,
+            k: DMatrix::zeros(n, n),
+            x: v.clone(),
+            z: v.clone(),
+            y: v.clone(),
+            z_old: v.clone(),
+            xh: v.clone(),
+            qt: v.clone(),
+            t: v,
+        }
+    }
+
+    /// The solution z (feasible by construction).
+    pub fn solution(&self) -> &[f64] {
+        &self.z
+    }
+    /// ADMM's dual y (y ∈ N_𝒞(z) at convergence).
+    pub fn dual(&self) -> &[f64] {
+        &self.y
+    }
+
+    fn factor(&mut self, p: &DMatrix<f64>, shift: f64) -> Result<(), SolverError> {
+        self.k.copy_from(p);
+        for i in 0..self.n {
+            self.k[(i, i)] += shift;
+        }
+        if cholesky_in_place(&mut self.k) {
+            Ok(())
+        } else {
+            Err(SolverError::BadInput {
+                solver: "ncp", problem: "ADMM: P + (ρ + α) I is not positive definite".into()
+            })
+        }
+    }
+
+    /// Solve; `warm` is x⁰ (None: zeros). The solution is in [`Admm::solution`].
+    pub fn solve(
+        &mut self,
+        p: &DMatrix<f64>,
+        q: &[f64],
+        set: ConstraintSet,
+        warm: Option<&[f64]>,
+        opt: &AdmmOptions,
+    ) -> Result<AdmmInfo, SolverError> {
+        let n = self.n;
+        let bad = |problem: String| SolverError::BadInput { solver: "ncp", problem };
+        if p.nrows() != n || p.ncols() != n || q.len() != n || warm.is_some_and(|w| w.len() != n) {
+            return Err(bad(format!("ADMM sized for {n}: P {}×{}, q {}", p.nrows(), p.ncols(), q.len())));
+        }
+        if set.dim().is_some_and(|d| d != n) {
+            return Err(bad(format!("ADMM: the friction set has {} variables, the problem {n}", set.dim().unwrap())));
+        }
+        if let ConstraintSet::Friction { r, .. } = set {
+            if let Some(v) = r.iter().find(|v| !(v.is_finite() && **v >= 0.0)) {
+                return Err(bad(format!("ADMM: friction radius {v} (must be finite and ≥ 0)")));
+            }
+        }
+        if p.iter().chain(q).any(|v| !v.is_finite()) {
+            return Err(bad("ADMM: non-finite P or q".into()));
+        }
+        let mut info = AdmmInfo::default();
+        if n == 0 {
+            info.converged = true;
+            return Ok(info);
+        }
+        let alpha = opt.alpha;
+        let big_l = power_iteration(
+            p,
+            opt.power_iters.unwrap_or(if set.dim().is_some() { 100 } else { 10 }),
+            &mut self.t,
+            &mut self.xh,
+        )
+        .max(alpha);
+        let kappa = big_l / alpha;
+        let mut rho = (big_l * alpha).sqrt() * kappa.powf(0.4);
+        let mut tau = kappa.powf(opt.rho_exponent);
+        self.factor(p, rho + alpha)?;
+        info.refactorizations = 1;
+        match warm {
+            Some(w) => {
+                self.x.copy_from_slice(w);
+                self.z.copy_from_slice(w);
+                set.project(&mut self.z);
+            }
+            None => {
+                self.x.fill(0.0);
+                self.z.fill(0.0);
+            }
+        }
+        self.y.fill(0.0);
+        for i in 0..n {
+            self.qt[i] = q[i] - alpha * self.x[i];
+        }
+        let a = opt.relaxation;
+        let (mut triggers, mut last_dir) = (0usize, 0i8);
+        for it in 0..opt.max_iter {
+            // x-step: (P + (ρ + α) I) x = ρ z − y − q̃
+            for i in 0..n {
+                self.x[i] = rho * self.z[i] - self.y[i] - self.qt[i];
+            }
+            cholesky_solve_in_place(&self.k, &mut self.x);
+            for i in 0..n {
+                self.qt[i] = q[i] - alpha * self.x[i];
+                self.xh[i] = a * self.x[i] + (1.0 - a) * self.z[i];
+                self.z_old[i] = self.z[i];
+                self.z[i] = self.xh[i] + self.y[i] / rho;
+            }
+            set.project(&mut self.z);
+            let (mut rp, mut rd, mut xn) = (0.0f64, 0.0f64, 0.0);
+            for i in 0..n {
+                let d = self.xh[i] - self.z[i];
+                self.y[i] += rho * d;
+                rp = rp.max(d.abs());
+                rd = rd.max((self.z[i] - self.z_old[i]).abs());
+                xn += self.x[i] * self.x[i];
+            }
+            rd *= rho;
+            info.iterations = it + 1;
+            info.primal_residual = rp;
+            info.dual_residual = rd;
+            let done = match opt.stop {
+                StopRule::Kkt => kkt_residual(p, q, &self.x, &self.y, &mut self.t) < opt.eps_abs,
+                StopRule::PrimalDual => {
+                    let dual_ok = rd < opt.eps_abs;
+                    // QCQP: also the primal residual; QP: the dual residual alone (the code)
+                    dual_ok && (set.dim().is_none() || rp < opt.eps_abs + 1e-4 * xn.sqrt())
+                }
+            };
+            if done {
+                info.converged = true;
+                break;
+            }
+            if opt.adapt {
+                let dir = if rp > 10.0 * rd {
+                    1
+                } else if rd > 10.0 * rp {
+                    -1
+                } else {
+                    0
+                };
+                if dir != 0 {
+                    triggers += 1;
+                    if !opt.gated || triggers % 5 == 0 {
+                        if opt.gated && last_dir != 0 && dir != last_dir {
+                            tau = 1.0 + 0.8 * (tau - 1.0);
+                        }
+                        rho = if dir > 0 { rho * tau } else { rho / tau };
+                        last_dir = dir;
+                        self.factor(p, rho + alpha)?;
+                        info.refactorizations += 1;
+                    }
+                }
+            }
+        }
+        info.rho = rho;
+        if opt.polish {
+            info.polished = self.polish(p, q, set)?;
+        }
+        info.kkt_residual = kkt_residual(p, q, &self.z, &self.y, &mut self.t);
+        Ok(info)
+    }
+
+    /// Newton steps on the KKT equations of the active set identified at z (≤ 4), each kept only if it stays
+    /// feasible, keeps the same active set, keeps the orthant multipliers ≥ 0 and reduces the KKT residual.
+    fn polish(&mut self, p: &DMatrix<f64>, q: &[f64], set: ConstraintSet) -> Result<bool, SolverError> {
+        let mut improved = false;
+        let scale = q.iter().chain(&self.z).fold(1e-300f64, |m, v| m.max(v.abs()));
+        let same = |a: &ReducedKkt, b: &ReducedKkt| {
+            a.sizes() == b.sizes() && a.active().iter().zip(b.active()).all(|(x, y)| x.index == y.index)
+        };
+        let mut kkt = ReducedKkt::new(p, q, &self.z, set)?;
+        for _ in 0..4 {
+            let (z1, res0) = kkt.newton_residual(p, q, set);
+            if res0 <= 1e-15 * scale || set.violation(&z1) > 1e-13 * scale {
+                break;
+            }
+            let k1 = ReducedKkt::new(p, q, &z1, set)?;
+            let (_, res1) = k1.newton_residual(p, q, set);
+            if res1 >= res0 || !same(&kkt, &k1) || !orthant_multipliers_ok(p, q, &z1, set) {
+                break;
+            }
+            self.z.copy_from_slice(&z1);
+            kkt = k1;
+            improved = true;
+        }
+        if improved {
+            // the dual consistent with the polished z: y = −(P z + q)
+            for i in 0..self.n {
+                self.y[i] = -(q[i] + (0..self.n).map(|j| p[(i, j)] * self.z[j]).sum::<f64>());
+            }
+        }
+        Ok(improved)
+    }
+}
+
+/// Orthant: every coordinate at zero has a non-negative gradient (P z + q)_j (its multiplier).
+fn orthant_multipliers_ok(p: &DMatrix<f64>, q: &[f64], z: &[f64], set: ConstraintSet) -> bool {
+    match set {
+        ConstraintSet::Nonneg => (0..z.len()).all(|j| {
+            z[j] > 0.0 || (0..z.len()).map(|t| p[(j, t)] * z[t]).sum::<f64>() + q[j] >= -1e-12 * (1.0 + q[j].abs())
+        }),
+        ConstraintSet::Friction { .. } => true,
+    }
+}
+
+/// λ_max(P) by power iteration from the all-ones vector (deterministic).
+fn power_iteration(p: &DMatrix<f64>, iters: usize, v: &mut [f64], w: &mut [f64]) -> f64 {
+    let n = v.len();
+    v.fill(1.0 / (n as f64).sqrt());
+    let mut lam = 0.0;
+    for _ in 0..iters {
+        for i in 0..n {
+            w[i] = (0..n).map(|j| p[(i, j)] * v[j]).sum();
+        }
+        let nw = w.iter().map(|x| x * x).sum::<f64>().sqrt();
+        if nw == 0.0 {
+            return 0.0;
+        }
+        lam = v.iter().zip(w.iter()).map(|(a, b)| a * b).sum::<f64>();
+        for i in 0..n {
+            v[i] = w[i] / nw;
+        }
+    }
+    lam.abs()
+}
+
+fn kkt_residual(p: &DMatrix<f64>, q: &[f64], x: &[f64], y: &[f64], t: &mut [f64]) -> f64 {
+    let n = x.len();
+    for i in 0..n {
+        t[i] = (0..n).map(|j| p[(i, j)] * x[j]).sum::<f64>() + q[i] + y[i];
+    }
+    t.iter().fold(0.0f64, |m, v| m.max(v.abs()))
+}

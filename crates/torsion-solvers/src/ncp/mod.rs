@@ -1,0 +1,10 @@
+//! Velocity-level frictional contact by staggered projections (spec 001): the ADMM QP (normal impulses) and
+//! QCQP (friction impulses, exact Coulomb disk or a pyramid) with their implicit derivatives.
+pub mod admm;
+pub mod backward;
+pub mod exact;
+pub mod sets;
+
+pub use admm::{Admm, AdmmInfo, AdmmOptions, StopRule};
+pub use backward::ReducedKkt;
+pub use sets::{ConstraintSet, FrictionSet};
