@@ -3,8 +3,10 @@
 //! `out_dir/NAME.png`. Every number in "metrics" is measured by the run; "paper" holds the published values.
 #![allow(clippy::type_complexity)]
 pub mod pbd_design;
+pub mod pbd_gravity_comp;
 pub mod plot;
 pub mod result;
+pub mod stay_still;
 
 pub use result::{ExperimentError, ExperimentResult};
 use std::path::Path;
@@ -23,6 +25,11 @@ pub fn registry() -> Vec<Experiment> {
         spec: "000 §4.1 (Table II)",
         description: "2-link arm link-length design under a Cartesian stiffness controller, optimised through the differentiable XPBD rollout",
         run: pbd_design::run,
+    }, Experiment {
+        name: "pbd-gravity-comp",
+        spec: "000 §4.2 (Table III)",
+        description: "Baxter left arm: joint torques that keep the XPBD arm still for one step (Adam on Eq. 26) vs RNEA g(q) at 30 random poses",
+        run: pbd_gravity_comp::run,
     }]
 }
 
