@@ -4,6 +4,7 @@
 #![allow(clippy::type_complexity)]
 pub mod pbd_design;
 pub mod pbd_gravity_comp;
+pub mod pbd_spring_id;
 pub mod plot;
 pub mod result;
 pub mod stay_still;
@@ -30,6 +31,11 @@ pub fn registry() -> Vec<Experiment> {
         spec: "000 §4.2 (Table III)",
         description: "Baxter left arm: joint torques that keep the XPBD arm still for one step (Adam on Eq. 26) vs RNEA g(q) at 30 random poses",
         run: pbd_gravity_comp::run,
+    }, Experiment {
+        name: "pbd-spring-id",
+        spec: "000 §4.3 (Fig. 8)",
+        description: "Baxter shoulder spring (Eq. 31) stiffness and offset from measured motor torques: curve fitting vs the differentiable stay-still loss, with and without noise",
+        run: pbd_spring_id::run,
     }]
 }
 

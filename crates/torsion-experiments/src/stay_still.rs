@@ -162,6 +162,18 @@ impl StayStill {
         target: &[f64],
         u: &[f64],
     ) -> Result<(DVector<f64>, DMatrix<f64>), ExperimentError> {
+        let (rho, ju, _) = self.residual_jacobians(s0, target, u, &[])?;
+        Ok((rho, ju))
+    }
+
+    /// As [`StayStill::residual_jacobian`], plus ∂ρ/∂θ for the parameter-table indices `theta_idx`.
+    pub fn residual_jacobians(
+        &mut self,
+        s0: &MaximalState,
+        target: &[f64],
+        u: &[f64],
+        theta_idx: &[usize],
+    ) -> Result<(DVector<f64>, DMatrix<f64>, DMatrix<f64>), ExperimentError> {
         let r = self.residual(s0, target, u)?;
         let n = r.len();
         let (a1, a2) = ((self.lambda.0 / n as f64).sqrt(), (self.lambda.1 / n as f64).sqrt());
@@ -170,6 +182,7 @@ impl StayStill {
         let out = self.out.clone();
         let mut rho = DVector::zeros(rows);
         let mut jac = DMatrix::zeros(rows, n);
+        let mut jth = DMatrix::zeros(rows, theta_idx.len());
         for i in 0..rows {
             self.g_out.set_zero();
             if i < n {
@@ -186,8 +199,11 @@ impl StayStill {
             for j in 0..n {
                 jac[(i, j)] = self.g_u[j];
             }
+            for (c, &t) in theta_idx.iter().enumerate() {
+                jth[(i, c)] = self.g_theta[t];
+            }
         }
-        Ok((rho, jac))
+        Ok((rho, jac, jth))
     }
 
     /// The exact minimiser of the one-step loss (Gauss–Newton on ρ with the exact Jacobian; the problem is nearly
