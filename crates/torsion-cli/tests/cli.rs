@@ -127,6 +127,77 @@ fn pbd_spring_id_quick_meets_its_targets() {
 }
 
 #[test]
+fn experiment_list_names_the_issue_6_experiments() {
+    let out = torsion().args(["experiment", "--list"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("pbd-mpc-torques") && text.contains("pbd-impedance"), "{text}");
+}
+
+fn run_quick(name: &str) -> serde_json::Value {
+    let dir = tmp(name);
+    let out = torsion().args(["experiment", name, "--quick", "--out"]).arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::metadata(dir.join(format!("{name}.png"))).unwrap().len() > 10_000);
+    serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.json"))).unwrap()).unwrap()
+}
+
+#[test]
+fn pbd_mpc_torques_quick_meets_its_targets() {
+    // 1 s of the 5 s trajectory (100 MPC steps), every scheme, both variants
+    let j = run_quick("pbd-mpc-torques");
+    let m = &j["metrics"];
+    let r = |v: &serde_json::Value, joint: &str, row: &str, col: &str| v["rmse"][joint][row][col].as_f64().unwrap();
+    for (joint, paper_best) in [("s1", 1.726), ("e0", 1.192), ("e1", 2.128)] {
+        let best = m["best"][joint]["rmse"].as_f64().unwrap();
+        eprintln!("quick pbd-mpc-torques {joint}: best {best:.3} ({}), paper {paper_best}", m["best"][joint]["scheme"]);
+        // Table IV target: best RMSE ≤ the paper's (no reality gap)
+        assert!(best <= paper_best, "{joint}: {best}");
+        // ordering of §4.4: gravity init with angle+ω or the MPC is best; previous-torque init with the
+        // angle-only loss is worst; the reality gap costs accuracy
+        let scheme = m["best"][joint]["scheme"].as_str().unwrap();
+        assert!(scheme == "mpc/angle+omega" || scheme == "gravity/angle+omega", "{joint}: {scheme}");
+        let worst = ["zero", "previous", "gravity"]
+            .iter()
+            .flat_map(|row| ["angle", "omega", "angle+omega"].map(|col| r(m, joint, row, col)))
+            .fold(0.0, f64::max);
+        assert_eq!(worst, r(m, joint, "previous", "angle"), "{joint}");
+        assert!(m["reality_gap"]["best"][joint]["rmse"].as_f64().unwrap() > best, "{joint}");
+    }
+    // zero init with angle+ω is bad for s1 and e1 (paper: 31.2 and 18.2 N·m against 1.76 and 2.16)
+    for joint in ["s1", "e1"] {
+        assert!(r(m, joint, "zero", "angle+omega") > 3.0 * r(m, joint, "gravity", "angle+omega"), "{joint}");
+    }
+    // (the paper's "ω-only is insensitive to initialisation" is NOT reproduced; docs/EXPERIMENTS.md)
+    assert_eq!(j["paper"]["rmse"]["s1"]["mpc"]["angle+omega"], 1.726);
+}
+
+#[test]
+fn pbd_impedance_quick_meets_its_targets() {
+    let j = run_quick("pbd-impedance");
+    let m = &j["metrics"];
+    let f = |k: &str| m[k].as_f64().unwrap();
+    eprintln!(
+        "quick pbd-impedance: map error {:.2e} (nodes) {:.2e} (cell centres); PD deflection {}; impedance {}",
+        f("map_max_rel_error_nodes"),
+        f("map_max_rel_error_cell_centres"),
+        m["pd"]["steady_deflection"],
+        m["impedance"]["steady_deflection"]
+    );
+    // the map agrees with one-step inverse dynamics within 5 % (spec §7.6)
+    assert!(f("map_max_rel_error_nodes") <= 0.05 && f("map_max_rel_error_cell_centres") <= 0.05);
+    assert!((f("inertia_s1_composite") - f("inertia_s1_crba")).abs() < 1e-9 * f("inertia_s1_crba"));
+    for (i, tau) in [5.0, 10.0].iter().enumerate() {
+        // PD steady deflection ≈ τ_ext/K (within 5 %)
+        let d = m["pd"]["steady_deflection"][i].as_f64().unwrap();
+        assert!((d - tau / 30.0).abs() <= 0.05 * tau / 30.0, "PD deflection {d}");
+        let di = m["impedance"]["steady_deflection"][i].as_f64().unwrap();
+        assert!(di.abs() < 0.1 * d.abs(), "impedance deflection {di}");
+    }
+    assert_eq!(m["pd"]["stable"], true);
+    assert_eq!(m["impedance"]["stable"], true);
+}
+
+#[test]
 fn simulate_baxter_left_arm() {
     let dir = tmp("sim");
     let traj = dir.join("traj.json");
