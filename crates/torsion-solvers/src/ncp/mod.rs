@@ -3,8 +3,12 @@
 pub mod admm;
 pub mod backward;
 pub mod exact;
+pub mod kinematics;
 pub mod sets;
+pub mod staggered;
 
 pub use admm::{Admm, AdmmInfo, AdmmOptions, StopRule};
 pub use backward::ReducedKkt;
+pub use kinematics::ContactFrame;
 pub use sets::{ConstraintSet, FrictionSet};
+pub use staggered::{NcpOptions, NcpReport, NcpResiduals, NcpSolver, NcpWorkspace};

@@ -1,0 +1,69 @@
+//! Contact kinematics (spec 001 §3.1): per contact i the relative point-velocity Jacobian
+//! J_i = J_A(p_i) − J_B(p_i) (3 × nv, world axes, tangent coordinates of `joints::integrate`), projected on the
+//! contact frame: J_n(i) = n_iᵀ J_i, J_t(i) = [t1_i t2_i]ᵀ J_i. n points from B to A, so J_n v > 0 separates.
+//! A fixed body (the ground) contributes nothing.
+use nalgebra::DMatrix;
+use torsion_dynamics::{DynData, DynModel};
+use torsion_math::spatial::{ang, lin};
+use torsion_math::Vec3;
+
+/// One contact as the stepper sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContactFrame {
+    pub body_a: usize,
+    pub body_b: usize,
+    /// world contact point
+    pub point: Vec3,
+    /// unit normal from B to A
+    pub normal: Vec3,
+    /// (n, t1, t2) right-handed orthonormal
+    pub tangents: [Vec3; 2],
+    /// signed distance (negative: penetration)
+    pub distance: f64,
+    /// Coulomb friction coefficient of the pair
+    pub mu: f64,
+    /// persistent id (warm starts across steps)
+    pub id: u64,
+}
+
+/// The joint moving each body (usize::MAX for roots), for [`contact_jacobians`].
+pub fn body_joints(dm: &DynModel<f64>, out: &mut Vec<usize>) {
+    out.clear();
+    out.resize(dm.nb, usize::MAX);
+    for j in 0..dm.parent.len() {
+        out[dm.child[j]] = j;
+    }
+}
+
+/// J_n (nc × nv) and J_t (2nc × nv; rows t1, t2 of contact i at 2i, 2i + 1) from the world placements in
+/// `d.o_m` (call `forward_kinematics` first). `body_joint` from [`body_joints`].
+pub fn contact_jacobians(
+    dm: &DynModel<f64>,
+    d: &DynData<f64>,
+    body_joint: &[usize],
+    contacts: &[ContactFrame],
+    jn: &mut DMatrix<f64>,
+    jt: &mut DMatrix<f64>,
+) {
+    jn.fill(0.0);
+    jt.fill(0.0);
+    for (i, c) in contacts.iter().enumerate() {
+        for (body, sign) in [(c.body_a, 1.0), (c.body_b, -1.0)] {
+            let mut b = body;
+            while b < body_joint.len() && body_joint[b] != usize::MAX {
+                let j = body_joint[b];
+                let ch = dm.child[j];
+                for k in 0..dm.joint[j].nv {
+                    // the joint's motion in world coordinates (about the world origin), then at the point
+                    let m = d.o_m[ch].act_motion(&dm.joint[j].s[k]);
+                    let vp = lin(&m) + ang(&m).cross(&c.point);
+                    let col = dm.v_start[j] + k;
+                    jn[(i, col)] += sign * c.normal.dot(&vp);
+                    jt[(2 * i, col)] += sign * c.tangents[0].dot(&vp);
+                    jt[(2 * i + 1, col)] += sign * c.tangents[1].dot(&vp);
+                }
+                b = dm.parent[j];
+            }
+        }
+    }
+}

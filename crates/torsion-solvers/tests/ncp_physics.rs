@@ -1,0 +1,273 @@
+//! Physics of the staggered-projection contact step (spec 001 §4 "extra verification tests"): a sliding block
+//! decelerates by μgΔt per step, the stopping distance does not depend on the sliding direction with the exact
+//! cone (and does with the box pyramid), a block on an incline sticks iff tan θ ≤ μ, Newton restitution
+//! J_n v⁺ = −ε J_n v, a two-body impact conserves momentum, and v⁺ is unique under different warm starts.
+//! Contacts are the box's corners on the plane z = 0 (collision detection is tested in torsion-collision).
+use torsion_math::{Mat3, Quat, Vec3};
+use torsion_model::builder::{JointDesc, ModelBuilder};
+use torsion_model::{JointType, Model};
+use torsion_solvers::featherstone::GenState;
+use torsion_solvers::ncp::{ContactFrame, FrictionSet, NcpOptions, NcpSolver};
+
+const HE: f64 = 0.1;
+const MASS: f64 = 2.0;
+const DT: f64 = 0.01;
+
+fn box_inertia() -> Mat3 {
+    Mat3::from_diagonal_element(MASS * (2.0 * HE) * (2.0 * HE) / 6.0)
+}
+
+/// A world and `n` free boxes of half-extent HE.
+fn boxes(n: usize, gravity: Vec3) -> Model {
+    let mut b = ModelBuilder::new("boxes").gravity(gravity).dt(DT);
+    let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
+    for k in 0..n {
+        let bx = b.add_body(&format!("box{k}"), MASS, box_inertia());
+        let mut j = JointDesc::hinge(&format!("free{k}"), w, bx, Vec3::zeros(), Vec3::zeros(), Vec3::z());
+        j.kind = JointType::Free;
+        b.add_joint(j);
+    }
+    b.build().unwrap()
+}
+
+/// q, v of box k (free joint: position, quaternion w-first; velocity (ω, v) in the body frame).
+fn state(poses: &[(Vec3, Vec3)]) -> GenState {
+    let mut q = vec![];
+    let mut v = vec![];
+    for (x, vel) in poses {
+        q.extend_from_slice(&[x.x, x.y, x.z, 1.0, 0.0, 0.0, 0.0]);
+        v.extend_from_slice(&[0.0, 0.0, 0.0, vel.x, vel.y, vel.z]);
+    }
+    GenState { q, v }
+}
+
+/// The corners of box `k` (body k + 1) at or below the plane z = 0 (within 1e-9), as contacts with the world.
+fn floor_contacts(m: &Model, s: &GenState, k: usize, mu: f64) -> Vec<ContactFrame> {
+    let poses = m.forward_kinematics(&s.q).unwrap();
+    let (x, r) = poses[k + 1];
+    let mut out = vec![];
+    for (i, c) in [(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)].iter().enumerate() {
+        for sz in [-1.0, 1.0] {
+            let p = x + r.rotate(&Vec3::new(c.0 * HE, c.1 * HE, sz * HE));
+            if p.z <= 1e-9 {
+                out.push(ContactFrame {
+                    body_a: k + 1,
+                    body_b: 0,
+                    point: p,
+                    normal: Vec3::z(),
+                    tangents: [Vec3::x(), Vec3::y()],
+                    distance: p.z,
+                    mu,
+                    id: (10 * k + 2 * i) as u64 + (sz > 0.0) as u64,
+                });
+            }
+        }
+    }
+    out
+}
+
+fn linear_velocity(m: &Model, s: &GenState, k: usize) -> Vec3 {
+    let (_, r) = m.forward_kinematics(&s.q).unwrap()[k + 1];
+    r.rotate(&Vec3::new(s.v[6 * k + 3], s.v[6 * k + 4], s.v[6 * k + 5]))
+}
+
+/// Slide until stopped (or `steps`), returning (distance travelled, steps taken, max residuals).
+fn slide(opts: NcpOptions, mu: f64, dir: f64, steps: usize) -> (f64, usize, f64) {
+    // the staggered passes run to convergence (the stopping step switches sliding → sticking)
+    let opts = NcpOptions { n_step: 200, tolerance: 1e-13, ..opts };
+    let m = boxes(1, Vec3::new(0.0, 0.0, -9.81));
+    let solver = NcpSolver::new(opts);
+    let mut ws = solver.workspace(&m).unwrap();
+    let mut s = state(&[(Vec3::new(0.0, 0.0, HE), Vec3::new(dir.cos(), dir.sin(), 0.0))]);
+    let mut out = s.clone();
+    let mut worst: f64 = 0.0;
+    for n in 0..steps {
+        let c = floor_contacts(&m, &s, 0, mu);
+        let rep = solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 6], DT, &c, &mut out).unwrap();
+        worst = worst.max(rep.residuals.signorini).max(rep.residuals.cone).max(rep.residuals.mdp_sliding);
+        std::mem::swap(&mut s, &mut out);
+        if linear_velocity(&m, &s, 0).norm() < 1e-12 {
+            return (s.q[0].hypot(s.q[1]), n + 1, worst);
+        }
+    }
+    (s.q[0].hypot(s.q[1]), steps, worst)
+}
+
+#[test]
+fn sliding_block_decelerates_by_mu_g_dt() {
+    let (mu, g) = (0.3, 9.81);
+    let m = boxes(1, Vec3::new(0.0, 0.0, -g));
+    let solver = NcpSolver::default();
+    let mut ws = solver.workspace(&m).unwrap();
+    let mut s = state(&[(Vec3::new(0.0, 0.0, HE), Vec3::new(1.0, 0.0, 0.0))]);
+    let mut out = s.clone();
+    for step in 1..=10 {
+        let c = floor_contacts(&m, &s, 0, mu);
+        assert_eq!(c.len(), 4);
+        let rep = solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 6], DT, &c, &mut out).unwrap();
+        std::mem::swap(&mut s, &mut out);
+        let v = linear_velocity(&m, &s, 0);
+        let expect = (1.0 - step as f64 * mu * g * DT).max(0.0);
+        assert!((v.x - expect).abs() < 1e-8, "step {step}: v {} vs {expect}", v.x);
+        assert!(v.z.abs() < 1e-9 && v.y.abs() < 1e-9, "{v:?}");
+        assert!(s.v[..3].iter().all(|w| w.abs() < 1e-8), "no tipping: ω {:?}", &s.v[..3]);
+        let r = &rep.residuals;
+        assert!(r.signorini < 1e-9 && r.cone < 1e-12 && r.mdp_sliding < 1e-9, "{r:?}");
+        assert!(rep.qp.iter().chain(&rep.qcqp).all(|i| i.converged));
+    }
+}
+
+#[test]
+fn stopping_distance_is_isotropic_with_the_cone() {
+    let mu = 0.4;
+    let d: Vec<(f64, usize, f64)> = [0.0, std::f64::consts::PI / 8.0, std::f64::consts::PI / 4.0]
+        .iter()
+        .map(|&a| slide(NcpOptions::default(), mu, a, 200))
+        .collect();
+    let expect = 1.0 / (2.0 * mu * 9.81);
+    for (dist, n, res) in &d {
+        assert!(*n < 200 && *res < 1e-8, "stopped {n}, residual {res}");
+        // semi-implicit Euler: Σ Δt v_k over the steps (within one step's travel of v²/2μg)
+        assert!((dist - expect).abs() < 1.0 * DT, "distance {dist} vs {expect}");
+        assert!((dist - d[0].0).abs() < 1e-9, "direction dependence {dist} vs {}", d[0].0);
+    }
+    // the box pyramid is anisotropic: at π/4 its friction is √2 larger (spec 001 Fig. 5)
+    let boxp = NcpOptions { friction_set: FrictionSet::BoxPyramid, ..Default::default() };
+    let (d0, _, _) = slide(boxp.clone(), mu, 0.0, 200);
+    let (d45, _, _) = slide(boxp, mu, std::f64::consts::PI / 4.0, 200);
+    assert!((d0 - d[0].0).abs() < 1e-9, "box pyramid along an axis = cone");
+    assert!(d45 < 0.75 * d0, "box pyramid at π/4: {d45} vs {d0}");
+}
+
+#[test]
+fn incline_sticks_iff_tan_theta_below_mu() {
+    let mu: f64 = 0.5;
+    for (ratio, sticks) in [(0.9, true), (1.1, false)] {
+        let th = (ratio * mu).atan();
+        let g = 9.81;
+        // a tilted gravity is the incline (the plane stays z = 0)
+        let m = boxes(1, Vec3::new(g * th.sin(), 0.0, -g * th.cos()));
+        let solver = NcpSolver::default();
+        let mut ws = solver.workspace(&m).unwrap();
+        let mut s = state(&[(Vec3::new(0.0, 0.0, HE), Vec3::zeros())]);
+        let mut out = s.clone();
+        for _ in 0..20 {
+            let c = floor_contacts(&m, &s, 0, mu);
+            solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 6], DT, &c, &mut out).unwrap();
+            std::mem::swap(&mut s, &mut out);
+        }
+        let v = linear_velocity(&m, &s, 0);
+        if sticks {
+            assert!(v.norm() < 1e-9, "tan θ = {ratio} μ: should stick, v = {v:?}");
+        } else {
+            let a = g * (th.sin() - mu * th.cos());
+            assert!((v.x - 20.0 * DT * a).abs() < 1e-8, "tan θ = {ratio} μ: v {} vs {}", v.x, 20.0 * DT * a);
+        }
+    }
+}
+
+#[test]
+fn restitution_reverses_the_normal_velocity() {
+    for eps in [0.0, 0.5, 1.0] {
+        let m = boxes(1, Vec3::zeros());
+        let solver = NcpSolver::new(NcpOptions { restitution: eps, ..Default::default() });
+        let mut ws = solver.workspace(&m).unwrap();
+        let s = state(&[(Vec3::new(0.0, 0.0, HE), Vec3::new(0.3, 0.0, -1.0))]);
+        let mut out = s.clone();
+        let c = floor_contacts(&m, &s, 0, 0.0);
+        solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 6], DT, &c, &mut out).unwrap();
+        let v = linear_velocity(&m, &out, 0);
+        assert!((v.z - eps).abs() < 1e-9, "ε = {eps}: v_z⁺ = {}", v.z);
+        assert!((v.x - 0.3).abs() < 1e-12, "frictionless: tangential velocity kept");
+    }
+}
+
+#[test]
+fn two_body_impact_conserves_momentum() {
+    for eps in [0.0, 0.5, 1.0] {
+        let m = boxes(2, Vec3::zeros());
+        let solver = NcpSolver::new(NcpOptions { restitution: eps, ..Default::default() });
+        let mut ws = solver.workspace(&m).unwrap();
+        // box 0 at x = 0 moving +x at 1 m/s; box 1 touching it at x = 2 HE, at rest
+        let s = state(&[
+            (Vec3::new(0.0, 0.0, 1.0), Vec3::new(1.0, 0.0, 0.0)),
+            (Vec3::new(2.0 * HE, 0.0, 1.0), Vec3::zeros()),
+        ]);
+        // face contact: 4 points on x = HE, normal from B (box 1) to A (box 0) = −x
+        let c: Vec<ContactFrame> = [(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)]
+            .iter()
+            .enumerate()
+            .map(|(i, (y, z))| ContactFrame {
+                body_a: 1,
+                body_b: 2,
+                point: Vec3::new(HE, y * HE, 1.0 + z * HE),
+                normal: -Vec3::x(),
+                tangents: [Vec3::y(), -Vec3::z()],
+                distance: 0.0,
+                mu: 0.2,
+                id: i as u64,
+            })
+            .collect();
+        let mut out = s.clone();
+        solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 12], DT, &c, &mut out).unwrap();
+        let (va, vb) = (linear_velocity(&m, &out, 0), linear_velocity(&m, &out, 1));
+        let p = MASS * (va + vb);
+        assert!((p - Vec3::new(MASS, 0.0, 0.0)).norm() < 1e-9, "ε = {eps}: momentum {p:?}");
+        // Newton's law along the normal: relative normal velocity reversed by ε
+        let rel = va.x - vb.x;
+        assert!((rel + eps * 1.0).abs() < 1e-9, "ε = {eps}: relative velocity {rel}");
+    }
+}
+
+/// A cube on its four corners (a rank-3 Delassus G_n: λ_n is not unique) under different warm starts: v⁺ is
+/// unique when it sticks under a push below the friction limit (v⁺ = 0) and when it slides in translation (the
+/// total friction μ Σλ_n does not depend on how λ_n is shared).
+#[test]
+fn resting_cube_velocity_is_unique_under_warm_starts() {
+    let m = boxes(1, Vec3::new(0.0, 0.0, -9.81));
+    let solver = NcpSolver::new(NcpOptions { n_step: 200, tolerance: 1e-13, ..Default::default() });
+    let mu = 0.6;
+    // (initial velocity, body-frame wrench (torque, force)): sticking push (|F| = 5 N < μ m g = 11.8 N), sliding
+    for (v0, u) in [(Vec3::zeros(), [0.0, 0.0, 0.0, 4.0, -3.0, 0.0]), (Vec3::new(0.5, -0.3, 0.0), [0.0; 6])] {
+        let s = state(&[(Vec3::new(0.0, 0.0, HE), v0)]);
+        let c = floor_contacts(&m, &s, 0, mu);
+        let mut results: Vec<Vec<f64>> = vec![];
+        for seed in 0..4u64 {
+            let mut ws = solver.workspace(&m).unwrap();
+            let mut out = s.clone();
+            if seed > 0 {
+                // another warm start: one step from another state first (same contact ids)
+                let s2 = state(&[(Vec3::new(0.0, 0.0, HE), Vec3::new(-0.3 * seed as f64, 0.4, -0.5))]);
+                solver.step_with_contacts(&m, &mut ws, &s2, &[0.0, 0.0, 1.0, 0.0, 0.0, 0.0], DT, &c, &mut out).unwrap();
+            }
+            let rep = solver.step_with_contacts(&m, &mut ws, &s, &u, DT, &c, &mut out).unwrap();
+            let r = &rep.residuals;
+            assert!(r.signorini < 1e-9 && r.mdp_sliding < 1e-9 && r.mdp_sticking < 1e-9, "{r:?}");
+            results.push(out.v.clone());
+        }
+        if v0.norm() == 0.0 {
+            assert!(results[0].iter().all(|x| x.abs() < 1e-9), "sticks: {:?}", results[0]);
+        }
+        for v in &results[1..] {
+            let d = v.iter().zip(&results[0]).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+            assert!(d < 1e-9, "v⁺ depends on the warm start: {d:e}");
+        }
+    }
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let m = boxes(1, Vec3::zeros());
+    let solver = NcpSolver::default();
+    let mut ws = solver.workspace(&m).unwrap();
+    let s = state(&[(Vec3::new(0.0, 0.0, HE), Vec3::zeros())]);
+    let mut out = s.clone();
+    assert!(solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 5], DT, &[], &mut out).is_err());
+    assert!(solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 6], -1.0, &[], &mut out).is_err());
+    let mut c = floor_contacts(&m, &s, 0, 0.5);
+    c[0].mu = -1.0;
+    assert!(solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 6], DT, &c, &mut out).is_err());
+    c[0].mu = 0.5;
+    c[0].body_a = 99;
+    assert!(solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 6], DT, &c, &mut out).is_err());
+}
