@@ -614,7 +614,7 @@ fn integration_jacobians(kind: JointType, q: &[f64], w: &[f64], q1: &[f64]) -> (
 
 /// The tangent (at q1, right perturbation) of the first-order variation carried by the dual parts of `x`
 /// (x.re = q1): rotation 2 vec(q̄1 ⊗ ẋ), free-joint translation R1ᵀ ṗ (the first-order `difference`).
-fn dual_tangent(kind: JointType, q1: &[f64], x: &[Dual64]) -> [f64; 6] {
+pub(crate) fn dual_tangent(kind: JointType, q1: &[f64], x: &[Dual64]) -> [f64; 6] {
     let rot = |r: &[f64], dr: &[Dual64]| {
         let r1 = torsion_math::Quat::new(r[0], r[1], r[2], r[3]);
         let dq = torsion_math::Quat::new(dr[0].eps, dr[1].eps, dr[2].eps, dr[3].eps);

@@ -5,7 +5,7 @@
 use nalgebra::DMatrix;
 use torsion_dynamics::{DynData, DynModel};
 use torsion_math::spatial::{ang, lin};
-use torsion_math::Vec3;
+use torsion_math::{Scalar, Vec3};
 
 /// One contact as the stepper sees it.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,7 +27,7 @@ pub struct ContactFrame {
 }
 
 /// The joint moving each body (usize::MAX for roots), for [`contact_jacobians`].
-pub fn body_joints(dm: &DynModel<f64>, out: &mut Vec<usize>) {
+pub fn body_joints<T: Scalar>(dm: &DynModel<T>, out: &mut Vec<usize>) {
     out.clear();
     out.resize(dm.nb, usize::MAX);
     for j in 0..dm.parent.len() {
@@ -35,20 +35,46 @@ pub fn body_joints(dm: &DynModel<f64>, out: &mut Vec<usize>) {
     }
 }
 
+/// A contact's geometry on any scalar (the tangent passes of the Jacobians move it with the bodies).
+#[derive(Clone, Debug)]
+pub struct ContactGeom<T: Scalar> {
+    pub body_a: usize,
+    pub body_b: usize,
+    pub point: Vec3<T>,
+    pub normal: Vec3<T>,
+    pub tangents: [Vec3<T>; 2],
+    pub distance: T,
+    pub mu: T,
+}
+
+impl ContactGeom<f64> {
+    pub fn from_frame(c: &ContactFrame) -> Self {
+        ContactGeom {
+            body_a: c.body_a,
+            body_b: c.body_b,
+            point: c.point,
+            normal: c.normal,
+            tangents: c.tangents,
+            distance: c.distance,
+            mu: c.mu,
+        }
+    }
+}
+
 /// J_n (nc × nv) and J_t (2nc × nv; rows t1, t2 of contact i at 2i, 2i + 1) from the world placements in
 /// `d.o_m` (call `forward_kinematics` first). `body_joint` from [`body_joints`].
-pub fn contact_jacobians(
-    dm: &DynModel<f64>,
-    d: &DynData<f64>,
+pub fn contact_jacobians<T: Scalar>(
+    dm: &DynModel<T>,
+    d: &DynData<T>,
     body_joint: &[usize],
-    contacts: &[ContactFrame],
-    jn: &mut DMatrix<f64>,
-    jt: &mut DMatrix<f64>,
+    contacts: &[ContactGeom<T>],
+    jn: &mut DMatrix<T>,
+    jt: &mut DMatrix<T>,
 ) {
-    jn.fill(0.0);
-    jt.fill(0.0);
+    jn.fill(T::zero());
+    jt.fill(T::zero());
     for (i, c) in contacts.iter().enumerate() {
-        for (body, sign) in [(c.body_a, 1.0), (c.body_b, -1.0)] {
+        for (body, sign) in [(c.body_a, T::one()), (c.body_b, -T::one())] {
             let mut b = body;
             while b < body_joint.len() && body_joint[b] != usize::MAX {
                 let j = body_joint[b];

@@ -6,9 +6,11 @@ pub mod exact;
 pub mod kinematics;
 pub mod sets;
 pub mod staggered;
+pub mod tangent;
 
 pub use admm::{Admm, AdmmInfo, AdmmOptions, StopRule};
 pub use backward::ReducedKkt;
 pub use kinematics::ContactFrame;
 pub use sets::{ConstraintSet, FrictionSet};
 pub use staggered::{NcpOptions, NcpReport, NcpResiduals, NcpSolver, NcpWorkspace};
+pub use tangent::NcpJacobians;

@@ -12,7 +12,7 @@
 //! friction set is the exact disk (default) or a pyramid (§3.11 item 9). Warm starts by persistent contact id.
 //! Every step reports its ADMM results and the NCP residuals of §3.9; failures are reported, never hidden.
 use super::admm::{Admm, AdmmInfo, AdmmOptions};
-use super::kinematics::{body_joints, contact_jacobians, ContactFrame};
+use super::kinematics::{body_joints, contact_jacobians, ContactFrame, ContactGeom};
 use super::sets::{ConstraintSet, FrictionSet};
 use crate::featherstone::GenState;
 use crate::solver::SolverError;
@@ -22,6 +22,7 @@ use torsion_dynamics::joints::integrate_joint;
 use torsion_dynamics::passive::passive_forces;
 use torsion_dynamics::{crba_into, forward_kinematics, nonlinear_effects, DynData, DynModel};
 use torsion_math::linalg::{cholesky_in_place, cholesky_solve_in_place};
+use torsion_math::Scalar;
 use torsion_model::Model;
 
 #[derive(Clone, Debug)]
@@ -89,17 +90,15 @@ pub struct NcpSolver {
 
 /// Buffers reused across steps (resized when the number of contacts grows) and the warm-start memory.
 pub struct NcpWorkspace {
-    dm: DynModel<f64>,
+    pub(crate) dm: DynModel<f64>,
     d: DynData<f64>,
-    body_joint: Vec<usize>,
-    m: DMatrix<f64>,
-    jn: DMatrix<f64>,
-    jt: DMatrix<f64>,
+    pub(crate) body_joint: Vec<usize>,
     /// previous step's impulses by contact id
     warm: HashMap<u64, (f64, [f64; 2])>,
+    pub(crate) tape: Tape,
 }
 
-fn dyn_err(e: torsion_dynamics::DynError) -> SolverError {
+pub(crate) fn dyn_err(e: torsion_dynamics::DynError) -> SolverError {
     SolverError::Unsupported { solver: "ncp", problem: e.to_string() }
 }
 
@@ -113,31 +112,18 @@ impl NcpSolver {
         let d = DynData::new(&dm);
         let mut body_joint = vec![];
         body_joints(&dm, &mut body_joint);
-        let nv = dm.nv;
-        Ok(NcpWorkspace {
-            dm,
-            d,
-            body_joint,
-            m: DMatrix::zeros(nv, nv),
-            jn: DMatrix::zeros(0, nv),
-            jt: DMatrix::zeros(0, nv),
-            warm: HashMap::new(),
-        })
+        Ok(NcpWorkspace { dm, d, body_joint, warm: HashMap::new(), tape: Tape::default() })
     }
 
-    /// One step with the given contacts (from collision detection at `s.q`). `u`: nv generalized forces.
-    #[allow(clippy::too_many_arguments)]
-    pub fn step_with_contacts(
+    /// Check the step's inputs.
+    pub(crate) fn check(
         &self,
-        model: &Model,
-        ws: &mut NcpWorkspace,
+        ws: &NcpWorkspace,
         s: &GenState,
         u: &[f64],
         dt: f64,
         contacts: &[ContactFrame],
-        out: &mut GenState,
-    ) -> Result<NcpReport, SolverError> {
-        let o = &self.options;
+    ) -> Result<(), SolverError> {
         let bad = |problem: String| SolverError::BadInput { solver: "ncp", problem };
         let (nq, nv) = (ws.dm.nq, ws.dm.nv);
         if s.q.len() != nq || s.v.len() != nv || u.len() != nv {
@@ -151,81 +137,62 @@ impl NcpSolver {
         if !(dt > 0.0 && dt.is_finite()) {
             return Err(bad(format!("dt must be positive, got {dt}")));
         }
-        if !(0.0..=1.0).contains(&o.restitution) {
-            return Err(bad(format!("restitution must be in [0, 1], got {}", o.restitution)));
+        if !(0.0..=1.0).contains(&self.options.restitution) {
+            return Err(bad(format!("restitution must be in [0, 1], got {}", self.options.restitution)));
         }
         for c in contacts {
             if c.body_a >= ws.dm.nb || c.body_b >= ws.dm.nb || !(c.mu >= 0.0 && c.mu.is_finite()) {
                 return Err(bad(format!("contact {}: bodies ({}, {}), μ = {}", c.id, c.body_a, c.body_b, c.mu)));
             }
         }
+        Ok(())
+    }
+
+    /// One step with the given contacts (from collision detection at `s.q`). `u`: nv generalized forces.
+    /// Records the tape of the staggered passes in the workspace (for the tangent Jacobians).
+    #[allow(clippy::too_many_arguments)]
+    pub fn step_with_contacts(
+        &self,
+        model: &Model,
+        ws: &mut NcpWorkspace,
+        s: &GenState,
+        u: &[f64],
+        dt: f64,
+        contacts: &[ContactFrame],
+        out: &mut GenState,
+    ) -> Result<NcpReport, SolverError> {
+        self.check(ws, s, u, dt, contacts)?;
+        let o = &self.options;
+        let nq = ws.dm.nq;
         ws.dm.gravity = torsion_math::scalar::cv(&model.gravity);
-        // free velocity v^p = v + Δt M⁻¹ τ
-        crba_into(&ws.dm, &s.q, &mut ws.d, &mut ws.m).map_err(dyn_err)?;
-        let bias = nonlinear_effects(&ws.dm, &s.q, &s.v, &mut ws.d).map_err(dyn_err)?;
-        let passive = if o.passive { passive_forces(model, &s.q, &s.v).map_err(dyn_err)? } else { vec![0.0; nv] };
-        if !cholesky_in_place(&mut ws.m) {
-            return Err(bad("the joint-space inertia matrix is not positive definite".into()));
-        }
-        let mut vp: Vec<f64> = (0..nv).map(|k| u[k] - bias[k] + passive[k]).collect();
-        cholesky_solve_in_place(&ws.m, &mut vp);
-        for k in 0..nv {
-            vp[k] = s.v[k] + dt * vp[k];
-        }
+        let geoms: Vec<ContactGeom<f64>> = contacts.iter().map(ContactGeom::from_frame).collect();
+        let pre = prelude(model, &ws.dm, &mut ws.d, &ws.body_joint, &s.q, &s.v, u, dt, &geoms, o.restitution, o)?;
         let nc = contacts.len();
         let mut report = NcpReport { contacts: nc, ..Default::default() };
-        let mut vplus = vp.clone();
+        let mut vplus = pre.vp.clone();
+        ws.tape.passes.clear();
         if nc > 0 {
-            forward_kinematics(&ws.dm, &s.q, &mut ws.d);
-            ws.jn.resize_mut(nc, nv, 0.0);
-            ws.jt.resize_mut(2 * nc, nv, 0.0);
-            contact_jacobians(&ws.dm, &ws.d, &ws.body_joint, contacts, &mut ws.jn, &mut ws.jt);
-            // Y = L⁻¹ Jᵀ (3nc columns: normals then tangents), G = YᵀY
-            let mut y = DMatrix::zeros(nv, 3 * nc);
-            for r in 0..nc {
-                for k in 0..nv {
-                    y[(k, r)] = ws.jn[(r, k)];
-                }
-            }
-            for r in 0..2 * nc {
-                for k in 0..nv {
-                    y[(k, nc + r)] = ws.jt[(r, k)];
-                }
-            }
-            lower_solve_columns(&ws.m, &mut y);
-            let g = y.transpose() * &y;
-            let gn = g.view((0, 0), (nc, nc)).into_owned();
-            let gt = g.view((nc, nc), (2 * nc, 2 * nc)).into_owned();
-            let gnt = g.view((0, nc), (nc, 2 * nc)).into_owned();
-            let jv = |j: &DMatrix<f64>, x: &[f64]| j * nalgebra::DVector::from_column_slice(x);
-            let (jvp, jv0) = (jv(&ws.jn, &vp), jv(&ws.jn, &s.v));
-            let bn: Vec<f64> = (0..nc)
-                .map(|i| {
-                    let c = &contacts[i];
-                    let e = (-c.distance).max(0.0);
-                    jvp[i] + o.restitution * jv0[i] - o.baumgarte * e + c.distance.max(0.0) / dt
-                })
-                .collect();
-            let bt: Vec<f64> = jv(&ws.jt, &vp).iter().copied().collect();
             // warm starts by contact id
             let mut ln: Vec<f64> = contacts.iter().map(|c| ws.warm.get(&c.id).map_or(0.0, |w| w.0)).collect();
             let mut lt: Vec<f64> = contacts.iter().flat_map(|c| ws.warm.get(&c.id).map_or([0.0; 2], |w| w.1)).collect();
+            ws.tape.lt_warm = lt.clone();
             let (mut qp, mut qcqp) = (Admm::new(nc), Admm::new(2 * nc));
             let mut r = vec![0.0; nc];
             for _ in 0..o.n_step.max(1) {
                 let (ln_old, lt_old) = (ln.clone(), lt.clone());
                 let gn_q: Vec<f64> =
-                    (0..nc).map(|i| bn[i] + (0..2 * nc).map(|k| gnt[(i, k)] * lt[k]).sum::<f64>()).collect();
-                report.qp.push(qp.solve(&gn, &gn_q, ConstraintSet::Nonneg, Some(&ln), &o.admm)?);
+                    (0..nc).map(|i| pre.bn[i] + (0..2 * nc).map(|k| pre.gnt[(i, k)] * lt[k]).sum::<f64>()).collect();
+                report.qp.push(qp.solve(&pre.gn, &gn_q, ConstraintSet::Nonneg, Some(&ln), &o.admm)?);
                 ln.copy_from_slice(qp.solution());
                 let gt_q: Vec<f64> =
-                    (0..2 * nc).map(|k| bt[k] + (0..nc).map(|i| gnt[(i, k)] * ln[i]).sum::<f64>()).collect();
+                    (0..2 * nc).map(|k| pre.bt[k] + (0..nc).map(|i| pre.gnt[(i, k)] * ln[i]).sum::<f64>()).collect();
                 for i in 0..nc {
                     r[i] = contacts[i].mu * ln[i];
                 }
                 let set = ConstraintSet::Friction { kind: o.friction_set, r: &r };
-                report.qcqp.push(qcqp.solve(&gt, &gt_q, set, Some(&lt), &o.admm)?);
+                report.qcqp.push(qcqp.solve(&pre.gt, &gt_q, set, Some(&lt), &o.admm)?);
                 lt.copy_from_slice(qcqp.solution());
+                ws.tape.passes.push(Pass { g_n: gn_q, lambda_n: ln.clone(), g_t: gt_q, lambda_t: lt.clone() });
                 report.last_change =
                     ln.iter().zip(&ln_old).chain(lt.iter().zip(&lt_old)).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
                 let lmax = ln.iter().chain(&lt).fold(0.0f64, |m, v| m.max(v.abs()));
@@ -233,17 +200,8 @@ impl NcpSolver {
                     break;
                 }
             }
-            // v⁺ = v^p + M⁻¹ (J_nᵀ λ_n + J_tᵀ λ_t)
-            let mut f = vec![0.0; nv];
-            for k in 0..nv {
-                f[k] = (0..nc).map(|i| ws.jn[(i, k)] * ln[i]).sum::<f64>()
-                    + (0..2 * nc).map(|i| ws.jt[(i, k)] * lt[i]).sum::<f64>();
-            }
-            cholesky_solve_in_place(&ws.m, &mut f);
-            for k in 0..nv {
-                vplus[k] = vp[k] + f[k];
-            }
-            report.residuals = residuals(&ws.jn, &ws.jt, &vplus, &bn, &jvp, &ln, &lt, &r, o);
+            vplus = apply_impulses(&pre, &ln, &lt);
+            report.residuals = residuals(&pre.jn, &pre.jt, &vplus, &pre.bn, &pre.vp, &ln, &lt, &r, o);
             ws.warm.clear();
             for (i, c) in contacts.iter().enumerate() {
                 ws.warm.insert(c.id, (ln[i], [lt[2 * i], lt[2 * i + 1]]));
@@ -253,18 +211,13 @@ impl NcpSolver {
         } else {
             ws.warm.clear();
         }
+        ws.tape.gn = pre.gn;
+        ws.tape.gt = pre.gt;
         // q⁺ = q ⊕ Δt v⁺
         out.q.resize(nq, 0.0);
         out.v.clear();
         out.v.extend_from_slice(&vplus);
-        let mut dq = [0.0; 6];
-        for j in 0..ws.dm.parent.len() {
-            let (qs, vs, jm) = (ws.dm.q_start[j], ws.dm.v_start[j], &ws.dm.joint[j]);
-            for i in 0..jm.nv {
-                dq[i] = dt * vplus[vs + i];
-            }
-            integrate_joint(jm.kind, &s.q[qs..qs + jm.nq], &dq[..jm.nv], &mut out.q[qs..qs + jm.nq]);
-        }
+        integrate_into(&ws.dm, &s.q, &vplus, dt, &mut out.q);
         if out.q.iter().chain(&out.v).any(|x| !x.is_finite()) {
             return Err(SolverError::NonFinite { solver: "ncp", what: "(q or v)".into() });
         }
@@ -272,8 +225,136 @@ impl NcpSolver {
     }
 }
 
+/// One staggered pass as executed: the QP's linear term and solution, the QCQP's and its solution.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Pass {
+    pub g_n: Vec<f64>,
+    pub lambda_n: Vec<f64>,
+    pub g_t: Vec<f64>,
+    pub lambda_t: Vec<f64>,
+}
+
+/// What the tangent Jacobians need from the last forward step.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Tape {
+    /// λ_t before the first pass (the warm start; its gradient is stopped, spec 001 §3.10)
+    pub lt_warm: Vec<f64>,
+    pub passes: Vec<Pass>,
+    pub gn: DMatrix<f64>,
+    pub gt: DMatrix<f64>,
+}
+
+/// The smooth part of a step on any scalar T (f64 for the step, duals for its tangents): the Cholesky factor
+/// L of M, v^p, the contact Jacobians, the Delassus blocks and the QP / QCQP offsets.
+pub(crate) struct Prelude<T: Scalar> {
+    pub l: DMatrix<T>,
+    pub vp: Vec<T>,
+    pub jn: DMatrix<T>,
+    pub jt: DMatrix<T>,
+    pub gn: DMatrix<T>,
+    pub gt: DMatrix<T>,
+    pub gnt: DMatrix<T>,
+    pub bn: Vec<T>,
+    pub bt: Vec<T>,
+}
+
+/// v^p = v + Δt M⁻¹ τ; G = YᵀY with Y = L⁻¹ Jᵀ; b_n = J_n (v^p + ε v) − K e + φ⁺/Δt; b_t = J_t v^p.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn prelude<T: Scalar>(
+    model: &Model,
+    dm: &DynModel<T>,
+    d: &mut DynData<T>,
+    body_joint: &[usize],
+    q: &[T],
+    v: &[T],
+    u: &[T],
+    dt: f64,
+    contacts: &[ContactGeom<T>],
+    eps: T,
+    o: &NcpOptions,
+) -> Result<Prelude<T>, SolverError> {
+    let nv = dm.nv;
+    let mut l = DMatrix::zeros(nv, nv);
+    crba_into(dm, q, d, &mut l).map_err(dyn_err)?;
+    let bias = nonlinear_effects(dm, q, v, d).map_err(dyn_err)?;
+    let passive = if o.passive { passive_forces(model, q, v).map_err(dyn_err)? } else { vec![T::zero(); nv] };
+    if !cholesky_in_place(&mut l) {
+        return Err(SolverError::BadInput {
+            solver: "ncp",
+            problem: "the joint-space inertia matrix is not positive definite".into(),
+        });
+    }
+    let mut vp: Vec<T> = (0..nv).map(|k| u[k] - bias[k] + passive[k]).collect();
+    cholesky_solve_in_place(&l, &mut vp);
+    let h = T::c(dt);
+    for k in 0..nv {
+        vp[k] = v[k] + h * vp[k];
+    }
+    let nc = contacts.len();
+    let (mut jn, mut jt) = (DMatrix::zeros(nc, nv), DMatrix::zeros(2 * nc, nv));
+    forward_kinematics(dm, q, d);
+    contact_jacobians(dm, d, body_joint, contacts, &mut jn, &mut jt);
+    // Y = L⁻¹ Jᵀ (normals then tangents), G = YᵀY: M⁻¹ is never formed (spec 001 §3.1)
+    let mut y = DMatrix::zeros(nv, 3 * nc);
+    for r in 0..nc {
+        for k in 0..nv {
+            y[(k, r)] = jn[(r, k)];
+        }
+    }
+    for r in 0..2 * nc {
+        for k in 0..nv {
+            y[(k, nc + r)] = jt[(r, k)];
+        }
+    }
+    lower_solve_columns(&l, &mut y);
+    let g = y.transpose() * &y;
+    let gn = g.view((0, 0), (nc, nc)).into_owned();
+    let gt = g.view((nc, nc), (2 * nc, 2 * nc)).into_owned();
+    let gnt = g.view((0, nc), (nc, 2 * nc)).into_owned();
+    let mat_vec = |j: &DMatrix<T>, x: &[T]| -> Vec<T> {
+        (0..j.nrows()).map(|r| (0..nv).fold(T::zero(), |acc, k| acc + j[(r, k)] * x[k])).collect()
+    };
+    let (jvp, jv0) = (mat_vec(&jn, &vp), mat_vec(&jn, v));
+    let bn = (0..nc)
+        .map(|i| {
+            let c = &contacts[i];
+            let zero = T::zero();
+            let e = if c.distance.re() < 0.0 { -c.distance } else { zero };
+            let gap = if c.distance.re() > 0.0 { c.distance } else { zero };
+            jvp[i] + eps * jv0[i] - T::c(o.baumgarte) * e + gap / h
+        })
+        .collect();
+    let bt = mat_vec(&jt, &vp);
+    Ok(Prelude { l, vp, jn, jt, gn, gt, gnt, bn, bt })
+}
+
+/// v⁺ = v^p + M⁻¹ (J_nᵀ λ_n + J_tᵀ λ_t) on any scalar.
+pub(crate) fn apply_impulses<T: Scalar>(pre: &Prelude<T>, ln: &[T], lt: &[T]) -> Vec<T> {
+    let nv = pre.vp.len();
+    let mut f: Vec<T> = (0..nv)
+        .map(|k| {
+            let a = (0..ln.len()).fold(T::zero(), |acc, i| acc + pre.jn[(i, k)] * ln[i]);
+            (0..lt.len()).fold(a, |acc, i| acc + pre.jt[(i, k)] * lt[i])
+        })
+        .collect();
+    cholesky_solve_in_place(&pre.l, &mut f);
+    (0..nv).map(|k| pre.vp[k] + f[k]).collect()
+}
+
+/// q⁺ = q ⊕ Δt v⁺ per joint, on any scalar.
+pub(crate) fn integrate_into<T: Scalar>(dm: &DynModel<T>, q: &[T], vplus: &[T], dt: f64, out: &mut [T]) {
+    let mut dq = [T::zero(); 6];
+    for j in 0..dm.parent.len() {
+        let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
+        for i in 0..jm.nv {
+            dq[i] = vplus[vs + i] * T::c(dt);
+        }
+        integrate_joint(jm.kind, &q[qs..qs + jm.nq], &dq[..jm.nv], &mut out[qs..qs + jm.nq]);
+    }
+}
+
 /// Y ← L⁻¹ Y column by column (L lower, from `cholesky_in_place`).
-fn lower_solve_columns(l: &DMatrix<f64>, y: &mut DMatrix<f64>) {
+fn lower_solve_columns<T: Scalar>(l: &DMatrix<T>, y: &mut DMatrix<T>) {
     let n = l.nrows();
     for mut col in y.column_iter_mut() {
         for j in 0..n {
@@ -294,7 +375,7 @@ fn residuals(
     jt: &DMatrix<f64>,
     vplus: &[f64],
     bn: &[f64],
-    jvp: &nalgebra::DVector<f64>,
+    vp: &[f64],
     ln: &[f64],
     lt: &[f64],
     r: &[f64],
@@ -302,6 +383,7 @@ fn residuals(
 ) -> NcpResiduals {
     let v = nalgebra::DVector::from_column_slice(vplus);
     let (un, ut) = (jn * &v, jt * &v);
+    let jvp = jn * nalgebra::DVector::from_column_slice(vp);
     let mut res = NcpResiduals::default();
     let scale_v = un.iter().chain(ut.iter()).fold(1e-12f64, |m, x| m.max(x.abs()));
     for i in 0..ln.len() {

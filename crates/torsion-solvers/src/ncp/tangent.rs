@@ -1,0 +1,265 @@
+//! Transition Jacobians of the contact step by forward mode (spec 001 §3.10 proposal: "forward mode,
+//! propagating tangents through the same reduced KKT systems"): one Dual64 pass of the *same* generic smooth code
+//! (`staggered::prelude`: M, v^p, contact Jacobians, Delassus blocks, offsets; the impulse application; the
+//! manifold integration) per input direction, and through each staggered pass the implicit JVP of the QP and
+//! the QCQP at their recorded solutions (`backward::ReducedKkt`, factorised once per pass and shared by all
+//! directions). The warm start's tangent is stopped (spec 001 §3.10 default). Contact points move with body A
+//! (material points) and normals / tangents with body B; the contact set itself is held fixed (a new or lost
+//! contact is a non-smooth point, docs/gradients.md).
+use super::backward::ReducedKkt;
+use super::kinematics::{ContactFrame, ContactGeom};
+use super::sets::ConstraintSet;
+use super::staggered::{apply_impulses, dyn_err, integrate_into, prelude, NcpReport, NcpSolver, NcpWorkspace};
+use crate::featherstone::{dual_tangent, GenState};
+use crate::solver::SolverError;
+use nalgebra::DMatrix;
+use num_dual::Dual64;
+use torsion_dynamics::joints::integrate;
+use torsion_dynamics::{forward_kinematics, DynData, DynModel};
+use torsion_math::Vec3;
+use torsion_model::{Model, ParamSelection};
+
+/// ∂(q⁺, v⁺)/∂(·) in tangent coordinates (rows: 2nv).
+#[derive(Clone, Debug)]
+pub struct NcpJacobians {
+    /// w.r.t. the state (tangent q, v): 2nv × 2nv
+    pub a: DMatrix<f64>,
+    /// w.r.t. the generalized forces: 2nv × nv
+    pub b: DMatrix<f64>,
+    /// w.r.t. the selected model parameters (`Model::param_table`): 2nv × |sel|
+    pub c: DMatrix<f64>,
+    /// w.r.t. each contact's friction coefficient: 2nv × nc
+    pub d_mu: DMatrix<f64>,
+    /// w.r.t. the restitution coefficient ε: 2nv
+    pub d_restitution: Vec<f64>,
+}
+
+fn lift(x: &[f64]) -> Vec<Dual64> {
+    x.iter().map(|&v| Dual64::from(v)).collect()
+}
+fn eps_mat(m: &DMatrix<Dual64>) -> DMatrix<f64> {
+    m.map(|x| x.eps)
+}
+
+impl NcpSolver {
+    /// One step (as `step_with_contacts`, whose result it also returns) and its tangent Jacobians.
+    #[allow(clippy::too_many_arguments)]
+    pub fn step_jacobians_with_contacts(
+        &self,
+        model: &Model,
+        ws: &mut NcpWorkspace,
+        s: &GenState,
+        u: &[f64],
+        dt: f64,
+        contacts: &[ContactFrame],
+        sel: &ParamSelection,
+    ) -> Result<(NcpJacobians, GenState, NcpReport), SolverError> {
+        let mut next = s.clone();
+        let report = self.step_with_contacts(model, ws, s, u, dt, contacts, &mut next)?;
+        let o = &self.options;
+        let (nv, nc) = (ws.dm.nv, contacts.len());
+        // contact anchors at the base state: the point in A's and B's frames, the frame in B's
+        let mut d0 = DynData::new(&ws.dm);
+        forward_kinematics(&ws.dm, &s.q, &mut d0);
+        let anchors: Vec<(Vec3, Vec3, Vec3, [Vec3; 2])> = contacts
+            .iter()
+            .map(|c| {
+                let (xa, xb) = (d0.o_m[c.body_a], d0.o_m[c.body_b]);
+                let rbt = xb.rot.transpose();
+                (
+                    xa.inverse().act_point(&c.point),
+                    xb.inverse().act_point(&c.point),
+                    rbt * c.normal,
+                    [rbt * c.tangents[0], rbt * c.tangents[1]],
+                )
+            })
+            .collect();
+        // one reduced KKT system per recorded QP / QCQP, shared by every direction
+        let tape = &ws.tape;
+        let mut kkts = Vec::with_capacity(tape.passes.len());
+        for p in &tape.passes {
+            let r: Vec<f64> = (0..nc).map(|i| contacts[i].mu * p.lambda_n[i]).collect();
+            let kn = ReducedKkt::new(&tape.gn, &p.g_n, &p.lambda_n, ConstraintSet::Nonneg)?;
+            let set = ConstraintSet::Friction { kind: o.friction_set, r: &r };
+            let kt = ReducedKkt::new(&tape.gt, &p.g_t, &p.lambda_t, set)?;
+            kkts.push((kn, kt));
+        }
+        let table = model.param_table();
+        let theta = model.param_vector();
+        let base_dm: DynModel<Dual64> = DynModel::build(model, &table, &lift(&theta)).map_err(dyn_err)?;
+        let ndir = 3 * nv + sel.len() + nc + 1;
+        let mut cols = DMatrix::zeros(2 * nv, ndir);
+        let mut d = DynData::new(&base_dm);
+        for dir in 0..ndir {
+            let param = (3 * nv..3 * nv + sel.len()).contains(&dir).then(|| sel.indices[dir - 3 * nv]);
+            let owned;
+            let dm = match param {
+                Some(i) => {
+                    let mut th = lift(&theta);
+                    th[i].eps = 1.0;
+                    owned = DynModel::build(model, &table, &th).map_err(dyn_err)?;
+                    &owned
+                }
+                None => &base_dm,
+            };
+            let mut dm = dm.clone();
+            dm.gravity = torsion_math::scalar::cv(&model.gravity);
+            let mut q = lift(&s.q);
+            if dir < nv {
+                let mut e = vec![Dual64::from(0.0); nv];
+                e[dir].eps = 1.0;
+                q = integrate(&dm, &q, &e);
+            }
+            let mut v = lift(&s.v);
+            if (nv..2 * nv).contains(&dir) {
+                v[dir - nv].eps = 1.0;
+            }
+            let mut uu = lift(u);
+            if (2 * nv..3 * nv).contains(&dir) {
+                uu[dir - 2 * nv].eps = 1.0;
+            }
+            let mu_dir = (3 * nv + sel.len()..3 * nv + sel.len() + nc).contains(&dir).then(|| dir - 3 * nv - sel.len());
+            let mut eps = Dual64::from(o.restitution);
+            if dir == ndir - 1 {
+                eps.eps = 1.0;
+            }
+            forward_kinematics(&dm, &q, &mut d);
+            let geoms: Vec<ContactGeom<Dual64>> = contacts
+                .iter()
+                .zip(&anchors)
+                .enumerate()
+                .map(|(i, (c, (pa, pb, n, t)))| {
+                    let (xa, xb) = (d.o_m[c.body_a], d.o_m[c.body_b]);
+                    let lift3 = |x: &Vec3| x.map(Dual64::from);
+                    let (a, b) = (xa.act_point(&lift3(pa)), xb.act_point(&lift3(pb)));
+                    let nd = xb.rot * lift3(n);
+                    let mut mu = Dual64::from(c.mu);
+                    if mu_dir == Some(i) {
+                        mu.eps = 1.0;
+                    }
+                    ContactGeom {
+                        body_a: c.body_a,
+                        body_b: c.body_b,
+                        point: a,
+                        normal: nd,
+                        tangents: [xb.rot * lift3(&t[0]), xb.rot * lift3(&t[1])],
+                        distance: Dual64::from(c.distance) + nd.dot(&(a - b)),
+                        mu,
+                    }
+                })
+                .collect();
+            let pre = prelude(model, &dm, &mut d, &ws.body_joint, &q, &v, &uu, dt, &geoms, eps, o)?;
+            // tangents of the impulses through the staggered passes
+            let (mut dln, mut dlt) = (vec![0.0; nc], vec![0.0; 2 * nc]);
+            let (mut ln, mut lt) = (vec![0.0; nc], tape.lt_warm.clone());
+            let (dgn, dgt, dgnt) = (eps_mat(&pre.gn), eps_mat(&pre.gt), eps_mat(&pre.gnt));
+            let gnt = pre.gnt.map(|x| x.re);
+            for (p, (kn, kt)) in tape.passes.iter().zip(&kkts) {
+                let dg_n: Vec<f64> = (0..nc)
+                    .map(|i| {
+                        pre.bn[i].eps + (0..2 * nc).map(|k| dgnt[(i, k)] * lt[k] + gnt[(i, k)] * dlt[k]).sum::<f64>()
+                    })
+                    .collect();
+                dln = kn.jvp(Some(&dgn), &dg_n, &[]);
+                ln.copy_from_slice(&p.lambda_n);
+                let dg_t: Vec<f64> = (0..2 * nc)
+                    .map(|k| pre.bt[k].eps + (0..nc).map(|i| dgnt[(i, k)] * ln[i] + gnt[(i, k)] * dln[i]).sum::<f64>())
+                    .collect();
+                let dr: Vec<f64> = (0..nc).map(|i| geoms[i].mu.eps * ln[i] + contacts[i].mu * dln[i]).collect();
+                dlt = kt.jvp(Some(&dgt), &dg_t, &dr);
+                lt.copy_from_slice(&p.lambda_t);
+            }
+            let lnd: Vec<Dual64> = (0..nc).map(|i| Dual64::new(ln[i], dln[i])).collect();
+            let ltd: Vec<Dual64> = (0..2 * nc).map(|k| Dual64::new(lt[k], dlt[k])).collect();
+            let vplus = if nc > 0 { apply_impulses(&pre, &lnd, &ltd) } else { pre.vp.clone() };
+            let mut q1 = q.clone();
+            integrate_into(&dm, &q, &vplus, dt, &mut q1);
+            for j in 0..dm.parent.len() {
+                let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
+                let t = dual_tangent(jm.kind, &next.q[qs..qs + jm.nq], &q1[qs..qs + jm.nq]);
+                for r in 0..jm.nv {
+                    cols[(vs + r, dir)] = t[r];
+                }
+            }
+            for k in 0..nv {
+                cols[(nv + k, dir)] = vplus[k].eps;
+            }
+        }
+        let ns = sel.len();
+        let jac = NcpJacobians {
+            a: cols.columns(0, 2 * nv).into_owned(),
+            b: cols.columns(2 * nv, nv).into_owned(),
+            c: cols.columns(3 * nv, ns).into_owned(),
+            d_mu: cols.columns(3 * nv + ns, nc).into_owned(),
+            d_restitution: cols.column(ndir - 1).iter().copied().collect(),
+        };
+        Ok((jac, next, report))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ncp::NcpOptions;
+    use torsion_math::{Mat3, Quat};
+    use torsion_model::builder::{JointDesc, ModelBuilder};
+    use torsion_model::JointType;
+
+    /// ∂v⁺/∂u and ∂v⁺/∂μ of a box sliding on three contacts against central differences (the full set of
+    /// checks — state, parameters, restitution, impacts — is in tests/ncp_gradients.rs).
+    #[test]
+    fn control_and_friction_columns_match_finite_differences() {
+        let mut b = ModelBuilder::new("box").gravity(Vec3::new(0.0, 0.0, -9.81)).dt(0.01);
+        let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
+        let bx = b.add_body("box", 1.5, Mat3::from_diagonal_element(0.01));
+        let mut j = JointDesc::hinge("free", w, bx, Vec3::zeros(), Vec3::zeros(), Vec3::z());
+        j.kind = JointType::Free;
+        b.add_joint(j);
+        let m = b.build().unwrap();
+        let s = GenState { q: vec![0.0, 0.0, 0.0999, 1.0, 0.0, 0.0, 0.0], v: vec![0.0, 0.0, 0.0, 1.0, 0.5, 0.0] };
+        let contacts = |mu: f64| -> Vec<ContactFrame> {
+            [(-0.1, -0.1), (0.1, -0.1), (0.0, 0.1)]
+                .iter()
+                .enumerate()
+                .map(|(i, &(x, y))| ContactFrame {
+                    body_a: 1,
+                    body_b: 0,
+                    point: Vec3::new(x, y, -1e-4),
+                    normal: Vec3::z(),
+                    tangents: [Vec3::x(), Vec3::y()],
+                    distance: -1e-4,
+                    mu,
+                    id: i as u64,
+                })
+                .collect()
+        };
+        let solver = NcpSolver::new(NcpOptions::default());
+        let u = [0.0, 0.0, 0.0, 0.5, -0.2, 0.0];
+        let mut ws = solver.workspace(&m).unwrap();
+        let (jac, _, _) = solver
+            .step_jacobians_with_contacts(&m, &mut ws, &s, &u, 0.01, &contacts(0.3), &ParamSelection::none())
+            .unwrap();
+        let v_next = |uu: &[f64], mu: f64| {
+            let mut w = solver.workspace(&m).unwrap();
+            let mut o = s.clone();
+            solver.step_with_contacts(&m, &mut w, &s, uu, 0.01, &contacts(mu), &mut o).unwrap();
+            o.v
+        };
+        let h = 1e-6;
+        let mut worst: f64 = 0.0;
+        for k in 0..6 {
+            let (mut up, mut um) = (u, u);
+            up[k] += h;
+            um[k] -= h;
+            let (p, q) = (v_next(&up, 0.3), v_next(&um, 0.3));
+            for r in 0..6 {
+                worst = worst.max(((p[r] - q[r]) / (2.0 * h) - jac.b[(6 + r, k)]).abs());
+            }
+        }
+        let (p, q) = (v_next(&u, 0.3 + h), v_next(&u, 0.3 - h));
+        for r in 0..6 {
+            worst = worst.max(((p[r] - q[r]) / (2.0 * h) - jac.d_mu.row(6 + r).sum()).abs());
+        }
+        assert!(worst < 1e-7, "∂v⁺/∂(u, μ) vs FD: {worst:e}");
+    }
+}

@@ -1,0 +1,254 @@
+//! Tangent Jacobians of the contact step (spec 001 §3.8–3.10, forward mode through the reduced KKT systems)
+//! against central finite differences of the step itself, away from contact-mode switches: a box sliding on
+//! four corners (A, B, the box mass, μ), a box landing with restitution and slip (A, B, ε, μ), and a two-box
+//! impact with friction.
+use nalgebra::DMatrix;
+use torsion_diff::rel_err;
+use torsion_math::{Mat3, Quat, Vec3};
+use torsion_model::builder::{JointDesc, ModelBuilder};
+use torsion_model::{JointType, Model, ParamSelection};
+use torsion_solvers::featherstone::GenState;
+use torsion_solvers::ncp::{ContactFrame, NcpOptions, NcpSolver};
+use torsion_solvers::{DiffSolver, FeatherstoneSolver};
+
+const HE: f64 = 0.1;
+const DT: f64 = 0.01;
+
+fn boxes(n: usize, gravity: Vec3) -> Model {
+    let mut b = ModelBuilder::new("boxes").gravity(gravity).dt(DT);
+    let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
+    for k in 0..n {
+        let m = 2.0 + k as f64;
+        let bx = b.add_body(&format!("box{k}"), m, Mat3::from_diagonal_element(m * 4.0 * HE * HE / 6.0));
+        let mut j = JointDesc::hinge(&format!("free{k}"), w, bx, Vec3::zeros(), Vec3::zeros(), Vec3::z());
+        j.kind = JointType::Free;
+        b.add_joint(j);
+    }
+    b.build().unwrap()
+}
+
+/// Three material points of box 0's bottom face, a triangle around the COM's projection, as contacts with the
+/// floor z = 0 (the same points at any nearby state: a fixed contact set, as the Jacobians assume). Three, not
+/// the four corners: with four, G_n has rank 3, λ_n is not unique, and with any spin the per-contact friction
+/// radii μλ_n(i) — hence v⁺ — depend on how λ_n is shared, so finite differences are ill-posed.
+fn floor(m: &Model, s: &GenState, mu: f64) -> Vec<ContactFrame> {
+    let (x, r) = m.forward_kinematics(&s.q).unwrap()[1];
+    [(-1.0, -1.0), (1.0, -1.0), (0.0, 1.0)]
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let p = x + r.rotate(&Vec3::new(c.0 * HE, c.1 * HE, -HE));
+            ContactFrame {
+                body_a: 1,
+                body_b: 0,
+                point: p,
+                normal: Vec3::z(),
+                tangents: [Vec3::x(), Vec3::y()],
+                distance: p.z,
+                mu,
+                id: i as u64,
+            }
+        })
+        .collect()
+}
+
+/// Central differences of the step in tangent coordinates, column by column, along `perturb(h)`.
+fn fd_columns(
+    base: &GenState,
+    n: usize,
+    mut next: impl FnMut(usize, f64) -> GenState,
+    local: impl Fn(&GenState, &GenState) -> Vec<f64>,
+) -> DMatrix<f64> {
+    let h = 1e-6;
+    let rows = local(base, base).len();
+    let mut out = DMatrix::zeros(rows, n);
+    for c in 0..n {
+        let (p, q) = (local(base, &next(c, h)), local(base, &next(c, -h)));
+        for r in 0..rows {
+            out[(r, c)] = (p[r] - q[r]) / (2.0 * h);
+        }
+    }
+    out
+}
+
+fn check(name: &str, an: &DMatrix<f64>, fd: &DMatrix<f64>) {
+    let e = rel_err(an.as_slice(), fd.as_slice());
+    if e > 1e-6 {
+        for c in 0..an.ncols() {
+            let ec = (an.column(c) - fd.column(c)).amax();
+            if ec > 1e-6 {
+                eprintln!(
+                    "  col {c}: max diff {ec:.2e}\n   an {:?}\n   fd {:?}",
+                    an.column(c).as_slice(),
+                    fd.column(c).as_slice()
+                );
+            }
+        }
+    }
+    eprintln!("{name}: analytic vs FD {e:.1e} (max |FD| {:.2e})", fd.amax());
+    assert!(e < 1e-6, "{name}: {e:e}");
+}
+
+/// A box sliding on its four corners (slightly pressed in: no gap kinks), μ = 0.3.
+#[test]
+fn sliding_box_jacobians_match_finite_differences() {
+    let m = boxes(1, Vec3::new(0.0, 0.0, -9.81));
+    let fs = FeatherstoneSolver::default();
+    let solver = NcpSolver::new(NcpOptions { restitution: 0.2, ..Default::default() });
+    let q = vec![0.01, -0.02, HE - 1e-4, 1.0, 0.0, 0.0, 0.0];
+    let s = GenState { q, v: vec![0.0, 0.0, 0.2, 0.8, 0.3, 0.0] };
+    let u = [0.1, -0.2, 0.05, 1.0, 0.5, 0.0];
+    let mu = 0.3;
+    let sel = ParamSelection::by_prefix(&m, "body_mass[");
+    let mut ws = solver.workspace(&m).unwrap();
+    let c = floor(&m, &s, mu);
+    let (jac, next, rep) = solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &c, &sel).unwrap();
+    assert!(rep.lambda_n.iter().sum::<f64>() > 0.0, "in contact");
+    let step = |st: &GenState, uu: &[f64], mm: &Model, mu: f64| {
+        let mut w = solver.workspace(mm).unwrap();
+        let mut o = st.clone();
+        solver.step_with_contacts(mm, &mut w, st, uu, DT, &floor(mm, st, mu), &mut o).unwrap();
+        o
+    };
+    let local = |a: &GenState, b: &GenState| fs.local_diff(&m, a, b);
+    let fa = fd_columns(
+        &next,
+        12,
+        |k, h| {
+            let mut d = vec![0.0; 12];
+            d[k] = h;
+            step(&fs.retract(&m, &s, &d), &u, &m, mu)
+        },
+        local,
+    );
+    check("sliding A", &jac.a, &fa);
+    let fb = fd_columns(
+        &next,
+        6,
+        |k, h| {
+            let mut uu = u;
+            uu[k] += h;
+            step(&s, &uu, &m, mu)
+        },
+        local,
+    );
+    check("sliding B", &jac.b, &fb);
+    let fmass = fd_columns(
+        &next,
+        1,
+        |_, h| {
+            let mut mm = m.clone();
+            mm.body_mass[1] += h;
+            step(&s, &u, &mm, mu)
+        },
+        local,
+    );
+    check("sliding ∂/∂mass", &jac.c, &fmass);
+    let fmu = fd_columns(&next, 1, |_, h| step(&s, &u, &m, mu + h), local);
+    let dmu = DMatrix::from_fn(12, 1, |r, _| jac.d_mu.row(r).sum());
+    check("sliding ∂/∂μ", &dmu, &fmu);
+}
+
+/// A box landing with a vertical and a sideways velocity: impact with restitution ε = 0.5 and slip.
+#[test]
+fn landing_box_jacobians_match_finite_differences() {
+    let m = boxes(1, Vec3::new(0.0, 0.0, -9.81));
+    let fs = FeatherstoneSolver::default();
+    let eps = 0.5;
+    // sliding through the impact (all three contacts on the friction boundary): the smooth regime; a flat box
+    // that *sticks* on ≥ 3 points has a rank-deficient tangential Delassus block whose rank grows under tilt
+    // (docs/gradients.md)
+    let mu = 0.2;
+    let s = GenState { q: vec![0.0, 0.0, HE - 2e-4, 1.0, 0.0, 0.0, 0.0], v: vec![0.1, -0.1, 0.0, 2.0, 0.0, -1.0] };
+    let u = [0.0; 6];
+    let solver = NcpSolver::new(NcpOptions { restitution: eps, ..Default::default() });
+    let mut ws = solver.workspace(&m).unwrap();
+    let c = floor(&m, &s, mu);
+    let (jac, next, rep) =
+        solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &c, &ParamSelection::none()).unwrap();
+    for k in 0..c.len() {
+        let lt = rep.lambda_t[2 * k].hypot(rep.lambda_t[2 * k + 1]);
+        assert!((lt - mu * rep.lambda_n[k]).abs() < 1e-9 * lt.max(1e-12) + 1e-14, "contact {k} slides");
+    }
+    let step = |st: &GenState, e: f64, mu: f64| {
+        let sv = NcpSolver::new(NcpOptions { restitution: e, ..Default::default() });
+        let mut w = sv.workspace(&m).unwrap();
+        let mut o = st.clone();
+        sv.step_with_contacts(&m, &mut w, st, &u, DT, &floor(&m, st, mu), &mut o).unwrap();
+        o
+    };
+    let local = |a: &GenState, b: &GenState| fs.local_diff(&m, a, b);
+    let fa = fd_columns(
+        &next,
+        12,
+        |k, h| {
+            let mut d = vec![0.0; 12];
+            d[k] = h;
+            step(&fs.retract(&m, &s, &d), eps, mu)
+        },
+        local,
+    );
+    check("landing A", &jac.a, &fa);
+    let fe = fd_columns(&next, 1, |_, h| step(&s, eps + h, mu), local);
+    check("landing ∂/∂ε", &DMatrix::from_column_slice(12, 1, &jac.d_restitution), &fe);
+    let fmu = fd_columns(&next, 1, |_, h| step(&s, eps, mu + h), local);
+    check("landing ∂/∂μ", &DMatrix::from_fn(12, 1, |r, _| jac.d_mu.row(r).sum()), &fmu);
+}
+
+/// Two free boxes in a face contact (three points) with sliding friction, no gravity: the impact's Jacobians.
+#[test]
+fn two_box_impact_jacobians_match_finite_differences() {
+    let m = boxes(2, Vec3::zeros());
+    let fs = FeatherstoneSolver::default();
+    let solver = NcpSolver::new(NcpOptions { restitution: 0.3, ..Default::default() });
+    let s = GenState {
+        q: vec![0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 2.0 * HE - 1e-4, 0.01, 1.0, 1.0, 0.0, 0.0, 0.0],
+        v: vec![0.0, 0.0, 0.1, 1.0, 0.2, 0.1, 0.0, 0.0, 0.0, -0.2, 0.0, 0.0],
+    };
+    let contacts = |st: &GenState| -> Vec<ContactFrame> {
+        let poses = m.forward_kinematics(&st.q).unwrap();
+        let (xa, ra) = poses[1];
+        [(-1.0, -1.0), (1.0, -1.0), (0.0, 1.0)]
+            .iter()
+            .enumerate()
+            .map(|(i, (y, z))| {
+                // box 0's +x face corners against box 1's −x face (normal −x, from B = box 1 to A = box 0)
+                // the frame turns with box 1; the distance is from box 1's face plane
+                let p = xa + ra.rotate(&Vec3::new(HE, y * HE, z * HE));
+                let (xb, rb) = poses[2];
+                ContactFrame {
+                    body_a: 1,
+                    body_b: 2,
+                    point: p,
+                    normal: rb.rotate(&-Vec3::x()),
+                    tangents: [rb.rotate(&Vec3::y()), rb.rotate(&-Vec3::z())],
+                    distance: -rb.rotate_inv(&(p - xb)).x - HE,
+                    mu: 0.05,
+                    id: i as u64,
+                }
+            })
+            .collect()
+    };
+    let mut ws = solver.workspace(&m).unwrap();
+    let u = [0.0; 12];
+    let (jac, next, rep) =
+        solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &contacts(&s), &ParamSelection::none()).unwrap();
+    assert!(rep.lambda_n.iter().all(|&l| l > 0.0), "{:?}", rep.lambda_n);
+    let step = |st: &GenState| {
+        let mut w = solver.workspace(&m).unwrap();
+        let mut o = st.clone();
+        solver.step_with_contacts(&m, &mut w, st, &u, DT, &contacts(st), &mut o).unwrap();
+        o
+    };
+    let fa = fd_columns(
+        &next,
+        24,
+        |k, h| {
+            let mut d = vec![0.0; 24];
+            d[k] = h;
+            step(&fs.retract(&m, &s, &d))
+        },
+        |a, b| fs.local_diff(&m, a, b),
+    );
+    check("impact A", &jac.a, &fa);
+}
