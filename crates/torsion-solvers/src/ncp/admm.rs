@@ -311,7 +311,9 @@ fn orthant_multipliers_ok(p: &DMatrix<f64>, q: &[f64], z: &[f64], set: Constrain
     }
 }
 
-/// λ_max(P) by power iteration from the all-ones vector (deterministic).
+/// λ_max(P) by power iteration from the all-ones vector (deterministic), at most `iters` iterations, stopping
+/// when the Rayleigh quotient changes by less than 1e-3 (the code always runs all of them; only ρ₀ depends on
+/// L, so the solution does not).
 fn power_iteration(p: &DMatrix<f64>, iters: usize, v: &mut [f64], w: &mut [f64]) -> f64 {
     let n = v.len();
     v.fill(1.0 / (n as f64).sqrt());
@@ -324,9 +326,14 @@ fn power_iteration(p: &DMatrix<f64>, iters: usize, v: &mut [f64], w: &mut [f64])
         if nw == 0.0 {
             return 0.0;
         }
+        let prev = lam;
         lam = v.iter().zip(w.iter()).map(|(a, b)| a * b).sum::<f64>();
         for i in 0..n {
             v[i] = w[i] / nw;
+        }
+        // L only sets ρ's scale: stop once the Rayleigh quotient has settled to 1e-3
+        if (lam - prev).abs() <= 1e-3 * lam.abs() {
+            break;
         }
     }
     lam.abs()
