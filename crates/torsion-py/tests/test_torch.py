@@ -27,6 +27,19 @@ def test_gradcheck_xpbd_controls_params(arm):
     assert torch.autograd.gradcheck(f, (u, p), eps=1e-6, atol=1e-7, rtol=1e-6)
 
 
+def test_gradcheck_xpbd_initial_state():
+    """x0 of the dynamic bodies (ambient, quaternions included) on a 3-D arm away from non-smooth points."""
+    from conftest import moving_state, three_link
+
+    m = three_link()
+    s = torsion.XpbdSolver()
+    x0 = torch.tensor(moving_state(m, s, [0.3, -0.5, 0.8]))
+    fixed, dyn = x0[:13], x0[13:].clone().requires_grad_(True)
+    u = torch.tensor(0.3 * np.random.default_rng(2).standard_normal((5, 3)), requires_grad=True)
+    f = lambda xd, uu: torsion.autograd.rollout(m, s, torch.cat([fixed, xd]), uu)
+    assert torch.autograd.gradcheck(f, (dyn, u), eps=1e-6, atol=1e-5, rtol=1e-5)
+
+
 def test_backward_matches_rollout_vjp(arm):
     s = torsion.XpbdSolver()
     x0np = s.initial_state(arm, [0.1, 0.2])
