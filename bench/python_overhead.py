@@ -1,6 +1,7 @@
 """Python-binding overhead and batched-rollout throughput (BENCHMARKS.md "Python bindings").
 
-1. Per-call overhead of `torsion.step` from Python: the Python call (NumPy in, NumPy out, solver workspace cached
+1. Per-call overhead of `torsion.step` from Python (XPBD with 1 iteration: a short step, so that the step's own
+   run-to-run spread does not hide the binding cost): the Python call (NumPy in, NumPy out, solver workspace cached
    per solver object) against `Solver::step` timed inside Rust with a prebuilt workspace
    (`torsion.bench_step_rust`, same model, state and control), in one run; medians of repeats.
 2. Batched rollouts: `torsion.rollout_batch` (rayon over all cores, GIL released) against a Python loop of
@@ -39,10 +40,12 @@ def main():
     print("\n| model | solver | Rust step µs | Python step µs | added µs |")
     print("|---|---|---|---|---|")
     for mname, model, q in [("two-link arm", arm, np.array([0.4, -0.7])), ("Baxter left arm", baxter, q_b)]:
-        for sname, solver in [("featherstone", torsion.FeatherstoneSolver()), ("xpbd (30 it.)", torsion.XpbdSolver())]:
+        solvers = [("featherstone", torsion.FeatherstoneSolver()), ("xpbd (1 it.)", torsion.XpbdSolver(iterations=1)),
+                   ("xpbd (30 it.)", torsion.XpbdSolver())]
+        for sname, solver in solvers:
             x = solver.initial_state(model, q)
             u = np.zeros(solver.control_dim(model))
-            n = args.calls if sname == "featherstone" else max(args.calls // 10, 1000)
+            n = max(args.calls // 10, 1000) if "30" in sname else args.calls
             rust, py = [], []
             for _ in range(args.repeats):  # interleaved, so both see the same machine load
                 rust.append(torsion.bench_step_rust(model, solver, x, u, n))
