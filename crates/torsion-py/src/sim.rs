@@ -54,6 +54,7 @@ where
 }
 
 /// T steps from `s0`, every state written into `buf` ((T + 1) × n, row-major).
+#[allow(clippy::too_many_arguments)]
 fn rollout_into<S: Codec>(
     s: &S,
     m: &Model,
@@ -315,8 +316,8 @@ fn fs_vjp_selected(
         for c in 0..nu {
             gu[t * nu + c] = (0..n).map(|r| j.b[(r, c)] * g[r]).sum();
         }
-        for c in 0..k {
-            gp[c] += (0..n).map(|r| j.c[(r, c)] * g[r]).sum::<f64>();
+        for (c, p) in gp.iter_mut().enumerate() {
+            *p += (0..n).map(|r| j.c[(r, c)] * g[r]).sum::<f64>();
         }
         for c in 0..n {
             next[c] = gs[t * n + c] + (0..n).map(|r| j.a[(r, c)] * g[r]).sum::<f64>();
@@ -339,7 +340,7 @@ fn step_jacobians<'py>(
     u: &Bound<'py, PyAny>,
     param_names: Option<Vec<String>>,
     dt: Option<f64>,
-) -> PyResult<(Bound<'py, PyArrayDyn<f64>>, Bound<'py, PyArrayDyn<f64>>, Bound<'py, PyArrayDyn<f64>>)> {
+) -> PyResult<Abc<'py>> {
     let m = &model.inner;
     let dt = dt_of(m, dt)?;
     let sel = selection(m, Some(param_names.as_deref().unwrap_or(&[])))?;
@@ -364,7 +365,7 @@ fn trajectory_jacobians<'py>(
     controls: &Bound<'py, PyAny>,
     param_names: Option<Vec<String>>,
     dt: Option<f64>,
-) -> PyResult<(Bound<'py, PyArrayDyn<f64>>, Bound<'py, PyArrayDyn<f64>>, Bound<'py, PyArrayDyn<f64>>)> {
+) -> PyResult<Abc<'py>> {
     let m = &model.inner;
     let dt = dt_of(m, dt)?;
     let sel = selection(m, Some(param_names.as_deref().unwrap_or(&[])))?;
@@ -397,6 +398,9 @@ fn trajectory_jacobians<'py>(
         Ok((out_mats(py, &a, nt, nt)?, out_mats(py, &b, nt, nu)?, out_mats(py, &c, nt, sel.len())?))
     })
 }
+
+/// (A, B, C)
+type Abc<'py> = (Bound<'py, PyArrayDyn<f64>>, Bound<'py, PyArrayDyn<f64>>, Bound<'py, PyArrayDyn<f64>>);
 
 /// Seconds per `Solver::step` called from Rust with a prebuilt workspace (the reference for the Python-call
 /// overhead benchmark): `n` steps from the same x and u.
