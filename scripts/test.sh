@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # The test command (README, second line). Installs the Python reference packages it needs, then runs every
-# Rust test (unit, gradient-vs-finite-difference, physics, real-robot, CLI) and the Python cross-checks.
+# Rust test (unit, gradient-vs-finite-difference, physics, real-robot, CLI), the Python cross-checks, and
+# builds + installs the `torsion` Python package (crates/torsion-py, maturin) and runs its pytest suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install --quiet --disable-pip-version-check numpy example-robot-data pin mujoco
-cargo test --workspace --locked
+PIP="python3 -m pip install --quiet --disable-pip-version-check"
+$PIP numpy example-robot-data pin mujoco pytest
+# torch for the Python package's autograd tests: the CPU wheel unless one is installed already
+python3 -c "import torch" 2>/dev/null || $PIP torch --index-url https://download.pytorch.org/whl/cpu
+# default members: every crate but the Python extension (crates/torsion-py, built by maturin below)
+cargo test --locked
 # cross-checks against reference libraries, through the CLI binary the tests just built (the Rust tests also
 # fetched dm_control's suite XMLs into target/dm_control_suite)
 export TORSION_BIN="$PWD/target/debug/torsion"
 python3 tests/python/test_pinocchio.py
 python3 tests/python/test_mujoco.py
 python3 tests/python/test_mujoco_step.py
+# the Python package: build with maturin (pip's build backend) and run its tests
+$PIP ./crates/torsion-py
+python3 -m pytest -q crates/torsion-py/tests

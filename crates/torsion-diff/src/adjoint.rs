@@ -9,7 +9,7 @@ pub struct RolloutGrad<St> {
     pub g_s0: St,
     /// ∂L/∂s_0 in tangent coordinates (quaternions through the left exponential map)
     pub g_s0_tangent: Vec<f64>,
-    /// ∂L/∂u_t per step, one entry per joint
+    /// ∂L/∂u_t per step, `DiffSolver::control_dim` entries (one per joint; per DoF for featherstone)
     pub g_u: Vec<Vec<f64>>,
     /// ∂L/∂θ over the full parameter table (`Model::param_table`)
     pub g_theta: Vec<f64>,
@@ -34,7 +34,7 @@ pub fn rollout_vjp<S: DiffSolver>(
     let mut ws = solver.workspace(model)?;
     let mut rec = solver.record(model);
     let mut g_theta = vec![0.0; model.param_table().len()];
-    let mut g_u = vec![vec![0.0; model.joint_count()]; t_len];
+    let mut g_u = vec![vec![0.0; solver.control_dim(model)]; t_len];
     let mut g_next = solver.zero_grad(model);
     dloss(t_len, &states[t_len], &mut g_next);
     let mut scratch = states[0].clone();

@@ -779,6 +779,10 @@ impl DiffSolver for FeatherstoneSolver {
         Ok(split_jacobian(&jac, nv, sel.len()))
     }
 
+    /// one generalized force per DoF
+    fn control_dim(&self, model: &Model) -> usize {
+        model.nv()
+    }
     fn tangent_dim(&self, model: &Model) -> usize {
         2 * model.nv()
     }

@@ -82,6 +82,11 @@ pub trait DiffSolver: Solver {
         sel: &ParamSelection,
     ) -> Result<StepJacobians, SolverError>;
 
+    /// Entries of a `Control` (and of a control gradient) the solver takes: one per joint by default.
+    fn control_dim(&self, model: &Model) -> usize {
+        model.joint_count()
+    }
+
     /// Manifold helpers used by the `diff` machinery (gradcheck, tangent Jacobians).
     fn tangent_dim(&self, model: &Model) -> usize;
     fn retract(&self, model: &Model, s: &Self::State, d: &[f64]) -> Self::State;

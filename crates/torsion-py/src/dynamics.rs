@@ -1,0 +1,174 @@
+//! Generalized-coordinate dynamics from Python: `crba`, `rnea`, `aba`, `gravity`, `nonlinear_effects`, their
+//! derivatives w.r.t. (q, v, a/τ) in tangent coordinates, and w.r.t. named model parameters.
+use crate::arrays::{out, out_mat, vec1};
+use crate::model::{selection, PyModel};
+use crate::{dyn_err, guard};
+use numpy::PyArrayDyn;
+use pyo3::prelude::*;
+use torsion_dynamics::derivatives::{aba_derivatives as aba_d, param_derivatives, rnea_derivatives as rnea_d};
+use torsion_dynamics::{DynData, DynModel};
+use torsion_model::Model;
+
+type Arr<'py> = Bound<'py, PyArrayDyn<f64>>;
+
+fn dm(m: &Model) -> PyResult<(DynModel<f64>, DynData<f64>)> {
+    guard(|| {
+        let dm = DynModel::from_model(m).map_err(dyn_err)?;
+        let d = DynData::new(&dm);
+        Ok((dm, d))
+    })
+}
+
+fn qva(
+    m: &Model,
+    q: &Bound<'_, PyAny>,
+    v: &Bound<'_, PyAny>,
+    w: &Bound<'_, PyAny>,
+    wn: &str,
+) -> PyResult<[Vec<f64>; 3]> {
+    Ok([vec1(q, "q", m.nq())?, vec1(v, "v", m.nv())?, vec1(w, wn, m.nv())?])
+}
+
+/// Joint-space inertia matrix M(q) (nv, nv).
+#[pyfunction]
+fn crba<'py>(py: Python<'py>, model: PyRef<'_, PyModel>, q: &Bound<'py, PyAny>) -> PyResult<Arr<'py>> {
+    let m = &model.inner;
+    let q = vec1(q, "q", m.nq())?;
+    let (dm, mut d) = dm(m)?;
+    let mm = guard(|| torsion_dynamics::crba(&dm, &q, &mut d).map_err(dyn_err))?;
+    out_mat(py, &mm)
+}
+
+/// Inverse dynamics τ = RNEA(q, v, a) (nv,).
+#[pyfunction]
+fn rnea<'py>(
+    py: Python<'py>,
+    model: PyRef<'_, PyModel>,
+    q: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
+    a: &Bound<'py, PyAny>,
+) -> PyResult<Arr<'py>> {
+    let m = &model.inner;
+    let [q, v, a] = qva(m, q, v, a, "a")?;
+    let (dm, mut d) = dm(m)?;
+    let r = guard(|| torsion_dynamics::rnea(&dm, &q, &v, &a, &mut d).map_err(dyn_err))?;
+    out(py, &[r.len()], r)
+}
+
+/// Forward dynamics q̈ = ABA(q, v, τ) (nv,).
+#[pyfunction]
+fn aba<'py>(
+    py: Python<'py>,
+    model: PyRef<'_, PyModel>,
+    q: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
+    tau: &Bound<'py, PyAny>,
+) -> PyResult<Arr<'py>> {
+    let m = &model.inner;
+    let [q, v, t] = qva(m, q, v, tau, "tau")?;
+    let (dm, mut d) = dm(m)?;
+    let r = guard(|| torsion_dynamics::aba(&dm, &q, &v, &t, &mut d).map_err(dyn_err))?;
+    out(py, &[r.len()], r)
+}
+
+/// Generalized gravity g(q) = RNEA(q, 0, 0) (nv,).
+#[pyfunction]
+fn gravity<'py>(py: Python<'py>, model: PyRef<'_, PyModel>, q: &Bound<'py, PyAny>) -> PyResult<Arr<'py>> {
+    let m = &model.inner;
+    let q = vec1(q, "q", m.nq())?;
+    let (dm, mut d) = dm(m)?;
+    let r = guard(|| torsion_dynamics::gravity(&dm, &q, &mut d).map_err(dyn_err))?;
+    out(py, &[r.len()], r)
+}
+
+/// Bias forces c(q, v) = RNEA(q, v, 0) (Coriolis, centrifugal, gravity) (nv,).
+#[pyfunction]
+fn nonlinear_effects<'py>(
+    py: Python<'py>,
+    model: PyRef<'_, PyModel>,
+    q: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
+) -> PyResult<Arr<'py>> {
+    let m = &model.inner;
+    let (q, v) = (vec1(q, "q", m.nq())?, vec1(v, "v", m.nv())?);
+    let (dm, mut d) = dm(m)?;
+    let r = guard(|| torsion_dynamics::nonlinear_effects(&dm, &q, &v, &mut d).map_err(dyn_err))?;
+    out(py, &[r.len()], r)
+}
+
+/// (∂τ/∂q, ∂τ/∂v, ∂τ/∂a) of RNEA, each (nv, nv); q in tangent coordinates.
+#[pyfunction]
+fn rnea_derivatives<'py>(
+    py: Python<'py>,
+    model: PyRef<'_, PyModel>,
+    q: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
+    a: &Bound<'py, PyAny>,
+) -> PyResult<(Arr<'py>, Arr<'py>, Arr<'py>)> {
+    let m = &model.inner;
+    let [q, v, a] = qva(m, q, v, a, "a")?;
+    let r = guard(|| rnea_d(m, &q, &v, &a).map_err(dyn_err))?;
+    Ok((out_mat(py, &r.d_dq)?, out_mat(py, &r.d_dv)?, out_mat(py, &r.d_dthird)?))
+}
+
+/// (∂q̈/∂q, ∂q̈/∂v, ∂q̈/∂τ = M⁻¹) of ABA, each (nv, nv); q in tangent coordinates.
+#[pyfunction]
+fn aba_derivatives<'py>(
+    py: Python<'py>,
+    model: PyRef<'_, PyModel>,
+    q: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
+    tau: &Bound<'py, PyAny>,
+) -> PyResult<(Arr<'py>, Arr<'py>, Arr<'py>)> {
+    let m = &model.inner;
+    let [q, v, t] = qva(m, q, v, tau, "tau")?;
+    let r = guard(|| aba_d(m, &q, &v, &t).map_err(dyn_err))?;
+    Ok((out_mat(py, &r.d_dq)?, out_mat(py, &r.d_dv)?, out_mat(py, &r.d_dthird)?))
+}
+
+/// ∂RNEA/∂θ (nv, k) w.r.t. the named parameters (masses, inertias, joint anchors).
+#[pyfunction]
+fn rnea_param_derivatives<'py>(
+    py: Python<'py>,
+    model: PyRef<'_, PyModel>,
+    q: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
+    a: &Bound<'py, PyAny>,
+    param_names: Vec<String>,
+) -> PyResult<Arr<'py>> {
+    let m = &model.inner;
+    let [q, v, a] = qva(m, q, v, a, "a")?;
+    let sel = selection(m, Some(&param_names))?;
+    let r = guard(|| param_derivatives(m, &q, &v, &a, &sel, false).map_err(dyn_err))?;
+    out_mat(py, &r)
+}
+
+/// ∂ABA/∂θ (nv, k) w.r.t. the named parameters (masses, inertias, joint anchors).
+#[pyfunction]
+fn aba_param_derivatives<'py>(
+    py: Python<'py>,
+    model: PyRef<'_, PyModel>,
+    q: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
+    tau: &Bound<'py, PyAny>,
+    param_names: Vec<String>,
+) -> PyResult<Arr<'py>> {
+    let m = &model.inner;
+    let [q, v, t] = qva(m, q, v, tau, "tau")?;
+    let sel = selection(m, Some(&param_names))?;
+    let r = guard(|| param_derivatives(m, &q, &v, &t, &sel, true).map_err(dyn_err))?;
+    out_mat(py, &r)
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(crba, m)?)?;
+    m.add_function(wrap_pyfunction!(rnea, m)?)?;
+    m.add_function(wrap_pyfunction!(aba, m)?)?;
+    m.add_function(wrap_pyfunction!(gravity, m)?)?;
+    m.add_function(wrap_pyfunction!(nonlinear_effects, m)?)?;
+    m.add_function(wrap_pyfunction!(rnea_derivatives, m)?)?;
+    m.add_function(wrap_pyfunction!(aba_derivatives, m)?)?;
+    m.add_function(wrap_pyfunction!(rnea_param_derivatives, m)?)?;
+    m.add_function(wrap_pyfunction!(aba_param_derivatives, m)?)?;
+    Ok(())
+}

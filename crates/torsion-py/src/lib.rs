@@ -1,0 +1,64 @@
+//! The `torsion` Python extension module (`torsion._torsion`; the pure-Python package in `python/torsion`
+//! re-exports it and adds the optional PyTorch integration). Every entry point checks array shapes and dtypes,
+//! turns every Rust error into a Python exception with its message, and catches panics (`guard`), so nothing
+//! user-supplied can crash the interpreter.
+use pyo3::exceptions::{PyFileNotFoundError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+mod arrays;
+mod dynamics;
+mod model;
+mod sim;
+mod solvers;
+
+pyo3::create_exception!(torsion, SimulationError, PyRuntimeError, "A step failed (non-finite state).");
+
+/// Model errors: unknown parameters, bad values, malformed files (the message names the file and element).
+pub(crate) fn model_err(e: torsion_model::ModelError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+pub(crate) fn solver_err(e: torsion_solvers::SolverError) -> PyErr {
+    match e {
+        torsion_solvers::SolverError::NonFinite { .. } => SimulationError::new_err(e.to_string()),
+        _ => PyValueError::new_err(e.to_string()),
+    }
+}
+
+pub(crate) fn dyn_err(e: torsion_dynamics::DynError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+pub(crate) fn missing_file(path: &std::path::Path) -> PyResult<()> {
+    if path.is_file() {
+        Ok(())
+    } else {
+        Err(PyFileNotFoundError::new_err(format!("{}: no such file", path.display())))
+    }
+}
+
+/// Run `f`, turning a panic (an engine bug, never expected on any input) into a RuntimeError.
+pub(crate) fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(PyRuntimeError::new_err(format!("torsion internal error (please report): {msg}")))
+        }
+    }
+}
+
+#[pymodule]
+fn _torsion(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("SimulationError", m.py().get_type::<SimulationError>())?;
+    model::register(m)?;
+    solvers::register(m)?;
+    sim::register(m)?;
+    dynamics::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,393 @@
+//! `torsion.Model` (load URDF / MJCF, build in code, named differentiable parameters) and
+//! `torsion.ModelBuilder`.
+use crate::arrays::{out, read, vec1};
+use crate::{guard, missing_file, model_err};
+use numpy::PyArrayDyn;
+use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::prelude::*;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use torsion_math::{Mat3, Quat, Vec3};
+use torsion_model::builder::{JointDesc, ModelBuilder};
+use torsion_model::io::urdf::UrdfOptions;
+use torsion_model::{JointType, Model, ParamSelection};
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A robot model. Identity (`id`) keys the solvers' cached workspaces; it changes when the structure or
+/// gravity changes, never for parameter writes (the solvers re-read parameters at every step).
+#[pyclass(name = "Model", module = "torsion")]
+pub struct PyModel {
+    pub inner: Model,
+    pub id: u64,
+}
+
+impl PyModel {
+    pub fn new(inner: Model) -> Self {
+        PyModel { inner, id: NEXT_ID.fetch_add(1, Ordering::Relaxed) }
+    }
+}
+
+/// The selection of `names` (None: the whole table, in table order).
+pub(crate) fn selection(model: &Model, names: Option<&[String]>) -> PyResult<ParamSelection> {
+    match names {
+        None => Ok(ParamSelection::all(model)),
+        Some(n) => {
+            let refs: Vec<&str> = n.iter().map(String::as_str).collect();
+            ParamSelection::by_names(model, &refs).map_err(model_err)
+        }
+    }
+}
+
+fn vec3(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec3> {
+    let v = vec1(obj, name, 3)?;
+    Ok(Vec3::new(v[0], v[1], v[2]))
+}
+
+fn quat(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Quat> {
+    let v = vec1(obj, name, 4)?;
+    let n = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    if !(n > 1e-12 && n.is_finite()) {
+        return Err(PyValueError::new_err(format!("{name}: quaternion (w, x, y, z) must be nonzero and finite")));
+    }
+    Ok(Quat::new(v[0] / n, v[1] / n, v[2] / n, v[3] / n))
+}
+
+fn joint_type_name(t: JointType) -> &'static str {
+    match t {
+        JointType::Revolute => "revolute",
+        JointType::Prismatic => "prismatic",
+        JointType::Fixed => "fixed",
+        JointType::Ball => "ball",
+        JointType::Free => "free",
+    }
+}
+
+#[pymethods]
+impl PyModel {
+    /// Load a URDF file; `root` / `tip` select the arm chain root → tip (root becomes the fixed base).
+    #[staticmethod]
+    #[pyo3(signature = (path, root=None, tip=None))]
+    fn from_urdf(path: PathBuf, root: Option<String>, tip: Option<String>) -> PyResult<Self> {
+        missing_file(&path)?;
+        guard(|| {
+            let m = torsion_model::io::urdf::load_urdf(&path, &UrdfOptions { root, tip }).map_err(model_err)?;
+            Ok(PyModel::new(m))
+        })
+    }
+    /// Load URDF text (`label` names it in error messages).
+    #[staticmethod]
+    #[pyo3(signature = (text, root=None, tip=None, label="<string>"))]
+    fn from_urdf_string(text: &str, root: Option<String>, tip: Option<String>, label: &str) -> PyResult<Self> {
+        guard(|| {
+            let m =
+                torsion_model::io::urdf::load_urdf_str(text, label, &UrdfOptions { root, tip }).map_err(model_err)?;
+            Ok(PyModel::new(m))
+        })
+    }
+    /// Load an MJCF (MuJoCo XML) file.
+    #[staticmethod]
+    fn from_mjcf(path: PathBuf) -> PyResult<Self> {
+        missing_file(&path)?;
+        guard(|| Ok(PyModel::new(torsion_model::io::mjcf::load_mjcf(&path).map_err(model_err)?)))
+    }
+    /// Load MJCF text (`label` names it in error messages; includes resolve against the working directory).
+    #[staticmethod]
+    #[pyo3(signature = (text, label="<string>"))]
+    fn from_mjcf_string(text: &str, label: &str) -> PyResult<Self> {
+        guard(|| Ok(PyModel::new(torsion_model::io::mjcf::load_mjcf_str(text, label, None).map_err(model_err)?)))
+    }
+    /// The planar two-link arm of spec 000 §4.1 (hinges about z, uniform rods).
+    #[staticmethod]
+    #[pyo3(signature = (l1=0.8, l2=0.5, mass=1.0, gravity=None, dt=0.01))]
+    fn two_link_arm(l1: f64, l2: f64, mass: f64, gravity: Option<&Bound<'_, PyAny>>, dt: f64) -> PyResult<Self> {
+        let g = match gravity {
+            Some(g) => vec3(g, "gravity")?,
+            None => Vec3::new(0.0, -9.8, 0.0),
+        };
+        guard(|| Ok(PyModel::new(torsion_model::builder::two_link_arm(l1, l2, mass, g, dt).map_err(model_err)?)))
+    }
+    /// A floating tree with every joint type (free root, ball, prismatic, revolute branch).
+    #[staticmethod]
+    fn floating_tree() -> PyResult<Self> {
+        guard(|| Ok(PyModel::new(torsion_model::builder::floating_tree())))
+    }
+    /// The Baxter left arm (torso → left_hand_link, 7 hinges) from pip's example-robot-data.
+    #[staticmethod]
+    fn baxter_left_arm() -> PyResult<Self> {
+        guard(|| Ok(PyModel::new(torsion_model::io::robots::baxter_left_arm().map_err(model_err)?)))
+    }
+
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name.clone()
+    }
+    #[getter]
+    fn body_count(&self) -> usize {
+        self.inner.body_count()
+    }
+    #[getter]
+    fn joint_count(&self) -> usize {
+        self.inner.joint_count()
+    }
+    /// configuration dimension (generalized coordinates)
+    #[getter]
+    fn nq(&self) -> usize {
+        self.inner.nq()
+    }
+    /// velocity dimension (generalized coordinates)
+    #[getter]
+    fn nv(&self) -> usize {
+        self.inner.nv()
+    }
+    #[getter]
+    fn body_name(&self) -> Vec<String> {
+        self.inner.body_name.clone()
+    }
+    #[getter]
+    fn body_fixed(&self) -> Vec<bool> {
+        self.inner.body_fixed.clone()
+    }
+    /// indices of the non-fixed bodies (the XPBD tangent layout lists these)
+    #[getter]
+    fn body_dynamic(&self) -> Vec<usize> {
+        self.inner.dynamic_bodies()
+    }
+    /// body masses, kg (fixed bodies: inf)
+    #[getter]
+    fn body_mass<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+        out(py, &[self.inner.body_count()], self.inner.body_mass.clone())
+    }
+    #[getter]
+    fn joint_name(&self) -> Vec<String> {
+        self.inner.joint_name.clone()
+    }
+    #[getter]
+    fn joint_type(&self) -> Vec<&'static str> {
+        self.inner.joint_type.iter().map(|&t| joint_type_name(t)).collect()
+    }
+    /// gravity, world frame, m/s²
+    #[getter]
+    fn gravity<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+        out(py, &[3], self.inner.gravity.as_slice().to_vec())
+    }
+    #[setter]
+    fn set_gravity(&mut self, g: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.inner.gravity = vec3(g, "gravity")?;
+        self.id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+    /// default time step, s (used when a call passes no dt)
+    #[getter]
+    fn dt(&self) -> f64 {
+        self.inner.dt
+    }
+    #[setter]
+    fn set_dt(&mut self, dt: f64) -> PyResult<()> {
+        if !(dt > 0.0 && dt.is_finite()) {
+            return Err(PyValueError::new_err(format!("dt must be positive, got {dt}")));
+        }
+        self.inner.dt = dt;
+        Ok(())
+    }
+    /// the reference configuration q (nq,)
+    fn neutral_q<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+        out(py, &[self.inner.nq()], self.inner.neutral_q())
+    }
+
+    /// Every differentiable parameter name, in table order (`body_mass[link]`, `body_inertia[link].ixy`,
+    /// `joint_anchor_parent[joint].x`, `joint_anchor_child[joint].z`, `joint_spring[joint].k`, ...).
+    #[getter]
+    fn param_names(&self) -> Vec<String> {
+        self.inner.param_table().names
+    }
+    /// The parameter names starting with `prefix` (e.g. "body_mass["), in table order.
+    fn params_select(&self, prefix: &str) -> Vec<String> {
+        let t = self.inner.param_table();
+        ParamSelection::by_prefix(&self.inner, prefix).indices.iter().map(|&i| t.names[i].clone()).collect()
+    }
+    /// Values of the named parameters (all, in table order, if `names` is None).
+    #[pyo3(signature = (names=None))]
+    fn params_get<'py>(&self, py: Python<'py>, names: Option<Vec<String>>) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+        let sel = selection(&self.inner, names.as_deref())?;
+        let v = self.inner.params_get(&sel);
+        out(py, &[v.len()], v)
+    }
+    /// Write the named parameters (all if `names` is None); the model is validated (mass > 0, inertia SPD) and
+    /// left unchanged on error.
+    #[pyo3(signature = (names, values))]
+    fn params_set(&mut self, names: Option<Vec<String>>, values: &Bound<'_, PyAny>) -> PyResult<()> {
+        let sel = selection(&self.inner, names.as_deref())?;
+        let v = vec1(values, "values", sel.len())?;
+        guard(|| self.inner.params_set(&sel, &v).map_err(model_err))
+    }
+    /// A copy with the named parameters set.
+    #[pyo3(signature = (names, values))]
+    fn with_params(&self, names: Option<Vec<String>>, values: &Bound<'_, PyAny>) -> PyResult<PyModel> {
+        let mut m = PyModel { inner: self.inner.clone(), id: self.id };
+        m.params_set(names, values)?;
+        Ok(m)
+    }
+    /// An independent copy.
+    fn copy(&self) -> PyModel {
+        PyModel::new(self.inner.clone())
+    }
+    fn __copy__(&self) -> PyModel {
+        self.copy()
+    }
+    fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> PyModel {
+        self.copy()
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Model('{}', body_count={}, joint_count={}, nq={}, nv={}, params={})",
+            self.inner.name,
+            self.inner.body_count(),
+            self.inner.joint_count(),
+            self.inner.nq(),
+            self.inner.nv(),
+            self.inner.param_table().len()
+        )
+    }
+}
+
+/// Build a model in code: bodies, then joints between them, then `build()`.
+#[pyclass(name = "ModelBuilder", module = "torsion")]
+pub struct PyModelBuilder {
+    b: Option<ModelBuilder>,
+    bodies: usize,
+}
+
+impl PyModelBuilder {
+    fn get(&mut self) -> PyResult<&mut ModelBuilder> {
+        self.b.as_mut().ok_or_else(|| PyValueError::new_err("ModelBuilder: build() was already called"))
+    }
+}
+
+fn joint_kind(kind: &str) -> PyResult<JointType> {
+    Ok(match kind {
+        "revolute" | "hinge" => JointType::Revolute,
+        "prismatic" | "slide" => JointType::Prismatic,
+        "fixed" => JointType::Fixed,
+        "ball" => JointType::Ball,
+        "free" => JointType::Free,
+        k => {
+            return Err(PyValueError::new_err(format!(
+                "unknown joint kind '{k}' (revolute, prismatic, fixed, ball, free)"
+            )))
+        }
+    })
+}
+
+#[pymethods]
+impl PyModelBuilder {
+    #[new]
+    #[pyo3(signature = (name="model", gravity=None, dt=0.01))]
+    fn new(name: &str, gravity: Option<&Bound<'_, PyAny>>, dt: f64) -> PyResult<Self> {
+        let g = match gravity {
+            Some(g) => vec3(g, "gravity")?,
+            None => Vec3::new(0.0, 0.0, -9.81),
+        };
+        if !(dt > 0.0 && dt.is_finite()) {
+            return Err(PyValueError::new_err(format!("dt must be positive, got {dt}")));
+        }
+        Ok(PyModelBuilder { b: Some(ModelBuilder::new(name).gravity(g).dt(dt)), bodies: 0 })
+    }
+    /// A fixed body at pose (x, q = (w, x, y, z)); returns its index.
+    #[pyo3(signature = (name, x=None, q=None))]
+    fn add_fixed_body(
+        &mut self,
+        name: &str,
+        x: Option<&Bound<'_, PyAny>>,
+        q: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<usize> {
+        let x = x.map(|x| vec3(x, "x")).transpose()?.unwrap_or_else(Vec3::zeros);
+        let q = q.map(|q| quat(q, "q")).transpose()?.unwrap_or_else(Quat::identity);
+        let i = self.get()?.add_fixed_body(name, x, q);
+        self.bodies += 1;
+        Ok(i)
+    }
+    /// A dynamic body: mass (kg), 3×3 inertia about the COM (body frame), COM offset in the body frame;
+    /// returns its index.
+    #[pyo3(signature = (name, mass, inertia, com=None))]
+    fn add_body(
+        &mut self,
+        name: &str,
+        mass: f64,
+        inertia: &Bound<'_, PyAny>,
+        com: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<usize> {
+        let a = read(inertia, "inertia")?;
+        if a.shape != [3, 3] {
+            return Err(PyValueError::new_err(format!("inertia: expected shape (3, 3), got {:?}", a.shape)));
+        }
+        let i3 = Mat3::from_row_slice(&a.data);
+        let com = com.map(|c| vec3(c, "com")).transpose()?;
+        let b = self.get()?;
+        let i = b.add_body(name, mass, i3);
+        if let Some(c) = com {
+            b.set_body_com(i, c);
+        }
+        self.bodies += 1;
+        Ok(i)
+    }
+    /// A joint `kind` ("revolute", "prismatic", "fixed", "ball", "free") from body `parent` to body `child`;
+    /// anchors are the joint point from each body's COM in that body's frame; returns its index.
+    #[pyo3(signature = (name, kind, parent, child, anchor_parent=None, anchor_child=None, axis=None, limit=None, damping=0.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_joint(
+        &mut self,
+        name: &str,
+        kind: &str,
+        parent: usize,
+        child: usize,
+        anchor_parent: Option<&Bound<'_, PyAny>>,
+        anchor_child: Option<&Bound<'_, PyAny>>,
+        axis: Option<&Bound<'_, PyAny>>,
+        limit: Option<(f64, f64)>,
+        damping: f64,
+    ) -> PyResult<usize> {
+        let kind = joint_kind(kind)?;
+        for (what, b) in [("parent", parent), ("child", child)] {
+            if b >= self.bodies {
+                return Err(PyIndexError::new_err(format!("{what} body {b} does not exist ({} bodies)", self.bodies)));
+            }
+        }
+        let r = anchor_parent.map(|v| vec3(v, "anchor_parent")).transpose()?.unwrap_or_else(Vec3::zeros);
+        let t = anchor_child.map(|v| vec3(v, "anchor_child")).transpose()?.unwrap_or_else(Vec3::zeros);
+        let ax = axis.map(|v| vec3(v, "axis")).transpose()?.unwrap_or_else(Vec3::z);
+        if !(ax.norm() > 1e-12 && ax.norm().is_finite()) {
+            return Err(PyValueError::new_err("axis must be nonzero and finite"));
+        }
+        let mut d = JointDesc::hinge(name, parent, child, r, t, ax);
+        d.kind = kind;
+        d.limit = limit;
+        d.damping = damping;
+        Ok(self.get()?.add_joint(d))
+    }
+    /// Validate and return the model (bodies placed by forward kinematics at q = 0).
+    fn build(&mut self) -> PyResult<PyModel> {
+        let b = self.b.take().ok_or_else(|| PyValueError::new_err("ModelBuilder: build() was already called"))?;
+        guard(|| Ok(PyModel::new(b.build().map_err(model_err)?)))
+    }
+}
+
+/// `load_urdf(path, arm_root=None, arm_tip=None)`
+#[pyfunction]
+#[pyo3(signature = (path, arm_root=None, arm_tip=None))]
+fn load_urdf(path: PathBuf, arm_root: Option<String>, arm_tip: Option<String>) -> PyResult<PyModel> {
+    PyModel::from_urdf(path, arm_root, arm_tip)
+}
+
+#[pyfunction]
+fn load_mjcf(path: PathBuf) -> PyResult<PyModel> {
+    PyModel::from_mjcf(path)
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyModel>()?;
+    m.add_class::<PyModelBuilder>()?;
+    m.add_function(wrap_pyfunction!(load_urdf, m)?)?;
+    m.add_function(wrap_pyfunction!(load_mjcf, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,445 @@
+//! Simulation and its derivatives from Python: `step`, `rollout`, `rollout_batch` (rayon, GIL released),
+//! `rollout_vjp`, `step_jacobians`, `trajectory_jacobians`, and the Rust-side step timer used by the
+//! overhead benchmark. States are flat rows in the solver's layout (solvers.rs); controls are (T, nu) with
+//! nu = `solver.control_dim(model)` (one torque per joint for XPBD, one generalized force per DoF for
+//! Featherstone); Jacobians are in tangent coordinates.
+use crate::arrays::{batched, mat2, out, out_mats, vec1};
+use crate::model::{selection, PyModel};
+use crate::solvers::{dispatch, solver_ref, state_vec, Cache, Codec, SolverRef};
+use crate::{guard, solver_err};
+use numpy::PyArrayDyn;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use rayon::prelude::*;
+use torsion_model::{Control, Model, ParamSelection};
+use torsion_solvers::{DiffSolver, Solver};
+
+fn dt_of(m: &Model, dt: Option<f64>) -> PyResult<f64> {
+    let dt = dt.unwrap_or(m.dt);
+    if !(dt > 0.0 && dt.is_finite()) {
+        return Err(PyValueError::new_err(format!("dt must be positive and finite, got {dt}")));
+    }
+    Ok(dt)
+}
+
+/// Run `f` with the solver's cached workspace for this model (built on first use; a fresh one if the cache is
+/// busy in another thread).
+fn with_ws<S: Codec, R>(
+    s: &S,
+    cache: &Cache<S::Workspace>,
+    model: &PyModel,
+    f: impl FnOnce(&mut S::Workspace) -> PyResult<R>,
+) -> PyResult<R>
+where
+    S::State: Send,
+{
+    match cache.try_lock() {
+        Ok(mut g) => {
+            let hit = matches!(g.as_ref(), Some((id, _)) if *id == model.id);
+            if !hit {
+                *g = None;
+                let ws = guard(|| s.workspace(&model.inner).map_err(solver_err))?;
+                *g = Some((model.id, ws));
+            }
+            match g.as_mut() {
+                Some((_, ws)) => f(ws),
+                None => Err(PyValueError::new_err("workspace cache")),
+            }
+        }
+        Err(_) => {
+            let mut ws = guard(|| s.workspace(&model.inner).map_err(solver_err))?;
+            f(&mut ws)
+        }
+    }
+}
+
+/// T steps from `s0`, every state written into `buf` ((T + 1) × n, row-major).
+#[allow(clippy::too_many_arguments)]
+fn rollout_into<S: Codec>(
+    s: &S,
+    m: &Model,
+    s0: &S::State,
+    us: &[f64],
+    (t_len, nu): (usize, usize),
+    dt: f64,
+    ws: &mut S::Workspace,
+    buf: &mut [f64],
+) -> Result<(), torsion_solvers::SolverError>
+where
+    S::State: Send,
+{
+    let n = s.state_dim(m);
+    s.encode(s0, &mut buf[..n]);
+    let mut cur = s0.clone();
+    let mut next = s0.clone();
+    let mut u = Control::zeros(nu);
+    for t in 0..t_len {
+        u.joint_torque.copy_from_slice(&us[t * nu..(t + 1) * nu]);
+        s.step(m, &cur, &u, dt, &mut next, ws, None)?;
+        s.encode(&next, &mut buf[(t + 1) * n..(t + 2) * n]);
+        std::mem::swap(&mut cur, &mut next);
+    }
+    Ok(())
+}
+
+/// One step: x (state_dim,), u (control_dim,) → the next state (state_dim,).
+#[pyfunction]
+#[pyo3(signature = (model, solver, x, u, dt=None))]
+fn step<'py>(
+    py: Python<'py>,
+    model: PyRef<'_, PyModel>,
+    solver: &Bound<'py, PyAny>,
+    x: &Bound<'py, PyAny>,
+    u: &Bound<'py, PyAny>,
+    dt: Option<f64>,
+) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+    let m = &model.inner;
+    let dt = dt_of(m, dt)?;
+    dispatch!(solver_ref(solver)?, |s, c| {
+        let st = state_vec(s, m, x, "x")?;
+        let u = Control::from_torques(&vec1(u, "u", s.control_dim(m))?);
+        let mut o = st.clone();
+        with_ws(s, c, &model, |ws| guard(|| s.step(m, &st, &u, dt, &mut o, ws, None).map_err(solver_err)))?;
+        let mut v = vec![0.0; s.state_dim(m)];
+        s.encode(&o, &mut v);
+        out(py, &[v.len()], v)
+    })
+}
+
+/// Rollout: x0 (state_dim,), controls (T, control_dim) → states (T + 1, state_dim), x0 first.
+#[pyfunction]
+#[pyo3(signature = (model, solver, x0, controls, dt=None))]
+fn rollout<'py>(
+    py: Python<'py>,
+    model: PyRef<'_, PyModel>,
+    solver: &Bound<'py, PyAny>,
+    x0: &Bound<'py, PyAny>,
+    controls: &Bound<'py, PyAny>,
+    dt: Option<f64>,
+) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+    let m = &model.inner;
+    let dt = dt_of(m, dt)?;
+    dispatch!(solver_ref(solver)?, |s, c| {
+        let s0 = state_vec(s, m, x0, "x0")?;
+        let nu = s.control_dim(m);
+        let (t_len, us) = mat2(controls, "controls", None, nu)?;
+        let n = s.state_dim(m);
+        let mut buf = vec![0.0; (t_len + 1) * n];
+        with_ws(s, c, &model, |ws| {
+            py.detach(|| guard(|| rollout_into(s, m, &s0, &us, (t_len, nu), dt, ws, &mut buf).map_err(solver_err)))
+        })?;
+        out(py, &[t_len + 1, n], buf)
+    })
+}
+
+/// Batched rollouts in parallel (rayon, all cores, GIL released): x0 (B, n) or (n,), controls (B, T, nu) or
+/// (T, nu), params (B, k) or (k,) for `param_names` (k names) or None. Any unbatched input is shared by
+/// every rollout; B must agree. Returns (B, T + 1, n); entry b equals `rollout` on item b exactly.
+#[pyfunction]
+#[pyo3(signature = (model, solver, x0, controls, params=None, param_names=None, dt=None))]
+#[allow(clippy::too_many_arguments)]
+fn rollout_batch<'py>(
+    py: Python<'py>,
+    model: PyRef<'_, PyModel>,
+    solver: &Bound<'py, PyAny>,
+    x0: &Bound<'py, PyAny>,
+    controls: &Bound<'py, PyAny>,
+    params: Option<&Bound<'py, PyAny>>,
+    param_names: Option<Vec<String>>,
+    dt: Option<f64>,
+) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+    let m = &model.inner;
+    let dt = dt_of(m, dt)?;
+    dispatch!(solver_ref(solver)?, |s, _c| {
+        let (n, nu) = (s.state_dim(m), s.control_dim(m));
+        let (bx, xs) = batched(x0, "x0", &[Some(n)])?;
+        let (bu, us) = batched(controls, "controls", &[None, Some(nu)])?;
+        let t_len = if bu.is_some() { us.shape[1] } else { us.shape[0] };
+        let (sel, bp, ps) = match params {
+            None => (ParamSelection::none(), None, None),
+            Some(p) => {
+                let names =
+                    param_names.as_deref().ok_or_else(|| PyValueError::new_err("params given without param_names"))?;
+                let sel = selection(m, Some(names))?;
+                let (b, a) = batched(p, "params", &[Some(sel.len())])?;
+                (sel, b, Some(a))
+            }
+        };
+        let sizes: Vec<(&str, usize)> =
+            [("x0", bx), ("controls", bu), ("params", bp)].into_iter().filter_map(|(k, b)| b.map(|b| (k, b))).collect();
+        let b_len = sizes.first().map_or(1, |s| s.1);
+        if let Some((k, b)) = sizes.iter().find(|s| s.1 != b_len) {
+            return Err(PyValueError::new_err(format!(
+                "batch sizes differ: {} has {b_len} items, {k} has {b}",
+                sizes[0].0
+            )));
+        }
+        let row = (t_len + 1) * n;
+        let mut buf = vec![0.0; b_len * row];
+        let item = |b: usize, dst: &mut [f64]| -> PyResult<()> {
+            let x = if bx.is_some() { &xs.data[b * n..(b + 1) * n] } else { &xs.data[..] };
+            let u = if bu.is_some() { &us.data[b * t_len * nu..(b + 1) * t_len * nu] } else { &us.data[..] };
+            let owned;
+            let mm = match &ps {
+                None => m,
+                Some(p) => {
+                    let k = sel.len();
+                    let v = if bp.is_some() { &p.data[b * k..(b + 1) * k] } else { &p.data[..] };
+                    let mut c = m.clone();
+                    c.params_set(&sel, v).map_err(|e| PyValueError::new_err(format!("params[{b}]: {e}")))?;
+                    owned = c;
+                    &owned
+                }
+            };
+            let mut ws = s.workspace(mm).map_err(solver_err)?;
+            let s0 = s.decode(mm, x);
+            rollout_into(s, mm, &s0, u, (t_len, nu), dt, &mut ws, dst).map_err(solver_err)
+        };
+        py.detach(|| guard(|| buf.par_chunks_mut(row.max(1)).enumerate().try_for_each(|(b, dst)| item(b, dst))))?;
+        out(py, &[b_len, t_len + 1, n], buf)
+    })
+}
+
+/// Gradients of a trajectory loss L(states) given ∂L/∂states.
+#[pyclass(name = "RolloutGrad", module = "torsion", frozen, get_all)]
+pub struct PyRolloutGrad {
+    /// ∂L/∂x0, ambient (state_dim,)
+    x0: Py<PyArrayDyn<f64>>,
+    /// ∂L/∂x0 in tangent coordinates (tangent_dim,)
+    x0_tangent: Py<PyArrayDyn<f64>>,
+    /// ∂L/∂controls (T, control_dim)
+    controls: Py<PyArrayDyn<f64>>,
+    /// ∂L/∂θ for `param_names` (k,)
+    params: Py<PyArrayDyn<f64>>,
+    param_names: Vec<String>,
+}
+
+#[pymethods]
+impl PyRolloutGrad {
+    fn __repr__(&self) -> String {
+        format!("RolloutGrad(x0, x0_tangent, controls, params: {} names)", self.param_names.len())
+    }
+}
+
+/// Reverse mode through a rollout: states (T + 1, n) from `rollout`, controls (T, nu), dloss_dstates
+/// (T + 1, n) = ∂L/∂states (ambient). `param_names`: the parameters to return gradients for (None: all).
+#[pyfunction]
+#[pyo3(signature = (model, solver, states, controls, dloss_dstates, param_names=None, dt=None))]
+#[allow(clippy::too_many_arguments)]
+fn rollout_vjp<'py>(
+    py: Python<'py>,
+    model: PyRef<'_, PyModel>,
+    solver: &Bound<'py, PyAny>,
+    states: &Bound<'py, PyAny>,
+    controls: &Bound<'py, PyAny>,
+    dloss_dstates: &Bound<'py, PyAny>,
+    param_names: Option<Vec<String>>,
+    dt: Option<f64>,
+) -> PyResult<PyRolloutGrad> {
+    let m = &model.inner;
+    let dt = dt_of(m, dt)?;
+    let sel = selection(m, param_names.as_deref())?;
+    let names = match param_names {
+        Some(n) => n,
+        None => m.param_table().names,
+    };
+    let sref = solver_ref(solver)?;
+    dispatch!(sref, |s, _c| {
+        let (n, nu) = (s.state_dim(m), s.control_dim(m));
+        let (t_len, us) = mat2(controls, "controls", None, nu)?;
+        let (_, xs) = mat2(states, "states", Some(t_len + 1), n)?;
+        let (_, gs) = mat2(dloss_dstates, "dloss_dstates", Some(t_len + 1), n)?;
+        if let (SolverRef::Fs(f), true) = (&sref, sel.len() < m.param_table().len() && m.nq() == m.nv()) {
+            let g = py.detach(|| guard(|| fs_vjp_selected(&f.solver, m, &xs, &us, &gs, t_len, &sel, dt)))?;
+            let (x0, gu, gp) = g;
+            let k = gp.len();
+            return Ok(PyRolloutGrad {
+                x0: out(py, &[n], x0.clone())?.unbind(),
+                x0_tangent: out(py, &[n], x0)?.unbind(),
+                controls: out(py, &[t_len, nu], gu)?.unbind(),
+                params: out(py, &[k], gp)?.unbind(),
+                param_names: names,
+            });
+        }
+        let st: Vec<_> = xs.chunks(n.max(1)).take(t_len + 1).map(|r| s.decode(m, r)).collect();
+        let ctl: Vec<Control> = (0..t_len).map(|t| Control::from_torques(&us[t * nu..(t + 1) * nu])).collect();
+        let g = py.detach(|| {
+            guard(|| {
+                torsion_diff::rollout_vjp(s, m, &st, &ctl, dt, |t, _, g| s.add_flat(g, &gs[t * n..(t + 1) * n]))
+                    .map_err(solver_err)
+            })
+        })?;
+        let mut x0 = vec![0.0; n];
+        s.encode(&g.g_s0, &mut x0);
+        let gu: Vec<f64> = g.g_u.concat();
+        let gp: Vec<f64> = sel.indices.iter().map(|&i| g.g_theta[i]).collect();
+        let k = gp.len();
+        Ok(PyRolloutGrad {
+            x0: out(py, &[n], x0)?.unbind(),
+            x0_tangent: out(py, &[g.g_s0_tangent.len()], g.g_s0_tangent)?.unbind(),
+            controls: out(py, &[t_len, nu], gu)?.unbind(),
+            params: out(py, &[k], gp)?.unbind(),
+            param_names: names,
+        })
+    })
+}
+
+/// Featherstone on models whose joints all have nq = nv (no ball / free joints: tangent = ambient), for a
+/// parameter subset: the adjoint recursion over per-step Jacobians computed for the selected parameters only
+/// (`DiffSolver::step_vjp` differentiates w.r.t. the whole parameter table, one dual pass each), steps in
+/// parallel. g_t = ∂L/∂x_t + A_tᵀ g_{t+1}, ∂L/∂u_t = B_tᵀ g_{t+1}, ∂L/∂θ = Σ C_tᵀ g_{t+1}.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn fs_vjp_selected(
+    s: &torsion_solvers::FeatherstoneSolver,
+    m: &Model,
+    xs: &[f64],
+    us: &[f64],
+    gs: &[f64],
+    t_len: usize,
+    sel: &ParamSelection,
+    dt: f64,
+) -> PyResult<(Vec<f64>, Vec<f64>, Vec<f64>)> {
+    let (n, nu, k) = (s.state_dim(m), s.control_dim(m), sel.len());
+    let js = (0..t_len)
+        .into_par_iter()
+        .map(|t| {
+            let st = s.decode(m, &xs[t * n..(t + 1) * n]);
+            s.step_jacobians(m, &st, &Control::from_torques(&us[t * nu..(t + 1) * nu]), dt, sel).map_err(solver_err)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let mut g = gs[t_len * n..(t_len + 1) * n].to_vec();
+    let mut gu = vec![0.0; t_len * nu];
+    let mut gp = vec![0.0; k];
+    let mut next = vec![0.0; n];
+    for t in (0..t_len).rev() {
+        let j = &js[t];
+        for c in 0..nu {
+            gu[t * nu + c] = (0..n).map(|r| j.b[(r, c)] * g[r]).sum();
+        }
+        for (c, p) in gp.iter_mut().enumerate() {
+            *p += (0..n).map(|r| j.c[(r, c)] * g[r]).sum::<f64>();
+        }
+        for c in 0..n {
+            next[c] = gs[t * n + c] + (0..n).map(|r| j.a[(r, c)] * g[r]).sum::<f64>();
+        }
+        std::mem::swap(&mut g, &mut next);
+    }
+    Ok((g, gu, gp))
+}
+
+/// Transition Jacobians of one step in tangent coordinates: A = ∂x'/∂x (nt, nt), B = ∂x'/∂u (nt, nu),
+/// C = ∂x'/∂θ (nt, k) for `param_names` (default none).
+#[pyfunction]
+#[pyo3(signature = (model, solver, x, u, param_names=None, dt=None))]
+#[allow(clippy::too_many_arguments)]
+fn step_jacobians<'py>(
+    py: Python<'py>,
+    model: PyRef<'_, PyModel>,
+    solver: &Bound<'py, PyAny>,
+    x: &Bound<'py, PyAny>,
+    u: &Bound<'py, PyAny>,
+    param_names: Option<Vec<String>>,
+    dt: Option<f64>,
+) -> PyResult<Abc<'py>> {
+    let m = &model.inner;
+    let dt = dt_of(m, dt)?;
+    let sel = selection(m, Some(param_names.as_deref().unwrap_or(&[])))?;
+    dispatch!(solver_ref(solver)?, |s, _c| {
+        let st = state_vec(s, m, x, "x")?;
+        let u = Control::from_torques(&vec1(u, "u", s.control_dim(m))?);
+        let j = py.detach(|| guard(|| s.step_jacobians(m, &st, &u, dt, &sel).map_err(solver_err)))?;
+        Ok((crate::arrays::out_mat(py, &j.a)?, crate::arrays::out_mat(py, &j.b)?, crate::arrays::out_mat(py, &j.c)?))
+    })
+}
+
+/// (A, B, C) at every step of a trajectory (steps in parallel): states (T + 1, n) or (T, n), controls
+/// (T, nu) → A (T, nt, nt), B (T, nt, nu), C (T, nt, k).
+#[pyfunction]
+#[pyo3(signature = (model, solver, states, controls, param_names=None, dt=None))]
+#[allow(clippy::too_many_arguments)]
+fn trajectory_jacobians<'py>(
+    py: Python<'py>,
+    model: PyRef<'_, PyModel>,
+    solver: &Bound<'py, PyAny>,
+    states: &Bound<'py, PyAny>,
+    controls: &Bound<'py, PyAny>,
+    param_names: Option<Vec<String>>,
+    dt: Option<f64>,
+) -> PyResult<Abc<'py>> {
+    let m = &model.inner;
+    let dt = dt_of(m, dt)?;
+    let sel = selection(m, Some(param_names.as_deref().unwrap_or(&[])))?;
+    dispatch!(solver_ref(solver)?, |s, _c| {
+        let (n, nu, nt) = (s.state_dim(m), s.control_dim(m), s.tangent_dim(m));
+        let (t_len, us) = mat2(controls, "controls", None, nu)?;
+        let (rows, xs) = mat2(states, "states", None, n)?;
+        if rows != t_len && rows != t_len + 1 {
+            return Err(PyValueError::new_err(format!(
+                "states: expected {} or {} rows for {t_len} controls, got {rows}",
+                t_len,
+                t_len + 1
+            )));
+        }
+        let js = py.detach(|| {
+            guard(|| {
+                (0..t_len)
+                    .into_par_iter()
+                    .map(|t| {
+                        let st = s.decode(m, &xs[t * n..(t + 1) * n]);
+                        let u = Control::from_torques(&us[t * nu..(t + 1) * nu]);
+                        s.step_jacobians(m, &st, &u, dt, &sel).map_err(solver_err)
+                    })
+                    .collect::<PyResult<Vec<_>>>()
+            })
+        })?;
+        let a: Vec<_> = js.iter().map(|j| &j.a).collect();
+        let b: Vec<_> = js.iter().map(|j| &j.b).collect();
+        let c: Vec<_> = js.iter().map(|j| &j.c).collect();
+        Ok((out_mats(py, &a, nt, nt)?, out_mats(py, &b, nt, nu)?, out_mats(py, &c, nt, sel.len())?))
+    })
+}
+
+/// (A, B, C)
+type Abc<'py> = (Bound<'py, PyArrayDyn<f64>>, Bound<'py, PyArrayDyn<f64>>, Bound<'py, PyArrayDyn<f64>>);
+
+/// Seconds per `Solver::step` called from Rust with a prebuilt workspace (the reference for the Python-call
+/// overhead benchmark): `n` steps from the same x and u.
+#[pyfunction]
+#[pyo3(signature = (model, solver, x, u, n=10000, dt=None))]
+fn bench_step_rust(
+    model: PyRef<'_, PyModel>,
+    solver: &Bound<'_, PyAny>,
+    x: &Bound<'_, PyAny>,
+    u: &Bound<'_, PyAny>,
+    n: usize,
+    dt: Option<f64>,
+) -> PyResult<f64> {
+    let m = &model.inner;
+    let dt = dt_of(m, dt)?;
+    dispatch!(solver_ref(solver)?, |s, _c| {
+        let st = state_vec(s, m, x, "x")?;
+        let u = Control::from_torques(&vec1(u, "u", s.control_dim(m))?);
+        let mut ws = s.workspace(m).map_err(solver_err)?;
+        let mut o = st.clone();
+        guard(|| {
+            s.step(m, &st, &u, dt, &mut o, &mut ws, None).map_err(solver_err)?;
+            let t0 = std::time::Instant::now();
+            for _ in 0..n {
+                s.step(m, std::hint::black_box(&st), &u, dt, &mut o, &mut ws, None).map_err(solver_err)?;
+            }
+            Ok(t0.elapsed().as_secs_f64() / n.max(1) as f64)
+        })
+    })
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(step, m)?)?;
+    m.add_function(wrap_pyfunction!(rollout, m)?)?;
+    m.add_function(wrap_pyfunction!(rollout_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(rollout_vjp, m)?)?;
+    m.add_function(wrap_pyfunction!(step_jacobians, m)?)?;
+    m.add_function(wrap_pyfunction!(trajectory_jacobians, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_step_rust, m)?)?;
+    m.add_class::<PyRolloutGrad>()?;
+    Ok(())
+}

@@ -1,0 +1,374 @@
+//! `torsion.XpbdSolver` and `torsion.FeatherstoneSolver` and the flat NumPy state layouts:
+//! XPBD: per body (fixed bodies included) [x(3) q(4: w, x, y, z) v(3) w(3)] = 13 × body_count, world frame;
+//! tangent: 12 per *dynamic* body [x δq v w] (δq through the left exponential map).
+//! Featherstone: [q (nq), v (nv)]; tangent [δq (nv), v (nv)] (q perturbed through joint integration).
+use crate::arrays::{out, read, vec1};
+use crate::model::PyModel;
+use crate::{guard, model_err};
+use numpy::PyArrayDyn;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use std::sync::Mutex;
+use torsion_model::state::AMBIENT_PER_BODY;
+use torsion_model::{MaximalState, Model};
+use torsion_solvers::featherstone::FeatherstoneWorkspace;
+use torsion_solvers::xpbd::XpbdWorkspace;
+use torsion_solvers::{
+    DiffSolver, FeatherstoneOptions, FeatherstoneSolver, GenState, Ordering, XpbdOptions, XpbdSolver,
+};
+
+/// A solver whose state flattens to one f64 vector.
+pub(crate) trait Codec: DiffSolver + Sync
+where
+    Self::State: Send,
+{
+    fn state_dim(&self, m: &Model) -> usize;
+    /// `a` has `state_dim` entries (checked by the caller)
+    fn decode(&self, m: &Model, a: &[f64]) -> Self::State;
+    fn encode(&self, s: &Self::State, out: &mut [f64]);
+    /// g += a for a state gradient and a flat row `a` (same layout as the state)
+    fn add_flat(&self, g: &mut Self::State, a: &[f64]);
+}
+
+impl Codec for XpbdSolver {
+    fn state_dim(&self, m: &Model) -> usize {
+        AMBIENT_PER_BODY * m.body_count()
+    }
+    fn decode(&self, _m: &Model, a: &[f64]) -> MaximalState {
+        MaximalState::from_ambient(a)
+    }
+    fn encode(&self, s: &MaximalState, out: &mut [f64]) {
+        for k in 0..s.x.len() {
+            let o = &mut out[k * AMBIENT_PER_BODY..(k + 1) * AMBIENT_PER_BODY];
+            o[..3].copy_from_slice(s.x[k].as_slice());
+            o[3..7].copy_from_slice(&s.q[k].to_array());
+            o[7..10].copy_from_slice(s.v[k].as_slice());
+            o[10..13].copy_from_slice(s.w[k].as_slice());
+        }
+    }
+    fn add_flat(&self, g: &mut MaximalState, a: &[f64]) {
+        for k in 0..g.x.len() {
+            let o = &a[k * AMBIENT_PER_BODY..(k + 1) * AMBIENT_PER_BODY];
+            for i in 0..3 {
+                g.x[k][i] += o[i];
+                g.q[k].v[i] += o[4 + i];
+                g.v[k][i] += o[7 + i];
+                g.w[k][i] += o[10 + i];
+            }
+            g.q[k].w += o[3];
+        }
+    }
+}
+
+impl Codec for FeatherstoneSolver {
+    fn state_dim(&self, m: &Model) -> usize {
+        m.nq() + m.nv()
+    }
+    fn decode(&self, m: &Model, a: &[f64]) -> GenState {
+        GenState { q: a[..m.nq()].to_vec(), v: a[m.nq()..].to_vec() }
+    }
+    fn encode(&self, s: &GenState, out: &mut [f64]) {
+        out[..s.q.len()].copy_from_slice(&s.q);
+        out[s.q.len()..s.q.len() + s.v.len()].copy_from_slice(&s.v);
+    }
+    fn add_flat(&self, g: &mut GenState, a: &[f64]) {
+        let nq = g.q.len();
+        g.q.iter_mut().zip(&a[..nq]).for_each(|(x, y)| *x += y);
+        g.v.iter_mut().zip(&a[nq..]).for_each(|(x, y)| *x += y);
+    }
+}
+
+/// Workspace cached per solver object for the model it was last used with (by model id).
+pub(crate) type Cache<W> = Mutex<Option<(u64, W)>>;
+
+#[pyclass(name = "XpbdSolver", module = "torsion", frozen)]
+pub struct PyXpbd {
+    pub solver: XpbdSolver,
+    pub cache: Cache<XpbdWorkspace>,
+}
+
+#[pyclass(name = "FeatherstoneSolver", module = "torsion", frozen)]
+pub struct PyFeatherstone {
+    pub solver: FeatherstoneSolver,
+    pub cache: Cache<FeatherstoneWorkspace>,
+}
+
+pub(crate) enum SolverRef<'a> {
+    Xpbd(&'a PyXpbd),
+    Fs(&'a PyFeatherstone),
+}
+
+pub(crate) fn solver_ref<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<SolverRef<'a>> {
+    if let Ok(s) = obj.cast::<PyXpbd>() {
+        return Ok(SolverRef::Xpbd(s.get()));
+    }
+    if let Ok(s) = obj.cast::<PyFeatherstone>() {
+        return Ok(SolverRef::Fs(s.get()));
+    }
+    Err(PyTypeError::new_err(format!(
+        "solver: expected torsion.XpbdSolver or torsion.FeatherstoneSolver, got {}",
+        obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+    )))
+}
+
+/// `dispatch!(solver_ref, |s, cache| expr)`: run `expr` with the concrete solver and its workspace cache.
+macro_rules! dispatch {
+    ($r:expr, |$s:ident, $c:ident| $body:expr) => {
+        match $r {
+            $crate::solvers::SolverRef::Xpbd(p) => {
+                let $s = &p.solver;
+                let $c = &p.cache;
+                $body
+            }
+            $crate::solvers::SolverRef::Fs(p) => {
+                let $s = &p.solver;
+                let $c = &p.cache;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use dispatch;
+
+/// Check a flat state's length.
+pub(crate) fn state_vec<S: Codec>(s: &S, m: &Model, obj: &Bound<'_, PyAny>, name: &str) -> PyResult<S::State>
+where
+    S::State: Send,
+{
+    let v = vec1(obj, name, s.state_dim(m))?;
+    Ok(s.decode(m, &v))
+}
+
+fn tangent_ops<S: Codec>(s: &S, m: &Model, x: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>, op: u8) -> PyResult<Vec<f64>>
+where
+    S::State: Send,
+{
+    let st = state_vec(s, m, x, "x")?;
+    guard(|| match op {
+        0 => {
+            let d = vec1(other, "d", s.tangent_dim(m))?;
+            let r = s.retract(m, &st, &d);
+            let mut o = vec![0.0; s.state_dim(m)];
+            s.encode(&r, &mut o);
+            Ok(o)
+        }
+        1 => {
+            let o = state_vec(s, m, other, "other")?;
+            Ok(s.local_diff(m, &st, &o))
+        }
+        _ => {
+            let g = state_vec(s, m, other, "g")?;
+            Ok(s.grad_to_tangent(m, &st, &g))
+        }
+    })
+}
+
+macro_rules! solver_methods {
+    ($ty:ty, { $($extra:tt)* }) => {
+        #[pymethods]
+        impl $ty {
+            $($extra)*
+            /// length of the flat state vector for `model`
+            fn state_dim(&self, model: PyRef<'_, PyModel>) -> usize {
+                self.solver.state_dim(&model.inner)
+            }
+            /// length of the tangent state (rows of A, B, C)
+            fn tangent_dim(&self, model: PyRef<'_, PyModel>) -> usize {
+                self.solver.tangent_dim(&model.inner)
+            }
+            /// entries of one control row
+            fn control_dim(&self, model: PyRef<'_, PyModel>) -> usize {
+                self.solver.control_dim(&model.inner)
+            }
+            /// x ⊕ d: move a state along a tangent vector d (tangent_dim,)
+            fn retract<'py>(
+                &self,
+                py: Python<'py>,
+                model: PyRef<'_, PyModel>,
+                x: &Bound<'py, PyAny>,
+                d: &Bound<'py, PyAny>,
+            ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+                let v = tangent_ops(&self.solver, &model.inner, x, d, 0)?;
+                out(py, &[v.len()], v)
+            }
+            /// other ⊖ x in tangent coordinates (inverse of retract to first order)
+            fn local_diff<'py>(
+                &self,
+                py: Python<'py>,
+                model: PyRef<'_, PyModel>,
+                x: &Bound<'py, PyAny>,
+                other: &Bound<'py, PyAny>,
+            ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+                let v = tangent_ops(&self.solver, &model.inner, x, other, 1)?;
+                out(py, &[v.len()], v)
+            }
+            /// an ambient state gradient (state_dim,) at x → the tangent gradient (tangent_dim,)
+            fn grad_to_tangent<'py>(
+                &self,
+                py: Python<'py>,
+                model: PyRef<'_, PyModel>,
+                x: &Bound<'py, PyAny>,
+                g: &Bound<'py, PyAny>,
+            ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+                let v = tangent_ops(&self.solver, &model.inner, x, g, 2)?;
+                out(py, &[v.len()], v)
+            }
+        }
+    };
+}
+
+solver_methods!(PyXpbd, {
+    /// XPBD / PBD in maximal coordinates (spec 000). ordering: "gauss_seidel" or "jacobi".
+    #[new]
+    #[pyo3(signature = (iterations=30, compliance=0.0, substeps=1, ordering="gauss_seidel", jacobi_relaxation=1.0, limits=true, springs=true))]
+    fn new(
+        iterations: usize,
+        compliance: f64,
+        substeps: usize,
+        ordering: &str,
+        jacobi_relaxation: f64,
+        limits: bool,
+        springs: bool,
+    ) -> PyResult<Self> {
+        let ordering = match ordering {
+            "gauss_seidel" => Ordering::GaussSeidel,
+            "jacobi" => Ordering::Jacobi,
+            o => {
+                return Err(PyValueError::new_err(format!("ordering: expected 'gauss_seidel' or 'jacobi', got '{o}'")))
+            }
+        };
+        if substeps == 0 {
+            return Err(PyValueError::new_err("substeps must be ≥ 1"));
+        }
+        if !(compliance >= 0.0 && compliance.is_finite()) {
+            return Err(PyValueError::new_err(format!("compliance must be ≥ 0, got {compliance}")));
+        }
+        if !(jacobi_relaxation > 0.0 && jacobi_relaxation <= 1.0) {
+            return Err(PyValueError::new_err(format!("jacobi_relaxation must be in (0, 1], got {jacobi_relaxation}")));
+        }
+        let options = XpbdOptions { iterations, compliance, substeps, ordering, jacobi_relaxation, limits, springs };
+        Ok(PyXpbd { solver: XpbdSolver::new(options), cache: Mutex::new(None) })
+    }
+    #[getter]
+    fn iterations(&self) -> usize {
+        self.solver.options.iterations
+    }
+    #[getter]
+    fn compliance(&self) -> f64 {
+        self.solver.options.compliance
+    }
+    #[getter]
+    fn substeps(&self) -> usize {
+        self.solver.options.substeps
+    }
+    #[getter]
+    fn ordering(&self) -> &'static str {
+        match self.solver.options.ordering {
+            Ordering::GaussSeidel => "gauss_seidel",
+            Ordering::Jacobi => "jacobi",
+        }
+    }
+    #[getter]
+    fn jacobi_relaxation(&self) -> f64 {
+        self.solver.options.jacobi_relaxation
+    }
+    #[getter]
+    fn limits(&self) -> bool {
+        self.solver.options.limits
+    }
+    #[getter]
+    fn springs(&self) -> bool {
+        self.solver.options.springs
+    }
+    /// The state with joint positions q (one per joint; bodies placed by forward kinematics, at rest).
+    #[pyo3(signature = (model, q=None))]
+    fn initial_state<'py>(
+        &self,
+        py: Python<'py>,
+        model: PyRef<'_, PyModel>,
+        q: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+        let m = &model.inner;
+        let q = match q {
+            Some(q) => vec1(q, "q", m.nq())?,
+            None => m.neutral_q(),
+        };
+        let s = guard(|| m.state_at(&q).map_err(model_err))?;
+        let mut o = vec![0.0; self.solver.state_dim(m)];
+        self.solver.encode(&s, &mut o);
+        out(py, &[o.len()], o)
+    }
+    /// Hinge angles (spec 000 §3.6) of states (..., state_dim) → (..., joint_count); 0 for non-hinges.
+    fn joint_angles<'py>(
+        &self,
+        py: Python<'py>,
+        model: PyRef<'_, PyModel>,
+        states: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+        let m = &model.inner;
+        let a = read(states, "states")?;
+        let n = self.solver.state_dim(m);
+        if a.shape.last() != Some(&n) {
+            return Err(PyValueError::new_err(format!(
+                "states: last axis must have {n} entries, got shape {:?}",
+                a.shape
+            )));
+        }
+        let nj = m.joint_count();
+        let mut o = Vec::with_capacity(a.data.len() / n.max(1) * nj);
+        for row in a.data.chunks(n.max(1)) {
+            o.extend(self.solver.joint_angles(m, &MaximalState::from_ambient(row)));
+        }
+        let mut shape = a.shape.clone();
+        *shape.last_mut().expect("non-empty") = nj;
+        out(py, &shape, o)
+    }
+    fn __repr__(&self) -> String {
+        format!("XpbdSolver({:?})", self.solver.options)
+    }
+});
+
+solver_methods!(PyFeatherstone, {
+    /// Semi-implicit Euler in generalized coordinates (ABA; implicit joint damping when `joint_damping`).
+    #[new]
+    #[pyo3(signature = (joint_damping=true))]
+    fn new(joint_damping: bool) -> Self {
+        PyFeatherstone {
+            solver: FeatherstoneSolver { options: FeatherstoneOptions { joint_damping } },
+            cache: Mutex::new(None),
+        }
+    }
+    #[getter]
+    fn joint_damping(&self) -> bool {
+        self.solver.options.joint_damping
+    }
+    /// [q, v] with q (default: the model's reference configuration) and v (default 0).
+    #[pyo3(signature = (model, q=None, v=None))]
+    fn initial_state<'py>(
+        &self,
+        py: Python<'py>,
+        model: PyRef<'_, PyModel>,
+        q: Option<&Bound<'py, PyAny>>,
+        v: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+        let m = &model.inner;
+        let mut o = match q {
+            Some(q) => vec1(q, "q", m.nq())?,
+            None => m.neutral_q(),
+        };
+        match v {
+            Some(v) => o.extend(vec1(v, "v", m.nv())?),
+            None => o.extend(std::iter::repeat_n(0.0, m.nv())),
+        }
+        out(py, &[o.len()], o)
+    }
+    fn __repr__(&self) -> String {
+        format!("FeatherstoneSolver(joint_damping={})", self.solver.options.joint_damping)
+    }
+});
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyXpbd>()?;
+    m.add_class::<PyFeatherstone>()?;
+    Ok(())
+}
