@@ -3,6 +3,7 @@
 use crate::contact::{Contact, ContactId, Contacts};
 use crate::frames::tangent_frame;
 use crate::shapes::from_parry;
+use crate::world::IdHasher;
 use parry3d_f64::math::Pose;
 use parry3d_f64::query::{
     ContactManifold, ContactManifoldsWorkspace, DefaultQueryDispatcher, PersistentQueryDispatcher,
@@ -27,7 +28,7 @@ pub(crate) fn emit_pair(
     b: (usize, usize, &dyn Shape, &Pose),
     margin: f64,
     prediction: f64,
-    prev_t1: &HashMap<ContactId, Vec3>,
+    prev_t1: &HashMap<ContactId, Vec3, IdHasher>,
     scratch: &mut PairScratch,
     out: &mut Contacts,
 ) {

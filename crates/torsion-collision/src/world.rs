@@ -77,9 +77,33 @@ pub struct CollisionWorld {
     aabbs: Vec<Aabb>,
     sap: SweepAndPrune,
     pairs: Vec<(usize, usize)>,
-    prev_t1: HashMap<ContactId, Vec3>,
+    prev_t1: HashMap<ContactId, Vec3, IdHasher>,
     pair_scratch: PairScratch,
 }
+
+/// A fast hasher for [`ContactId`] lookups (multiply–rotate over the three words; SipHash costs more than the
+/// narrow phase of a box on a plane). Not DoS-resistant, which ids computed from our own geometry do not need.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IdHash(u64);
+
+impl std::hash::Hasher for IdHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64)
+    }
+}
+
+pub(crate) type IdHasher = std::hash::BuildHasherDefault<IdHash>;
 
 fn is_virtual(m: &Model, b: usize) -> bool {
     !m.body_fixed[b] && m.body_mass[b] == 0.0 && m.body_inertia[b].norm() == 0.0
@@ -161,7 +185,7 @@ impl CollisionWorld {
             aabbs: Vec::new(),
             sap: SweepAndPrune::default(),
             pairs: Vec::new(),
-            prev_t1: HashMap::new(),
+            prev_t1: HashMap::default(),
             pair_scratch: PairScratch::default(),
         };
         // plane–plane pairs have no parry manifold: say so once
