@@ -13,7 +13,9 @@ pub struct ContactId {
     pub feature: u64,
 }
 
-/// One contact point between shape `geom_a` (on `body_a`) and shape `geom_b` (on `body_b`).
+/// One contact point between shape `geom_a` (on `body_a`) and shape `geom_b` (on `body_b`). B is the plane if
+/// there is one, else the shape on a fixed body, else the shape with the higher index, so ground contacts have
+/// B = the ground and a normal pointing up.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Contact {
     /// model body index of A (fixed bodies allowed)
