@@ -1,0 +1,342 @@
+//! [`CollisionWorld`]: parry shapes built once from a [`Model`], pair filtering, and `detect` (broad phase →
+//! narrow phase → contact frames) producing [`Contacts`] with spec 001 §3.1 conventions.
+use crate::broad_phase::{Aabb, BroadPhase, SweepAndPrune};
+use crate::contact::{ContactId, Contacts};
+use crate::error::CollisionError;
+use crate::mesh::MeshPolicy;
+use crate::narrow_phase::{emit_pair, PairScratch};
+use crate::shapes::{build_shape, pose_to_parry, BuiltShape};
+use parry3d_f64::math::{Pose, Vector};
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use torsion_math::{Quat, Vec3};
+use torsion_model::{JointType, Model};
+
+/// Options of [`CollisionWorld`].
+#[derive(Clone, Debug)]
+pub struct CollisionOptions {
+    /// report contacts with signed distance ≤ `margin`, m (touching counts: a box resting exactly on a plane has
+    /// its 4 corners at distance 0); default 0
+    pub margin: f64,
+    /// parry's manifold prediction distance, m: manifold points are generated up to max(`margin`, `prediction`);
+    /// default 0
+    pub prediction: f64,
+    /// MuJoCo's `filterparent`: skip pairs of a body and its parent (through massless "virtual" bodies of
+    /// multi-joint MJCF bodies) unless the parent is fixed (MuJoCo exempts the world); default true
+    pub filter_parent: bool,
+    /// extra body pairs never to collide (MJCF `<contact><exclude>` style), any order
+    pub exclude_bodies: Vec<(usize, usize)>,
+    /// what to do with meshes that cannot be loaded; default [`MeshPolicy::Error`]
+    pub mesh_policy: MeshPolicy,
+    /// where `package://` mesh names are looked up
+    pub package_dirs: Vec<PathBuf>,
+    /// default [`BroadPhase::SweepAndPrune`]
+    pub broad_phase: BroadPhase,
+}
+
+impl Default for CollisionOptions {
+    fn default() -> Self {
+        Self {
+            margin: 0.0,
+            prediction: 0.0,
+            filter_parent: true,
+            exclude_bodies: Vec::new(),
+            mesh_policy: MeshPolicy::Error,
+            package_dirs: Vec::new(),
+            broad_phase: BroadPhase::SweepAndPrune,
+        }
+    }
+}
+
+/// Per-shape data kept by the world.
+struct Entry {
+    built: BuiltShape,
+    body: usize,
+    contype: u32,
+    conaffinity: u32,
+}
+
+/// Collision geometry of one model and the scratch of `detect` (no allocation after the first calls).
+pub struct CollisionWorld {
+    opts: CollisionOptions,
+    body_count: usize,
+    body_name: Vec<String>,
+    body_fixed: Vec<bool>,
+    /// nearest non-virtual parent body of each body (None: a root)
+    filter_parent: Vec<Option<usize>>,
+    /// body pairs welded by a fixed joint (never collide), (min, max)
+    welded: HashSet<(usize, usize)>,
+    excluded: HashSet<(usize, usize)>,
+    /// per model shape; None: never collides (contype = conaffinity = 0, or a skipped mesh)
+    entries: Vec<Option<Entry>>,
+    warnings: Vec<String>,
+    // scratch
+    world_pose: Vec<Pose>,
+    bounded: Vec<usize>,
+    planes: Vec<usize>,
+    aabbs: Vec<Aabb>,
+    sap: SweepAndPrune,
+    pairs: Vec<(usize, usize)>,
+    prev_t1: HashMap<ContactId, Vec3, IdHasher>,
+    pair_scratch: PairScratch,
+}
+
+/// A fast hasher for [`ContactId`] lookups (multiply–rotate over the three words; SipHash costs more than the
+/// narrow phase of a box on a plane). Not DoS-resistant, which ids computed from our own geometry do not need.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IdHash(u64);
+
+impl std::hash::Hasher for IdHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64)
+    }
+}
+
+pub(crate) type IdHasher = std::hash::BuildHasherDefault<IdHash>;
+
+fn is_virtual(m: &Model, b: usize) -> bool {
+    !m.body_fixed[b] && m.body_mass[b] == 0.0 && m.body_inertia[b].norm() == 0.0
+}
+
+impl CollisionWorld {
+    /// Build the parry shape of every collidable model shape. Errors name the shape (and file for meshes).
+    pub fn new(model: &Model, opts: CollisionOptions) -> Result<Self, CollisionError> {
+        if !(opts.margin.is_finite() && opts.prediction.is_finite() && opts.prediction >= 0.0) {
+            return Err(CollisionError::BadOption(format!(
+                "margin ({}) must be finite and prediction ({}) finite and ≥ 0",
+                opts.margin, opts.prediction
+            )));
+        }
+        let nb = model.body_count();
+        for &(a, b) in &opts.exclude_bodies {
+            if a >= nb || b >= nb {
+                return Err(CollisionError::BadOption(format!(
+                    "exclude_bodies has ({a}, {b}) but the model has {nb} bodies"
+                )));
+            }
+        }
+        let mut warnings = Vec::new();
+        let mut entries = Vec::with_capacity(model.shapes.len());
+        for (i, s) in model.shapes.iter().enumerate() {
+            if s.body >= nb {
+                return Err(CollisionError::BadBody { shape: s.name.clone(), index: i, body: s.body, body_count: nb });
+            }
+            if s.contype == 0 && s.conaffinity == 0 {
+                entries.push(None); // visual only: not even built (its mesh need not exist)
+                continue;
+            }
+            let built = build_shape(s, i, opts.mesh_policy, &opts.package_dirs, &mut warnings)?;
+            entries.push(built.map(|built| Entry {
+                built,
+                body: s.body,
+                contype: s.contype,
+                conaffinity: s.conaffinity,
+            }));
+        }
+        let mut parent = vec![None; nb];
+        let mut welded = HashSet::new();
+        for j in 0..model.joint_count() {
+            let (p, c) = (model.joint_parent[j], model.joint_child[j]);
+            if p < nb && c < nb {
+                parent[c] = Some(p);
+                if model.joint_type[j] == JointType::Fixed {
+                    welded.insert((p.min(c), p.max(c)));
+                }
+            }
+        }
+        let filter_parent = (0..nb)
+            .map(|b| {
+                let mut p = parent[b];
+                let mut guard = 0;
+                while let Some(q) = p {
+                    if !is_virtual(model, q) || guard > nb {
+                        break;
+                    }
+                    p = parent[q];
+                    guard += 1;
+                }
+                p
+            })
+            .collect();
+        let mut w = Self {
+            body_count: nb,
+            body_name: model.body_name.clone(),
+            body_fixed: model.body_fixed.clone(),
+            filter_parent,
+            welded,
+            excluded: opts.exclude_bodies.iter().map(|&(a, b)| (a.min(b), a.max(b))).collect(),
+            opts,
+            entries,
+            warnings,
+            world_pose: vec![Pose::IDENTITY; model.shapes.len()],
+            bounded: Vec::new(),
+            planes: Vec::new(),
+            aabbs: Vec::new(),
+            sap: SweepAndPrune::default(),
+            pairs: Vec::new(),
+            prev_t1: HashMap::default(),
+            pair_scratch: PairScratch::default(),
+        };
+        // plane–plane pairs have no parry manifold: say so once
+        let planes: Vec<usize> =
+            (0..w.entries.len()).filter(|&i| w.entries[i].as_ref().is_some_and(|e| e.built.is_plane)).collect();
+        for (k, &i) in planes.iter().enumerate() {
+            for &j in &planes[k + 1..] {
+                if w.allowed(i, j) {
+                    let n = |s: usize| model.shapes[s].name.clone();
+                    w.warnings.push(format!(
+                        "planes '{}' and '{}' never collide (plane–plane unsupported)",
+                        n(i),
+                        n(j)
+                    ));
+                }
+            }
+        }
+        Ok(w)
+    }
+
+    pub fn options(&self) -> &CollisionOptions {
+        &self.opts
+    }
+
+    /// Warnings collected while building (skipped meshes, unsupported pairs).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Whether model shape `i` takes part in collision (false: visual-only or a skipped mesh).
+    pub fn is_collidable(&self, i: usize) -> bool {
+        self.entries.get(i).is_some_and(|e| e.is_some())
+    }
+
+    /// The filtering rules for shapes `i` and `j` (both collidable): different bodies, not two fixed bodies, not
+    /// welded, not excluded, MuJoCo's bitmask rule (ct_i & ca_j) || (ct_j & ca_i), and the parent filter.
+    pub fn allowed(&self, i: usize, j: usize) -> bool {
+        let (Some(Some(a)), Some(Some(b))) = (self.entries.get(i), self.entries.get(j)) else { return false };
+        let (ba, bb) = (a.body, b.body);
+        let key = (ba.min(bb), ba.max(bb));
+        if ba == bb || (self.body_fixed[ba] && self.body_fixed[bb]) || self.welded.contains(&key) {
+            return false;
+        }
+        if (a.contype & b.conaffinity) == 0 && (b.contype & a.conaffinity) == 0 {
+            return false;
+        }
+        if self.excluded.contains(&key) {
+            return false;
+        }
+        if self.opts.filter_parent {
+            let child_of = |c: usize, p: usize| self.filter_parent[c] == Some(p) && !self.body_fixed[p];
+            if child_of(ba, bb) || child_of(bb, ba) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Contacts with signed distance ≤ `margin` for body world poses `poses` (COM frame position and orientation,
+    /// one per model body, fixed bodies included). On entry `out` holds the previous step's contacts (their t1
+    /// seed this step's tangents, see [`crate::frames`]); pass an empty [`Contacts`] for none.
+    pub fn detect(&mut self, poses: &[(Vec3, Quat)], out: &mut Contacts) -> Result<(), CollisionError> {
+        if poses.len() != self.body_count {
+            return Err(CollisionError::PoseCount { got: poses.len(), expected: self.body_count });
+        }
+        for (b, (x, q)) in poses.iter().enumerate() {
+            if !(x.iter().all(|v| v.is_finite()) && q.to_array().iter().all(|v| v.is_finite()) && q.norm() > 1e-9) {
+                return Err(CollisionError::NonFinitePose { body: b, name: self.body_name[b].clone() });
+            }
+        }
+        self.prev_t1.clear();
+        self.prev_t1.extend(out.contacts.iter().map(|c| (c.id, c.tangents[0])));
+        out.contacts.clear();
+        let reach = self.opts.margin.max(self.opts.prediction);
+        // world poses and AABBs
+        self.bounded.clear();
+        self.planes.clear();
+        self.aabbs.clear();
+        for (i, e) in self.entries.iter().enumerate() {
+            let Some(e) = e else { continue };
+            let (x, q) = &poses[e.body];
+            let p = pose_to_parry(x, &q.normalize()) * e.built.local;
+            self.world_pose[i] = p;
+            if e.built.is_plane {
+                self.planes.push(i);
+            } else {
+                let bb = e.built.shape.compute_aabb(&p);
+                let l = reach.max(0.0);
+                self.aabbs.push(Aabb {
+                    min: [bb.mins.x - l, bb.mins.y - l, bb.mins.z - l],
+                    max: [bb.maxs.x + l, bb.maxs.y + l, bb.maxs.z + l],
+                });
+                self.bounded.push(i);
+            }
+        }
+        // broad phase
+        self.pairs.clear();
+        let mut sap = std::mem::take(&mut self.sap);
+        let mut pairs = std::mem::take(&mut self.pairs);
+        {
+            let bounded = &self.bounded;
+            sap.pairs(self.opts.broad_phase, &self.aabbs, |a, b| self.allowed(bounded[a], bounded[b]), &mut pairs);
+            for p in pairs.iter_mut() {
+                *p = (bounded[p.0], bounded[p.1]);
+            }
+            for &pl in &self.planes {
+                let pose = &self.world_pose[pl];
+                let n = pose.rotation * Vector::Z;
+                let o = pose.translation;
+                for (k, &s) in bounded.iter().enumerate() {
+                    if !self.allowed(pl, s) {
+                        continue;
+                    }
+                    // lowest corner of the (loosened) AABB along n, relative to the plane
+                    let bb = &self.aabbs[k];
+                    let c = Vector::new(
+                        if n.x >= 0.0 { bb.min[0] } else { bb.max[0] },
+                        if n.y >= 0.0 { bb.min[1] } else { bb.max[1] },
+                        if n.z >= 0.0 { bb.min[2] } else { bb.max[2] },
+                    );
+                    if n.dot(c - o) <= reach {
+                        pairs.push((pl.min(s), pl.max(s)));
+                    }
+                }
+            }
+        }
+        pairs.sort_unstable();
+        // narrow phase
+        for &(i, j) in &pairs {
+            let (Some(ei), Some(ej)) = (&self.entries[i], &self.entries[j]) else { continue };
+            // B: the plane, else the shape on a fixed body, else the higher index (spec 001 §3.1: n points B → A)
+            let rank = |e: &Entry| 2 * e.built.is_plane as u8 + self.body_fixed[e.body] as u8;
+            let (a, b) = if rank(ej) >= rank(ei) { (i, j) } else { (j, i) };
+            let (ea, eb) = if a == i { (ei, ej) } else { (ej, ei) };
+            emit_pair(
+                (a, ea.body, &*ea.built.shape.0, &self.world_pose[a]),
+                (b, eb.body, &*eb.built.shape.0, &self.world_pose[b]),
+                self.opts.margin,
+                reach,
+                &self.prev_t1,
+                &mut self.pair_scratch,
+                out,
+            );
+        }
+        self.sap = sap;
+        self.pairs = pairs;
+        Ok(())
+    }
+
+    /// Number of shape pairs the last `detect` sent to the narrow phase.
+    pub fn last_pair_count(&self) -> usize {
+        self.pairs.len()
+    }
+}
