@@ -5,6 +5,7 @@ use serde_json::json;
 use std::path::PathBuf;
 use torsion_model::io::urdf::{load_urdf, UrdfOptions};
 use torsion_model::{Control, JointType, MaximalState, Model};
+use torsion_solvers::ncp::{NcpOptions, NcpSolver};
 use torsion_solvers::{FeatherstoneSolver, GenState, Ordering, Solver, XpbdOptions, XpbdSolver};
 
 #[derive(Args, Debug)]
@@ -28,7 +29,7 @@ pub struct SimulateArgs {
     dt: f64,
     #[arg(long, default_value_t = 100)]
     steps: usize,
-    /// time stepper: xpbd
+    /// time stepper: xpbd, featherstone, ncp (contact)
     #[arg(long, default_value = "xpbd")]
     solver: String,
     /// XPBD projection iterations
@@ -79,8 +80,8 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
     if let Some(g) = a.gravity {
         model.gravity = torsion_math::Vec3::new(0.0, 0.0, -g);
     }
-    if a.solver != "xpbd" && a.solver != "featherstone" {
-        bail!("--solver {}: available solvers: xpbd, featherstone", a.solver);
+    if !["xpbd", "featherstone", "ncp"].contains(&a.solver.as_str()) {
+        bail!("--solver {}: available solvers: xpbd, featherstone, ncp", a.solver);
     }
     let nq = model.nq();
     let q0 = a.q0.clone().unwrap_or_else(|| model.qpos0.clone());
@@ -88,13 +89,19 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
         bail!("--q0 has {} values, the model needs {nq} (joints: {})", q0.len(), model.joint_name.join(", "));
     }
     // one torque per joint (XPBD) or per DoF (featherstone); equal for hinge-only models
-    let nu = if a.solver == "featherstone" { model.nv() } else { model.joint_count() };
+    let nu = if a.solver == "xpbd" { model.joint_count() } else { model.nv() };
     let tau = a.torque.clone().unwrap_or_else(|| vec![0.0; nu]);
     if tau.len() != nu {
         bail!("--torque has {} values, the {} solver needs {nu}", tau.len(), a.solver);
     }
     if a.solver == "featherstone" {
-        return run_featherstone(a, &model, &q0, &tau);
+        let solver =
+            FeatherstoneSolver { options: torsion_solvers::FeatherstoneOptions { joint_damping: !a.no_damping } };
+        return run_generalized(a, &model, &q0, &tau, &solver);
+    }
+    if a.solver == "ncp" {
+        let solver = NcpSolver::new(NcpOptions { passive: !a.no_damping, ..Default::default() });
+        return run_generalized(a, &model, &q0, &tau, &solver);
     }
     let solver = XpbdSolver::new(XpbdOptions {
         iterations: a.iterations,
@@ -142,9 +149,15 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
     Ok(())
 }
 
-/// The generalized-coordinate path: semi-implicit Euler with ABA; body poses from forward kinematics.
-fn run_featherstone(a: &SimulateArgs, model: &Model, q0: &[f64], tau: &[f64]) -> Result<()> {
-    let solver = FeatherstoneSolver { options: torsion_solvers::FeatherstoneOptions { joint_damping: !a.no_damping } };
+/// The generalized-coordinate steppers (featherstone: semi-implicit Euler with ABA; ncp: contact by staggered
+/// projections, spec 001); body poses from forward kinematics.
+fn run_generalized<S: Solver<State = GenState>>(
+    a: &SimulateArgs,
+    model: &Model,
+    q0: &[f64],
+    tau: &[f64],
+    solver: &S,
+) -> Result<()> {
     let mut ws = solver.workspace(model)?;
     let mut s = GenState { q: q0.to_vec(), v: vec![0.0; model.nv()] };
     let mut next = s.clone();
@@ -172,7 +185,7 @@ fn run_featherstone(a: &SimulateArgs, model: &Model, q0: &[f64], tau: &[f64]) ->
         record(k, &s)?;
     }
     let out = json!({
-        "model": a.model.display().to_string(), "solver": "featherstone", "dt": a.dt, "steps": a.steps,
+        "model": a.model.display().to_string(), "solver": a.solver, "dt": a.dt, "steps": a.steps,
         "gravity": [model.gravity.x, model.gravity.y, model.gravity.z],
         "joint_names": model.joint_name, "body_names": model.body_name,
         "time": t, "joint_angles": ang, "joint_velocities": vel,

@@ -812,7 +812,7 @@ impl DiffSolver for FeatherstoneSolver {
 
 /// ∂q/∂δ at δ = 0 for q ⊕ δ, per joint: 1 for 1-DoF joints; ½ q ⊗ [0, δ] for quaternions (right perturbation);
 /// R for a free joint's position. Returns Gᵀ ḡ (ambient → tangent).
-fn ambient_to_tangent(model: &Model, q: &[f64], g: &[f64]) -> Vec<f64> {
+pub(crate) fn ambient_to_tangent(model: &Model, q: &[f64], g: &[f64]) -> Vec<f64> {
     let mut out = vec![0.0; model.nv()];
     let (qs, vs) = (model.joint_q_start(), model.joint_v_start());
     for j in 0..model.joint_count() {
@@ -843,7 +843,7 @@ fn quat_grad(q: &[f64], g: &[f64]) -> [f64; 3] {
 
 /// Tangent cotangent → ambient: G (GᵀG)⁻¹ g_t (GᵀG = ¼ I for unit quaternions, RᵀR = I for positions), so
 /// that `ambient_to_tangent` of the result gives g_t back.
-fn tangent_to_ambient(model: &Model, q: &[f64], gt: &[f64]) -> Vec<f64> {
+pub(crate) fn tangent_to_ambient(model: &Model, q: &[f64], gt: &[f64]) -> Vec<f64> {
     let mut out = vec![0.0; model.nq()];
     let (qs, vs) = (model.joint_q_start(), model.joint_v_start());
     let push = |q: &[f64], d: &[f64]| {

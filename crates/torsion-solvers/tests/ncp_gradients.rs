@@ -100,12 +100,12 @@ fn sliding_box_jacobians_match_finite_differences() {
     let u = [0.1, -0.2, 0.05, 1.0, 0.5, 0.0];
     let mu = 0.3;
     let sel = ParamSelection::by_prefix(&m, "body_mass[");
-    let mut ws = solver.workspace(&m).unwrap();
+    let mut ws = solver.contact_workspace(&m).unwrap();
     let c = floor(&m, &s, mu);
     let (jac, next, rep) = solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &c, &sel).unwrap();
     assert!(rep.lambda_n.iter().sum::<f64>() > 0.0, "in contact");
     let step = |st: &GenState, uu: &[f64], mm: &Model, mu: f64| {
-        let mut w = solver.workspace(mm).unwrap();
+        let mut w = solver.contact_workspace(mm).unwrap();
         let mut o = st.clone();
         solver.step_with_contacts(mm, &mut w, st, uu, DT, &floor(mm, st, mu), &mut o).unwrap();
         o
@@ -162,7 +162,7 @@ fn landing_box_jacobians_match_finite_differences() {
     let s = GenState { q: vec![0.0, 0.0, HE - 2e-4, 1.0, 0.0, 0.0, 0.0], v: vec![0.1, -0.1, 0.0, 2.0, 0.0, -1.0] };
     let u = [0.0; 6];
     let solver = NcpSolver::new(NcpOptions { restitution: eps, ..Default::default() });
-    let mut ws = solver.workspace(&m).unwrap();
+    let mut ws = solver.contact_workspace(&m).unwrap();
     let c = floor(&m, &s, mu);
     let (jac, next, rep) =
         solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &c, &ParamSelection::none()).unwrap();
@@ -172,7 +172,7 @@ fn landing_box_jacobians_match_finite_differences() {
     }
     let step = |st: &GenState, e: f64, mu: f64| {
         let sv = NcpSolver::new(NcpOptions { restitution: e, ..Default::default() });
-        let mut w = sv.workspace(&m).unwrap();
+        let mut w = sv.contact_workspace(&m).unwrap();
         let mut o = st.clone();
         sv.step_with_contacts(&m, &mut w, st, &u, DT, &floor(&m, st, mu), &mut o).unwrap();
         o
@@ -229,13 +229,13 @@ fn two_box_impact_jacobians_match_finite_differences() {
             })
             .collect()
     };
-    let mut ws = solver.workspace(&m).unwrap();
+    let mut ws = solver.contact_workspace(&m).unwrap();
     let u = [0.0; 12];
     let (jac, next, rep) =
         solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &contacts(&s), &ParamSelection::none()).unwrap();
     assert!(rep.lambda_n.iter().all(|&l| l > 0.0), "{:?}", rep.lambda_n);
     let step = |st: &GenState| {
-        let mut w = solver.workspace(&m).unwrap();
+        let mut w = solver.contact_workspace(&m).unwrap();
         let mut o = st.clone();
         solver.step_with_contacts(&m, &mut w, st, &u, DT, &contacts(st), &mut o).unwrap();
         o

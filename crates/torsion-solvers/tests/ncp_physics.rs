@@ -77,7 +77,7 @@ fn slide(opts: NcpOptions, mu: f64, dir: f64, steps: usize) -> (f64, usize, f64)
     let opts = NcpOptions { n_step: 200, tolerance: 1e-13, ..opts };
     let m = boxes(1, Vec3::new(0.0, 0.0, -9.81));
     let solver = NcpSolver::new(opts);
-    let mut ws = solver.workspace(&m).unwrap();
+    let mut ws = solver.contact_workspace(&m).unwrap();
     let mut s = state(&[(Vec3::new(0.0, 0.0, HE), Vec3::new(dir.cos(), dir.sin(), 0.0))]);
     let mut out = s.clone();
     let mut worst: f64 = 0.0;
@@ -98,7 +98,7 @@ fn sliding_block_decelerates_by_mu_g_dt() {
     let (mu, g) = (0.3, 9.81);
     let m = boxes(1, Vec3::new(0.0, 0.0, -g));
     let solver = NcpSolver::default();
-    let mut ws = solver.workspace(&m).unwrap();
+    let mut ws = solver.contact_workspace(&m).unwrap();
     let mut s = state(&[(Vec3::new(0.0, 0.0, HE), Vec3::new(1.0, 0.0, 0.0))]);
     let mut out = s.clone();
     for step in 1..=10 {
@@ -148,7 +148,7 @@ fn incline_sticks_iff_tan_theta_below_mu() {
         // a tilted gravity is the incline (the plane stays z = 0)
         let m = boxes(1, Vec3::new(g * th.sin(), 0.0, -g * th.cos()));
         let solver = NcpSolver::default();
-        let mut ws = solver.workspace(&m).unwrap();
+        let mut ws = solver.contact_workspace(&m).unwrap();
         let mut s = state(&[(Vec3::new(0.0, 0.0, HE), Vec3::zeros())]);
         let mut out = s.clone();
         for _ in 0..20 {
@@ -171,7 +171,7 @@ fn restitution_reverses_the_normal_velocity() {
     for eps in [0.0, 0.5, 1.0] {
         let m = boxes(1, Vec3::zeros());
         let solver = NcpSolver::new(NcpOptions { restitution: eps, ..Default::default() });
-        let mut ws = solver.workspace(&m).unwrap();
+        let mut ws = solver.contact_workspace(&m).unwrap();
         let s = state(&[(Vec3::new(0.0, 0.0, HE), Vec3::new(0.3, 0.0, -1.0))]);
         let mut out = s.clone();
         let c = floor_contacts(&m, &s, 0, 0.0);
@@ -187,7 +187,7 @@ fn two_body_impact_conserves_momentum() {
     for eps in [0.0, 0.5, 1.0] {
         let m = boxes(2, Vec3::zeros());
         let solver = NcpSolver::new(NcpOptions { restitution: eps, ..Default::default() });
-        let mut ws = solver.workspace(&m).unwrap();
+        let mut ws = solver.contact_workspace(&m).unwrap();
         // box 0 at x = 0 moving +x at 1 m/s; box 1 touching it at x = 2 HE, at rest
         let s = state(&[
             (Vec3::new(0.0, 0.0, 1.0), Vec3::new(1.0, 0.0, 0.0)),
@@ -233,7 +233,7 @@ fn resting_cube_velocity_is_unique_under_warm_starts() {
         let c = floor_contacts(&m, &s, 0, mu);
         let mut results: Vec<Vec<f64>> = vec![];
         for seed in 0..4u64 {
-            let mut ws = solver.workspace(&m).unwrap();
+            let mut ws = solver.contact_workspace(&m).unwrap();
             let mut out = s.clone();
             if seed > 0 {
                 // another warm start: one step from another state first (same contact ids)
@@ -259,7 +259,7 @@ fn resting_cube_velocity_is_unique_under_warm_starts() {
 fn bad_inputs_are_errors() {
     let m = boxes(1, Vec3::zeros());
     let solver = NcpSolver::default();
-    let mut ws = solver.workspace(&m).unwrap();
+    let mut ws = solver.contact_workspace(&m).unwrap();
     let s = state(&[(Vec3::new(0.0, 0.0, HE), Vec3::zeros())]);
     let mut out = s.clone();
     assert!(solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 5], DT, &[], &mut out).is_err());

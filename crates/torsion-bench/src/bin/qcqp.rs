@@ -58,10 +58,16 @@ fn loss(z: &[f64]) -> f64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let problems = args.iter().position(|a| a == "--problems").and_then(|i| args.get(i + 1)).and_then(|s| s.parse().ok()).unwrap_or(1000usize);
+    let problems = args
+        .iter()
+        .position(|a| a == "--problems")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000usize);
     let mut rng = Rng(0xE0E0_1234_5678_9ABC);
     let (mut fwd, mut fwd_nopolish, mut bwd, mut clar) = (vec![], vec![], vec![], vec![]);
-    let (mut sol_err, mut sol_err_nopolish, mut clar_err, mut grad_err, mut iters) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut sol_err, mut sol_err_nopolish, mut clar_err, mut grad_err, mut iters) =
+        (vec![], vec![], vec![], vec![], vec![]);
     let opts = AdmmOptions { eps_abs: 1e-10, ..AdmmOptions::default() };
     let opts_np = AdmmOptions { polish: false, ..opts.clone() };
     let mut admm = Admm::new(8);

@@ -5,6 +5,7 @@ pub mod backward;
 pub mod exact;
 pub mod kinematics;
 pub mod sets;
+pub mod solver;
 pub mod staggered;
 pub mod tangent;
 
@@ -12,5 +13,6 @@ pub use admm::{Admm, AdmmInfo, AdmmOptions, StopRule};
 pub use backward::ReducedKkt;
 pub use kinematics::ContactFrame;
 pub use sets::{ConstraintSet, FrictionSet};
+pub use solver::{NcpRecord, NcpSimWorkspace};
 pub use staggered::{NcpOptions, NcpReport, NcpResiduals, NcpSolver, NcpWorkspace};
 pub use tangent::NcpJacobians;

@@ -40,6 +40,9 @@ pub struct NcpOptions {
     pub admm: AdmmOptions,
     /// apply the model's joint damping and springs (explicitly)
     pub passive: bool,
+    /// collision detection (the `Solver` path); default: speculative margin 0.01 m (contacts within 1 cm are
+    /// found, and may close their gap within the step but not act across it)
+    pub collision: torsion_collision::CollisionOptions,
 }
 
 impl Default for NcpOptions {
@@ -52,6 +55,7 @@ impl Default for NcpOptions {
             friction_set: FrictionSet::Cone,
             admm: AdmmOptions::default(),
             passive: true,
+            collision: torsion_collision::CollisionOptions { margin: 0.01, ..Default::default() },
         }
     }
 }
@@ -107,7 +111,8 @@ impl NcpSolver {
         NcpSolver { options }
     }
 
-    pub fn workspace(&self, model: &Model) -> Result<NcpWorkspace, SolverError> {
+    /// Buffers of `step_with_contacts` (the `Solver` workspace adds collision detection).
+    pub fn contact_workspace(&self, model: &Model) -> Result<NcpWorkspace, SolverError> {
         let dm = DynModel::from_model(model).map_err(dyn_err)?;
         let d = DynData::new(&dm);
         let mut body_joint = vec![];

@@ -235,12 +235,12 @@ mod tests {
         };
         let solver = NcpSolver::new(NcpOptions::default());
         let u = [0.0, 0.0, 0.0, 0.5, -0.2, 0.0];
-        let mut ws = solver.workspace(&m).unwrap();
+        let mut ws = solver.contact_workspace(&m).unwrap();
         let (jac, _, _) = solver
             .step_jacobians_with_contacts(&m, &mut ws, &s, &u, 0.01, &contacts(0.3), &ParamSelection::none())
             .unwrap();
         let v_next = |uu: &[f64], mu: f64| {
-            let mut w = solver.workspace(&m).unwrap();
+            let mut w = solver.contact_workspace(&m).unwrap();
             let mut o = s.clone();
             solver.step_with_contacts(&m, &mut w, &s, uu, 0.01, &contacts(mu), &mut o).unwrap();
             o.v

@@ -1,0 +1,195 @@
+//! The contact stepper as a `Solver` / `DiffSolver` (the same contract as XPBD and Featherstone): collision
+//! detection (torsion-collision) at the step's configuration, then the staggered-projection step. The pair's
+//! friction coefficient is the larger of the two shapes' `friction[0]` (MuJoCo's default combination). The
+//! contact frames used by a step are recorded with it, so its derivatives see the same frames (tangent continuity
+//! depends on the previous step's contacts).
+use super::kinematics::ContactFrame;
+use super::staggered::{NcpReport, NcpSolver, NcpWorkspace};
+use crate::featherstone::{ambient_to_tangent, tangent_to_ambient, FeatherstoneSolver, GenState};
+use crate::solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
+use nalgebra::DVector;
+use torsion_collision::{CollisionWorld, Contacts};
+use torsion_model::{Control, Model, ParamSelection};
+
+/// Step workspace: the contact step's buffers, the collision world and the last contact set.
+pub struct NcpSimWorkspace {
+    pub ncp: NcpWorkspace,
+    pub world: CollisionWorld,
+    pub contacts: Contacts,
+    /// the contacts of the last step, as the stepper saw them
+    pub frames: Vec<ContactFrame>,
+    /// the last step's report (ADMM results, NCP residuals, impulses)
+    pub report: NcpReport,
+}
+
+/// What `step` saves for `step_vjp`.
+#[derive(Clone, Debug, Default)]
+pub struct NcpRecord {
+    s: Option<GenState>,
+    u: Vec<f64>,
+    dt: f64,
+    frames: Vec<ContactFrame>,
+}
+
+fn collision_err(e: torsion_collision::CollisionError) -> SolverError {
+    SolverError::Unsupported { solver: "ncp", problem: e.to_string() }
+}
+
+/// A persistent u64 key of a collision contact id (for warm starts).
+fn key(id: &torsion_collision::ContactId) -> u64 {
+    let mut h = (id.geom_a as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    h ^= (id.geom_b as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F).rotate_left(21);
+    h ^ id.feature.wrapping_mul(0x1656_67B1_9E37_79F9).rotate_left(42)
+}
+
+impl NcpSolver {
+    /// The contacts at configuration q (body poses by the model's forward kinematics), as contact frames.
+    pub fn detect(&self, model: &Model, ws: &mut NcpSimWorkspace, q: &[f64]) -> Result<(), SolverError> {
+        let poses =
+            model.forward_kinematics(q).map_err(|e| SolverError::BadInput { solver: "ncp", problem: e.to_string() })?;
+        ws.world.detect(&poses, &mut ws.contacts).map_err(collision_err)?;
+        ws.frames.clear();
+        for c in &ws.contacts.contacts {
+            let mu = model.shapes[c.geom_a].friction[0].max(model.shapes[c.geom_b].friction[0]);
+            ws.frames.push(ContactFrame {
+                body_a: c.body_a,
+                body_b: c.body_b,
+                point: c.point,
+                normal: c.normal,
+                tangents: c.tangents,
+                distance: c.distance,
+                mu,
+                id: key(&c.id),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Solver for NcpSolver {
+    type State = GenState;
+    type Workspace = NcpSimWorkspace;
+    type Record = NcpRecord;
+
+    fn name(&self) -> &'static str {
+        "ncp"
+    }
+
+    fn workspace(&self, model: &Model) -> Result<NcpSimWorkspace, SolverError> {
+        Ok(NcpSimWorkspace {
+            ncp: self.contact_workspace(model)?,
+            world: CollisionWorld::new(model, self.options.collision.clone()).map_err(collision_err)?,
+            contacts: Contacts::default(),
+            frames: vec![],
+            report: NcpReport::default(),
+        })
+    }
+
+    fn record(&self, _model: &Model) -> NcpRecord {
+        NcpRecord::default()
+    }
+
+    fn step(
+        &self,
+        model: &Model,
+        s: &GenState,
+        u: &Control,
+        dt: f64,
+        out: &mut GenState,
+        ws: &mut NcpSimWorkspace,
+        rec: Option<&mut NcpRecord>,
+    ) -> Result<StepInfo, SolverError> {
+        if s.q.len() != model.nq() {
+            return Err(SolverError::BadInput {
+                solver: "ncp",
+                problem: format!("state has nq {}, the model needs {}", s.q.len(), model.nq()),
+            });
+        }
+        self.detect(model, ws, &s.q)?;
+        let NcpSimWorkspace { ncp, frames, report, .. } = ws;
+        *report = self.step_with_contacts(model, ncp, s, &u.joint_torque, dt, frames, out)?;
+        if let Some(r) = rec {
+            r.s = Some(s.clone());
+            r.u = u.joint_torque.clone();
+            r.dt = dt;
+            r.frames = frames.clone();
+        }
+        Ok(StepInfo::default())
+    }
+}
+
+impl DiffSolver for NcpSolver {
+    /// Jᵀ ḡ with J from the forward-mode Jacobians (`tangent.rs`; one tangent pass per input, model parameter
+    /// included: use `step_jacobians_with_contacts` directly for few-parameter problems).
+    fn step_vjp(
+        &self,
+        model: &Model,
+        rec: &NcpRecord,
+        g_out: &GenState,
+        g_s: &mut GenState,
+        g_u: &mut [f64],
+        g_theta: &mut [f64],
+        ws: &mut NcpSimWorkspace,
+    ) -> Result<(), SolverError> {
+        let s = rec.s.as_ref().ok_or_else(|| SolverError::BadInput {
+            solver: "ncp",
+            problem: "step_vjp needs a record filled by step".into(),
+        })?;
+        let nv = model.nv();
+        let sel = ParamSelection::all(model);
+        let (jac, next, _) =
+            self.step_jacobians_with_contacts(model, &mut ws.ncp, s, &rec.u, rec.dt, &rec.frames, &sel)?;
+        let gq_t = ambient_to_tangent(model, &next.q, &g_out.q);
+        let g = DVector::from_iterator(2 * nv, gq_t.iter().copied().chain(g_out.v.iter().copied()));
+        let (ra, rb, rc) = (jac.a.transpose() * &g, jac.b.transpose() * &g, jac.c.transpose() * &g);
+        let gq_in = tangent_to_ambient(model, &s.q, &ra.as_slice()[..nv]);
+        for (a, b) in g_s.q.iter_mut().zip(&gq_in) {
+            *a += b;
+        }
+        for i in 0..nv {
+            g_s.v[i] += ra[nv + i];
+            g_u[i] += rb[i];
+        }
+        for (k, &i) in sel.indices.iter().enumerate() {
+            g_theta[i] += rc[k];
+        }
+        Ok(())
+    }
+
+    fn step_jacobians(
+        &self,
+        model: &Model,
+        s: &GenState,
+        u: &Control,
+        dt: f64,
+        sel: &ParamSelection,
+    ) -> Result<StepJacobians, SolverError> {
+        let mut ws = Solver::workspace(self, model)?;
+        self.detect(model, &mut ws, &s.q)?;
+        let (jac, _, _) =
+            self.step_jacobians_with_contacts(model, &mut ws.ncp, s, &u.joint_torque, dt, &ws.frames, sel)?;
+        Ok(StepJacobians { a: jac.a, b: jac.b, c: jac.c })
+    }
+
+    fn tangent_dim(&self, model: &Model) -> usize {
+        FeatherstoneSolver::default().tangent_dim(model)
+    }
+    fn retract(&self, model: &Model, s: &GenState, d: &[f64]) -> GenState {
+        FeatherstoneSolver::default().retract(model, s, d)
+    }
+    fn local_diff(&self, model: &Model, s: &GenState, other: &GenState) -> Vec<f64> {
+        FeatherstoneSolver::default().local_diff(model, s, other)
+    }
+    fn grad_to_tangent(&self, model: &Model, s: &GenState, g: &GenState) -> Vec<f64> {
+        FeatherstoneSolver::default().grad_to_tangent(model, s, g)
+    }
+    fn zero_grad(&self, model: &Model) -> GenState {
+        FeatherstoneSolver::default().zero_grad(model)
+    }
+    fn clear_grad(&self, g: &mut GenState) {
+        FeatherstoneSolver::default().clear_grad(g)
+    }
+    fn control_dim(&self, model: &Model) -> usize {
+        model.nv()
+    }
+}
