@@ -1033,4 +1033,41 @@ mod tests {
         eprintln!("MPC loss gradient vs FD: rel err {e:.2e}");
         assert!(e < 1e-6, "{g:?} vs {fd:?}");
     }
+
+    /// The one-step residual Jacobian against central differences, and the Gauss–Newton minimiser of the ω-only
+    /// loss: the same point from zero and from g(q)-like starts, with a vanishing gradient.
+    #[test]
+    fn omega_only_exact_minimiser_is_unique_and_stationary() {
+        let m = nominal_model().unwrap();
+        let r = reference(&m, false, 3).unwrap();
+        let s0 = measured_state(&m, &r.q[2], &r.qd[2]).unwrap();
+        let tg = step_target(&m, &r.q[3], &r.qd[3]).unwrap();
+        let mut mpc = Mpc::new(&m, 1).unwrap();
+        let up = r.u[1].clone();
+        let (rho, jac) = mpc.residual_jacobian(&m, &s0, &r.u[2], &up, &tg, &OMEGA).unwrap();
+        let l = mpc.loss(&m, &s0, &r.u[2], &up, std::slice::from_ref(&tg), &OMEGA, None).unwrap();
+        assert!((rho.norm_squared() - l).abs() < 1e-12 * l.max(1e-300), "‖ρ‖² {} vs L {l}", rho.norm_squared());
+        for j in 0..7 {
+            let d = 1e-5;
+            let (mut a, mut b) = (r.u[2].clone(), r.u[2].clone());
+            a[j] += d;
+            b[j] -= d;
+            let (ra, _) = mpc.residual_jacobian(&m, &s0, &a, &up, &tg, &OMEGA).unwrap();
+            let (rb, _) = mpc.residual_jacobian(&m, &s0, &b, &up, &tg, &OMEGA).unwrap();
+            let fd = (ra - rb) / (2.0 * d);
+            let e = (&fd - jac.column(j)).norm() / fd.norm();
+            assert!(e < 1e-5, "column {j}: rel err {e:e}");
+        }
+        let (u1, l1, _) = mpc.solve_exact(&m, &s0, &[0.0; 7], &up, &tg, &OMEGA, GN_ITERS).unwrap();
+        let (u2, l2, _) = mpc.solve_exact(&m, &s0, &r.u[2], &up, &tg, &OMEGA, GN_ITERS).unwrap();
+        let diff = u1.iter().zip(&u2).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(diff < 1e-6 && (l1 - l2).abs() <= 1e-9 * l1.max(1e-300), "{u1:?} vs {u2:?}");
+        let mut g = vec![0.0; 7];
+        mpc.loss(&m, &s0, &u1, &up, std::slice::from_ref(&tg), &OMEGA, Some(&mut g)).unwrap();
+        let mut g0 = vec![0.0; 7];
+        mpc.loss(&m, &s0, &[0.0; 7], &up, std::slice::from_ref(&tg), &OMEGA, Some(&mut g0)).unwrap();
+        let n = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        assert!(n(&g) < 1e-8 * n(&g0), "gradient at the minimiser {g:?} (at zero {g0:?})");
+        assert!(l1 < l, "{l1} vs the true torque's {l}");
+    }
 }
