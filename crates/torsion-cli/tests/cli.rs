@@ -167,7 +167,31 @@ fn pbd_mpc_torques_quick_meets_its_targets() {
     for joint in ["s1", "e1"] {
         assert!(r(m, joint, "zero", "angle+omega") > 3.0 * r(m, joint, "gravity", "angle+omega"), "{joint}");
     }
-    // (the paper's "ω-only is insensitive to initialisation" is NOT reproduced; docs/EXPERIMENTS.md)
+    // "ω-only is insensitive to initialisation" (§4.4): the one-step ω-only loss is strictly convex near its
+    // minimiser (Hessian eigenvalues > 0, condition ~1e7), so its exact minimiser does not depend on where the
+    // optimiser starts; converged (Gauss–Newton), the three initialisations give the same torques. Bound: 1e-3
+    // N·m on the RMSE spread (measured ~2e-8: the Gauss–Newton stop of 1e-10 N·m, amplified by the open loop;
+    // < 0.1 % of the paper's ω-only RMSEs 2.30 / 1.34 / 2.24), and every converged RMSE ≤ the paper's best
+    // ω-only value. The paper-setting Adam (80 iterations, lr 1 / 0.2) does not converge on this ill-conditioned loss,
+    // so its spread is large (docs/EXPERIMENTS.md); each probe's exact minimiser has a loss ≤ Adam's.
+    for (joint, paper_omega) in [("s1", 2.300), ("e0", 1.344), ("e1", 2.243)] {
+        let spread = m["omega_only_init_spread"]["converged"][joint].as_f64().unwrap();
+        let spread_adam = m["omega_only_init_spread"]["paper_adam"][joint].as_f64().unwrap();
+        eprintln!(
+            "quick pbd-mpc-torques {joint}: ω-only init spread converged {spread:.2e}, paper Adam {spread_adam:.3}"
+        );
+        assert!(spread <= 1e-3, "{joint}: converged ω-only spread {spread}");
+        for init in ["zero", "previous", "gravity"] {
+            let v = m["rmse_omega_converged"][joint][init].as_f64().unwrap();
+            assert!(v <= paper_omega, "{joint}/{init}: {v}");
+        }
+    }
+    for init in ["zero", "previous", "gravity"] {
+        for p in m["omega_only_diagnosis"]["paper_adam_vs_exact_probes"][init].as_array().unwrap() {
+            let (lx, la) = (p["loss_exact"].as_f64().unwrap(), p["loss_optimiser"].as_f64().unwrap());
+            assert!(lx <= la * (1.0 + 1e-9), "{init}: {p}");
+        }
+    }
     assert_eq!(j["paper"]["rmse"]["s1"]["mpc"]["angle+omega"], 1.726);
 }
 
