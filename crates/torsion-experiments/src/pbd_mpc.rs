@@ -231,6 +231,7 @@ impl Mpc {
 
     /// L of Eq. 26 for the torques `u` (H × nj, row-major, H = `targets.len()`) from `s0`; `u_prev` is the last
     /// applied torque (the λ3 term's u^{t−1}); if `grad` is given it receives ∂L/∂u (same shape).
+    #[allow(clippy::too_many_arguments)]
     pub fn loss(
         &mut self,
         model: &Model,
@@ -412,8 +413,8 @@ impl Mpc {
         let s = &self.states[i];
         if w.angle != 0.0 {
             let phi = self.solver.joint_angles(model, s);
-            for j in 0..phi.len() {
-                self.gphi[j] = 2.0 * w.angle * norm * (phi[j] - target.angles[j]);
+            for ((g, p), t) in self.gphi.iter_mut().zip(&phi).zip(&target.angles) {
+                *g = 2.0 * w.angle * norm * (p - t);
             }
             self.solver.joint_angles_vjp(model, s, &self.gphi, &mut self.g_next);
         }
@@ -463,10 +464,10 @@ pub const GN_ITERS: usize = 50;
 /// angular velocities by Eq. 24, COM velocities by the rigid-body chain): the "re-synchronised" state.
 pub fn measured_state(model: &Model, q: &[f64], qd: &[f64]) -> Result<MaximalState, ExperimentError> {
     let mut s = model.state_at(q)?;
-    for j in 0..model.joint_count() {
+    for (j, &rate) in qd.iter().enumerate().take(model.joint_count()) {
         let (p, c) = (model.joint_parent[j], model.joint_child[j]);
         let e = s.q[p].rotate(&model.joint_axis_parent(j));
-        s.w[c] = s.w[p] + e * qd[j];
+        s.w[c] = s.w[p] + e * rate;
         let a = s.x[p] + s.q[p].rotate(&model.joint_anchor_parent[j]);
         s.v[c] = s.v[p] + s.w[p].cross(&(a - s.x[p])) + s.w[c].cross(&(s.x[c] - a));
     }
