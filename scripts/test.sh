@@ -6,8 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PIP="python3 -m pip install --quiet --disable-pip-version-check"
 $PIP numpy example-robot-data pin mujoco pytest
-# torch for the Python package's autograd tests: the CPU wheel unless one is installed already
-python3 -c "import torch" 2>/dev/null || $PIP torch --index-url https://download.pytorch.org/whl/cpu
+# torch for the Python package's autograd tests, from PyPI (the only package index CI reaches), unless installed
+python3 -c "import torch" 2>/dev/null || $PIP torch
 # default members: every crate but the Python extension (crates/torsion-py, built by maturin below)
 cargo test --locked
 # cross-checks against reference libraries, through the CLI binary the tests just built (the Rust tests also
