@@ -1,7 +1,8 @@
 //! `torsion.XpbdSolver` and `torsion.FeatherstoneSolver` and the flat NumPy state layouts:
 //! XPBD: per body (fixed bodies included) [x(3) q(4: w, x, y, z) v(3) w(3)] = 13 × body_count, world frame;
 //! tangent: 12 per *dynamic* body [x δq v w] (δq through the left exponential map).
-//! Featherstone: [q (nq), v (nv)]; tangent [δq (nv), v (nv)] (q perturbed through joint integration).
+//! Featherstone and Ncp (contact): [q (nq), v (nv)]; tangent [δq (nv), v (nv)] (q perturbed through joint
+//! integration).
 use crate::arrays::{out, read, vec1};
 use crate::model::PyModel;
 use crate::{guard, model_err};
@@ -12,6 +13,7 @@ use std::sync::Mutex;
 use torsion_model::state::AMBIENT_PER_BODY;
 use torsion_model::{MaximalState, Model};
 use torsion_solvers::featherstone::FeatherstoneWorkspace;
+use torsion_solvers::ncp::{FrictionSet, NcpOptions, NcpSimWorkspace, NcpSolver};
 use torsion_solvers::xpbd::XpbdWorkspace;
 use torsion_solvers::{
     DiffSolver, FeatherstoneOptions, FeatherstoneSolver, GenState, Ordering, XpbdOptions, XpbdSolver,
@@ -78,6 +80,21 @@ impl Codec for FeatherstoneSolver {
     }
 }
 
+impl Codec for NcpSolver {
+    fn state_dim(&self, m: &Model) -> usize {
+        m.nq() + m.nv()
+    }
+    fn decode(&self, m: &Model, a: &[f64]) -> GenState {
+        FeatherstoneSolver::default().decode(m, a)
+    }
+    fn encode(&self, s: &GenState, out: &mut [f64]) {
+        FeatherstoneSolver::default().encode(s, out)
+    }
+    fn add_flat(&self, g: &mut GenState, a: &[f64]) {
+        FeatherstoneSolver::default().add_flat(g, a)
+    }
+}
+
 /// Workspace cached per solver object for the model it was last used with (by model id).
 pub(crate) type Cache<W> = Mutex<Option<(u64, W)>>;
 
@@ -93,9 +110,16 @@ pub struct PyFeatherstone {
     pub cache: Cache<FeatherstoneWorkspace>,
 }
 
+#[pyclass(name = "NcpSolver", module = "torsion", frozen)]
+pub struct PyNcp {
+    pub solver: NcpSolver,
+    pub cache: Cache<NcpSimWorkspace>,
+}
+
 pub(crate) enum SolverRef<'a> {
     Xpbd(&'a PyXpbd),
     Fs(&'a PyFeatherstone),
+    Ncp(&'a PyNcp),
 }
 
 pub(crate) fn solver_ref<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<SolverRef<'a>> {
@@ -105,8 +129,11 @@ pub(crate) fn solver_ref<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<SolverRef<'a
     if let Ok(s) = obj.cast::<PyFeatherstone>() {
         return Ok(SolverRef::Fs(s.get()));
     }
+    if let Ok(s) = obj.cast::<PyNcp>() {
+        return Ok(SolverRef::Ncp(s.get()));
+    }
     Err(PyTypeError::new_err(format!(
-        "solver: expected torsion.XpbdSolver or torsion.FeatherstoneSolver, got {}",
+        "solver: expected torsion.XpbdSolver, torsion.FeatherstoneSolver or torsion.NcpSolver, got {}",
         obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
     )))
 }
@@ -121,6 +148,11 @@ macro_rules! dispatch {
                 $body
             }
             $crate::solvers::SolverRef::Fs(p) => {
+                let $s = &p.solver;
+                let $c = &p.cache;
+                $body
+            }
+            $crate::solvers::SolverRef::Ncp(p) => {
                 let $s = &p.solver;
                 let $c = &p.cache;
                 $body
@@ -367,8 +399,86 @@ solver_methods!(PyFeatherstone, {
     }
 });
 
+solver_methods!(PyNcp, {
+    /// Velocity-level frictional contact by staggered projections (spec 001): collision detection from the
+    /// model's shapes, an ADMM QP (normal impulses) and QCQP (exact Coulomb disk, or a pyramid), `n_step`
+    /// passes, Newton restitution, optional Baumgarte gain (1/s), speculative contact margin (m).
+    #[new]
+    #[pyo3(signature = (n_step=10, restitution=0.0, friction_set="cone", baumgarte=0.0, tolerance=0.0, margin=0.01, passive=true))]
+    fn new(
+        n_step: usize,
+        restitution: f64,
+        friction_set: &str,
+        baumgarte: f64,
+        tolerance: f64,
+        margin: f64,
+        passive: bool,
+    ) -> PyResult<Self> {
+        let friction_set = match friction_set {
+            "cone" => FrictionSet::Cone,
+            "box" => FrictionSet::BoxPyramid,
+            "diamond" => FrictionSet::DiamondPyramid,
+            o => return Err(PyValueError::new_err(format!("friction_set: 'cone', 'box' or 'diamond', got '{o}'"))),
+        };
+        if !(0.0..=1.0).contains(&restitution) {
+            return Err(PyValueError::new_err(format!("restitution must be in [0, 1], got {restitution}")));
+        }
+        let ok = n_step > 0 && [margin, baumgarte, tolerance].iter().all(|v| v.is_finite() && *v >= 0.0);
+        if !ok {
+            return Err(PyValueError::new_err(
+                "n_step must be ≥ 1, margin, baumgarte and tolerance finite and ≥ 0".to_string(),
+            ));
+        }
+        let mut o =
+            NcpOptions { n_step, restitution, friction_set, baumgarte, tolerance, passive, ..Default::default() };
+        o.collision.margin = margin;
+        Ok(PyNcp { solver: NcpSolver::new(o), cache: Mutex::new(None) })
+    }
+    #[getter]
+    fn n_step(&self) -> usize {
+        self.solver.options.n_step
+    }
+    #[getter]
+    fn restitution(&self) -> f64 {
+        self.solver.options.restitution
+    }
+    #[getter]
+    fn friction_set(&self) -> &'static str {
+        match self.solver.options.friction_set {
+            FrictionSet::Cone => "cone",
+            FrictionSet::BoxPyramid => "box",
+            FrictionSet::DiamondPyramid => "diamond",
+        }
+    }
+    /// [q, v] with q (default: the model's reference configuration) and v (default 0).
+    #[pyo3(signature = (model, q=None, v=None))]
+    fn initial_state<'py>(
+        &self,
+        py: Python<'py>,
+        model: PyRef<'_, PyModel>,
+        q: Option<&Bound<'py, PyAny>>,
+        v: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+        let m = &model.inner;
+        let mut o = match q {
+            Some(q) => vec1(q, "q", m.nq())?,
+            None => m.qpos0.clone(),
+        };
+        match v {
+            Some(v) => o.extend(vec1(v, "v", m.nv())?),
+            None => o.extend(std::iter::repeat_n(0.0, m.nv())),
+        }
+        out(py, &[o.len()], o)
+    }
+    fn __repr__(&self) -> String {
+        let o = &self.solver.options;
+        format!("NcpSolver(n_step={}, restitution={}, friction_set='{}')", o.n_step, o.restitution, self.friction_set())
+    }
+});
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyXpbd>()?;
     m.add_class::<PyFeatherstone>()?;
+    m.add_class::<PyNcp>()?;
     Ok(())
 }

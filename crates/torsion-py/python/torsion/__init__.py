@@ -3,14 +3,15 @@
 State layouts (rows of every state array):
   XpbdSolver:         per body (fixed bodies included) [x(3), q(4: w, x, y, z), v(3), w(3)], world frame
                       -> 13 * model.body_count; tangent: 12 per dynamic body [x, dq (left exp map), v, w].
-  FeatherstoneSolver: [q (nq), v (nv)]; tangent [dq (nv, joint integration), v (nv)].
-Controls are (T, solver.control_dim(model)): one torque per joint (XPBD) or per DoF (Featherstone).
+  FeatherstoneSolver, NcpSolver (contact): [q (nq), v (nv)]; tangent [dq (nv, joint integration), v (nv)].
+Controls are (T, solver.control_dim(model)): one torque per joint (XPBD) or per DoF (Featherstone, Ncp).
 Jacobians are in tangent coordinates. The PyTorch integration lives in `torsion.autograd` (imports torch).
 """
 from ._torsion import (
     FeatherstoneSolver,
     Model,
     ModelBuilder,
+    NcpSolver,
     RolloutGrad,
     SimulationError,
     XpbdSolver,
@@ -40,6 +41,7 @@ __all__ = [
     "FeatherstoneSolver",
     "Model",
     "ModelBuilder",
+    "NcpSolver",
     "RolloutGrad",
     "SimulationError",
     "XpbdSolver",

@@ -113,7 +113,17 @@ class FeatherstoneSolver(_SolverBase):
     joint_damping: bool
     def initial_state(self, model: Model, q: Optional[ArrayLike] = None, v: Optional[ArrayLike] = None) -> F64: ...
 
-Solver = Union[XpbdSolver, FeatherstoneSolver]
+class NcpSolver(_SolverBase):
+    """Frictional contact by staggered projections (spec 001): collision detection from the model's shapes, ADMM QP
+    (normal impulses) + QCQP (exact Coulomb disk, or 'box' / 'diamond' pyramid), Newton restitution. State [q, v]."""
+    def __init__(self, n_step: int = 10, restitution: float = 0.0, friction_set: str = "cone", baumgarte: float = 0.0,
+                 tolerance: float = 0.0, margin: float = 0.01, passive: bool = True) -> None: ...
+    n_step: int
+    restitution: float
+    friction_set: str
+    def initial_state(self, model: Model, q: Optional[ArrayLike] = None, v: Optional[ArrayLike] = None) -> F64: ...
+
+Solver = Union[XpbdSolver, FeatherstoneSolver, NcpSolver]
 
 class RolloutGrad:
     x0: F64
