@@ -738,30 +738,11 @@ impl DiffSolver for FeatherstoneSolver {
             solver: "featherstone",
             problem: "step_vjp needs a record filled by step".into(),
         })?;
-        let nv = model.nv();
         let sel = ParamSelection::all(model);
         let (jac, q1) = self.jacobian(model, s, &rec.u, rec.dt, &sel)?;
-        // output cotangent in tangent coordinates: the q part of g_out is ambient → tangent at the output
-        let gq_t = ambient_to_tangent(model, &q1, &g_out.q);
-        let mut g = DVector::zeros(2 * nv);
-        for i in 0..nv {
-            g[i] = gq_t[i];
-            g[nv + i] = g_out.v[i];
-        }
-        let r = jac.transpose() * g;
-        // tangent cotangent of the input q → ambient (pseudo-inverse of the tangent map, consistent with
-        // `grad_to_tangent`): ḡ_q = G (Gᵀ G)⁻¹ g_t, which for unit quaternions is G·4 g_t/… (see tangent_to_ambient)
-        let gq_in = tangent_to_ambient(model, &s.q, &r.as_slice()[..nv]);
-        for i in 0..g_s.q.len() {
-            g_s.q[i] += gq_in[i];
-        }
-        for i in 0..nv {
-            g_s.v[i] += r[nv + i];
-            g_u[i] += r[2 * nv + i];
-        }
-        for (k, &i) in sel.indices.iter().enumerate() {
-            g_theta[i] += r[3 * nv + k];
-        }
+        let nv = model.nv();
+        let j = split_jacobian(&jac, nv, sel.len());
+        transposed_jacobian_product(model, &s.q, &q1, &j, &sel, g_out, g_s, g_u, g_theta);
         Ok(())
     }
 
@@ -812,6 +793,38 @@ impl DiffSolver for FeatherstoneSolver {
 
 /// ∂q/∂δ at δ = 0 for q ⊕ δ, per joint: 1 for 1-DoF joints; ½ q ⊗ [0, δ] for quaternions (right perturbation);
 /// R for a free joint's position. Returns Gᵀ ḡ (ambient → tangent).
+/// ḡ_in += Jᵀ ḡ_out for a generalized-coordinate step with transition Jacobians (A, B, C) in tangent
+/// coordinates: the output cotangent's q part (ambient at q1) is taken to the tangent space, and the input's back
+/// to ambient at q (consistent with `grad_to_tangent`). Shared by the Featherstone and the contact steppers.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn transposed_jacobian_product(
+    model: &Model,
+    q: &[f64],
+    q1: &[f64],
+    jac: &StepJacobians,
+    sel: &ParamSelection,
+    g_out: &GenState,
+    g_s: &mut GenState,
+    g_u: &mut [f64],
+    g_theta: &mut [f64],
+) {
+    let nv = model.nv();
+    let gq_t = ambient_to_tangent(model, q1, &g_out.q);
+    let g = DVector::from_iterator(2 * nv, gq_t.iter().copied().chain(g_out.v.iter().copied()));
+    let (ra, rb, rc) = (jac.a.transpose() * &g, jac.b.transpose() * &g, jac.c.transpose() * &g);
+    let gq_in = tangent_to_ambient(model, q, &ra.as_slice()[..nv]);
+    for (a, b) in g_s.q.iter_mut().zip(&gq_in) {
+        *a += b;
+    }
+    for i in 0..nv {
+        g_s.v[i] += ra[nv + i];
+        g_u[i] += rb[i];
+    }
+    for (k, &i) in sel.indices.iter().enumerate() {
+        g_theta[i] += rc[k];
+    }
+}
+
 pub(crate) fn ambient_to_tangent(model: &Model, q: &[f64], g: &[f64]) -> Vec<f64> {
     let mut out = vec![0.0; model.nv()];
     let (qs, vs) = (model.joint_q_start(), model.joint_v_start());

@@ -5,9 +5,8 @@
 //! depends on the previous step's contacts).
 use super::kinematics::ContactFrame;
 use super::staggered::{NcpReport, NcpSolver, NcpWorkspace};
-use crate::featherstone::{ambient_to_tangent, tangent_to_ambient, FeatherstoneSolver, GenState};
+use crate::featherstone::{transposed_jacobian_product, FeatherstoneSolver, GenState};
 use crate::solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
-use nalgebra::DVector;
 use torsion_collision::{CollisionWorld, Contacts};
 use torsion_model::{Control, Model, ParamSelection};
 
@@ -135,24 +134,11 @@ impl DiffSolver for NcpSolver {
             solver: "ncp",
             problem: "step_vjp needs a record filled by step".into(),
         })?;
-        let nv = model.nv();
         let sel = ParamSelection::all(model);
         let (jac, next, _) =
             self.step_jacobians_with_contacts(model, &mut ws.ncp, s, &rec.u, rec.dt, &rec.frames, &sel)?;
-        let gq_t = ambient_to_tangent(model, &next.q, &g_out.q);
-        let g = DVector::from_iterator(2 * nv, gq_t.iter().copied().chain(g_out.v.iter().copied()));
-        let (ra, rb, rc) = (jac.a.transpose() * &g, jac.b.transpose() * &g, jac.c.transpose() * &g);
-        let gq_in = tangent_to_ambient(model, &s.q, &ra.as_slice()[..nv]);
-        for (a, b) in g_s.q.iter_mut().zip(&gq_in) {
-            *a += b;
-        }
-        for i in 0..nv {
-            g_s.v[i] += ra[nv + i];
-            g_u[i] += rb[i];
-        }
-        for (k, &i) in sel.indices.iter().enumerate() {
-            g_theta[i] += rc[k];
-        }
+        let j = StepJacobians { a: jac.a, b: jac.b, c: jac.c };
+        transposed_jacobian_product(model, &s.q, &next.q, &j, &sel, g_out, g_s, g_u, g_theta);
         Ok(())
     }
 
