@@ -147,7 +147,7 @@ fn incline_sticks_iff_tan_theta_below_mu() {
         let g = 9.81;
         // a tilted gravity is the incline (the plane stays z = 0)
         let m = boxes(1, Vec3::new(g * th.sin(), 0.0, -g * th.cos()));
-        let solver = NcpSolver::default();
+        let solver = NcpSolver::new(NcpOptions { n_step: 200, tolerance: 1e-13, ..Default::default() });
         let mut ws = solver.contact_workspace(&m).unwrap();
         let mut s = state(&[(Vec3::new(0.0, 0.0, HE), Vec3::zeros())]);
         let mut out = s.clone();
