@@ -179,3 +179,42 @@ impl DiffSolver for NcpSolver {
         model.nv()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ncp::NcpOptions;
+
+    /// The trait's `step_jacobians` (collision detection inside) against central differences of `step`, for the
+    /// controls of a box sliding on an MJCF plane (the full checks are in tests/ncp_gradients.rs, ncp_solver.rs).
+    #[test]
+    fn step_jacobians_b_matches_finite_differences() {
+        let xml = r#"<mujoco><option timestep="0.01"/><worldbody><geom type="plane" size="5 5 0.1" friction="0.4"/>
+            <body pos="0 0 0.2"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.4"/></body>
+            </worldbody></mujoco>"#;
+        let m = torsion_model::io::mjcf::load_mjcf_str(xml, "box.xml", None).unwrap();
+        let solver = NcpSolver::new(NcpOptions::default());
+        let s = GenState { q: vec![0.0, 0.0, 0.0999, 1.0, 0.0, 0.0, 0.0], v: vec![0.0, 0.0, 0.0, 1.0, 0.2, 0.0] };
+        let u = [0.0, 0.0, 0.0, 0.5, -0.3, 0.0];
+        let jac = solver.step_jacobians(&m, &s, &Control::from_torques(&u), 0.01, &ParamSelection::none()).unwrap();
+        let next = |uu: &[f64]| {
+            let mut ws = Solver::workspace(&solver, &m).unwrap();
+            let mut o = s.clone();
+            solver.step(&m, &s, &Control::from_torques(uu), 0.01, &mut o, &mut ws, None).unwrap();
+            o
+        };
+        let base = next(&u);
+        let h = 1e-6;
+        let mut worst: f64 = 0.0;
+        for k in 3..5 {
+            let (mut up, mut um) = (u, u);
+            up[k] += h;
+            um[k] -= h;
+            let (p, q) = (solver.local_diff(&m, &base, &next(&up)), solver.local_diff(&m, &base, &next(&um)));
+            for r in 0..12 {
+                worst = worst.max(((p[r] - q[r]) / (2.0 * h) - jac.b[(r, k)]).abs());
+            }
+        }
+        assert!(worst < 1e-7, "B vs FD: {worst:e}");
+    }
+}
