@@ -30,7 +30,9 @@ fn main() {
     let mut solver = NcpSolver::default();
     solver.options.admm.polish = polish;
     let mut out = vec![];
-    for (name, n, vx, settle) in [("cube resting", 1usize, 0.0, 50usize), ("cube sliding", 1, 2.0, 0), ("20 boxes, jumbled stack", 20, 0.0, 100)] {
+    for (name, n, vx, settle) in
+        [("cube resting", 1usize, 0.0, 50usize), ("cube sliding", 1, 2.0, 0), ("20 boxes, jumbled stack", 20, 0.0, 100)]
+    {
         let m = load_mjcf_str(&scene(n), "scene.xml", None).unwrap();
         let mut ws = solver.workspace(&m).unwrap();
         let mut s = GenState { q: m.qpos0.clone(), v: vec![0.0; m.nv()] };

@@ -93,3 +93,58 @@ pub fn contact_jacobians<T: Scalar>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use torsion_dynamics::forward_kinematics;
+    use torsion_dynamics::joints::integrate;
+
+    /// J_n, J_t against central differences of the material points' relative displacement (A's point minus B's,
+    /// both moving with their bodies) projected on the frame, on the floating tree (free, ball, slide, hinges).
+    #[test]
+    fn contact_jacobians_match_finite_differences() {
+        let m = torsion_model::builder::floating_tree();
+        let dm = DynModel::<f64>::from_model(&m).unwrap();
+        let mut d = DynData::new(&dm);
+        let q = torsion_model::builder::example_configuration(&m, 4);
+        forward_kinematics(&dm, &q, &mut d);
+        let (a, b) = (3, 4);
+        let p = Vec3::new(0.2, -0.1, 0.3);
+        let n = Vec3::new(0.3, -0.2, 1.0).normalize();
+        let t1 = n.cross(&Vec3::x()).normalize();
+        let c = ContactGeom {
+            body_a: a,
+            body_b: b,
+            point: p,
+            normal: n,
+            tangents: [t1, n.cross(&t1)],
+            distance: 0.0,
+            mu: 0.5,
+        };
+        let mut bj = vec![];
+        body_joints(&dm, &mut bj);
+        let (mut jn, mut jt) = (DMatrix::zeros(1, dm.nv), DMatrix::zeros(2, dm.nv));
+        contact_jacobians(&dm, &d, &bj, std::slice::from_ref(&c), &mut jn, &mut jt);
+        let (la, lb) = (d.o_m[a].inverse().act_point(&p), d.o_m[b].inverse().act_point(&p));
+        let rel = |qq: &[f64]| {
+            let mut dd = DynData::new(&dm);
+            forward_kinematics(&dm, qq, &mut dd);
+            dd.o_m[a].act_point(&la) - dd.o_m[b].act_point(&lb)
+        };
+        let h = 1e-6;
+        let mut worst: f64 = 0.0;
+        for k in 0..dm.nv {
+            let mut e = vec![0.0; dm.nv];
+            e[k] = h;
+            let dp = rel(&integrate(&dm, &q, &e));
+            e[k] = -h;
+            let dpm = rel(&integrate(&dm, &q, &e));
+            let fd = (dp - dpm) / (2.0 * h);
+            for (row, dir) in [(jn[(0, k)], n), (jt[(0, k)], c.tangents[0]), (jt[(1, k)], c.tangents[1])] {
+                worst = worst.max((row - dir.dot(&fd)).abs());
+            }
+        }
+        assert!(worst < 1e-8, "contact Jacobian vs FD: {worst:e}");
+    }
+}
