@@ -86,7 +86,11 @@ impl NcpSolver {
         }
         let table = model.param_table();
         let theta = model.param_vector();
-        let base_dm: DynModel<Dual64> = DynModel::build(model, &table, &lift(&theta)).map_err(dyn_err)?;
+        let with_gravity = |mut dm: DynModel<Dual64>| {
+            dm.gravity = torsion_math::scalar::cv(&model.gravity);
+            dm
+        };
+        let base_dm = with_gravity(DynModel::build(model, &table, &lift(&theta)).map_err(dyn_err)?);
         let ndir = 3 * nv + sel.len() + nc + 1;
         let mut cols = DMatrix::zeros(2 * nv, ndir);
         let mut d = DynData::new(&base_dm);
@@ -97,13 +101,11 @@ impl NcpSolver {
                 Some(i) => {
                     let mut th = lift(&theta);
                     th[i].eps = 1.0;
-                    owned = DynModel::build(model, &table, &th).map_err(dyn_err)?;
+                    owned = with_gravity(DynModel::build(model, &table, &th).map_err(dyn_err)?);
                     &owned
                 }
                 None => &base_dm,
             };
-            let mut dm = dm.clone();
-            dm.gravity = torsion_math::scalar::cv(&model.gravity);
             let mut q = lift(&s.q);
             if dir < nv {
                 let mut e = vec![Dual64::from(0.0); nv];
