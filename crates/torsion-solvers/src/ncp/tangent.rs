@@ -110,7 +110,7 @@ impl NcpSolver {
             if dir < nv {
                 let mut e = vec![Dual64::from(0.0); nv];
                 e[dir].eps = 1.0;
-                q = integrate(&dm, &q, &e);
+                q = integrate(dm, &q, &e);
             }
             let mut v = lift(&s.v);
             if (nv..2 * nv).contains(&dir) {
@@ -125,7 +125,7 @@ impl NcpSolver {
             if dir == ndir - 1 {
                 eps.eps = 1.0;
             }
-            forward_kinematics(&dm, &q, &mut d);
+            forward_kinematics(dm, &q, &mut d);
             let geoms: Vec<ContactGeom<Dual64>> = contacts
                 .iter()
                 .zip(&anchors)
@@ -150,7 +150,7 @@ impl NcpSolver {
                     }
                 })
                 .collect();
-            let pre = prelude(model, &dm, &mut d, &ws.body_joint, &q, &v, &uu, dt, &geoms, eps, o)?;
+            let pre = prelude(model, dm, &mut d, &ws.body_joint, &q, &v, &uu, dt, &geoms, eps, o)?;
             // tangents of the impulses through the staggered passes
             let (mut dln, mut dlt) = (vec![0.0; nc], vec![0.0; 2 * nc]);
             let (mut ln, mut lt) = (vec![0.0; nc], tape.lt_warm.clone());
@@ -175,7 +175,7 @@ impl NcpSolver {
             let ltd: Vec<Dual64> = (0..2 * nc).map(|k| Dual64::new(lt[k], dlt[k])).collect();
             let vplus = if nc > 0 { apply_impulses(&pre, &lnd, &ltd) } else { pre.vp.clone() };
             let mut q1 = q.clone();
-            integrate_into(&dm, &q, &vplus, dt, &mut q1);
+            integrate_into(dm, &q, &vplus, dt, &mut q1);
             for j in 0..dm.parent.len() {
                 let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
                 let t = dual_tangent(jm.kind, &next.q[qs..qs + jm.nq], &q1[qs..qs + jm.nq]);
