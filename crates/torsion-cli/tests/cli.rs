@@ -319,3 +319,17 @@ fn simulate_ncp_hopper_stays_above_the_floor() {
     assert!(lowest > 0.0, "a body went through the floor: {lowest}");
     assert!(fell > 0.5, "the unactuated hopper falls over");
 }
+
+/// spec 001 H1: μ within 0.005 of μ* = 0.2 from every initialisation (quick: 2 of the 5, a 0.6 s trajectory).
+#[test]
+fn ncp_friction_id_quick_meets_its_targets() {
+    let j = quick_experiment("ncp-friction-id");
+    let m = &j["metrics"];
+    assert_eq!(m["mu_true"], 0.2);
+    let est: Vec<f64> = m["mu_estimates"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    assert_eq!(est.len(), 2);
+    eprintln!("quick ncp-friction-id: {est:?}");
+    assert!(est.iter().all(|e| (e - 0.2).abs() <= 0.005));
+    assert!(m["max_abs_error"].as_f64().unwrap() <= 0.005);
+    assert!((m["mu_estimate_noise_free"].as_f64().unwrap() - 0.2).abs() < 1e-6);
+}

@@ -2,6 +2,8 @@
 //! `run("NAME", out_dir, quick)` writes `out_dir/NAME.json` = {"name", "metrics", "paper", "settings"} and
 //! `out_dir/NAME.png`. Every number in "metrics" is measured by the run; "paper" holds the published values.
 #![allow(clippy::type_complexity)]
+pub mod ncp_friction_id;
+pub mod ncp_scene;
 pub mod pbd_design;
 pub mod pbd_gravity_comp;
 pub mod pbd_impedance;
@@ -51,6 +53,12 @@ pub fn registry() -> Vec<Experiment> {
         spec: "000 §4.5 (Figs. 12-13, simulation part)",
         description: "Baxter s1 impedance control: net-torque lookup map built by optimisation through the XPBD step, checked against one-step inverse dynamics; 40 s pulse scenario, impedance vs PD only",
         run: pbd_impedance::run,
+    },
+    Experiment {
+        name: "ncp-friction-id",
+        spec: "001 §4 E1 (Fig. 4a), H1",
+        description: "μ of a cube sliding on the floor from noisy positions simulated at another Δt and solver setting; multi-step loss, LM with the contact stepper's exact Jacobians, 5 initialisations",
+        run: ncp_friction_id::run,
     },
     ]
 }
