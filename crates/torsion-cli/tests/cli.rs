@@ -333,3 +333,34 @@ fn ncp_friction_id_quick_meets_its_targets() {
     assert!(m["max_abs_error"].as_f64().unwrap() <= 0.005);
     assert!((m["mu_estimate_noise_free"].as_f64().unwrap() - 0.2).abs() < 1e-6);
 }
+
+fn f64s(v: &serde_json::Value) -> Vec<f64> {
+    v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+}
+
+/// spec 001 H4: mass within 1 % (quick: 2 starts, 0.6 s); without the known push m is (nearly) unobservable.
+#[test]
+fn ncp_mass_id_quick_meets_its_targets() {
+    let j = quick_experiment("ncp-mass-id");
+    let m = &j["metrics"];
+    let est = f64s(&m["mass_estimates"]);
+    eprintln!("quick ncp-mass-id: {est:?}");
+    assert_eq!(est.len(), 2);
+    assert!(m["mass_rel_error"].as_f64().unwrap() <= 0.01);
+    let (with, without) =
+        (m["mass_sensitivity_with_push"].as_f64().unwrap(), m["mass_sensitivity_without_push"].as_f64().unwrap());
+    assert!(without < 1e-2 * with, "{without} vs {with}");
+}
+
+/// spec 001 H2 (§3.11 item 9): disk unbiased at every θ; box μ/√2 and diamond √2 μ at π/4.
+#[test]
+fn ncp_pyramid_bias_quick_meets_its_targets() {
+    let j = quick_experiment("ncp-pyramid-bias");
+    let m = &j["metrics"];
+    let (cone, bx, dia) = (f64s(&m["mu_cone"]), f64s(&m["mu_box"]), f64s(&m["mu_diamond"]));
+    eprintln!("quick ncp-pyramid-bias: cone {cone:?} box {bx:?} diamond {dia:?}");
+    assert_eq!(cone.len(), 3);
+    assert!(cone.iter().all(|c| (c - 0.2).abs() <= 0.002));
+    assert!((bx[2] - 0.2 / 2f64.sqrt()).abs() <= 0.002 && (dia[2] - 0.2 * 2f64.sqrt()).abs() <= 0.003);
+    assert!((bx[0] - 0.2).abs() <= 0.002 && (dia[0] - 0.2).abs() <= 0.002);
+}
