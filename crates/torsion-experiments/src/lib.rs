@@ -3,6 +3,7 @@
 //! `out_dir/NAME.png`. Every number in "metrics" is measured by the run; "paper" holds the published values.
 #![allow(clippy::type_complexity)]
 pub mod ncp_friction_id;
+pub mod ncp_joint_id;
 pub mod ncp_mass_id;
 pub mod ncp_pyramid_bias;
 pub mod ncp_scene;
@@ -73,6 +74,12 @@ pub fn registry() -> Vec<Experiment> {
         spec: "001 §4 E4 (Fig. 5), H2",
         description: "μ identified with the disk, the box pyramid and the diamond pyramid from disk data, sliding at θ = 0, π/8, π/4 from the pyramid axes",
         run: ncp_pyramid_bias::run,
+    },
+    Experiment {
+        name: "ncp-joint-id",
+        spec: "001 §4 E5 (Fig. 6), H5",
+        description: "joint (m, μ, ε) of a cube that slides into a known cube; several initialisations; no-collision control (condition number in (μ, log m))",
+        run: ncp_joint_id::run,
     },
     ]
 }

@@ -25,7 +25,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let steps = STEPS[q];
     let sc = Scene::new(false, 1.0, 0.0, 0.0, [0.0, 0.0], 0.0)?;
     let truth = Phys { mu: MU_TRUE, mass: 1.0, eps: 0.0, init: [0.0, 0.0, V0, 0.0] };
-    let obs = observe(&sc, &truth, DT, steps, SIGMA, SEED)?;
+    let obs = observe(&sc, &truth, DT, steps, 4, SIGMA, SEED)?;
     let guess = init_guess(&obs, DT);
     let free = vec![
         (0, Param::Softplus),
@@ -51,7 +51,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     // other reading of the paper's "variance 1e-3 m", spec 001 H9), from μ₀ = 0.5
     let mut extra = vec![];
     for sigma in [0.0, 1e-3f64.sqrt()] {
-        let o = observe(&sc, &truth, DT, steps, sigma, SEED)?;
+        let o = observe(&sc, &truth, DT, steps, 4, sigma, SEED)?;
         let start = Phys { mu: 0.5, init: init_guess(&o, DT), ..truth.clone() };
         extra.push(fit.run(&o, &start, ITERS)?.phys.mu);
     }

@@ -26,7 +26,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let steps = STEPS[q];
     let sc = Scene::new(false, 1.0, 0.0, 0.0, [PUSH, 0.0], 0.0)?;
     let truth = Phys { mu: MU, mass: MASS_TRUE, eps: 0.0, init: [0.0, 0.0, V0, 0.0] };
-    let obs = observe(&sc, &truth, DT, steps, SIGMA, SEED)?;
+    let obs = observe(&sc, &truth, DT, steps, 4, SIGMA, SEED)?;
     let guess = init_guess(&obs, DT);
     let free =
         vec![(1, Param::Log), (3, Param::Identity), (4, Param::Identity), (5, Param::Identity), (6, Param::Identity)];

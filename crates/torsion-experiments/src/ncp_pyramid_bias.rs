@@ -35,7 +35,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let mut mu = [vec![], vec![], vec![]];
     for (k, &th) in thetas.iter().enumerate() {
         let truth = Phys { mu: MU_TRUE, mass: 1.0, eps: 0.0, init: [0.0, 0.0, V0 * th.cos(), V0 * th.sin()] };
-        let obs = observe(&sc, &truth, DT, steps, SIGMA, SEED + k as u64)?;
+        let obs = observe(&sc, &truth, DT, steps, 4, SIGMA, SEED + k as u64)?;
         let start = Phys { mu: MU0, init: init_guess(&obs, DT), ..truth.clone() };
         for (si, &set) in sets.iter().enumerate() {
             let free = vec![

@@ -198,17 +198,19 @@ pub fn simulate(
     Ok(out)
 }
 
-/// Synthetic observations (spec 001 §4 E1 "a different Δt"): the truth simulated at Δt/4 with many staggered
-/// passes to a tolerance (100 passes, 1e-10), every 4th state kept, N(0, σ²) added to every position coordinate.
+/// Synthetic observations (spec 001 §4 E1 "a different Δt"): the truth simulated at Δt/sub with many staggered
+/// passes to a tolerance (100 passes, 1e-10), every sub-th state kept, N(0, σ²) added to every position coordinate.
+#[allow(clippy::too_many_arguments)]
 pub fn observe(
     sc: &Scene,
     truth: &Phys,
     dt: f64,
     steps: usize,
+    sub: usize,
     sigma: f64,
     seed: u64,
 ) -> Result<Vec<Vec<f64>>, ExperimentError> {
-    let r = simulate(sc, truth, FrictionSet::Cone, 100, 1e-10, dt / 4.0, 4 * steps, 4, false)?;
+    let r = simulate(sc, truth, FrictionSet::Cone, 100, 1e-10, dt / sub.max(1) as f64, sub * steps, sub, false)?;
     let mut rng = Lcg::new(seed);
     Ok(r.pos.into_iter().map(|p| p.into_iter().map(|x| x + sigma * rng.normal()).collect()).collect())
 }
