@@ -380,3 +380,19 @@ fn ncp_joint_id_quick_meets_its_targets() {
     let (c, c0) = (m["collision_condition_number"].as_f64().unwrap(), m["no_collision_condition_number"].as_f64());
     assert!(c < 1e4 && c0.is_none_or(|c0| c0 > 1e8), "{c} vs {c0:?}");
 }
+
+/// spec 001 H6 / H7: relative NCP residual ≤ 1e-6 within 10 staggered passes and median ≤ 50 ADMM iterations on
+/// both scenes (quick: k ≤ 20, 20-step rollouts).
+#[test]
+fn ncp_convergence_quick_meets_its_targets() {
+    let j = quick_experiment("ncp-convergence");
+    let m = &j["metrics"];
+    for n in ["cube_floor", "cube_cube"] {
+        let k = m[format!("{n}_passes_for_1e-6_residual")].as_u64();
+        let admm = m[format!("{n}_admm_median_iterations")].as_f64().unwrap();
+        eprintln!("quick ncp-convergence {n}: passes {k:?}, ADMM median {admm}");
+        assert!(k.is_some_and(|k| k <= 10), "{n}: {k:?}");
+        assert!(admm <= 50.0 && m[format!("{n}_admm_unconverged")] == 0);
+        assert_eq!(m[format!("{n}_relative_residual")].as_array().unwrap().len(), 20);
+    }
+}

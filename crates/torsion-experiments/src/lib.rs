@@ -2,6 +2,7 @@
 //! `run("NAME", out_dir, quick)` writes `out_dir/NAME.json` = {"name", "metrics", "paper", "settings"} and
 //! `out_dir/NAME.png`. Every number in "metrics" is measured by the run; "paper" holds the published values.
 #![allow(clippy::type_complexity)]
+pub mod ncp_convergence;
 pub mod ncp_friction_id;
 pub mod ncp_joint_id;
 pub mod ncp_mass_id;
@@ -80,6 +81,12 @@ pub fn registry() -> Vec<Experiment> {
         spec: "001 §4 E5 (Fig. 6), H5",
         description: "joint (m, μ, ε) of a cube that slides into a known cube; several initialisations; no-collision control (condition number in (μ, log m))",
         run: ncp_joint_id::run,
+    },
+    Experiment {
+        name: "ncp-convergence",
+        spec: "001 §4 extra tests 7–8, H6–H7",
+        description: "NCP residual vs staggered passes (1..50) on cube–floor and cube–cube steps, and ADMM iteration counts along rollouts",
+        run: ncp_convergence::run,
     },
     ]
 }
