@@ -319,3 +319,80 @@ fn simulate_ncp_hopper_stays_above_the_floor() {
     assert!(lowest > 0.0, "a body went through the floor: {lowest}");
     assert!(fell > 0.5, "the unactuated hopper falls over");
 }
+
+/// spec 001 H1: μ within 0.005 of μ* = 0.2 from every initialisation (quick: 2 of the 5, a 0.6 s trajectory).
+#[test]
+fn ncp_friction_id_quick_meets_its_targets() {
+    let j = quick_experiment("ncp-friction-id");
+    let m = &j["metrics"];
+    assert_eq!(m["mu_true"], 0.2);
+    let est: Vec<f64> = m["mu_estimates"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    assert_eq!(est.len(), 2);
+    eprintln!("quick ncp-friction-id: {est:?}");
+    assert!(est.iter().all(|e| (e - 0.2).abs() <= 0.005));
+    assert!(m["max_abs_error"].as_f64().unwrap() <= 0.005);
+    assert!((m["mu_estimate_noise_free"].as_f64().unwrap() - 0.2).abs() < 1e-6);
+}
+
+fn f64s(v: &serde_json::Value) -> Vec<f64> {
+    v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+}
+
+/// spec 001 H4: mass within 1 % (quick: 2 starts, 0.6 s); without the known push m is (nearly) unobservable.
+#[test]
+fn ncp_mass_id_quick_meets_its_targets() {
+    let j = quick_experiment("ncp-mass-id");
+    let m = &j["metrics"];
+    let est = f64s(&m["mass_estimates"]);
+    eprintln!("quick ncp-mass-id: {est:?}");
+    assert_eq!(est.len(), 2);
+    assert!(m["mass_rel_error"].as_f64().unwrap() <= 0.01);
+    let (with, without) =
+        (m["mass_sensitivity_with_push"].as_f64().unwrap(), m["mass_sensitivity_without_push"].as_f64().unwrap());
+    assert!(without < 1e-2 * with, "{without} vs {with}");
+}
+
+/// spec 001 H2 (§3.11 item 9): disk unbiased at every θ; box μ/√2 and diamond √2 μ at π/4.
+#[test]
+fn ncp_pyramid_bias_quick_meets_its_targets() {
+    let j = quick_experiment("ncp-pyramid-bias");
+    let m = &j["metrics"];
+    let (cone, bx, dia) = (f64s(&m["mu_cone"]), f64s(&m["mu_box"]), f64s(&m["mu_diamond"]));
+    eprintln!("quick ncp-pyramid-bias: cone {cone:?} box {bx:?} diamond {dia:?}");
+    assert_eq!(cone.len(), 3);
+    assert!(cone.iter().all(|c| (c - 0.2).abs() <= 0.002));
+    assert!((bx[2] - 0.2 / 2f64.sqrt()).abs() <= 0.002 && (dia[2] - 0.2 * 2f64.sqrt()).abs() <= 0.003);
+    assert!((bx[0] - 0.2).abs() <= 0.002 && (dia[0] - 0.2).abs() <= 0.002);
+}
+
+/// spec 001 H5: (μ, m, ε) each within 2 % from every start (quick: 2 starts, 0.4 s); without the collision the
+/// (μ, log m) Gauss–Newton matrix is singular to rounding (m unobservable, §3.11 item 10).
+#[test]
+fn ncp_joint_id_quick_meets_its_targets() {
+    let j = quick_experiment("ncp-joint-id");
+    let m = &j["metrics"];
+    let r = &m["rel_errors"];
+    eprintln!("quick ncp-joint-id: {r}");
+    for k in ["mu", "mass", "restitution"] {
+        assert!(r[k].as_f64().unwrap() <= 0.02, "{k}: {}", r[k]);
+    }
+    assert_eq!(m["estimates_mu_m_eps"].as_array().unwrap().len(), 2);
+    let (c, c0) = (m["collision_condition_number"].as_f64().unwrap(), m["no_collision_condition_number"].as_f64());
+    assert!(c < 1e4 && c0.is_none_or(|c0| c0 > 1e8), "{c} vs {c0:?}");
+}
+
+/// spec 001 H6 / H7: relative NCP residual ≤ 1e-6 within 10 staggered passes and median ≤ 50 ADMM iterations on
+/// both scenes (quick: k ≤ 20, 20-step rollouts).
+#[test]
+fn ncp_convergence_quick_meets_its_targets() {
+    let j = quick_experiment("ncp-convergence");
+    let m = &j["metrics"];
+    for n in ["cube_floor", "cube_cube"] {
+        let k = m[format!("{n}_passes_for_1e-6_residual")].as_u64();
+        let admm = m[format!("{n}_admm_median_iterations")].as_f64().unwrap();
+        eprintln!("quick ncp-convergence {n}: passes {k:?}, ADMM median {admm}");
+        assert!(k.is_some_and(|k| k <= 10), "{n}: {k:?}");
+        assert!(admm <= 50.0 && m[format!("{n}_admm_unconverged")] == 0);
+        assert_eq!(m[format!("{n}_relative_residual")].as_array().unwrap().len(), 20);
+    }
+}

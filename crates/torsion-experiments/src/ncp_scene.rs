@@ -1,0 +1,376 @@
+//! Shared machinery of the spec 001 identification experiments (§4 E1, E2, E4, E5): a floor and one or two
+//! free cubes (MJCF), rollouts of the contact stepper with per-pair friction, the forward sensitivities of the
+//! cube positions w.r.t. (μ, m, ε, initial state) chained from `step_jacobians_with_contacts`, synthetic data
+//! from a different solver setting, and the Levenberg–Marquardt fit on a multi-step position loss.
+use crate::result::ExperimentError;
+use crate::stay_still::Lcg;
+use nalgebra::DMatrix;
+use torsion_model::io::mjcf::load_mjcf_str;
+use torsion_model::{Model, ParamSelection};
+use torsion_opt::{levenberg_marquardt, LmOptions, Param};
+use torsion_solvers::featherstone::GenState;
+use torsion_solvers::ncp::{FrictionSet, NcpOptions, NcpSolver};
+use torsion_solvers::Solver;
+
+/// Cube half size (m) and gravity.
+pub const HALF: f64 = 0.05;
+pub const G: f64 = 9.81;
+/// Position noise σ (m): spec 001 §3.11 item 8 read as σ = 1 mm.
+pub const SIGMA: f64 = 1e-3;
+
+/// Physical parameters of the unknown cube A and its initial planar state (x0, y0, vx0, vy0).
+#[derive(Clone, Debug)]
+pub struct Phys {
+    pub mu: f64,
+    pub mass: f64,
+    pub eps: f64,
+    pub init: [f64; 4],
+}
+
+/// A scene: the floor, cube A (unknown) and optionally cube B (known, at rest at `b_x`).
+#[derive(Clone, Debug)]
+pub struct Scene {
+    pub model: Model,
+    pub two: bool,
+    /// floor friction of cube B (known)
+    pub mu_b: f64,
+    /// known generalized force on A (world x, y; A does not rotate in these scenes)
+    pub push: [f64; 2],
+    pub b_x: f64,
+    /// collision margin (0: no speculative contacts, so Newton restitution holds at the impact, spec 001 §4 E5)
+    pub margin: f64,
+}
+
+impl Scene {
+    pub fn new(
+        two: bool,
+        mass_b: f64,
+        b_x: f64,
+        mu_b: f64,
+        push: [f64; 2],
+        margin: f64,
+    ) -> Result<Self, ExperimentError> {
+        let b = if two {
+            format!(
+                r#"<body name="b" pos="{b_x} 0 {HALF}"><freejoint/><geom type="box" size="{HALF} {HALF} {HALF}" mass="{mass_b}"/></body>"#
+            )
+        } else {
+            String::new()
+        };
+        let xml = format!(
+            r#"<mujoco model="ncp_cubes"><option timestep="0.01" gravity="0 0 -{G}"/><worldbody>
+<geom name="floor" type="plane" size="20 20 0.1"/>
+<body name="a" pos="0 0 {HALF}"><freejoint/><geom type="box" size="{HALF} {HALF} {HALF}" mass="1"/></body>{b}
+</worldbody></mujoco>"#
+        );
+        let model = load_mjcf_str(&xml, "ncp_cubes.xml", None)?;
+        Ok(Scene { model, two, mu_b, push, b_x, margin })
+    }
+
+    pub fn nv(&self) -> usize {
+        self.model.nv()
+    }
+
+    /// The model with cube A's mass m (inertia kept consistent, I = m s²/6 with s = 2·HALF; spec 001 §6 item 11).
+    pub fn model_with_mass(&self, m: f64) -> Model {
+        let mut model = self.model.clone();
+        model.body_mass[1] = m;
+        model.body_inertia[1] = nalgebra::Matrix3::identity() * (m * (2.0 * HALF).powi(2) / 6.0);
+        model
+    }
+
+    /// The initial state: the cubes resting on the floor (1 µm deep: contacts exist at margin 0), A moving.
+    pub fn initial(&self, p: &Phys) -> GenState {
+        let z = HALF - 1e-6;
+        let mut q = vec![p.init[0], p.init[1], z, 1.0, 0.0, 0.0, 0.0];
+        let mut v = vec![0.0, 0.0, 0.0, p.init[2], p.init[3], 0.0];
+        if self.two {
+            q.extend_from_slice(&[self.b_x, 0.0, z, 1.0, 0.0, 0.0, 0.0]);
+            v.extend_from_slice(&[0.0; 6]);
+        }
+        GenState { q, v }
+    }
+
+    pub fn solver(&self, p: &Phys, set: FrictionSet, n_step: usize, tolerance: f64) -> NcpSolver {
+        let mut o = NcpOptions { n_step, tolerance, restitution: p.eps, friction_set: set, ..Default::default() };
+        o.collision.margin = self.margin;
+        NcpSolver::new(o)
+    }
+}
+
+/// Which sensitivities to propagate (columns in this order: μ, m, ε, x0, y0, vx0, vy0).
+pub const NCOL: usize = 7;
+
+/// A rollout: per observation time the cube positions (A then B), the sensitivities of those positions
+/// (3 per cube rows × NCOL) when asked, and the NCP reports' pass counts.
+pub struct Rollout {
+    pub pos: Vec<Vec<f64>>,
+    pub sens: Vec<DMatrix<f64>>,
+}
+
+/// Simulate `steps` steps of length dt, recording every `every`-th state. `jac`: propagate sensitivities.
+#[allow(clippy::too_many_arguments)]
+pub fn simulate(
+    sc: &Scene,
+    p: &Phys,
+    set: FrictionSet,
+    n_step: usize,
+    tolerance: f64,
+    dt: f64,
+    steps: usize,
+    every: usize,
+    jac: bool,
+) -> Result<Rollout, ExperimentError> {
+    let model = sc.model_with_mass(p.mass);
+    let solver = sc.solver(p, set, n_step, tolerance);
+    let mut ws = Solver::workspace(&solver, &model)?;
+    let nv = model.nv();
+    let nb = if sc.two { 2 } else { 1 };
+    let mut u = vec![0.0; nv];
+    u[3] = sc.push[0];
+    u[4] = sc.push[1];
+    let sel = if jac { ParamSelection::by_prefix(&model, "body_mass[a]") } else { ParamSelection { indices: vec![] } };
+    let mut s = sc.initial(p);
+    // tangent sensitivities of the state (2nv × NCOL); the initial-state columns (identity orientation: the
+    // tangent's linear part is the world translation / velocity)
+    let mut st = DMatrix::zeros(2 * nv, NCOL);
+    st[(3, 3)] = 1.0;
+    st[(4, 4)] = 1.0;
+    st[(nv + 3, 5)] = 1.0;
+    st[(nv + 4, 6)] = 1.0;
+    let mut out = Rollout { pos: vec![], sens: vec![] };
+    let record = |s: &GenState, st: &DMatrix<f64>, out: &mut Rollout| {
+        let mut pos = Vec::with_capacity(3 * nb);
+        let mut sens = DMatrix::zeros(3 * nb, NCOL);
+        for k in 0..nb {
+            let q = &s.q[7 * k..7 * k + 7];
+            pos.extend_from_slice(&q[..3]);
+            if jac {
+                // ∂p/∂(tangent) = R on the joint's linear part
+                let r = torsion_math::Quat::new(q[3], q[4], q[5], q[6]).normalize().to_mat();
+                let lin = st.rows(6 * k + 3, 3);
+                sens.rows_mut(3 * k, 3).copy_from(&(r * lin));
+            }
+        }
+        out.pos.push(pos);
+        out.sens.push(sens);
+    };
+    record(&s, &st, &mut out);
+    for t in 1..=steps {
+        solver.detect(&model, &mut ws, &s.q)?;
+        let mut frames = ws.frames.clone();
+        // per-pair friction (spec 001 §6 item 10): floor–A unknown μ, floor–B known, A–B frictionless
+        let mut a_floor = vec![];
+        for (i, f) in frames.iter_mut().enumerate() {
+            let pair = (f.body_a.min(f.body_b), f.body_a.max(f.body_b));
+            f.mu = match pair {
+                (0, 1) => {
+                    a_floor.push(i);
+                    p.mu
+                }
+                (0, 2) => sc.mu_b,
+                _ => 0.0,
+            };
+        }
+        let mut next = s.clone();
+        if jac {
+            let (j, nx, _) = solver.step_jacobians_with_contacts(&model, &mut ws.ncp, &s, &u, dt, &frames, &sel)?;
+            let mut add = DMatrix::zeros(2 * nv, NCOL);
+            for &i in &a_floor {
+                for r in 0..2 * nv {
+                    add[(r, 0)] += j.d_mu[(r, i)];
+                }
+            }
+            for r in 0..2 * nv {
+                add[(r, 1)] = j.c[(r, 0)];
+                add[(r, 2)] = j.d_restitution[r];
+            }
+            st = &j.a * &st + add;
+            next = nx;
+        } else {
+            solver.step_with_contacts(&model, &mut ws.ncp, &s, &u, dt, &frames, &mut next)?;
+        }
+        s = next;
+        if t % every == 0 {
+            record(&s, &st, &mut out);
+        }
+    }
+    Ok(out)
+}
+
+/// Synthetic observations (spec 001 §4 E1 "a different Δt"): the truth simulated at Δt/sub with many staggered
+/// passes to a tolerance (100 passes, 1e-10), every sub-th state kept, N(0, σ²) added to every position coordinate.
+#[allow(clippy::too_many_arguments)]
+pub fn observe(
+    sc: &Scene,
+    truth: &Phys,
+    dt: f64,
+    steps: usize,
+    sub: usize,
+    sigma: f64,
+    seed: u64,
+) -> Result<Vec<Vec<f64>>, ExperimentError> {
+    let r = simulate(sc, truth, FrictionSet::Cone, 100, 1e-10, dt / sub.max(1) as f64, sub * steps, sub, false)?;
+    let mut rng = Lcg::new(seed);
+    Ok(r.pos.into_iter().map(|p| p.into_iter().map(|x| x + sigma * rng.normal()).collect()).collect())
+}
+
+/// What is estimated: the columns of `NCOL` left free (the rest held at `base`), with their parameterisations.
+pub struct Fit<'a> {
+    pub scene: &'a Scene,
+    pub set: FrictionSet,
+    pub dt: f64,
+    pub steps: usize,
+    /// the identification solver's staggered passes (tolerance 0: a fixed tape)
+    pub n_step: usize,
+    pub free: Vec<(usize, Param)>,
+    pub base: Phys,
+}
+
+pub struct FitResult {
+    pub phys: Phys,
+    pub cost: f64,
+    pub iterations: usize,
+    pub history: Vec<f64>,
+}
+
+fn get(p: &Phys, c: usize) -> f64 {
+    match c {
+        0 => p.mu,
+        1 => p.mass,
+        2 => p.eps,
+        k => p.init[k - 3],
+    }
+}
+fn set(p: &mut Phys, c: usize, v: f64) {
+    match c {
+        0 => p.mu = v,
+        1 => p.mass = v,
+        2 => p.eps = v,
+        k => p.init[k - 3] = v,
+    }
+}
+
+impl Fit<'_> {
+    fn phys(&self, z: &[f64]) -> Phys {
+        let mut p = self.base.clone();
+        for (k, &(c, map)) in self.free.iter().enumerate() {
+            set(&mut p, c, map.value(z[k]));
+        }
+        p
+    }
+
+    /// Residuals (p_model − p_obs)/σ over all observation times and coordinates, and their Jacobian in z.
+    pub fn residual(
+        &self,
+        obs: &[Vec<f64>],
+        z: &[f64],
+        jac: bool,
+    ) -> Result<(Vec<f64>, Option<Vec<f64>>), ExperimentError> {
+        let p = self.phys(z);
+        let r = simulate(self.scene, &p, self.set, self.n_step, 0.0, self.dt, self.steps, 1, jac)?;
+        let nf = self.free.len();
+        let mut res = vec![];
+        let mut jm = vec![];
+        for (t, (pm, po)) in r.pos.iter().zip(obs).enumerate() {
+            for i in 0..pm.len() {
+                res.push((pm[i] - po[i]) / SIGMA);
+                if jac {
+                    for (k, &(c, map)) in self.free.iter().enumerate() {
+                        jm.push(r.sens[t][(i, c)] * map.deriv(z[k]) / SIGMA);
+                    }
+                }
+            }
+        }
+        debug_assert!(!jac || jm.len() == res.len() * nf);
+        Ok((res, jac.then_some(jm)))
+    }
+
+    /// Levenberg–Marquardt from `start` (physical values of the free columns).
+    pub fn run(&self, obs: &[Vec<f64>], start: &Phys, iters: usize) -> Result<FitResult, ExperimentError> {
+        let z0: Vec<f64> = self.free.iter().map(|&(c, map)| map.coord(get(start, c))).collect();
+        let o = LmOptions { max_iter: iters, ..Default::default() };
+        let rep = levenberg_marquardt(&z0, |z, j| self.residual(obs, z, j), &o)?;
+        Ok(FitResult { phys: self.phys(&rep.x), cost: rep.cost, iterations: rep.iterations, history: rep.history })
+    }
+
+    /// The Gauss–Newton matrix JᵀJ of the free columns at `p` (physical coordinates, unscaled).
+    pub fn gauss_newton_matrix(&self, p: &Phys) -> Result<DMatrix<f64>, ExperimentError> {
+        let r = simulate(self.scene, p, self.set, self.n_step, 0.0, self.dt, self.steps, 1, true)?;
+        let nf = self.free.len();
+        let mut h = DMatrix::zeros(nf, nf);
+        for s in &r.sens {
+            let cols: Vec<usize> = self.free.iter().map(|f| f.0).collect();
+            let js = DMatrix::from_fn(s.nrows(), nf, |i, k| s[(i, cols[k])] / SIGMA);
+            h += js.transpose() * js;
+        }
+        Ok(h)
+    }
+}
+
+/// Initial planar state guessed from the first observations (position, and velocity from a 3-interval difference).
+pub fn init_guess(obs: &[Vec<f64>], dt: f64) -> [f64; 4] {
+    if obs.len() < 2 {
+        return obs.first().map_or([0.0; 4], |o| [o[0], o[1], 0.0, 0.0]);
+    }
+    let k = 3.min(obs.len() - 1).max(1);
+    let v = |i: usize| (obs[k][i] - obs[0][i]) / (k as f64 * dt);
+    [obs[0][0], obs[0][1], v(0), v(1)]
+}
+
+/// One panel of a line plot.
+pub struct Panel {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub log_y: bool,
+    pub series: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+/// Panels side by side (1000 × 450 per row of two).
+pub fn plot_panels(path: &std::path::Path, panels: &[Panel]) -> Result<(), ExperimentError> {
+    use crate::plot::{color, init_font, perr, range};
+    use plotters::prelude::*;
+    init_font();
+    let w = 500 * panels.len().max(1) as u32;
+    let root = BitMapBackend::new(path, (w, 450)).into_drawing_area();
+    root.fill(&WHITE).map_err(perr)?;
+    let areas = root.split_evenly((1, panels.len().max(1)));
+    for (p, area) in panels.iter().zip(&areas) {
+        let tf = |y: f64| if p.log_y { y.max(1e-300).log10() } else { y };
+        let xs = p.series.iter().flat_map(|s| s.1.iter().map(|v| v.0));
+        let ys = p.series.iter().flat_map(|s| s.1.iter().map(|v| tf(v.1)));
+        let (x0, x1) = range(xs, 0.02);
+        let (y0, y1) = range(ys, 0.05);
+        let ylab = if p.log_y { format!("log10 {}", p.y_label) } else { p.y_label.clone() };
+        let mut c = ChartBuilder::on(area)
+            .caption(&p.title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x0..x1, y0..y1)
+            .map_err(perr)?;
+        c.configure_mesh().x_desc(p.x_label.as_str()).y_desc(ylab.as_str()).draw().map_err(perr)?;
+        for (i, (label, pts)) in p.series.iter().enumerate() {
+            let col = color(i);
+            c.draw_series(LineSeries::new(pts.iter().map(|&(x, y)| (x, tf(y))), col.stroke_width(2)))
+                .map_err(perr)?
+                .label(label.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], col.stroke_width(2)));
+            c.draw_series(pts.iter().map(|&(x, y)| Circle::new((x, tf(y)), 3, col.filled()))).map_err(perr)?;
+        }
+        c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(perr)?;
+    }
+    root.present().map_err(perr)?;
+    Ok(())
+}
+
+/// A progress bar on stderr.
+pub fn bar(name: &str, len: usize) -> indicatif::ProgressBar {
+    let b = indicatif::ProgressBar::new(len as u64);
+    b.set_style(
+        indicatif::ProgressStyle::with_template(&format!("{name} {{bar:40}} {{pos}}/{{len}} [{{elapsed_precise}}]"))
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    b
+}

@@ -1,0 +1,210 @@
+//! System identification helpers (design.md): Levenberg–Marquardt on a least-squares residual r(x) with a
+//! user Jacobian, and the bounded parameterisations of spec 001 §6 item 11 (log m, softplus μ, sigmoid ε).
+
+/// Map from an unconstrained coordinate z to a physical value p.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Param {
+    /// p = z
+    Identity,
+    /// p = exp z (p > 0; masses)
+    Log,
+    /// p = ln(1 + e^z) (p > 0; friction coefficients)
+    Softplus,
+    /// p = 1 / (1 + e^−z) (p ∈ (0, 1); restitution)
+    Sigmoid,
+}
+
+impl Param {
+    pub fn value(self, z: f64) -> f64 {
+        match self {
+            Param::Identity => z,
+            Param::Log => z.exp(),
+            Param::Softplus => z.max(0.0) + (-z.abs()).exp().ln_1p(),
+            Param::Sigmoid => 1.0 / (1.0 + (-z).exp()),
+        }
+    }
+    /// dp/dz
+    pub fn deriv(self, z: f64) -> f64 {
+        match self {
+            Param::Identity => 1.0,
+            Param::Log => z.exp(),
+            Param::Softplus => 1.0 / (1.0 + (-z).exp()),
+            Param::Sigmoid => {
+                let s = 1.0 / (1.0 + (-z).exp());
+                s * (1.0 - s)
+            }
+        }
+    }
+    /// z for a value p inside the map's range (NaN outside it).
+    pub fn coord(self, p: f64) -> f64 {
+        match self {
+            Param::Identity => p,
+            Param::Log => p.ln(),
+            Param::Softplus => {
+                if p > 30.0 {
+                    p
+                } else {
+                    p.exp_m1().ln()
+                }
+            }
+            Param::Sigmoid => (p / (1.0 - p)).ln(),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct LmOptions {
+    pub max_iter: usize,
+    /// initial damping (relative to diag JᵀJ)
+    pub lambda0: f64,
+    /// stop when the relative cost decrease of an accepted step is below this
+    pub ftol: f64,
+}
+
+impl Default for LmOptions {
+    fn default() -> Self {
+        LmOptions { max_iter: 50, lambda0: 1e-3, ftol: 1e-10 }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct LmReport {
+    pub x: Vec<f64>,
+    /// ½‖r‖² at x
+    pub cost: f64,
+    /// accepted steps
+    pub iterations: usize,
+    /// the cost after each accepted step (first entry: the start)
+    pub history: Vec<f64>,
+}
+
+/// A residual and, when asked, its Jacobian (row-major, len(r) × len(x)).
+pub type Residual = (Vec<f64>, Option<Vec<f64>>);
+
+/// Levenberg–Marquardt (Marquardt's diagonal scaling) minimising ½‖r(x)‖². `f(x, want_jacobian)`.
+pub fn levenberg_marquardt<E>(
+    x0: &[f64],
+    mut f: impl FnMut(&[f64], bool) -> Result<Residual, E>,
+    o: &LmOptions,
+) -> Result<LmReport, E> {
+    let n = x0.len();
+    let mut x = x0.to_vec();
+    let (mut r, mut j) = f(&x, true)?;
+    let mut cost = 0.5 * r.iter().map(|v| v * v).sum::<f64>();
+    let mut lambda = o.lambda0;
+    let mut report = LmReport { x: x.clone(), cost, iterations: 0, history: vec![cost] };
+    let mut rejected = 0;
+    while report.iterations < o.max_iter && rejected < 30 {
+        let Some(jm) = j.as_ref() else { break };
+        let m = r.len();
+        // normal equations JᵀJ δ = −Jᵀr
+        let mut h = vec![0.0; n * n];
+        let mut g = vec![0.0; n];
+        for row in 0..m {
+            let jr = &jm[row * n..(row + 1) * n];
+            for a in 0..n {
+                g[a] += jr[a] * r[row];
+                for b in 0..n {
+                    h[a * n + b] += jr[a] * jr[b];
+                }
+            }
+        }
+        let mut hd = h.clone();
+        for a in 0..n {
+            hd[a * n + a] += lambda * h[a * n + a].max(1e-12);
+        }
+        let Some(step) = cholesky_solve(&hd, &g, n) else {
+            lambda *= 10.0;
+            rejected += 1;
+            continue;
+        };
+        let xt: Vec<f64> = x.iter().zip(&step).map(|(a, d)| a - d).collect();
+        let (rt, _) = f(&xt, false)?;
+        let ct = 0.5 * rt.iter().map(|v| v * v).sum::<f64>();
+        if ct.is_finite() && ct < cost {
+            let rel = (cost - ct) / cost.max(1e-300);
+            x = xt;
+            cost = ct;
+            report.iterations += 1;
+            report.history.push(cost);
+            lambda = (lambda / 3.0).max(1e-12);
+            rejected = 0;
+            if rel < o.ftol {
+                break;
+            }
+            (r, j) = f(&x, true)?;
+        } else {
+            lambda *= 4.0;
+            rejected += 1;
+        }
+    }
+    report.x = x;
+    report.cost = cost;
+    Ok(report)
+}
+
+/// Solve the SPD system A x = b (row-major n × n) by Cholesky; None if A is not positive definite.
+pub fn cholesky_solve(a: &[f64], b: &[f64], n: usize) -> Option<Vec<f64>> {
+    let mut l = vec![0.0; n * n];
+    for i in 0..n {
+        for k in 0..=i {
+            let s = a[i * n + k] - (0..k).map(|p| l[i * n + p] * l[k * n + p]).sum::<f64>();
+            if i == k {
+                if s.is_nan() || s <= 0.0 {
+                    return None;
+                }
+                l[i * n + i] = s.sqrt();
+            } else {
+                l[i * n + k] = s / l[k * n + k];
+            }
+        }
+    }
+    let mut y = b.to_vec();
+    for i in 0..n {
+        y[i] = (y[i] - (0..i).map(|p| l[i * n + p] * y[p]).sum::<f64>()) / l[i * n + i];
+    }
+    for i in (0..n).rev() {
+        y[i] = (y[i] - (i + 1..n).map(|p| l[p * n + i] * y[p]).sum::<f64>()) / l[i * n + i];
+    }
+    Some(y)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameterisations_round_trip_and_differentiate() {
+        for (p, v) in [(Param::Log, 0.7), (Param::Softplus, 0.2), (Param::Sigmoid, 0.5), (Param::Identity, -3.0)] {
+            let z = p.coord(v);
+            assert!((p.value(z) - v).abs() < 1e-12, "{p:?}");
+            let h = 1e-6;
+            let fd = (p.value(z + h) - p.value(z - h)) / (2.0 * h);
+            assert!((p.deriv(z) - fd).abs() < 1e-8, "{p:?}: {} vs {fd}", p.deriv(z));
+        }
+        assert!(Param::Softplus.value(-50.0) > 0.0 && Param::Sigmoid.value(40.0) <= 1.0);
+    }
+
+    #[test]
+    fn lm_fits_an_exponential_decay() {
+        // y = a exp(−k t) with (a, k) = (2, 1.5) from a far start, k on a log scale
+        let ts: Vec<f64> = (0..20).map(|i| 0.1 * i as f64).collect();
+        let ys: Vec<f64> = ts.iter().map(|t| 2.0 * (-1.5 * t).exp()).collect();
+        let f = |x: &[f64], jac: bool| -> Result<Residual, ()> {
+            let k = Param::Log.value(x[1]);
+            let r = ts.iter().zip(&ys).map(|(t, y)| x[0] * (-k * t).exp() - y).collect();
+            let j = jac.then(|| {
+                ts.iter()
+                    .flat_map(|t| {
+                        let e = (-k * t).exp();
+                        [e, -x[0] * t * e * Param::Log.deriv(x[1])]
+                    })
+                    .collect()
+            });
+            Ok((r, j))
+        };
+        let rep = levenberg_marquardt(&[0.5, Param::Log.coord(0.2)], f, &LmOptions::default()).unwrap();
+        assert!((rep.x[0] - 2.0).abs() < 1e-6 && (Param::Log.value(rep.x[1]) - 1.5).abs() < 1e-6, "{:?}", rep.x);
+        assert!(rep.cost < 1e-12 && rep.history.windows(2).all(|w| w[1] < w[0]));
+    }
+}
