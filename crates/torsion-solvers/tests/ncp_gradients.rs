@@ -252,3 +252,77 @@ fn two_box_impact_jacobians_match_finite_differences() {
     );
     check("impact A", &jac.a, &fa);
 }
+
+/// Sticking mode with a full-rank tangential block: a ball (one contact point) pushed sideways below the friction
+/// limit rolls without slipping; A, B and ∂/∂μ (zero while sticking) against central differences.
+#[test]
+fn rolling_ball_sticking_jacobians_match_finite_differences() {
+    let r = 0.1;
+    let mut b = ModelBuilder::new("ball").gravity(Vec3::new(0.0, 0.0, -9.81)).dt(DT);
+    let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
+    let ball = b.add_body("ball", 1.0, Mat3::from_diagonal_element(0.4 * r * r));
+    let mut j = JointDesc::hinge("free", w, ball, Vec3::zeros(), Vec3::zeros(), Vec3::z());
+    j.kind = JointType::Free;
+    b.add_joint(j);
+    let m = b.build().unwrap();
+    let fs = FeatherstoneSolver::default();
+    let solver = NcpSolver::new(NcpOptions::default());
+    let mu = 0.8;
+    // the contact point as a material point of the ball (its bottom at the base state), as the Jacobians model
+    // contacts; for a curved surface the detected (geometric) point rolls instead, which changes the derivative
+    // w.r.t. the orientation (docs/gradients.md)
+    let contact = |st: &GenState| -> Vec<ContactFrame> {
+        let (x, q) = m.forward_kinematics(&st.q).unwrap()[1];
+        let p = x + q.rotate(&Vec3::new(0.0, 0.0, -r));
+        vec![ContactFrame {
+            body_a: 1,
+            body_b: 0,
+            point: p,
+            normal: Vec3::z(),
+            tangents: [Vec3::x(), Vec3::y()],
+            distance: p.z,
+            mu,
+            id: 0,
+        }]
+    };
+    // rolling at 0.5 m/s along x (ω_y = v / r), pushed by 1 N: sticks (|λ_t| < μ λ_n)
+    let s = GenState { q: vec![0.0, 0.0, r - 1e-4, 1.0, 0.0, 0.0, 0.0], v: vec![0.0, 0.5 / r, 0.0, 0.5, 0.0, 0.0] };
+    let u = [0.0, 0.0, 0.0, 1.0, 0.3, 0.0];
+    let mut ws = solver.contact_workspace(&m).unwrap();
+    let (jac, next, rep) =
+        solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &contact(&s), &ParamSelection::none()).unwrap();
+    let lt = rep.lambda_t[0].hypot(rep.lambda_t[1]);
+    assert!(lt < 0.9 * mu * rep.lambda_n[0], "sticks: |λt| {lt} vs μλn {}", mu * rep.lambda_n[0]);
+    let step = |st: &GenState, uu: &[f64], mu_: f64| {
+        let mut wsp = solver.contact_workspace(&m).unwrap();
+        let mut o = st.clone();
+        let mut c = contact(st);
+        c[0].mu = mu_;
+        solver.step_with_contacts(&m, &mut wsp, st, uu, DT, &c, &mut o).unwrap();
+        o
+    };
+    let local = |a: &GenState, b: &GenState| fs.local_diff(&m, a, b);
+    let fa = fd_columns(
+        &next,
+        12,
+        |k, h| {
+            let mut d = vec![0.0; 12];
+            d[k] = h;
+            step(&fs.retract(&m, &s, &d), &u, mu)
+        },
+        local,
+    );
+    check("rolling (sticking) A", &jac.a, &fa);
+    let fb = fd_columns(
+        &next,
+        6,
+        |k, h| {
+            let mut uu = u;
+            uu[k] += h;
+            step(&s, &uu, mu)
+        },
+        local,
+    );
+    check("rolling (sticking) B", &jac.b, &fb);
+    assert!(jac.d_mu.amax() < 1e-9, "μ has no effect while sticking: {}", jac.d_mu.amax());
+}
