@@ -277,19 +277,20 @@ impl Admm {
             a.sizes() == b.sizes() && a.active().iter().zip(b.active()).all(|(x, y)| x.index == y.index)
         };
         let mut kkt = ReducedKkt::new(p, q, &self.z, set)?;
+        // (the Newton step from the current iterate, the KKT residual at the current iterate)
+        let (mut z1, mut res0) = kkt.newton_residual(p, q, set);
         for _ in 0..4 {
-            let (z1, res0) = kkt.newton_residual(p, q, set);
-            if res0 <= 1e-15 * scale || set.violation(&z1) > 1e-13 * scale {
+            if res0 <= 1e-15 * scale || set.violation(&z1) > 1e-13 * scale || !orthant_multipliers_ok(p, q, &z1, set) {
                 break;
             }
             let k1 = ReducedKkt::new(p, q, &z1, set)?;
-            let (_, res1) = k1.newton_residual(p, q, set);
-            if res1 >= res0 || !same(&kkt, &k1) || !orthant_multipliers_ok(p, q, &z1, set) {
+            let (z2, res1) = k1.newton_residual(p, q, set);
+            if res1 >= res0 || !same(&kkt, &k1) {
                 break;
             }
             self.z.copy_from_slice(&z1);
-            kkt = k1;
             improved = true;
+            (kkt, z1, res0) = (k1, z2, res1);
         }
         if improved {
             // the dual consistent with the polished z: y = −(P z + q)

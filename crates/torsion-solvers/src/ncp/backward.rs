@@ -231,8 +231,11 @@ impl ReducedKkt {
         self.solve_reg(&mut x);
         let bn = b.iter().fold(1e-300f64, |mm, v| mm.max(v.abs()));
         let mut best = f64::INFINITY;
+        let mut r = vec![0.0; m];
         for _ in 0..10 {
-            let mut r: Vec<f64> = (0..m).map(|i| b[i] - (0..m).map(|j| self.k[(i, j)] * x[j]).sum::<f64>()).collect();
+            for (i, ri) in r.iter_mut().enumerate() {
+                *ri = b[i] - (0..m).map(|j| self.k[(i, j)] * x[j]).sum::<f64>();
+            }
             let rn = r.iter().fold(0.0f64, |mm, v| mm.max(v.abs())) / bn;
             self.last_residual.set(rn);
             if rn < 1e-15 || rn >= best {
