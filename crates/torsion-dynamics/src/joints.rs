@@ -136,11 +136,21 @@ pub fn integrate_joint<T: Scalar>(kind: JointType, q: &[T], dv: &[T], out: &mut 
 /// q ⊕ dv for the whole configuration.
 pub fn integrate<T: Scalar>(dm: &crate::DynModel<T>, q: &[T], dv: &[T]) -> Vec<T> {
     let mut out = q.to_vec();
+    integrate_scaled_into(dm, q, dv, T::one(), &mut out);
+    out
+}
+
+/// out = q ⊕ h v per joint (the semi-implicit position update of every generalized-coordinate stepper); no heap
+/// allocation.
+pub fn integrate_scaled_into<T: Scalar>(dm: &crate::DynModel<T>, q: &[T], v: &[T], h: T, out: &mut [T]) {
+    let mut dq = [T::zero(); 6];
     for j in 0..dm.parent.len() {
         let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
-        integrate_joint(jm.kind, &q[qs..qs + jm.nq], &dv[vs..vs + jm.nv], &mut out[qs..qs + jm.nq]);
+        for i in 0..jm.nv {
+            dq[i] = v[vs + i] * h;
+        }
+        integrate_joint(jm.kind, &q[qs..qs + jm.nq], &dq[..jm.nv], &mut out[qs..qs + jm.nq]);
     }
-    out
 }
 
 /// The inverse of [`integrate`] to first order: dv with q1 = q0 ⊕ dv (exact logs for ball and free joints).

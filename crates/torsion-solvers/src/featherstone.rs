@@ -11,7 +11,7 @@ use crate::solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use nalgebra::{DMatrix, DVector};
 use num_dual::Dual64;
 use torsion_dynamics::aba_derivatives::{aba_derivatives_into, AbaDerivatives};
-use torsion_dynamics::joints::{difference, integrate, integrate_joint};
+use torsion_dynamics::joints::{difference, integrate, integrate_joint, integrate_scaled_into};
 use torsion_dynamics::{aba_into, DynData, DynModel};
 use torsion_math::scalar::cv;
 use torsion_math::Scalar;
@@ -218,14 +218,7 @@ pub fn step_generic_into<T: Scalar>(
     for k in 0..dm.nv {
         v1[k] = v[k] + acc[k] * h;
     }
-    let mut dq = [T::zero(); 6];
-    for j in 0..dm.parent.len() {
-        let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
-        for i in 0..jm.nv {
-            dq[i] = v1[vs + i] * h;
-        }
-        integrate_joint(jm.kind, &q[qs..qs + jm.nq], &dq[..jm.nv], &mut q1[qs..qs + jm.nq]);
-    }
+    integrate_scaled_into(dm, q, v1, h, q1);
     Ok(())
 }
 

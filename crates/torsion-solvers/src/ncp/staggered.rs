@@ -18,7 +18,7 @@ use crate::featherstone::GenState;
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
 use std::collections::HashMap;
-use torsion_dynamics::joints::integrate_joint;
+use torsion_dynamics::joints::integrate_scaled_into;
 use torsion_dynamics::passive::passive_forces;
 use torsion_dynamics::{crba_into, forward_kinematics, nonlinear_effects, DynData, DynModel};
 use torsion_math::linalg::{cholesky_in_place, cholesky_solve_in_place};
@@ -222,7 +222,7 @@ impl NcpSolver {
         out.q.resize(nq, 0.0);
         out.v.clear();
         out.v.extend_from_slice(&vplus);
-        integrate_into(&ws.dm, &s.q, &vplus, dt, &mut out.q);
+        integrate_scaled_into(&ws.dm, &s.q, &vplus, dt, &mut out.q);
         if out.q.iter().chain(&out.v).any(|x| !x.is_finite()) {
             return Err(SolverError::NonFinite { solver: "ncp", what: "(q or v)".into() });
         }
@@ -344,18 +344,6 @@ pub(crate) fn apply_impulses<T: Scalar>(pre: &Prelude<T>, ln: &[T], lt: &[T]) ->
         .collect();
     cholesky_solve_in_place(&pre.l, &mut f);
     (0..nv).map(|k| pre.vp[k] + f[k]).collect()
-}
-
-/// q⁺ = q ⊕ Δt v⁺ per joint, on any scalar.
-pub(crate) fn integrate_into<T: Scalar>(dm: &DynModel<T>, q: &[T], vplus: &[T], dt: f64, out: &mut [T]) {
-    let mut dq = [T::zero(); 6];
-    for j in 0..dm.parent.len() {
-        let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
-        for i in 0..jm.nv {
-            dq[i] = vplus[vs + i] * T::c(dt);
-        }
-        integrate_joint(jm.kind, &q[qs..qs + jm.nq], &dq[..jm.nv], &mut out[qs..qs + jm.nq]);
-    }
 }
 
 /// Y ← L⁻¹ Y column by column (L lower, from `cholesky_in_place`).

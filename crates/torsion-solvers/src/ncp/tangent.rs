@@ -9,12 +9,12 @@
 use super::backward::ReducedKkt;
 use super::kinematics::{ContactFrame, ContactGeom};
 use super::sets::ConstraintSet;
-use super::staggered::{apply_impulses, dyn_err, integrate_into, prelude, NcpReport, NcpSolver, NcpWorkspace};
+use super::staggered::{apply_impulses, dyn_err, prelude, NcpReport, NcpSolver, NcpWorkspace};
 use crate::featherstone::{dual_tangent, GenState};
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
 use num_dual::Dual64;
-use torsion_dynamics::joints::integrate;
+use torsion_dynamics::joints::{integrate, integrate_scaled_into};
 use torsion_dynamics::{forward_kinematics, DynData, DynModel};
 use torsion_math::Vec3;
 use torsion_model::{Model, ParamSelection};
@@ -175,7 +175,7 @@ impl NcpSolver {
             let ltd: Vec<Dual64> = (0..2 * nc).map(|k| Dual64::new(lt[k], dlt[k])).collect();
             let vplus = if nc > 0 { apply_impulses(&pre, &lnd, &ltd) } else { pre.vp.clone() };
             let mut q1 = q.clone();
-            integrate_into(dm, &q, &vplus, dt, &mut q1);
+            integrate_scaled_into(dm, &q, &vplus, Dual64::from(dt), &mut q1);
             for j in 0..dm.parent.len() {
                 let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
                 let t = dual_tangent(jm.kind, &next.q[qs..qs + jm.nq], &q1[qs..qs + jm.nq]);
