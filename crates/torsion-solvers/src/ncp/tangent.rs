@@ -3,13 +3,16 @@
 //! (`staggered::prelude`: M, v^p, contact Jacobians, Delassus blocks, offsets; the impulse application; the
 //! manifold integration) per input direction, and through each staggered pass the implicit JVP of the QP and
 //! the QCQP at their recorded solutions (`backward::ReducedKkt`, factorised once per pass and shared by all
-//! directions). The warm start's tangent is stopped (spec 001 §3.10 default). Contact points move with body A
+//! directions) — the cascade — or, when the passes converged or the contacts are redundant, the implicit JVP of
+//! the fixed point (`fixed_point.rs`, `NcpOptions::gradient`). The warm start's tangent is stopped (spec 001
+//! §3.10 default). Contact points move with body A
 //! (material points) and normals / tangents with body B; the contact set itself is held fixed (a new or lost
 //! contact is a non-smooth point, docs/gradients.md).
 use super::backward::ReducedKkt;
+use super::fixed_point::FixedPointKkt;
 use super::kinematics::{ContactFrame, ContactGeom};
 use super::sets::ConstraintSet;
-use super::staggered::{apply_impulses, dyn_err, prelude, NcpReport, NcpSolver, NcpWorkspace};
+use super::staggered::{apply_impulses, dyn_err, prelude, NcpGradient, NcpReport, NcpSolver, NcpWorkspace};
 use crate::featherstone::{dual_tangent, GenState};
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
@@ -74,10 +77,27 @@ impl NcpSolver {
                 )
             })
             .collect();
-        // one reduced KKT system per recorded QP / QCQP, shared by every direction
+        // the derivative: of the converged fixed point (one coupled system) or of the executed cascade (one
+        // reduced KKT system per recorded QP / QCQP); either is factorised once and shared by every direction
         let tape = &ws.tape;
+        let lmax = report.lambda_n.iter().chain(&report.lambda_t).fold(0.0f64, |m, v| m.max(v.abs()));
+        let converged = report.last_change <= 1e-9 * (1.0 + lmax);
+        let fp = match o.gradient {
+            NcpGradient::Cascade => None,
+            _ if nc == 0 => None,
+            g => {
+                let mu: Vec<f64> = contacts.iter().map(|c| c.mu).collect();
+                let (ln, lt) = (&report.lambda_n, &report.lambda_t);
+                let k =
+                    FixedPointKkt::new(&tape.gn, &tape.gt, &tape.gnt, &tape.bn, &tape.bt, ln, lt, &mu, o.friction_set)?;
+                // Auto: the cascade differentiates the truncated iteration as executed, but has no derivative
+                // when a pass's sub-problem is redundant (its rank jumps): then, or once converged, the fixed point
+                (g == NcpGradient::FixedPoint || converged || k.rank_deficient).then_some(k)
+            }
+        };
+        let fixed_point = fp.is_some();
         let mut kkts = Vec::with_capacity(tape.passes.len());
-        for p in &tape.passes {
+        for p in tape.passes.iter().filter(|_| !fixed_point) {
             let r: Vec<f64> = (0..nc).map(|i| contacts[i].mu * p.lambda_n[i]).collect();
             let kn = ReducedKkt::new(&tape.gn, &p.g_n, &p.lambda_n, ConstraintSet::Nonneg)?;
             let set = ConstraintSet::Friction { kind: o.friction_set, r: &r };
@@ -151,11 +171,19 @@ impl NcpSolver {
                 })
                 .collect();
             let pre = prelude(model, dm, &mut d, &ws.body_joint, &q, &v, &uu, dt, &geoms, eps, o)?;
-            // tangents of the impulses through the staggered passes
+            // tangents of the impulses: at the fixed point, or through the staggered passes
             let (mut dln, mut dlt) = (vec![0.0; nc], vec![0.0; 2 * nc]);
             let (mut ln, mut lt) = (vec![0.0; nc], tape.lt_warm.clone());
             let (dgn, dgt, dgnt) = (eps_mat(&pre.gn), eps_mat(&pre.gt), eps_mat(&pre.gnt));
             let gnt = pre.gnt.map(|x| x.re);
+            if let Some(fp) = &fp {
+                let dbn: Vec<f64> = pre.bn.iter().map(|v| v.eps).collect();
+                let dbt: Vec<f64> = pre.bt.iter().map(|v| v.eps).collect();
+                let dmu: Vec<f64> = geoms.iter().map(|g| g.mu.eps).collect();
+                (dln, dlt) = fp.jvp(&dgn, &dgt, &dgnt, &dbn, &dbt, &dmu);
+                ln.copy_from_slice(&report.lambda_n);
+                lt.copy_from_slice(&report.lambda_t);
+            }
             for (p, (kn, kt)) in tape.passes.iter().zip(&kkts) {
                 let dg_n: Vec<f64> = (0..nc)
                     .map(|i| {
