@@ -47,6 +47,7 @@ fn floor(m: &Model, s: &GenState, mu: f64) -> Vec<ContactFrame> {
                 distance: p.z,
                 mu,
                 id: i as u64,
+                radius: [0.0; 2],
             }
         })
         .collect()
@@ -224,6 +225,7 @@ fn two_box_impact_jacobians_match_finite_differences() {
                     distance: -rb.rotate_inv(&(p - xb)).x - HE,
                     mu: 0.05,
                     id: i as u64,
+                    radius: [0.0; 2],
                 }
             })
             .collect()
@@ -282,6 +284,7 @@ fn rolling_ball_sticking_jacobians_match_finite_differences() {
             distance: p.z,
             mu,
             id: 0,
+            radius: [0.0; 2],
         }]
     };
     // rolling at 0.5 m/s along x (ω_y = v / r), pushed by 1 N: sticks (|λ_t| < μ λ_n)
@@ -343,6 +346,7 @@ fn floor4(m: &Model, s: &GenState, mu: f64) -> Vec<ContactFrame> {
                 distance: p.z,
                 mu,
                 id: i as u64,
+                radius: [0.0; 2],
             }
         })
         .collect()

@@ -59,6 +59,7 @@ fn floor_contacts(m: &Model, s: &GenState, k: usize, mu: f64) -> Vec<ContactFram
                     distance: p.z,
                     mu,
                     id: (10 * k + 2 * i) as u64 + (sz > 0.0) as u64,
+                    radius: [0.0; 2],
                 });
             }
         }
@@ -206,6 +207,7 @@ fn two_body_impact_conserves_momentum() {
                 distance: 0.0,
                 mu: 0.2,
                 id: i as u64,
+                radius: [0.0; 2],
             })
             .collect();
         let mut out = s.clone();

@@ -24,6 +24,10 @@ pub struct ContactFrame {
     pub mu: f64,
     /// persistent id (warm starts across steps)
     pub id: u64,
+    /// radius of curvature of A's and of B's surface at the contact (a sphere's or capsule's radius), m; 0: a
+    /// vertex, edge or flat face, whose contact point is a material point. Used by the Jacobians only: a curved
+    /// surface's contact point rolls over it (`tangent.rs`)
+    pub radius: [f64; 2],
 }
 
 /// The joint moving each body (usize::MAX for roots), for [`contact_jacobians`].
