@@ -11,7 +11,7 @@ use super::backward::ReducedKkt;
 use super::sets::ConstraintSet;
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
-use torsion_math::linalg::{cholesky_in_place, cholesky_solve_in_place};
+use torsion_math::linalg::{cholesky_in_place, inverse_from_cholesky};
 
 /// Stopping rule (spec 001 §3.6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,11 +88,14 @@ pub struct AdmmInfo {
     pub polished: bool,
 }
 
-/// Buffers of one problem size (allocated once; `solve` allocates nothing else unless polishing).
+/// Buffers of one problem size, allocated once: `solve` (polish included) allocates nothing.
 #[derive(Clone, Debug)]
 pub struct Admm {
     n: usize,
+    /// Cholesky factor of P + (ρ + α) I (overwritten by L⁻¹), and the inverse K⁻¹ that the x-step applies: a
+    /// dense product has no chain of divisions (the triangular solves' cost at these sizes)
     k: DMatrix<f64>,
+    kinv: DMatrix<f64>,
     x: Vec<f64>,
     z: Vec<f64>,
     y: Vec<f64>,
@@ -100,6 +103,21 @@ pub struct Admm {
     xh: Vec<f64>,
     qt: Vec<f64>,
     t: Vec<f64>,
+    polish: PolishWs,
+}
+
+/// The polish's storage: the KKT systems at the current and the candidate iterate, and scratch vectors.
+#[derive(Clone, Debug)]
+struct PolishWs {
+    cur: ReducedKkt,
+    cand: ReducedKkt,
+    /// the KKT residual F (m ≤ 2n), the Newton step, refinement scratch
+    f: Vec<f64>,
+    step: Vec<f64>,
+    r: Vec<f64>,
+    hu: Vec<f64>,
+    /// the candidate iterate
+    z1: Vec<f64>,
 }
 
 impl Admm {
@@ -108,13 +126,24 @@ impl Admm {
         Admm {
             n,
             k: DMatrix::zeros(n, n),
+            kinv: DMatrix::zeros(n, n),
             x: v.clone(),
             z: v.clone(),
             y: v.clone(),
             z_old: v.clone(),
             xh: v.clone(),
             qt: v.clone(),
-            t: v,
+            t: v.clone(),
+            polish: PolishWs {
+                // at most one active constraint per coordinate (pyramid corners: two per contact of two)
+                cur: ReducedKkt::with_capacity(n, n),
+                cand: ReducedKkt::with_capacity(n, n),
+                f: vec![0.0; 2 * n],
+                step: vec![0.0; 2 * n],
+                r: vec![0.0; 2 * n],
+                hu: vec![0.0; n],
+                z1: v,
+            },
         }
     }
 
@@ -133,6 +162,7 @@ impl Admm {
             self.k[(i, i)] += shift;
         }
         if cholesky_in_place(&mut self.k) {
+            inverse_from_cholesky(&mut self.k, &mut self.kinv);
             Ok(())
         } else {
             Err(SolverError::BadInput {
@@ -202,11 +232,14 @@ impl Admm {
         let a = opt.relaxation;
         let (mut triggers, mut last_dir) = (0usize, 0i8);
         for it in 0..opt.max_iter {
-            // x-step: (P + (ρ + α) I) x = ρ z − y − q̃
+            let kinv = self.kinv.as_slice();
+            // x-step: x = (P + (ρ + α) I)⁻¹ (ρ z − y − q̃), row i of the symmetric inverse = column i
             for i in 0..n {
-                self.x[i] = rho * self.z[i] - self.y[i] - self.qt[i];
+                self.t[i] = rho * self.z[i] - self.y[i] - self.qt[i];
             }
-            cholesky_solve_in_place(&self.k, &mut self.x);
+            for i in 0..n {
+                self.x[i] = kinv[i * n..(i + 1) * n].iter().zip(&self.t).map(|(a, b)| a * b).sum::<f64>();
+            }
             for i in 0..n {
                 self.qt[i] = q[i] - alpha * self.x[i];
                 self.xh[i] = a * self.x[i] + (1.0 - a) * self.z[i];
@@ -264,38 +297,53 @@ impl Admm {
         if opt.polish {
             info.polished = self.polish(p, q, set)?;
         }
-        info.kkt_residual = kkt_residual(p, q, &self.z, &self.y, &mut self.t);
+        // after an accepted polish y = −(P z + q) exactly, so the residual is 0 without evaluating it
+        info.kkt_residual = if info.polished { 0.0 } else { kkt_residual(p, q, &self.z, &self.y, &mut self.t) };
         Ok(info)
     }
 
     /// Newton steps on the KKT equations of the active set identified at z (≤ 4), each kept only if it stays
     /// feasible, keeps the same active set, keeps the orthant multipliers ≥ 0 and reduces the KKT residual.
+    /// Allocation-free (the storage of `self.polish`); the candidate's KKT matrix is factorised only when a
+    /// further step is taken from it.
     fn polish(&mut self, p: &DMatrix<f64>, q: &[f64], set: ConstraintSet) -> Result<bool, SolverError> {
         let mut improved = false;
         let scale = q.iter().chain(&self.z).fold(1e-300f64, |m, v| m.max(v.abs()));
         let same = |a: &ReducedKkt, b: &ReducedKkt| {
             a.sizes() == b.sizes() && a.active().iter().zip(b.active()).all(|(x, y)| x.index == y.index)
         };
-        let mut kkt = ReducedKkt::new(p, q, &self.z, set)?;
-        // (the Newton step from the current iterate, the KKT residual at the current iterate)
-        let (mut z1, mut res0) = kkt.newton_residual(p, q, set);
-        for _ in 0..4 {
-            if res0 <= 1e-15 * scale || set.violation(&z1) > 1e-13 * scale || !orthant_multipliers_ok(p, q, &z1, set) {
+        let w = &mut self.polish;
+        w.cur.rebuild(p, q, &self.z, set)?;
+        // the KKT residual at the current iterate, and the Newton step from it (z1)
+        let mut res0 = w.cur.kkt_residual_into(set, &mut w.f);
+        w.cur.newton_step_into(&w.f, &mut w.z1, &mut w.step, &mut w.r, &mut w.hu);
+        for round in 0..4 {
+            if res0 <= 1e-15 * scale
+                || set.violation(&w.z1) > 1e-13 * scale
+                || !orthant_multipliers_ok(p, q, &w.z1, set)
+            {
                 break;
             }
-            let k1 = ReducedKkt::new(p, q, &z1, set)?;
-            let (z2, res1) = k1.newton_residual(p, q, set);
-            if res1 >= res0 || !same(&kkt, &k1) {
+            w.cand.identify(p, q, &w.z1, set)?;
+            let res1 = w.cand.kkt_residual_into(set, &mut w.f);
+            if res1 >= res0 || !same(&w.cur, &w.cand) {
                 break;
             }
-            self.z.copy_from_slice(&z1);
+            self.z.copy_from_slice(&w.z1);
             improved = true;
-            (kkt, z1, res0) = (k1, z2, res1);
+            std::mem::swap(&mut w.cur, &mut w.cand);
+            res0 = res1;
+            // the next step from the accepted iterate, unless the loop stops before using it
+            if round == 3 || res0 <= 1e-15 * scale {
+                break;
+            }
+            w.cur.factor()?;
+            w.cur.newton_step_into(&w.f, &mut w.z1, &mut w.step, &mut w.r, &mut w.hu);
         }
         if improved {
-            // the dual consistent with the polished z: y = −(P z + q)
-            for i in 0..self.n {
-                self.y[i] = -(q[i] + (0..self.n).map(|j| p[(i, j)] * self.z[j]).sum::<f64>());
+            // the dual consistent with the polished z: y = −(P z + q) (the KKT build point is z)
+            for (yi, gi) in self.y.iter_mut().zip(w.cur.gradient()) {
+                *yi = -gi;
             }
         }
         Ok(improved)
