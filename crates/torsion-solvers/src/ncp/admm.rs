@@ -11,7 +11,6 @@ use super::backward::ReducedKkt;
 use super::sets::ConstraintSet;
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
-use torsion_math::linalg::{cholesky_in_place, inverse_from_cholesky};
 
 /// Stopping rule (spec 001 §3.6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,10 +91,9 @@ pub struct AdmmInfo {
 #[derive(Clone, Debug)]
 pub struct Admm {
     n: usize,
-    /// Cholesky factor of P + (ρ + α) I (overwritten by L⁻¹), and the inverse K⁻¹ that the x-step applies: a
-    /// dense product has no chain of divisions (the triangular solves' cost at these sizes)
-    k: DMatrix<f64>,
-    kinv: DMatrix<f64>,
+    /// K⁻¹ = (P + (ρ + α) I)⁻¹ (column-major), which the x-step applies: a dense product has no chain of
+    /// divisions (the triangular solves' cost at these sizes)
+    kinv: Vec<f64>,
     x: Vec<f64>,
     z: Vec<f64>,
     y: Vec<f64>,
@@ -125,8 +123,7 @@ impl Admm {
         let v = vec![0.0; n];
         Admm {
             n,
-            k: DMatrix::zeros(n, n),
-            kinv: DMatrix::zeros(n, n),
+            kinv: vec![0.0; n * n],
             x: v.clone(),
             z: v.clone(),
             y: v.clone(),
@@ -156,13 +153,13 @@ impl Admm {
         &self.y
     }
 
+    /// K⁻¹ for the shift ρ + α (error if P + shift·I is not positive definite).
     fn factor(&mut self, p: &DMatrix<f64>, shift: f64) -> Result<(), SolverError> {
-        self.k.copy_from(p);
+        self.kinv.copy_from_slice(p.as_slice());
         for i in 0..self.n {
-            self.k[(i, i)] += shift;
+            self.kinv[i + i * self.n] += shift;
         }
-        if cholesky_in_place(&mut self.k) {
-            inverse_from_cholesky(&mut self.k, &mut self.kinv);
+        if spd_inverse_in_place(&mut self.kinv, self.n, &mut self.t) {
             Ok(())
         } else {
             Err(SolverError::BadInput {
@@ -232,7 +229,7 @@ impl Admm {
         let a = opt.relaxation;
         let (mut triggers, mut last_dir) = (0usize, 0i8);
         for it in 0..opt.max_iter {
-            let kinv = self.kinv.as_slice();
+            let kinv = &self.kinv;
             // x-step: x = (P + (ρ + α) I)⁻¹ (ρ z − y − q̃), row i of the symmetric inverse = column i
             for i in 0..n {
                 self.t[i] = rho * self.z[i] - self.y[i] - self.qt[i];
@@ -360,6 +357,38 @@ fn orthant_multipliers_ok(p: &DMatrix<f64>, q: &[f64], z: &[f64], set: Constrain
     }
 }
 
+/// Inverse of the symmetric positive definite n × n column-major `a` in place by the sweep operator (Gauss–
+/// Jordan without pivoting, stable for SPD: its pivots are the Schur complements' diagonals, all > 0 exactly
+/// when `a` is positive definite; false otherwise). n³ multiply-adds over contiguous columns; `col` is scratch
+/// of length n. Uses the upper and lower triangles (`a` must be stored in full).
+fn spd_inverse_in_place(a: &mut [f64], n: usize, col: &mut [f64]) -> bool {
+    // sweeping every index: A_kk ← −1/A_kk, A_ik ← A_ik/A_kk, A_ij ← A_ij − A_ik A_kj/A_kk, ending at −A⁻¹
+    for k in 0..n {
+        let d = a[k + k * n];
+        if !(d > 0.0 && d.is_finite()) {
+            return false;
+        }
+        let dinv = 1.0 / d;
+        col[..n].copy_from_slice(&a[k * n..(k + 1) * n]);
+        for j in 0..n {
+            if j == k {
+                continue;
+            }
+            let s = a[k + j * n] * dinv;
+            let cj = &mut a[j * n..(j + 1) * n];
+            for (x, &c) in cj.iter_mut().zip(&col[..n]) {
+                *x -= s * c;
+            }
+            cj[k] = s;
+        }
+        for (i, x) in a[k * n..(k + 1) * n].iter_mut().enumerate() {
+            *x = if i == k { -dinv } else { col[i] * dinv };
+        }
+    }
+    a.iter_mut().for_each(|x| *x = -*x);
+    true
+}
+
 /// λ_max(P) by power iteration from the all-ones vector (deterministic), at most `iters` iterations, stopping
 /// when the Rayleigh quotient changes by less than 1e-3 (the code always runs all of them; only ρ₀ depends on
 /// L, so the solution does not).
@@ -394,4 +423,25 @@ fn kkt_residual(p: &DMatrix<f64>, q: &[f64], x: &[f64], y: &[f64], t: &mut [f64]
         t[i] = (0..n).map(|j| p[(i, j)] * x[j]).sum::<f64>() + q[i] + y[i];
     }
     t.iter().fold(0.0f64, |m, v| m.max(v.abs()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweep_inverse_of_spd_matrices() {
+        let b = DMatrix::from_fn(6, 6, |i, j| ((i * 7 + j * 3) % 5) as f64 - 2.0 + if i == j { 0.5 } else { 0.0 });
+        let a = &b * b.transpose() + DMatrix::identity(6, 6) * 1e-3;
+        let mut inv = a.as_slice().to_vec();
+        assert!(spd_inverse_in_place(&mut inv, 6, &mut [0.0; 6]));
+        let inv = DMatrix::from_column_slice(6, 6, &inv);
+        let cond = a.norm() * inv.norm();
+        assert!((&inv * &a - DMatrix::identity(6, 6)).amax() < 1e-15 * cond, "{}", (&inv * &a).amax());
+        // indefinite and singular matrices are refused
+        let mut bad = vec![1.0, 2.0, 2.0, 1.0];
+        assert!(!spd_inverse_in_place(&mut bad, 2, &mut [0.0; 2]));
+        let mut sing = vec![1.0, 1.0, 1.0, 1.0];
+        assert!(!spd_inverse_in_place(&mut sing, 2, &mut [0.0; 2]));
+    }
 }
