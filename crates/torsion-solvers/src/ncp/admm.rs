@@ -229,29 +229,35 @@ impl Admm {
         let a = opt.relaxation;
         let (mut triggers, mut last_dir) = (0usize, 0i8);
         for it in 0..opt.max_iter {
-            let kinv = &self.kinv;
-            // x-step: x = (P + (ρ + α) I)⁻¹ (ρ z − y − q̃), row i of the symmetric inverse = column i
-            for i in 0..n {
-                self.t[i] = rho * self.z[i] - self.y[i] - self.qt[i];
-            }
-            for i in 0..n {
-                self.x[i] = kinv[i * n..(i + 1) * n].iter().zip(&self.t).map(|(a, b)| a * b).sum::<f64>();
-            }
-            for i in 0..n {
-                self.qt[i] = q[i] - alpha * self.x[i];
-                self.xh[i] = a * self.x[i] + (1.0 - a) * self.z[i];
-                self.z_old[i] = self.z[i];
-                self.z[i] = self.xh[i] + self.y[i] / rho;
-            }
-            set.project(&mut self.z);
-            let (mut rp, mut rd, mut xn) = (0.0f64, 0.0f64, 0.0);
-            for i in 0..n {
-                let d = self.xh[i] - self.z[i];
-                self.y[i] += rho * d;
-                rp = rp.max(d.abs());
-                rd = rd.max((self.z[i] - self.z_old[i]).abs());
-                xn += self.x[i] * self.x[i];
-            }
+            // one iteration on slices of length n (no bounds checks in the loops)
+            let (rp, mut rd, xn) = {
+                let (kinv, q) = (&self.kinv[..n * n], &q[..n]);
+                let (x, z, y, z_old) = (&mut self.x[..n], &mut self.z[..n], &mut self.y[..n], &mut self.z_old[..n]);
+                let (xh, qt, t) = (&mut self.xh[..n], &mut self.qt[..n], &mut self.t[..n]);
+                // x-step: x = (P + (ρ + α) I)⁻¹ (ρ z − y − q̃), row i of the symmetric inverse = column i
+                for i in 0..n {
+                    t[i] = rho * z[i] - y[i] - qt[i];
+                }
+                for (i, xi) in x.iter_mut().enumerate() {
+                    *xi = kinv[i * n..(i + 1) * n].iter().zip(t.iter()).map(|(a, b)| a * b).sum::<f64>();
+                }
+                for i in 0..n {
+                    qt[i] = q[i] - alpha * x[i];
+                    xh[i] = a * x[i] + (1.0 - a) * z[i];
+                    z_old[i] = z[i];
+                    z[i] = xh[i] + y[i] / rho;
+                }
+                set.project(z);
+                let (mut rp, mut rd, mut xn) = (0.0f64, 0.0f64, 0.0);
+                for i in 0..n {
+                    let d = xh[i] - z[i];
+                    y[i] += rho * d;
+                    rp = rp.max(d.abs());
+                    rd = rd.max((z[i] - z_old[i]).abs());
+                    xn += x[i] * x[i];
+                }
+                (rp, rd, xn)
+            };
             rd *= rho;
             info.iterations = it + 1;
             info.primal_residual = rp;
