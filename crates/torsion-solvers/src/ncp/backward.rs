@@ -53,7 +53,8 @@ fn shape(problem: String) -> SolverError {
 }
 
 /// Cholesky L Lᵀ of the n × n column-major `a` in place (lower triangle), the algorithm of
-/// `torsion_math::linalg::cholesky_in_place` on a slice; false if not positive definite.
+/// `torsion_math::linalg::cholesky_in_place` on a slice, except that the diagonal holds 1/L_jj (the solves
+/// multiply instead of dividing); false if not positive definite.
 pub(crate) fn chol(a: &mut [f64], n: usize) -> bool {
     for j in 0..n {
         let mut djj = a[j + j * n];
@@ -63,9 +64,8 @@ pub(crate) fn chol(a: &mut [f64], n: usize) -> bool {
         if djj <= 0.0 || !djj.is_finite() {
             return false;
         }
-        let ljj = djj.sqrt();
-        a[j + j * n] = ljj;
-        let r = 1.0 / ljj;
+        let r = 1.0 / djj.sqrt();
+        a[j + j * n] = r;
         for i in j + 1..n {
             let mut s = a[i + j * n];
             for k in 0..j {
@@ -77,10 +77,11 @@ pub(crate) fn chol(a: &mut [f64], n: usize) -> bool {
     true
 }
 
-/// Solve L Lᵀ x = b in place (`torsion_math::linalg::cholesky_solve_in_place` on a slice).
+/// Solve L Lᵀ x = b in place for the factor of [`chol`] (diagonal 1/L_jj).
 pub(crate) fn chol_solve(l: &[f64], n: usize, b: &mut [f64]) {
+    let (l, b) = (&l[..n * n], &mut b[..n]);
     for j in 0..n {
-        let yj = b[j] / l[j + j * n];
+        let yj = b[j] * l[j + j * n];
         b[j] = yj;
         for (x, &lij) in b[j + 1..n].iter_mut().zip(&l[j * n + j + 1..(j + 1) * n]) {
             *x -= yj * lij;
@@ -91,7 +92,7 @@ pub(crate) fn chol_solve(l: &[f64], n: usize, b: &mut [f64]) {
         for (&lij, &xi) in l[j * n + j + 1..(j + 1) * n].iter().zip(&b[j + 1..n]) {
             s -= lij * xi;
         }
-        b[j] = s / l[j + j * n];
+        b[j] = s * l[j + j * n];
     }
 }
 
