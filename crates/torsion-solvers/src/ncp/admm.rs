@@ -7,11 +7,16 @@
 //! active set (the matrix of `backward::ReducedKkt`), which takes the ADMM iterate to machine precision so the
 //! implicit gradients are exact; a polish that would leave the set or flip a multiplier's sign is rejected.
 //! Warm start: z⁰ = Π(x⁰) and the proximal centre x⁰ (the spec's listing starts z at 0, which ignores it).
-use super::backward::ReducedKkt;
+use super::backward::{chol, chol_solve, ReducedKkt};
 use super::sets::ConstraintSet;
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
-use torsion_math::linalg::{cholesky_in_place, cholesky_solve_in_place};
+
+/// Largest n whose ADMM x-step applies an explicit inverse (larger: Cholesky solves, 1/L_jj stored). On the E0
+/// family (n = 8) the unpolished solve takes 4.2 µs with the inverse against 7.4 µs with the solves (the solves'
+/// chain of dependent operations); forming the inverse costs 3× the factorisation, which dominates for large n
+/// (a 20-box stack: n = 160).
+pub const INVERSE_MAX_N: usize = 16;
 
 /// Stopping rule (spec 001 §3.6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,11 +93,14 @@ pub struct AdmmInfo {
     pub polished: bool,
 }
 
-/// Buffers of one problem size (allocated once; `solve` allocates nothing else unless polishing).
+/// Buffers of one problem size, allocated once: `solve` (polish included) allocates nothing.
 #[derive(Clone, Debug)]
 pub struct Admm {
     n: usize,
-    k: DMatrix<f64>,
+    /// K = P + (ρ + α) I (column-major) as its inverse K⁻¹ when n ≤ [`INVERSE_MAX_N`] (the x-step is then a
+    /// dense product, without the triangular solves' chain of dependent operations that dominates at these
+    /// sizes), else as its Cholesky factor (forming K⁻¹ costs 3× the factorisation, which dominates for large n)
+    kinv: Vec<f64>,
     x: Vec<f64>,
     z: Vec<f64>,
     y: Vec<f64>,
@@ -100,6 +108,21 @@ pub struct Admm {
     xh: Vec<f64>,
     qt: Vec<f64>,
     t: Vec<f64>,
+    polish: PolishWs,
+}
+
+/// The polish's storage: the KKT systems at the current and the candidate iterate, and scratch vectors.
+#[derive(Clone, Debug)]
+struct PolishWs {
+    cur: ReducedKkt,
+    cand: ReducedKkt,
+    /// the KKT residual F (m ≤ 2n), the Newton step, refinement scratch
+    f: Vec<f64>,
+    step: Vec<f64>,
+    r: Vec<f64>,
+    hu: Vec<f64>,
+    /// the candidate iterate
+    z1: Vec<f64>,
 }
 
 impl Admm {
@@ -107,14 +130,24 @@ impl Admm {
         let v = vec![0.0; n];
         Admm {
             n,
-            k: DMatrix::zeros(n, n),
+            kinv: vec![0.0; n * n],
             x: v.clone(),
             z: v.clone(),
             y: v.clone(),
             z_old: v.clone(),
             xh: v.clone(),
             qt: v.clone(),
-            t: v,
+            t: v.clone(),
+            polish: PolishWs {
+                // at most one active constraint per coordinate (pyramid corners: two per contact of two)
+                cur: ReducedKkt::with_capacity(n, n),
+                cand: ReducedKkt::with_capacity(n, n),
+                f: vec![0.0; 2 * n],
+                step: vec![0.0; 2 * n],
+                r: vec![0.0; 2 * n],
+                hu: vec![0.0; n],
+                z1: v,
+            },
         }
     }
 
@@ -127,12 +160,18 @@ impl Admm {
         &self.y
     }
 
+    /// K⁻¹ for the shift ρ + α (error if P + shift·I is not positive definite).
     fn factor(&mut self, p: &DMatrix<f64>, shift: f64) -> Result<(), SolverError> {
-        self.k.copy_from(p);
+        self.kinv.copy_from_slice(p.as_slice());
         for i in 0..self.n {
-            self.k[(i, i)] += shift;
+            self.kinv[i + i * self.n] += shift;
         }
-        if cholesky_in_place(&mut self.k) {
+        let ok = if self.n <= INVERSE_MAX_N {
+            spd_inverse_in_place(&mut self.kinv, self.n, &mut self.t)
+        } else {
+            chol(&mut self.kinv, self.n)
+        };
+        if ok {
             Ok(())
         } else {
             Err(SolverError::BadInput {
@@ -202,26 +241,41 @@ impl Admm {
         let a = opt.relaxation;
         let (mut triggers, mut last_dir) = (0usize, 0i8);
         for it in 0..opt.max_iter {
-            // x-step: (P + (ρ + α) I) x = ρ z − y − q̃
-            for i in 0..n {
-                self.x[i] = rho * self.z[i] - self.y[i] - self.qt[i];
-            }
-            cholesky_solve_in_place(&self.k, &mut self.x);
-            for i in 0..n {
-                self.qt[i] = q[i] - alpha * self.x[i];
-                self.xh[i] = a * self.x[i] + (1.0 - a) * self.z[i];
-                self.z_old[i] = self.z[i];
-                self.z[i] = self.xh[i] + self.y[i] / rho;
-            }
-            set.project(&mut self.z);
-            let (mut rp, mut rd, mut xn) = (0.0f64, 0.0f64, 0.0);
-            for i in 0..n {
-                let d = self.xh[i] - self.z[i];
-                self.y[i] += rho * d;
-                rp = rp.max(d.abs());
-                rd = rd.max((self.z[i] - self.z_old[i]).abs());
-                xn += self.x[i] * self.x[i];
-            }
+            // one iteration on slices of length n (no bounds checks in the loops)
+            let (rp, mut rd, xn) = {
+                let (kinv, q) = (&self.kinv[..n * n], &q[..n]);
+                let (x, z, y, z_old) = (&mut self.x[..n], &mut self.z[..n], &mut self.y[..n], &mut self.z_old[..n]);
+                let (xh, qt, t) = (&mut self.xh[..n], &mut self.qt[..n], &mut self.t[..n]);
+                // x-step: x = (P + (ρ + α) I)⁻¹ (ρ z − y − q̃)
+                for i in 0..n {
+                    t[i] = rho * z[i] - y[i] - qt[i];
+                }
+                if n <= INVERSE_MAX_N {
+                    // row i of the symmetric inverse = column i
+                    for (i, xi) in x.iter_mut().enumerate() {
+                        *xi = kinv[i * n..(i + 1) * n].iter().zip(t.iter()).map(|(a, b)| a * b).sum::<f64>();
+                    }
+                } else {
+                    x.copy_from_slice(t);
+                    chol_solve(kinv, n, x);
+                }
+                for i in 0..n {
+                    qt[i] = q[i] - alpha * x[i];
+                    xh[i] = a * x[i] + (1.0 - a) * z[i];
+                    z_old[i] = z[i];
+                    z[i] = xh[i] + y[i] / rho;
+                }
+                set.project(z);
+                let (mut rp, mut rd, mut xn) = (0.0f64, 0.0f64, 0.0);
+                for i in 0..n {
+                    let d = xh[i] - z[i];
+                    y[i] += rho * d;
+                    rp = rp.max(d.abs());
+                    rd = rd.max((z[i] - z_old[i]).abs());
+                    xn += x[i] * x[i];
+                }
+                (rp, rd, xn)
+            };
             rd *= rho;
             info.iterations = it + 1;
             info.primal_residual = rp;
@@ -264,38 +318,53 @@ impl Admm {
         if opt.polish {
             info.polished = self.polish(p, q, set)?;
         }
-        info.kkt_residual = kkt_residual(p, q, &self.z, &self.y, &mut self.t);
+        // after an accepted polish y = −(P z + q) exactly, so the residual is 0 without evaluating it
+        info.kkt_residual = if info.polished { 0.0 } else { kkt_residual(p, q, &self.z, &self.y, &mut self.t) };
         Ok(info)
     }
 
     /// Newton steps on the KKT equations of the active set identified at z (≤ 4), each kept only if it stays
     /// feasible, keeps the same active set, keeps the orthant multipliers ≥ 0 and reduces the KKT residual.
+    /// Allocation-free (the storage of `self.polish`); the candidate's KKT matrix is factorised only when a
+    /// further step is taken from it.
     fn polish(&mut self, p: &DMatrix<f64>, q: &[f64], set: ConstraintSet) -> Result<bool, SolverError> {
         let mut improved = false;
         let scale = q.iter().chain(&self.z).fold(1e-300f64, |m, v| m.max(v.abs()));
         let same = |a: &ReducedKkt, b: &ReducedKkt| {
             a.sizes() == b.sizes() && a.active().iter().zip(b.active()).all(|(x, y)| x.index == y.index)
         };
-        let mut kkt = ReducedKkt::new(p, q, &self.z, set)?;
-        // (the Newton step from the current iterate, the KKT residual at the current iterate)
-        let (mut z1, mut res0) = kkt.newton_residual(p, q, set);
-        for _ in 0..4 {
-            if res0 <= 1e-15 * scale || set.violation(&z1) > 1e-13 * scale || !orthant_multipliers_ok(p, q, &z1, set) {
+        let w = &mut self.polish;
+        w.cur.rebuild(p, q, &self.z, set)?;
+        // the KKT residual at the current iterate, and the Newton step from it (z1)
+        let mut res0 = w.cur.kkt_residual_into(set, &mut w.f);
+        w.cur.newton_step_into(&w.f, &mut w.z1, &mut w.step, &mut w.r, &mut w.hu);
+        for round in 0..4 {
+            if res0 <= 1e-15 * scale
+                || set.violation(&w.z1) > 1e-13 * scale
+                || !orthant_multipliers_ok(p, q, &w.z1, set)
+            {
                 break;
             }
-            let k1 = ReducedKkt::new(p, q, &z1, set)?;
-            let (z2, res1) = k1.newton_residual(p, q, set);
-            if res1 >= res0 || !same(&kkt, &k1) {
+            w.cand.identify(p, q, &w.z1, set)?;
+            let res1 = w.cand.kkt_residual_into(set, &mut w.f);
+            if res1 >= res0 || !same(&w.cur, &w.cand) {
                 break;
             }
-            self.z.copy_from_slice(&z1);
+            self.z.copy_from_slice(&w.z1);
             improved = true;
-            (kkt, z1, res0) = (k1, z2, res1);
+            std::mem::swap(&mut w.cur, &mut w.cand);
+            res0 = res1;
+            // the next step from the accepted iterate, unless the loop stops before using it
+            if round == 3 || res0 <= 1e-15 * scale {
+                break;
+            }
+            w.cur.factor()?;
+            w.cur.newton_step_into(&w.f, &mut w.z1, &mut w.step, &mut w.r, &mut w.hu);
         }
         if improved {
-            // the dual consistent with the polished z: y = −(P z + q)
-            for i in 0..self.n {
-                self.y[i] = -(q[i] + (0..self.n).map(|j| p[(i, j)] * self.z[j]).sum::<f64>());
+            // the dual consistent with the polished z: y = −(P z + q) (the KKT build point is z)
+            for (yi, gi) in self.y.iter_mut().zip(w.cur.gradient()) {
+                *yi = -gi;
             }
         }
         Ok(improved)
@@ -310,6 +379,38 @@ fn orthant_multipliers_ok(p: &DMatrix<f64>, q: &[f64], z: &[f64], set: Constrain
         }),
         ConstraintSet::Friction { .. } => true,
     }
+}
+
+/// Inverse of the symmetric positive definite n × n column-major `a` in place by the sweep operator (Gauss–
+/// Jordan without pivoting, stable for SPD: its pivots are the Schur complements' diagonals, all > 0 exactly
+/// when `a` is positive definite; false otherwise). n³ multiply-adds over contiguous columns; `col` is scratch
+/// of length n. Uses the upper and lower triangles (`a` must be stored in full).
+fn spd_inverse_in_place(a: &mut [f64], n: usize, col: &mut [f64]) -> bool {
+    // sweeping every index: A_kk ← −1/A_kk, A_ik ← A_ik/A_kk, A_ij ← A_ij − A_ik A_kj/A_kk, ending at −A⁻¹
+    for k in 0..n {
+        let d = a[k + k * n];
+        if !(d > 0.0 && d.is_finite()) {
+            return false;
+        }
+        let dinv = 1.0 / d;
+        col[..n].copy_from_slice(&a[k * n..(k + 1) * n]);
+        for j in 0..n {
+            if j == k {
+                continue;
+            }
+            let s = a[k + j * n] * dinv;
+            let cj = &mut a[j * n..(j + 1) * n];
+            for (x, &c) in cj.iter_mut().zip(&col[..n]) {
+                *x -= s * c;
+            }
+            cj[k] = s;
+        }
+        for (i, x) in a[k * n..(k + 1) * n].iter_mut().enumerate() {
+            *x = if i == k { -dinv } else { col[i] * dinv };
+        }
+    }
+    a.iter_mut().for_each(|x| *x = -*x);
+    true
 }
 
 /// λ_max(P) by power iteration from the all-ones vector (deterministic), at most `iters` iterations, stopping
@@ -346,4 +447,55 @@ fn kkt_residual(p: &DMatrix<f64>, q: &[f64], x: &[f64], y: &[f64], t: &mut [f64]
         t[i] = (0..n).map(|j| p[(i, j)] * x[j]).sum::<f64>() + q[i] + y[i];
     }
     t.iter().fold(0.0f64, |m, v| m.max(v.abs()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweep_inverse_of_spd_matrices() {
+        let b = DMatrix::from_fn(6, 6, |i, j| ((i * 7 + j * 3) % 5) as f64 - 2.0 + if i == j { 0.5 } else { 0.0 });
+        let a = &b * b.transpose() + DMatrix::identity(6, 6) * 1e-3;
+        let mut inv = a.as_slice().to_vec();
+        assert!(spd_inverse_in_place(&mut inv, 6, &mut [0.0; 6]));
+        let inv = DMatrix::from_column_slice(6, 6, &inv);
+        let cond = a.norm() * inv.norm();
+        assert!((&inv * &a - DMatrix::identity(6, 6)).amax() < 1e-15 * cond, "{}", (&inv * &a).amax());
+        // indefinite and singular matrices are refused
+        let mut bad = vec![1.0, 2.0, 2.0, 1.0];
+        assert!(!spd_inverse_in_place(&mut bad, 2, &mut [0.0; 2]));
+        let mut sing = vec![1.0, 1.0, 1.0, 1.0];
+        assert!(!spd_inverse_in_place(&mut sing, 2, &mut [0.0; 2]));
+    }
+
+    /// Both x-step paths (explicit inverse for n ≤ INVERSE_MAX_N, Cholesky solves above) reach a KKT point of
+    /// the same kind of problem: dense SPD P, disks of radius 0.3.
+    #[test]
+    fn both_x_step_paths_converge() {
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        let mut u = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        };
+        for n in [8, 2 * INVERSE_MAX_N + 4] {
+            let b = DMatrix::from_fn(n, n, |_, _| u());
+            let p = &b * b.transpose() + DMatrix::identity(n, n) * 0.1;
+            let q: Vec<f64> = (0..n).map(|_| 3.0 * u()).collect();
+            let r = vec![0.3; n / 2];
+            let set = ConstraintSet::Friction { kind: crate::ncp::FrictionSet::Cone, r: &r };
+            let mut admm = Admm::new(n);
+            let info = admm.solve(&p, &q, set, None, &AdmmOptions::default()).unwrap();
+            assert!(info.converged && info.polished, "n = {n}: {info:?}");
+            assert!(set.violation(admm.solution()) < 1e-12);
+            // the polished KKT residual (P z + q + y = 0 with y ∈ N_𝒞(z)) and the unpolished solve agree
+            let z = admm.solution().to_vec();
+            let info = admm.solve(&p, &q, set, None, &AdmmOptions::code()).unwrap();
+            assert!(info.converged, "n = {n}: {info:?}");
+            let d = z.iter().zip(admm.solution()).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+            assert!(d < 1e-6, "n = {n}: polished vs unpolished {d:e}");
+        }
+    }
 }

@@ -15,12 +15,12 @@
 use super::sets::{friction_active, Active, ConstraintSet};
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
-use torsion_math::linalg::{cholesky_in_place, cholesky_solve_in_place};
 
 /// Relative tolerance deciding activity at a solution (constraint value and multiplier).
 pub const ACTIVE_TOL: f64 = 1e-8;
 
 /// The reduced KKT system at one solution, factorised once and reused for any number of VJPs / JVPs.
+/// [`ReducedKkt::rebuild`] reuses the storage (no allocation once the buffers have reached their size).
 #[derive(Clone, Debug)]
 pub struct ReducedKkt {
     n: usize,
@@ -32,12 +32,18 @@ pub struct ReducedKkt {
     pub nu: Vec<f64>,
     /// ‖∇c_k‖ at the solution, by which each active row was normalised
     cscale: Vec<f64>,
-    /// K = [H A; Aᵀ 0] (m × m, m = |free| + |active|), and the factors of its regularisation
-    k: DMatrix<f64>,
-    lh: DMatrix<f64>,
-    ls: DMatrix<f64>,
+    /// K = [H A; Aᵀ 0] (m × m, m = |free| + |active|, column-major), and the factors of its regularisation:
+    /// the Cholesky factors of H + δI (nf × nf) and of the Schur complement (na × na), column-major
+    k: Vec<f64>,
+    lh: Vec<f64>,
+    ls: Vec<f64>,
     delta: f64,
     z: Vec<f64>,
+    /// P z + q at `z` (all n coordinates)
+    grad: Vec<f64>,
+    /// scratch of the build: pinned coordinates, H⁻¹A (nf × na)
+    pinned: Vec<bool>,
+    hinv_a: Vec<f64>,
     /// worst relative residual of the last solve after refinement (diagnostics)
     pub last_residual: std::cell::Cell<f64>,
 }
@@ -46,20 +52,113 @@ fn shape(problem: String) -> SolverError {
     SolverError::BadInput { solver: "ncp", problem }
 }
 
+/// Cholesky L Lᵀ of the n × n column-major `a` in place (lower triangle), the algorithm of
+/// `torsion_math::linalg::cholesky_in_place` on a slice, except that the diagonal holds 1/L_jj (the solves
+/// multiply instead of dividing); false if not positive definite.
+pub(crate) fn chol(a: &mut [f64], n: usize) -> bool {
+    for j in 0..n {
+        let mut djj = a[j + j * n];
+        for k in 0..j {
+            djj -= a[j + k * n] * a[j + k * n];
+        }
+        if djj <= 0.0 || !djj.is_finite() {
+            return false;
+        }
+        let r = 1.0 / djj.sqrt();
+        a[j + j * n] = r;
+        for i in j + 1..n {
+            let mut s = a[i + j * n];
+            for k in 0..j {
+                s -= a[i + k * n] * a[j + k * n];
+            }
+            a[i + j * n] = s * r;
+        }
+    }
+    true
+}
+
+/// Solve L Lᵀ x = b in place for the factor of [`chol`] (diagonal 1/L_jj).
+pub(crate) fn chol_solve(l: &[f64], n: usize, b: &mut [f64]) {
+    let (l, b) = (&l[..n * n], &mut b[..n]);
+    for j in 0..n {
+        let yj = b[j] * l[j + j * n];
+        b[j] = yj;
+        for (x, &lij) in b[j + 1..n].iter_mut().zip(&l[j * n + j + 1..(j + 1) * n]) {
+            *x -= yj * lij;
+        }
+    }
+    for j in (0..n).rev() {
+        let mut s = b[j];
+        for (&lij, &xi) in l[j * n + j + 1..(j + 1) * n].iter().zip(&b[j + 1..n]) {
+            s -= lij * xi;
+        }
+        b[j] = s * l[j + j * n];
+    }
+}
+
 impl ReducedKkt {
     /// Build at the solution `z` of (P, q, set): identify the active set and the multipliers from the
     /// stationarity residual P z + q, then factorise.
     pub fn new(p: &DMatrix<f64>, q: &[f64], z: &[f64], set: ConstraintSet) -> Result<Self, SolverError> {
+        let mut s = Self::with_capacity(z.len(), 0);
+        s.rebuild(p, q, z, set)?;
+        Ok(s)
+    }
+
+    /// Empty storage for problems of `n` variables with at most `max_active` strictly active constraints (more
+    /// only costs a reallocation); call [`ReducedKkt::rebuild`] before use.
+    pub fn with_capacity(n: usize, max_active: usize) -> Self {
+        let m = n + max_active;
+        ReducedKkt {
+            n,
+            free: Vec::with_capacity(n),
+            pos: Vec::with_capacity(n),
+            active: Vec::with_capacity(max_active),
+            nu: Vec::with_capacity(max_active),
+            cscale: Vec::with_capacity(max_active),
+            k: Vec::with_capacity(m * m),
+            lh: Vec::with_capacity(n * n),
+            ls: Vec::with_capacity(max_active * max_active),
+            delta: 0.0,
+            z: Vec::with_capacity(n),
+            grad: Vec::with_capacity(n),
+            pinned: Vec::with_capacity(n),
+            hinv_a: Vec::with_capacity(n * max_active),
+            last_residual: 0.0.into(),
+        }
+    }
+
+    /// [`ReducedKkt::new`] into this storage. On an error the contents are unspecified (rebuild again).
+    pub fn rebuild(&mut self, p: &DMatrix<f64>, q: &[f64], z: &[f64], set: ConstraintSet) -> Result<(), SolverError> {
+        self.identify(p, q, z, set)?;
+        self.factor()
+    }
+
+    /// The active set, multipliers and the matrix K at `z`, without factorising.
+    pub(crate) fn identify(
+        &mut self,
+        p: &DMatrix<f64>,
+        q: &[f64],
+        z: &[f64],
+        set: ConstraintSet,
+    ) -> Result<(), SolverError> {
         let n = z.len();
         if p.nrows() != n || p.ncols() != n || q.len() != n {
             return Err(shape(format!("KKT: P is {}×{}, q has {}, z has {n}", p.nrows(), p.ncols(), q.len())));
         }
-        let grad: Vec<f64> = (0..n).map(|i| (0..n).map(|j| p[(i, j)] * z[j]).sum::<f64>() + q[i]).collect();
+        self.n = n;
+        self.z.clear();
+        self.z.extend_from_slice(z);
+        self.grad.clear();
+        self.grad.extend((0..n).map(|i| (0..n).map(|j| p[(i, j)] * z[j]).sum::<f64>() + q[i]));
+        let grad = &self.grad;
         let scale = grad.iter().chain(z).fold(1e-300f64, |m, v| m.max(v.abs()));
-        let mut pinned = vec![false; n];
-        let mut active = vec![];
-        let mut nu = vec![];
-        let mut cscale = vec![];
+        let pinned = &mut self.pinned;
+        pinned.clear();
+        pinned.resize(n, false);
+        self.active.clear();
+        self.nu.clear();
+        self.cscale.clear();
         match set {
             ConstraintSet::Nonneg => {
                 // bound −z_j ≤ 0 active with multiplier (Pz + q)_j > 0
@@ -84,12 +183,14 @@ impl ReducedKkt {
                         Some((acts, na)) => {
                             // multipliers: least squares of A_i ν = −(Pz + q)_(i) over the contact's faces
                             let g = [grad[2 * i], grad[2 * i + 1]];
-                            let mut cand: Vec<(Active, f64)> = vec![];
+                            let mut cand = [(acts[0], 0.0); 2];
+                            let mut nc = 0;
                             if na == 1 {
                                 let a = acts[0].grad;
                                 let aa = a[0] * a[0] + a[1] * a[1];
                                 if aa > 0.0 {
-                                    cand.push((acts[0], -(a[0] * g[0] + a[1] * g[1]) / aa));
+                                    cand[0] = (acts[0], -(a[0] * g[0] + a[1] * g[1]) / aa);
+                                    nc = 1;
                                 }
                             } else if na == 2 {
                                 let (a, b) = (acts[0].grad, acts[1].grad);
@@ -98,13 +199,14 @@ impl ReducedKkt {
                                     // [a b] ν = −g
                                     let n0 = (-g[0] * b[1] + g[1] * b[0]) / det;
                                     let n1 = (-a[0] * g[1] + a[1] * g[0]) / det;
-                                    cand.push((acts[0], n0));
-                                    cand.push((acts[1], n1));
+                                    cand = [(acts[0], n0), (acts[1], n1)];
+                                    nc = 2;
                                 }
                             }
-                            for (mut a, v) in cand {
+                            for &(mut a, v) in &cand[..nc] {
                                 // strictly active: the constraint force ν‖∇c‖ is not negligible
-                                let gn = a.grad[0].hypot(a.grad[1]);
+                                // (‖∇c‖ without libm's hypot: far from overflow, and 5× cheaper)
+                                let gn = (a.grad[0] * a.grad[0] + a.grad[1] * a.grad[1]).sqrt();
                                 if v * gn > ACTIVE_TOL * scale {
                                     // normalise the row (c/‖∇c‖): a disk of small radius would otherwise give a
                                     // Schur complement below the regularisation δ
@@ -112,9 +214,9 @@ impl ReducedKkt {
                                     a.grad = [a.grad[0] / gn, a.grad[1] / gn];
                                     a.curvature /= gn;
                                     a.d_dr /= gn;
-                                    active.push(a);
-                                    nu.push(v * gn);
-                                    cscale.push(gn);
+                                    self.active.push(a);
+                                    self.nu.push(v * gn);
+                                    self.cscale.push(gn);
                                 }
                             }
                         }
@@ -122,119 +224,130 @@ impl ReducedKkt {
                 }
             }
         }
-        let free: Vec<usize> = (0..n).filter(|&j| !pinned[j]).collect();
-        let mut pos = vec![usize::MAX; n];
-        for (k, &j) in free.iter().enumerate() {
-            pos[j] = k;
+        self.free.clear();
+        self.free.extend((0..n).filter(|&j| !self.pinned[j]));
+        self.pos.clear();
+        self.pos.resize(n, usize::MAX);
+        for (k, &j) in self.free.iter().enumerate() {
+            self.pos[j] = k;
         }
-        let (nf, na) = (free.len(), active.len());
+        let (nf, na) = (self.free.len(), self.active.len());
         let m = nf + na;
-        let mut k = DMatrix::zeros(m, m);
-        for (a, &i) in free.iter().enumerate() {
-            for (b, &j) in free.iter().enumerate() {
-                k[(a, b)] = p[(i, j)];
+        let k = &mut self.k;
+        k.clear();
+        k.resize(m * m, 0.0);
+        for (b, &j) in self.free.iter().enumerate() {
+            for (a, &i) in self.free.iter().enumerate() {
+                k[a + b * m] = p[(i, j)];
             }
         }
-        for (c, (act, &v)) in active.iter().zip(&nu).enumerate() {
+        for (c, (act, &v)) in self.active.iter().zip(&self.nu).enumerate() {
             for t in 0..2 {
                 let j = 2 * act.index + t;
-                let fj = pos[j];
+                let fj = self.pos[j];
                 if fj == usize::MAX {
                     continue;
                 }
-                k[(fj, fj)] += v * act.curvature;
-                k[(fj, nf + c)] = act.grad[t];
-                k[(nf + c, fj)] = act.grad[t];
+                k[fj + fj * m] += v * act.curvature;
+                k[fj + (nf + c) * m] = act.grad[t];
+                k[nf + c + fj * m] = act.grad[t];
             }
         }
-        let hmax = (0..nf).fold(0.0f64, |mm, a| mm.max(k[(a, a)].abs()));
-        let delta = 1e-12 * hmax.max(1e-300);
-        let mut s = ReducedKkt {
-            n,
-            free,
-            pos,
-            active,
-            nu,
-            cscale,
-            k,
-            lh: DMatrix::zeros(nf, nf),
-            ls: DMatrix::zeros(na, na),
-            delta,
-            z: z.to_vec(),
-            last_residual: 0.0.into(),
-        };
-        s.factor()?;
-        Ok(s)
+        let hmax = (0..nf).fold(0.0f64, |mm, a| mm.max(k[a + a * m].abs()));
+        self.delta = 1e-12 * hmax.max(1e-300);
+        Ok(())
+    }
+
+    fn m(&self) -> usize {
+        self.free.len() + self.active.len()
     }
 
     /// Cholesky of H + δI and of the Schur complement Aᵀ(H + δI)⁻¹A + δI.
-    fn factor(&mut self) -> Result<(), SolverError> {
+    pub(crate) fn factor(&mut self) -> Result<(), SolverError> {
         let nf = self.free.len();
         let na = self.active.len();
-        for a in 0..nf {
-            for b in 0..nf {
-                self.lh[(a, b)] = self.k[(a, b)];
-            }
-            self.lh[(a, a)] += self.delta;
+        let m = nf + na;
+        let k = &self.k;
+        self.lh.clear();
+        self.lh.resize(nf * nf, 0.0);
+        for b in 0..nf {
+            self.lh[b * nf..(b + 1) * nf].copy_from_slice(&k[b * m..b * m + nf]);
+            self.lh[b + b * nf] += self.delta;
         }
-        if !cholesky_in_place(&mut self.lh) {
+        if !chol(&mut self.lh, nf) {
             return Err(SolverError::BadInput {
                 solver: "ncp",
                 problem: "KKT: H = P + Σν∇²c is not positive semi-definite (P must be a Delassus matrix)".into(),
             });
         }
-        let mut col = vec![0.0; nf];
-        let mut hinv_a = DMatrix::zeros(nf, na);
+        // H⁻¹A column by column (column c of A is rows 0..nf of column nf + c of K)
+        self.hinv_a.clear();
+        self.hinv_a.resize(nf * na, 0.0);
         for c in 0..na {
+            let col = &mut self.hinv_a[c * nf..(c + 1) * nf];
             for a in 0..nf {
-                col[a] = self.k[(a, nf + c)];
+                col[a] = k[a + (nf + c) * m];
             }
-            cholesky_solve_in_place(&self.lh, &mut col);
-            hinv_a.column_mut(c).copy_from_slice(&col);
+            chol_solve(&self.lh, nf, col);
         }
-        for c in 0..na {
-            for d in 0..na {
-                self.ls[(c, d)] = (0..nf).map(|a| self.k[(a, nf + c)] * hinv_a[(a, d)]).sum::<f64>();
+        self.ls.clear();
+        self.ls.resize(na * na, 0.0);
+        for d in 0..na {
+            for c in 0..na {
+                self.ls[c + d * na] = (0..nf).map(|a| k[a + (nf + c) * m] * self.hinv_a[a + d * nf]).sum::<f64>();
             }
-            self.ls[(c, c)] += self.delta;
+            self.ls[d + d * na] += self.delta;
         }
-        if na > 0 && !cholesky_in_place(&mut self.ls) {
+        if na > 0 && !chol(&mut self.ls, na) {
             return Err(SolverError::BadInput { solver: "ncp", problem: "KKT: Schur complement not positive".into() });
         }
         Ok(())
     }
 
-    /// x ← K_δ⁻¹ b for the regularised quasi-definite matrix (in place).
-    fn solve_reg(&self, b: &mut [f64]) {
+    /// x ← K_δ⁻¹ b for the regularised quasi-definite matrix (in place); `hu` is scratch of length ≥ |free|.
+    fn solve_reg(&self, b: &mut [f64], hu: &mut [f64]) {
         let nf = self.free.len();
         let na = self.active.len();
+        let m = nf + na;
         let (top, bot) = b.split_at_mut(nf);
         // [H A; Aᵀ −δ] [x; y] = [u; w]:  y = S⁻¹ (Aᵀ H⁻¹ u − w),  x = H⁻¹ (u − A y)
-        let mut hu = top.to_vec();
-        cholesky_solve_in_place(&self.lh, &mut hu);
+        let hu = &mut hu[..nf];
+        hu.copy_from_slice(top);
+        chol_solve(&self.lh, nf, hu);
         for c in 0..na {
-            bot[c] = (0..nf).map(|a| self.k[(a, nf + c)] * hu[a]).sum::<f64>() - bot[c];
+            bot[c] = (0..nf).map(|a| self.k[a + (nf + c) * m] * hu[a]).sum::<f64>() - bot[c];
         }
         if na > 0 {
-            cholesky_solve_in_place(&self.ls, bot);
+            chol_solve(&self.ls, na, bot);
         }
         for a in 0..nf {
-            top[a] -= (0..na).map(|c| self.k[(a, nf + c)] * bot[c]).sum::<f64>();
+            top[a] -= (0..na).map(|c| self.k[a + (nf + c) * m] * bot[c]).sum::<f64>();
         }
-        cholesky_solve_in_place(&self.lh, top);
+        chol_solve(&self.lh, nf, top);
     }
 
     /// Solve K x = b with iterative refinement on the regularised factors (spec 001 §3.9).
     pub fn solve(&self, b: &[f64]) -> Vec<f64> {
         let m = b.len();
-        let mut x = b.to_vec();
-        self.solve_reg(&mut x);
+        let mut x = vec![0.0; m];
+        let (mut r, mut hu) = (vec![0.0; m], vec![0.0; self.free.len()]);
+        self.solve_into(b, &mut x, &mut r, &mut hu);
+        x
+    }
+
+    /// [`ReducedKkt::solve`] into `x` (length m = |free| + |active|) without allocating: `r` (≥ m) and `hu`
+    /// (≥ |free|) are scratch.
+    pub fn solve_into(&self, b: &[f64], x: &mut [f64], r: &mut [f64], hu: &mut [f64]) {
+        let m = b.len();
+        debug_assert_eq!(m, self.m());
+        let (x, r) = (&mut x[..m], &mut r[..m]);
+        x.copy_from_slice(b);
+        self.solve_reg(x, hu);
         let bn = b.iter().fold(1e-300f64, |mm, v| mm.max(v.abs()));
         let mut best = f64::INFINITY;
-        let mut r = vec![0.0; m];
         for _ in 0..10 {
             for (i, ri) in r.iter_mut().enumerate() {
-                *ri = b[i] - (0..m).map(|j| self.k[(i, j)] * x[j]).sum::<f64>();
+                *ri = b[i] - (0..m).map(|j| self.k[i + j * m] * x[j]).sum::<f64>();
             }
             let rn = r.iter().fold(0.0f64, |mm, v| mm.max(v.abs())) / bn;
             self.last_residual.set(rn);
@@ -242,12 +355,11 @@ impl ReducedKkt {
                 break;
             }
             best = rn;
-            self.solve_reg(&mut r);
-            for (xi, ri) in x.iter_mut().zip(&r) {
+            self.solve_reg(r, hu);
+            for (xi, ri) in x.iter_mut().zip(r.iter()) {
                 *xi += ri;
             }
         }
-        x
     }
 
     /// Number of free coordinates, of strictly active constraints.
@@ -304,13 +416,14 @@ impl ReducedKkt {
         dz
     }
 
-    /// One Newton step on the KKT equations of the current active set (used by the ADMM polish): returns the
-    /// updated (z, ν) and the residual norm before the step.
-    pub(crate) fn newton_residual(&self, p: &DMatrix<f64>, q: &[f64], set: ConstraintSet) -> (Vec<f64>, f64) {
+    /// The KKT equations of the current active set at the build point (used by the ADMM polish): writes the
+    /// residual F (length m: stationarity on the free coordinates, then the normalised constraint values) into
+    /// `f` and returns ‖F‖_∞.
+    pub(crate) fn kkt_residual_into(&self, set: ConstraintSet, f: &mut [f64]) -> f64 {
         let nf = self.free.len();
-        let mut f = vec![0.0; nf + self.active.len()];
+        let f = &mut f[..self.m()];
         for (a, &j) in self.free.iter().enumerate() {
-            f[a] = (0..self.n).map(|t| p[(j, t)] * self.z[t]).sum::<f64>() + q[j];
+            f[a] = self.grad[j];
         }
         for (c, act) in self.active.iter().enumerate() {
             for t in 0..2 {
@@ -333,18 +446,29 @@ impl ReducedKkt {
                 ConstraintSet::Nonneg => 0.0,
             };
         }
-        let res = f.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let step = self.solve(&f);
-        let mut z = self.z.clone();
-        for (a, &j) in self.free.iter().enumerate() {
-            z[j] -= step[a];
-        }
+        f.iter().fold(0.0f64, |m, v| m.max(v.abs()))
+    }
+
+    /// One Newton step on the KKT equations (needs [`ReducedKkt::factor`]): `z_out` = z − (K⁻¹F)_z with the
+    /// pinned coordinates at 0, for the residual F from [`ReducedKkt::kkt_residual_into`]; `step`, `r` (≥ m)
+    /// and `hu` (≥ |free|) are scratch.
+    pub(crate) fn newton_step_into(
+        &self,
+        f: &[f64],
+        z_out: &mut [f64],
+        step: &mut [f64],
+        r: &mut [f64],
+        hu: &mut [f64],
+    ) {
+        self.solve_into(&f[..self.m()], step, r, hu);
         for j in 0..self.n {
-            if self.pos[j] == usize::MAX {
-                z[j] = 0.0;
-            }
+            z_out[j] = if self.pos[j] == usize::MAX { 0.0 } else { self.z[j] - step[self.pos[j]] };
         }
-        (z, res)
+    }
+
+    /// P z + q at the build point.
+    pub(crate) fn gradient(&self) -> &[f64] {
+        &self.grad
     }
 }
 

@@ -51,6 +51,7 @@ impl ConstraintSet<'_> {
     }
 
     /// Euclidean projection in place.
+    #[inline]
     pub fn project(&self, x: &mut [f64]) {
         match *self {
             ConstraintSet::Nonneg => x.iter_mut().for_each(|v| *v = v.max(0.0)),
@@ -85,6 +86,7 @@ fn norm2(a: f64, b: f64) -> f64 {
 }
 
 /// Projection of one contact's 2-vector onto its friction set of radius r ≥ 0.
+#[inline]
 pub fn project_friction(kind: FrictionSet, r: f64, w: &mut [f64]) {
     let r = r.max(0.0);
     match kind {

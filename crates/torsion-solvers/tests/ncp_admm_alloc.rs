@@ -1,0 +1,63 @@
+//! `Admm::solve` allocates nothing (design.md §7), the Newton polish included: a counting global allocator
+//! around repeated QCQP (E0 family, every friction set) and QP solves with one solver per size. One test in this
+//! binary, so no other thread allocates while counting.
+use nalgebra::DMatrix;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use torsion_solvers::ncp::{Admm, AdmmOptions, ConstraintSet, FrictionSet};
+
+struct Counting;
+static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Relaxed);
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Relaxed);
+        unsafe { System.realloc(p, l, n) }
+    }
+}
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+struct Rng(u64);
+impl Rng {
+    fn u(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[test]
+fn admm_solve_with_polish_allocates_nothing() {
+    let mut rng = Rng(0xa110_c000_0000_0001);
+    let opt = AdmmOptions { eps_abs: 1e-10, ..AdmmOptions::default() };
+    let (mut qcqp, mut qp) = (Admm::new(8), Admm::new(4));
+    let mut polished = 0;
+    for round in 0..200 {
+        // inputs built before counting
+        let d: Vec<f64> = (0..8).map(|_| (20.0 * rng.u() - 10.0).exp()).collect();
+        let q: Vec<f64> = (0..8).map(|_| 2.0 * rng.u() - 1.0).collect();
+        let r: Vec<f64> = (0..4).map(|_| rng.u() * rng.u()).collect();
+        let warm: Vec<f64> = (0..8).map(|_| rng.u()).collect();
+        let p = DMatrix::from_diagonal(&nalgebra::DVector::from_column_slice(&d));
+        let a = DMatrix::from_fn(4, 4, |_, _| 2.0 * rng.u() - 1.0);
+        let pn = &a * a.transpose() + DMatrix::identity(4, 4) * 0.05;
+        let qn: Vec<f64> = (0..4).map(|_| 2.0 * rng.u() - 1.0).collect();
+        let kind = [FrictionSet::Cone, FrictionSet::BoxPyramid, FrictionSet::DiamondPyramid][round % 3];
+        let set = ConstraintSet::Friction { kind, r: &r };
+        let before = ALLOCS.load(Relaxed);
+        let info = qcqp.solve(&p, &q, set, Some(&warm), &opt).unwrap();
+        let info_n = qp.solve(&pn, &qn, ConstraintSet::Nonneg, None, &opt).unwrap();
+        let count = ALLOCS.load(Relaxed) - before;
+        assert_eq!(count, 0, "round {round} ({kind:?}): {count} allocations");
+        polished += info.polished as usize + info_n.polished as usize;
+    }
+    assert!(polished > 100, "the polish ran in only {polished} of 400 solves");
+}
