@@ -352,11 +352,10 @@ fn floor4(m: &Model, s: &GenState, mu: f64) -> Vec<ContactFrame> {
         .collect()
 }
 
-/// Sticking on redundant coplanar contacts (docs/gradients.md): a flat box landing with a sideways velocity and a
-/// spin on 3 and on 4 bottom points with μ = 1, so every contact sticks. Each sub-problem alone changes rank under
-/// a tilt (the cascade of passes has no derivative there), the coupled constraint set does not: the fixed-point
-/// derivative (the default for a converged step) against central differences of the converged step — A, B, the
-/// box mass, and ∂/∂μ = 0.
+/// Sticking on redundant coplanar contacts (docs/gradients.md): a flat box bouncing (ε = 0.5) with a sideways
+/// velocity and a spin on 3 and on 4 bottom points with μ = 1, so every contact sticks; the impulses are not
+/// unique. The default (here the fixed-point derivative) against central differences of the converged step —
+/// A, B, the box mass, and ∂/∂μ = 0 — and the cascade's error in the tilt columns printed beside it.
 #[test]
 fn sticking_box_on_coplanar_contacts_matches_finite_differences() {
     use torsion_solvers::ncp::NcpGradient;
@@ -397,7 +396,7 @@ fn sticking_box_on_coplanar_contacts_matches_finite_differences() {
             },
             local,
         );
-        // the cascade of the same passes (for the record: it is not the derivative here)
+        // the cascade of the same passes (for the record: under a tilt it is not the derivative here)
         let cascade = NcpSolver::new(opts(NcpGradient::Cascade));
         let mut wc = cascade.contact_workspace(&m).unwrap();
         let (jc, _, _) =
@@ -406,14 +405,12 @@ fn sticking_box_on_coplanar_contacts_matches_finite_differences() {
         eprintln!("  tilt columns: fixed point {:.1e}, cascade {:.1e}", tilt(&jac.a), tilt(&jc.a));
         if n == 3 {
             check(&format!("sticking on {n} coplanar points A"), &jac.a, &fa);
-            assert!(tilt(&jc.a) > 1e-5, "the cascade is not the derivative under a tilt");
         } else {
             // four corners: under a tilt the staggered passes converge slowly (500 passes do not reach 1e-14 on
-            // every perturbed state), so central differences there measure the forward's noise; the other
-            // columns are clean
-            let cols = 2..12;
+            // every perturbed state), so central differences in the two tilt columns measure the forward's
+            // noise (docs/gradients.md); the other columns are clean
             let an = jac.a.columns(2, 10).into_owned();
-            check(&format!("sticking on {n} coplanar points A (cols {cols:?})"), &an, &fa.columns(2, 10).into_owned());
+            check(&format!("sticking on {n} coplanar points A (no tilt)"), &an, &fa.columns(2, 10).into_owned());
         }
         let fb = fd_columns(
             &next,

@@ -23,7 +23,9 @@ pub const INVERSE_MAX_N: usize = 16;
 pub enum StopRule {
     /// ‖P x + q + y‖_∞ < ε_abs (the paper)
     Kkt,
-    /// QCQP: r_p < ε_abs + 1e-4‖x‖₂ and r_d < ε_abs; QP: r_d < ε_abs (the code)
+    /// r_p < ε_abs + 1e-8‖x‖₂ and r_d < ε_abs for the QP and the QCQP. The code: QCQP r_p < ε_abs + 1e-4‖x‖₂,
+    /// QP r_d alone — which can stop on a stalled warm start; its loose primal test left E0's worst solution
+    /// error at 2.7e-5 (its polish then rejected), 2.5e-16 with 1e-8 at the same median iteration count
     PrimalDual,
 }
 
@@ -283,9 +285,10 @@ impl Admm {
             let done = match opt.stop {
                 StopRule::Kkt => kkt_residual(p, q, &self.x, &self.y, &mut self.t) < opt.eps_abs,
                 StopRule::PrimalDual => {
-                    let dual_ok = rd < opt.eps_abs;
-                    // QCQP: also the primal residual; QP: the dual residual alone (the code)
-                    dual_ok && (set.dim().is_none() || rp < opt.eps_abs + 1e-4 * xn.sqrt())
+                    // primal and dual residuals for the QCQP and the QP alike: the code stops its QP on the dual
+                    // residual alone, which accepts a warm-started iterate that has barely moved (measured: a box's
+                    // four floor contacts returned at λ_n = 0, a Signorini residual of gΔt = 0.049, on a 7-box pile)
+                    rd < opt.eps_abs && rp < opt.eps_abs + 1e-8 * xn.sqrt()
                 }
             };
             if done {

@@ -478,7 +478,8 @@ impl ReducedKkt {
         &self.free
     }
     /// K = [H A; Aᵀ 0] over the free coordinates and the strictly active constraints (rows normalised).
-    pub(crate) fn matrix(&self) -> &DMatrix<f64> {
-        &self.k
+    pub(crate) fn matrix(&self) -> DMatrix<f64> {
+        let m = self.free.len() + self.active.len();
+        DMatrix::from_column_slice(m, m, &self.k[..m * m])
     }
 }

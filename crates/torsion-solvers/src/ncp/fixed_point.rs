@@ -32,6 +32,8 @@ pub(crate) struct FixedPointKkt {
     lt: Vec<f64>,
     /// the coupled system is singular: the impulses are redundant (e.g. ≥ 3 coplanar contacts)
     pub rank_deficient: bool,
+    /// some contact sticks (λ_n > 0, λ_t strictly inside its friction set)
+    pub sticking: bool,
 }
 
 impl FixedPointKkt {
@@ -58,6 +60,8 @@ impl FixedPointKkt {
         let (free_n, free_t) = (kn.free().to_vec(), kt.free().to_vec());
         let (nfn, nft) = (free_n.len(), free_t.len());
         let active = kt.active().to_vec();
+        let sticking = (0..nc)
+            .any(|i| ln[i] > 0.0 && mu[i] > 0.0 && free_t.contains(&(2 * i)) && !active.iter().any(|a| a.index == i));
         let m = nfn + nft + active.len();
         let mut k = DMatrix::zeros(m, m);
         let mut pos_n = vec![usize::MAX; nc];
@@ -94,7 +98,7 @@ impl FixedPointKkt {
                 .map_err(|e| SolverError::BadInput { solver: "ncp", problem: format!("fixed-point KKT: {e}") })?;
             (p, deficient)
         };
-        Ok(FixedPointKkt { free_n, free_t, active, pinv, ln: ln.to_vec(), lt: lt.to_vec(), rank_deficient })
+        Ok(FixedPointKkt { free_n, free_t, active, pinv, ln: ln.to_vec(), lt: lt.to_vec(), rank_deficient, sticking })
     }
 
     /// (dλ_n, dλ_t) for perturbations of the blocks, offsets and friction coefficients.

@@ -50,11 +50,13 @@ pub struct NcpOptions {
 /// Which derivative of the staggered iteration the Jacobians return.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum NcpGradient {
-    /// the fixed point's when the passes converged (last max |Δλ| ≤ 1e-9 (1 + max |λ|)), else the cascade's
+    /// the fixed point's for redundant impulses with a sticking contact, and for converged passes (last max
+    /// |Δλ| ≤ 1e-9 (1 + max |λ|)) with unique impulses; the cascade's otherwise
     #[default]
     Auto,
-    /// implicit derivative of the NCP solution, one coupled KKT system (`fixed_point.rs`): exact for the
-    /// converged step, and the only one defined for redundant sticking contacts (a box flat on the floor)
+    /// implicit derivative of the NCP solution, one coupled KKT system (`fixed_point.rs`): the derivative of
+    /// the physics whatever the pass count; with redundant impulses (≥ 3 coplanar contacts) and sliding, the
+    /// minimum-norm choice among equivalent impulses, which the executed passes need not make
     FixedPoint,
     /// chain rule through every executed QP / QCQP pass (spec 001 §3.10): the derivative of the truncated
     /// iteration as executed

@@ -168,9 +168,14 @@ impl NcpSolver {
                 let (ln, lt) = (&report.lambda_n, &report.lambda_t);
                 let k =
                     FixedPointKkt::new(&tape.gn, &tape.gt, &tape.gnt, &tape.bn, &tape.bt, ln, lt, &mu, o.friction_set)?;
-                // Auto: the cascade differentiates the truncated iteration as executed, but has no derivative
-                // when a pass's sub-problem is redundant (its rank jumps): then, or once converged, the fixed point
-                (g == NcpGradient::FixedPoint || converged || k.rank_deficient).then_some(k)
+                // Auto: the fixed point where it is the step's derivative and the cascade may not be — redundant
+                // impulses with a sticking contact (the passes' polished sub-problems move along their solution
+                // sets, and their chained derivatives follow: 1.6e-4 off under a tilt, docs/gradients.md) — or
+                // where both agree and it is cheaper (converged passes, unique impulses); the cascade otherwise
+                // (redundant sliding impulses: the executed passes choose among equivalent λ_n, and so must
+                // their derivative)
+                let use_fp = if k.rank_deficient { k.sticking } else { converged };
+                (g == NcpGradient::FixedPoint || use_fp).then_some(k)
             }
         };
         let fixed_point = fp.is_some();
