@@ -1,8 +1,12 @@
 //! The named, flat view of differentiable model quantities (design.md §1 `Params` / `ModelGrad`).
 //!
 //! Every dynamic body contributes its mass and the 6 entries of its inertia; every joint its two anchors
-//! r (parent side) and t (child side), 3 entries each (= link geometry); every spring its 6 constants.
-//! Joint axes and limits are not differentiable. A `ModelGrad` is a `Vec<f64>` of the table's length.
+//! r (parent side) and t (child side), 3 entries each (= link geometry); every spring its 6 constants; every
+//! shape its contact material: sliding friction `shape_friction[shape]` (= `friction[0]`) and Newton restitution
+//! `shape_restitution[shape]` (read by the contact solvers, which combine a pair's two shapes by the maximum;
+//! the other solvers do not read them: their columns are zero). Shapes are named by `Shape::name`; a name
+//! that several shapes share gets the shape's index appended (`shape_friction[geom#3]`) so every entry has one
+//! name. Joint axes and limits are not differentiable. A `ModelGrad` is a `Vec<f64>` of the table's length.
 use crate::error::ModelError;
 use crate::model::Model;
 
@@ -22,6 +26,18 @@ pub enum ParamKind {
     AnchorChild(usize, usize),
     /// joint, field index into [`SPRING_NAMES`]
     Spring(usize, usize),
+    /// shape: sliding friction coefficient `shapes[k].friction[0]` (≥ 0)
+    ShapeFriction(usize),
+    /// shape: Newton restitution coefficient `shapes[k].restitution` (∈ [0, 1])
+    ShapeRestitution(usize),
+}
+
+impl ParamKind {
+    /// A contact-material parameter (shape friction / restitution): read by the contact solvers only, never by
+    /// the rigid-body dynamics (`scatter_params` ignores it).
+    pub fn is_contact_material(&self) -> bool {
+        matches!(self, ParamKind::ShapeFriction(_) | ParamKind::ShapeRestitution(_))
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -104,7 +120,24 @@ impl Model {
                 }
             }
         }
+        for k in 0..self.shapes.len() {
+            let n = self.shape_param_name(k);
+            names.push(format!("shape_friction[{n}]"));
+            kinds.push(ParamKind::ShapeFriction(k));
+            names.push(format!("shape_restitution[{n}]"));
+            kinds.push(ParamKind::ShapeRestitution(k));
+        }
         ParamTable { names, kinds }
+    }
+
+    /// The name of shape k inside parameter names: its `name`, or `name#k` when another shape has the same name.
+    pub fn shape_param_name(&self, k: usize) -> String {
+        let name = &self.shapes[k].name;
+        if self.shapes.iter().enumerate().any(|(i, s)| i != k && s.name == *name) {
+            format!("{name}#{k}")
+        } else {
+            name.clone()
+        }
     }
 
     pub fn param_get(&self, k: ParamKind) -> f64 {
@@ -120,6 +153,8 @@ impl Model {
                 let s = self.joint_spring[j].as_ref().expect("spring parameter of a joint without spring");
                 [s.k, s.alpha1, s.alpha2, s.l1, s.l2, s.x_rest][f]
             }
+            ParamKind::ShapeFriction(k) => self.shapes[k].friction[0],
+            ParamKind::ShapeRestitution(k) => self.shapes[k].restitution,
         }
     }
 
@@ -145,6 +180,8 @@ impl Model {
                     }
                 }
             }
+            ParamKind::ShapeFriction(k) => self.shapes[k].friction[0] = v,
+            ParamKind::ShapeRestitution(k) => self.shapes[k].restitution = v,
         }
     }
 
@@ -159,7 +196,8 @@ impl Model {
         sel.indices.iter().map(|&i| self.param_get(t.kinds[i])).collect()
     }
 
-    /// Write the values of a selection; the model is validated afterwards (mass > 0, inertia SPD).
+    /// Write the values of a selection; the model is validated afterwards (mass > 0, inertia SPD, shape friction
+    /// ≥ 0, restitution in [0, 1]) and left unchanged on error.
     pub fn params_set(&mut self, sel: &ParamSelection, values: &[f64]) -> Result<(), ModelError> {
         if values.len() != sel.len() {
             return Err(ModelError::ParamLength { got: values.len(), expected: sel.len() });
@@ -187,7 +225,8 @@ impl Model {
 }
 
 /// Write a parameter vector θ (table order) into per-body masses and COM inertias and per-joint anchors r / t
-/// and spring constants: the one place where θ is decoded (used by every solver's θ → data step).
+/// and spring constants: the one place where θ is decoded (used by every solver's θ → data step). Contact
+/// material entries are skipped (the contact solvers read them per contact, `ncp/tangent.rs`).
 #[allow(clippy::too_many_arguments)]
 pub fn scatter_params<T: torsion_math::Scalar>(
     table: &ParamTable,
@@ -214,6 +253,7 @@ pub fn scatter_params<T: torsion_math::Scalar>(
                     s[f] = v
                 }
             }
+            ParamKind::ShapeFriction(_) | ParamKind::ShapeRestitution(_) => {}
         }
     }
 }
