@@ -71,6 +71,12 @@ impl ParamSelection {
     pub fn all(model: &Model) -> Self {
         Self { indices: (0..model.param_table().len()).collect() }
     }
+    /// Every parameter but the contact material: the quantities the rigid-body dynamics reads (masses, inertias,
+    /// joint anchors, springs).
+    pub fn dynamics(model: &Model) -> Self {
+        let t = model.param_table();
+        Self { indices: (0..t.len()).filter(|&i| !t.kinds[i].is_contact_material()).collect() }
+    }
     pub fn by_names(model: &Model, names: &[&str]) -> Result<Self, ModelError> {
         let t = model.param_table();
         Ok(Self { indices: names.iter().map(|n| t.index(n)).collect::<Result<_, _>>()? })
@@ -255,5 +261,52 @@ pub fn scatter_params<T: torsion_math::Scalar>(
             }
             ParamKind::ShapeFriction(_) | ParamKind::ShapeRestitution(_) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn box_on_floor() -> Model {
+        let xml = r#"<mujoco><worldbody><geom name="floor" type="plane" size="5 5 0.1" friction="0.3"/>
+            <body name="b" pos="0 0 0.2"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1"/></body>
+            </worldbody></mujoco>"#;
+        crate::io::mjcf::load_mjcf_str(xml, "box.xml", None).unwrap()
+    }
+
+    #[test]
+    fn shape_material_parameters_by_name() {
+        let mut m = box_on_floor();
+        let t = m.param_table();
+        let names = ["shape_friction[floor]", "shape_restitution[floor]", "shape_friction[b/geom0]"];
+        for n in names {
+            assert!(t.names.iter().any(|x| x == n), "{n} in {:?}", t.names);
+        }
+        let sel = ParamSelection::by_names(&m, &names).unwrap();
+        assert_eq!(m.params_get(&sel), vec![0.3, 0.0, 1.0]);
+        m.params_set(&sel, &[0.5, 0.25, 0.7]).unwrap();
+        assert_eq!((m.shapes[0].friction[0], m.shapes[0].restitution, m.shapes[1].friction[0]), (0.5, 0.25, 0.7));
+        // out of range: a clear error naming the parameter and the shape, the model unchanged
+        for (n, v) in [("shape_friction[floor]", -0.1), ("shape_restitution[floor]", 1.5)] {
+            let e = m.param_set_by_name(n, v).unwrap_err().to_string();
+            assert!(e.contains(&n[..n.find('[').unwrap()]) && e.contains("'floor'"), "{e}");
+        }
+        assert_eq!((m.shapes[0].friction[0], m.shapes[0].restitution), (0.5, 0.25));
+        assert!(ParamSelection::by_prefix(&m, "body_mass[").len() == 1);
+        assert_eq!(ParamSelection::by_prefix(&m, "shape_").len(), 4);
+    }
+
+    #[test]
+    fn shared_shape_names_get_their_index() {
+        let mut m = box_on_floor();
+        let mut s = m.shapes[1].clone();
+        s.name = "floor".into();
+        m.shapes.push(s);
+        let t = m.param_table();
+        assert!(t.index("shape_friction[floor#0]").is_ok() && t.index("shape_restitution[floor#2]").is_ok());
+        assert!(t.index("shape_friction[floor]").is_err());
+        let unique: std::collections::HashSet<_> = t.names.iter().collect();
+        assert_eq!(unique.len(), t.len());
     }
 }
