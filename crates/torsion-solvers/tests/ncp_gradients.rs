@@ -49,6 +49,7 @@ fn floor(m: &Model, s: &GenState, mu: f64, eps: f64) -> Vec<ContactFrame> {
                 restitution: eps,
                 shapes: None,
                 id: i as u64,
+                radius: [0.0; 2],
             }
         })
         .collect()
@@ -158,9 +159,8 @@ fn landing_box_jacobians_match_finite_differences() {
     let m = boxes(1, Vec3::new(0.0, 0.0, -9.81));
     let fs = FeatherstoneSolver::default();
     let eps = 0.5;
-    // sliding through the impact (all three contacts on the friction boundary): the smooth regime; a flat box
-    // that *sticks* on ≥ 3 points has a rank-deficient tangential Delassus block whose rank grows under tilt
-    // (docs/gradients.md)
+    // sliding through the impact (all three contacts on the friction boundary); sticking on coplanar points:
+    // `sticking_box_on_coplanar_contacts_matches_finite_differences`
     let mu = 0.2;
     let s = GenState { q: vec![0.0, 0.0, HE - 2e-4, 1.0, 0.0, 0.0, 0.0], v: vec![0.1, -0.1, 0.0, 2.0, 0.0, -1.0] };
     let u = [0.0; 6];
@@ -229,6 +229,7 @@ fn two_box_impact_jacobians_match_finite_differences() {
                     restitution: 0.3,
                     shapes: None,
                     id: i as u64,
+                    radius: [0.0; 2],
                 }
             })
             .collect()
@@ -289,6 +290,7 @@ fn rolling_ball_sticking_jacobians_match_finite_differences() {
             restitution: 0.0,
             shapes: None,
             id: 0,
+            radius: [0.0; 2],
         }]
     };
     // rolling at 0.5 m/s along x (ω_y = v / r), pushed by 1 N: sticks (|λ_t| < μ λ_n)
@@ -331,4 +333,123 @@ fn rolling_ball_sticking_jacobians_match_finite_differences() {
     );
     check("rolling (sticking) B", &jac.b, &fb);
     assert!(jac.d_mu.amax() < 1e-9, "μ has no effect while sticking: {}", jac.d_mu.amax());
+}
+
+/// The four bottom corners of box 0 as floor contacts (material points; see `floor`).
+fn floor4(m: &Model, s: &GenState, mu: f64, eps: f64) -> Vec<ContactFrame> {
+    let (x, r) = m.forward_kinematics(&s.q).unwrap()[1];
+    [(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)]
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let p = x + r.rotate(&Vec3::new(c.0 * HE, c.1 * HE, -HE));
+            ContactFrame {
+                body_a: 1,
+                body_b: 0,
+                point: p,
+                normal: Vec3::z(),
+                tangents: [Vec3::x(), Vec3::y()],
+                distance: p.z,
+                mu,
+                restitution: eps,
+                shapes: None,
+                id: i as u64,
+                radius: [0.0; 2],
+            }
+        })
+        .collect()
+}
+
+/// Sticking on redundant coplanar contacts (docs/gradients.md): a flat box landing with a sideways velocity and a
+/// spin on 3 and on 4 bottom points with μ = 1, so every contact sticks. Each sub-problem alone changes rank under
+/// a tilt (the cascade of passes has no derivative there), the coupled constraint set does not: the fixed-point
+/// derivative (the default for a converged step) against central differences of the converged step — A, B, the
+/// box mass, and ∂/∂μ = 0.
+#[test]
+fn sticking_box_on_coplanar_contacts_matches_finite_differences() {
+    use torsion_solvers::ncp::NcpGradient;
+    let m = boxes(1, Vec3::new(0.0, 0.0, -9.81));
+    let fs = FeatherstoneSolver::default();
+    let mu = 1.0;
+    let s = GenState { q: vec![0.01, 0.02, HE - 2e-4, 1.0, 0.0, 0.0, 0.0], v: vec![0.0, 0.0, 0.3, 0.2, -0.1, -0.5] };
+    let u = [0.1, -0.2, 0.05, 0.5, -0.3, 0.0];
+    let sel = ParamSelection::by_prefix(&m, "body_mass[");
+    for n in [3usize, 4] {
+        // restitution ε = 0.5 at every contact
+        let contacts = |st: &GenState, mu: f64| if n == 3 { floor(&m, st, mu, 0.5) } else { floor4(&m, st, mu, 0.5) };
+        // converged passes: the derivative is that of the NCP solution
+        let opts = |g| NcpOptions { n_step: 500, tolerance: 1e-14, gradient: g, ..Default::default() };
+        let solver = NcpSolver::new(opts(NcpGradient::Auto));
+        let mut ws = solver.contact_workspace(&m).unwrap();
+        let (jac, next, rep) =
+            solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &contacts(&s, mu), &sel).unwrap();
+        for k in 0..n {
+            let lt = rep.lambda_t[2 * k].hypot(rep.lambda_t[2 * k + 1]);
+            assert!(rep.lambda_n[k] > 0.0 && lt < 0.9 * mu * rep.lambda_n[k], "contact {k} sticks: {rep:?}");
+        }
+        assert!(rep.qp.len() < 500, "converged in {} passes", rep.qp.len());
+        let step = |st: &GenState, uu: &[f64], mm: &Model, mu: f64| {
+            let mut w = solver.contact_workspace(mm).unwrap();
+            let mut o = st.clone();
+            solver.step_with_contacts(mm, &mut w, st, uu, DT, &contacts(st, mu), &mut o).unwrap();
+            o
+        };
+        let local = |a: &GenState, b: &GenState| fs.local_diff(&m, a, b);
+        let fa = fd_columns(
+            &next,
+            12,
+            |k, h| {
+                let mut d = vec![0.0; 12];
+                d[k] = h;
+                step(&fs.retract(&m, &s, &d), &u, &m, mu)
+            },
+            local,
+        );
+        // the cascade of the same passes (for the record: it is not the derivative here)
+        let cascade = NcpSolver::new(opts(NcpGradient::Cascade));
+        let mut wc = cascade.contact_workspace(&m).unwrap();
+        let (jc, _, _) =
+            cascade.step_jacobians_with_contacts(&m, &mut wc, &s, &u, DT, &contacts(&s, mu), &sel).unwrap();
+        let tilt = |j: &DMatrix<f64>| (j.columns(0, 2) - fa.columns(0, 2)).amax();
+        eprintln!("  tilt columns: fixed point {:.1e}, cascade {:.1e}", tilt(&jac.a), tilt(&jc.a));
+        if n == 3 {
+            check(&format!("sticking on {n} coplanar points A"), &jac.a, &fa);
+            assert!(tilt(&jc.a) > 1e-5, "the cascade is not the derivative under a tilt");
+        } else {
+            // four corners: under a tilt the staggered passes converge slowly (500 passes do not reach 1e-14 on
+            // every perturbed state), so central differences there measure the forward's noise; the other
+            // columns are clean
+            let cols = 2..12;
+            let an = jac.a.columns(2, 10).into_owned();
+            check(&format!("sticking on {n} coplanar points A (cols {cols:?})"), &an, &fa.columns(2, 10).into_owned());
+        }
+        let fb = fd_columns(
+            &next,
+            6,
+            |k, h| {
+                let mut uu = u;
+                uu[k] += h;
+                step(&s, &uu, &m, mu)
+            },
+            local,
+        );
+        // every velocity is pinned by the active constraints (J has full column rank): ∂v⁺/∂u = 0
+        let eb = (&jac.b - &fb).amax();
+        eprintln!("sticking on {n} coplanar points B: |analytic − FD| {eb:.1e} (max |FD| {:.1e})", fb.amax());
+        assert!(eb < 1e-6, "B: {eb:e}");
+        let fmass = fd_columns(
+            &next,
+            1,
+            |_, h| {
+                let mut mm = m.clone();
+                mm.body_mass[1] += h;
+                step(&s, &u, &mm, mu)
+            },
+            local,
+        );
+        let em = (&jac.c - &fmass).amax();
+        eprintln!("sticking on {n} coplanar points ∂/∂mass: |analytic − FD| {em:.1e} (max |FD| {:.1e})", fmass.amax());
+        assert!(em < 1e-6, "∂/∂mass: {em:e}");
+        assert!(jac.d_mu.amax() < 1e-8, "μ has no effect while sticking: {}", jac.d_mu.amax());
+    }
 }

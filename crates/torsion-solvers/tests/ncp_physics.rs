@@ -61,6 +61,7 @@ fn floor_contacts(m: &Model, s: &GenState, k: usize, mu: f64) -> Vec<ContactFram
                     restitution: 0.0,
                     shapes: None,
                     id: (10 * k + 2 * i) as u64 + (sz > 0.0) as u64,
+                    radius: [0.0; 2],
                 });
             }
         }
@@ -211,6 +212,7 @@ fn two_body_impact_conserves_momentum() {
                 restitution: eps,
                 shapes: None,
                 id: i as u64,
+                radius: [0.0; 2],
             })
             .collect();
         let mut out = s.clone();

@@ -221,3 +221,114 @@ fn material_rollout_gradient_matches_finite_differences() {
     assert!(e < 1e-6, "rollout ∂L/∂(μ, ε): {e:e}");
     assert!(an[1].abs() > 1e-3 && an[2].abs() > 1e-3 && an[0] == 0.0 && an[3] == 0.0);
 }
+
+/// A and B of `DiffSolver::step_jacobians` (collision detection inside) against central differences of
+/// `Solver::step`, contacts re-detected at every perturbed state; returns the relative errors.
+fn jacobians_vs_fd(solver: &NcpSolver, m: &Model, s: &GenState, u: &[f64]) -> (f64, f64) {
+    use torsion_model::ParamSelection;
+    let jac = solver.step_jacobians(m, s, &Control::from_torques(u), 0.01, &ParamSelection::none()).unwrap();
+    let next = |st: &GenState, uu: &[f64]| {
+        let mut ws = Solver::workspace(solver, m).unwrap();
+        let mut o = st.clone();
+        solver.step(m, st, &Control::from_torques(uu), 0.01, &mut o, &mut ws, None).unwrap();
+        o
+    };
+    let base = next(s, u);
+    let (n, nv, h) = (solver.tangent_dim(m), m.nv(), 1e-6);
+    let (mut fa, mut fb) = (nalgebra::DMatrix::zeros(n, n), nalgebra::DMatrix::zeros(n, nv));
+    for k in 0..n + nv {
+        let (p, q) = if k < n {
+            let mut d = vec![0.0; n];
+            d[k] = h;
+            let p = next(&solver.retract(m, s, &d), u);
+            d[k] = -h;
+            (p, next(&solver.retract(m, s, &d), u))
+        } else {
+            let (mut up, mut um) = (u.to_vec(), u.to_vec());
+            up[k - n] += h;
+            um[k - n] -= h;
+            (next(s, &up), next(s, &um))
+        };
+        let (lp, lq) = (solver.local_diff(m, &base, &p), solver.local_diff(m, &base, &q));
+        for r in 0..n {
+            let v = (lp[r] - lq[r]) / (2.0 * h);
+            if k < n {
+                fa[(r, k)] = v;
+            } else {
+                fb[(r, k - n)] = v;
+            }
+        }
+    }
+    (torsion_diff::rel_err(jac.a.as_slice(), fa.as_slice()), torsion_diff::rel_err(jac.b.as_slice(), fb.as_slice()))
+}
+
+/// Curved surfaces (docs/gradients.md): a sphere's detected contact point rolls over it, so the Jacobians
+/// treat the sphere as a ball around a material centre (`ContactFrame::radius`). A tilted-frame ball rolling
+/// and pushed on a plane (sticking), and two balls meeting off-centre with sliding friction (the normal
+/// follows the line of centres), against central differences through collision detection.
+#[test]
+fn curved_contacts_jacobians_match_finite_differences_through_detection() {
+    let ball = load_mjcf_str(
+        r#"<mujoco><option timestep="0.01"/><worldbody><geom type="plane" size="5 5 0.1" friction="0.8"/>
+            <body pos="0 0 0.2"><freejoint/><geom type="sphere" size="0.1" mass="1" friction="0.8"/></body>
+            </worldbody></mujoco>"#,
+        "ball.xml",
+        None,
+    )
+    .unwrap();
+    let solver = NcpSolver::new(NcpOptions::default());
+    let qr = torsion_math::Quat::from_axis_angle(
+        &nalgebra::Unit::new_normalize(torsion_math::Vec3::new(0.3, -0.5, 0.8)),
+        0.7,
+    );
+    let s = GenState {
+        q: vec![0.0, 0.0, 0.1 - 1e-4, qr.w, qr.v.x, qr.v.y, qr.v.z],
+        v: {
+            // rolling without slip: ω × (−r ẑ) + v = 0 at the contact (world), a spin about z besides
+            let (vb, wb) = (
+                qr.rotate_inv(&torsion_math::Vec3::new(0.3, 0.2, -0.05)),
+                qr.rotate_inv(&torsion_math::Vec3::new(-2.0, 3.0, 0.5)),
+            );
+            vec![wb.x, wb.y, wb.z, vb.x, vb.y, vb.z]
+        },
+    };
+    let u = [0.01, 0.0, -0.02, 0.6, -0.3, 0.0];
+    let mut ws = Solver::workspace(&solver, &ball).unwrap();
+    let mut o = s.clone();
+    solver.step(&ball, &s, &Control::from_torques(&u), 0.01, &mut o, &mut ws, None).unwrap();
+    assert_eq!(ws.frames.len(), 1);
+    assert_eq!(ws.frames[0].radius, [0.1, 0.0]);
+    let rep = &ws.report;
+    assert!(rep.lambda_t[0].hypot(rep.lambda_t[1]) < 0.9 * 0.8 * rep.lambda_n[0], "sticks: {rep:?}");
+    let (ea, eb) = jacobians_vs_fd(&solver, &ball, &s, &u);
+    eprintln!("rolling ball (detected contact): A {ea:.1e}, B {eb:.1e}");
+    assert!(ea < 1e-6 && eb < 1e-6, "rolling ball: A {ea:e}, B {eb:e}");
+
+    let two = load_mjcf_str(
+        r#"<mujoco><option timestep="0.01" gravity="0 0 0"/><worldbody>
+            <body pos="0 0 0"><freejoint/><geom type="sphere" size="0.1" mass="1" friction="0.1"/></body>
+            <body pos="0.19 0.05 0.02"><freejoint/><geom type="capsule" size="0.08 0.1" mass="2" friction="0.1"/></body>
+            </worldbody></mujoco>"#,
+        "two.xml",
+        None,
+    )
+    .unwrap();
+    let q2 = torsion_math::Quat::from_axis_angle(
+        &nalgebra::Unit::new_normalize(torsion_math::Vec3::new(0.0, 1.0, 0.2)),
+        1.3,
+    );
+    let s = GenState {
+        q: vec![0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.175, 0.04, 0.02, q2.w, q2.v.x, q2.v.y, q2.v.z],
+        v: vec![0.5, 0.0, -0.3, 1.0, 0.3, 0.0, 0.0, 0.2, 0.4, -0.5, 0.1, 0.0],
+    };
+    let u = [0.0; 12];
+    let mut ws = Solver::workspace(&solver, &two).unwrap();
+    let mut o = s.clone();
+    solver.step(&two, &s, &Control::from_torques(&u), 0.01, &mut o, &mut ws, None).unwrap();
+    assert_eq!(ws.frames.len(), 1, "{:?}", ws.frames);
+    assert!(ws.frames[0].radius.iter().all(|&r| r > 0.0));
+    assert!(ws.report.lambda_n[0] > 0.0, "in contact: {:?}", ws.report);
+    let (ea, eb) = jacobians_vs_fd(&solver, &two, &s, &u);
+    eprintln!("ball–capsule impact (detected contact): A {ea:.1e}, B {eb:.1e}");
+    assert!(ea < 1e-6 && eb < 1e-6, "ball–capsule: A {ea:e}, B {eb:e}");
+}

@@ -347,3 +347,14 @@ impl ReducedKkt {
         (z, res)
     }
 }
+
+impl ReducedKkt {
+    /// The free (not pinned) coordinates, in the order of the matrix's first rows.
+    pub(crate) fn free(&self) -> &[usize] {
+        &self.free
+    }
+    /// K = [H A; Aᵀ 0] over the free coordinates and the strictly active constraints (rows normalised).
+    pub(crate) fn matrix(&self) -> &DMatrix<f64> {
+        &self.k
+    }
+}

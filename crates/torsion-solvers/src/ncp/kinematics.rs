@@ -30,6 +30,10 @@ pub struct ContactFrame {
     pub shapes: Option<[usize; 2]>,
     /// persistent id (warm starts across steps)
     pub id: u64,
+    /// radius of curvature of A's and of B's surface at the contact (a sphere's or capsule's radius), m; 0: a
+    /// vertex, edge or flat face, whose contact point is a material point. Used by the Jacobians only: a curved
+    /// surface's contact point rolls over it (`tangent.rs`)
+    pub radius: [f64; 2],
 }
 
 /// Which of a pair's two shapes supplies the pair value max(a, b) of a material coefficient (values `a`, `b` of

@@ -3,6 +3,7 @@
 pub mod admm;
 pub mod backward;
 pub mod exact;
+mod fixed_point;
 pub mod kinematics;
 pub mod sets;
 pub mod solver;
@@ -14,5 +15,5 @@ pub use backward::ReducedKkt;
 pub use kinematics::ContactFrame;
 pub use sets::{ConstraintSet, FrictionSet};
 pub use solver::{NcpRecord, NcpSimWorkspace};
-pub use staggered::{NcpOptions, NcpReport, NcpResiduals, NcpSolver, NcpWorkspace};
+pub use staggered::{NcpGradient, NcpOptions, NcpReport, NcpResiduals, NcpSolver, NcpWorkspace};
 pub use tangent::NcpJacobians;

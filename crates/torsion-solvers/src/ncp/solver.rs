@@ -43,6 +43,16 @@ fn key(id: &torsion_collision::ContactId) -> u64 {
     h ^ id.feature.wrapping_mul(0x1656_67B1_9E37_79F9).rotate_left(42)
 }
 
+/// A shape's radius of curvature at any contact point, when it is the same everywhere it can touch (spheres;
+/// capsules, whose contacts are on their hemispherical caps or rolling sides); 0 for polyhedral shapes and
+/// planes. Cylinders and ellipsoids (curved, but not with one radius) are treated as 0 (docs/gradients.md).
+fn surface_radius(kind: &torsion_model::ShapeKind) -> f64 {
+    match *kind {
+        torsion_model::ShapeKind::Sphere { radius } | torsion_model::ShapeKind::Capsule { radius, .. } => radius,
+        _ => 0.0,
+    }
+}
+
 impl NcpSolver {
     /// The contacts at configuration q (body poses by the model's forward kinematics), as contact frames.
     pub fn detect(&self, model: &Model, ws: &mut NcpSimWorkspace, q: &[f64]) -> Result<(), SolverError> {
@@ -66,6 +76,7 @@ impl NcpSolver {
                 restitution,
                 shapes: Some(shapes),
                 id: key(&c.id),
+                radius: [surface_radius(&model.shapes[c.geom_a].kind), surface_radius(&model.shapes[c.geom_b].kind)],
             });
         }
         Ok(())

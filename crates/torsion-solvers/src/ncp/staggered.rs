@@ -42,6 +42,22 @@ pub struct NcpOptions {
     /// collision detection (the `Solver` path); default: speculative margin 0.01 m (contacts within 1 cm are
     /// found, and may close their gap within the step but not act across it)
     pub collision: torsion_collision::CollisionOptions,
+    /// how the step is differentiated (`tangent.rs`)
+    pub gradient: NcpGradient,
+}
+
+/// Which derivative of the staggered iteration the Jacobians return.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NcpGradient {
+    /// the fixed point's when the passes converged (last max |Δλ| ≤ 1e-9 (1 + max |λ|)), else the cascade's
+    #[default]
+    Auto,
+    /// implicit derivative of the NCP solution, one coupled KKT system (`fixed_point.rs`): exact for the
+    /// converged step, and the only one defined for redundant sticking contacts (a box flat on the floor)
+    FixedPoint,
+    /// chain rule through every executed QP / QCQP pass (spec 001 §3.10): the derivative of the truncated
+    /// iteration as executed
+    Cascade,
 }
 
 impl Default for NcpOptions {
@@ -54,6 +70,7 @@ impl Default for NcpOptions {
             admm: AdmmOptions::default(),
             passive: true,
             collision: torsion_collision::CollisionOptions { margin: 0.01, ..Default::default() },
+            gradient: NcpGradient::Auto,
         }
     }
 }
@@ -220,6 +237,9 @@ impl NcpSolver {
         }
         ws.tape.gn = pre.gn;
         ws.tape.gt = pre.gt;
+        ws.tape.gnt = pre.gnt;
+        ws.tape.bn = pre.bn;
+        ws.tape.bt = pre.bt;
         // q⁺ = q ⊕ Δt v⁺
         out.q.resize(nq, 0.0);
         out.v.clear();
@@ -249,6 +269,10 @@ pub(crate) struct Tape {
     pub passes: Vec<Pass>,
     pub gn: DMatrix<f64>,
     pub gt: DMatrix<f64>,
+    /// the coupling block and the offsets (for the fixed-point derivative)
+    pub gnt: DMatrix<f64>,
+    pub bn: Vec<f64>,
+    pub bt: Vec<f64>,
 }
 
 /// The smooth part of a step on any scalar T (f64 for the step, duals for its tangents): the Cholesky factor

@@ -3,15 +3,18 @@
 //! (`staggered::prelude`: M, v^p, contact Jacobians, Delassus blocks, offsets; the impulse application; the
 //! manifold integration) per input direction, and through each staggered pass the implicit JVP of the QP and
 //! the QCQP at their recorded solutions (`backward::ReducedKkt`, factorised once per pass and shared by all
-//! directions). The warm start's tangent is stopped (spec 001 §3.10 default). Contact points move with body A
+//! directions) — the cascade — or, when the passes converged or the contacts are redundant, the implicit JVP of
+//! the fixed point (`fixed_point.rs`, `NcpOptions::gradient`). The warm start's tangent is stopped (spec 001
+//! §3.10 default). Contact points move with body A
 //! (material points) and normals / tangents with body B; the contact set itself is held fixed (a new or lost
 //! contact is a non-smooth point, docs/gradients.md). A selected contact-material parameter
 //! (`shape_friction[·]` / `shape_restitution[·]`) seeds the μ / ε tangent of exactly the contacts whose pair
 //! value it supplies (`kinematics::pair_source`); the dynamics model is then not rebuilt.
 use super::backward::ReducedKkt;
+use super::fixed_point::FixedPointKkt;
 use super::kinematics::{pair_source, ContactFrame, ContactGeom};
 use super::sets::ConstraintSet;
-use super::staggered::{apply_impulses, dyn_err, prelude, NcpReport, NcpSolver, NcpWorkspace};
+use super::staggered::{apply_impulses, dyn_err, prelude, NcpGradient, NcpReport, NcpSolver, NcpWorkspace};
 use crate::featherstone::{dual_tangent, GenState};
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
@@ -35,6 +38,97 @@ pub struct NcpJacobians {
     pub d_mu: DMatrix<f64>,
     /// w.r.t. a common shift of every contact's restitution ε (= ∂/∂ε when all contacts share one ε): 2nv
     pub d_restitution: Vec<f64>,
+}
+
+/// How a contact's geometry moves with the bodies (spec 001 §3.10: J(q) through collision detection, to first
+/// order with the contact set held fixed). Flat / vertex contacts: the point is a material point of A, the
+/// frame turns with B. A curved side (`ContactFrame::radius` > 0, a sphere or capsule) is a ball of that radius
+/// around a material centre: its contact point rolls (the point of A on the line of centres), and the frame
+/// turns with the *other* body (a face), or follows the line of centres when both are curved. The signed
+/// distance is n · (p_A − p_B) of the two surface points.
+struct Anchor {
+    /// A's surface point (or centre when curved) in A's frame; B's likewise in B's
+    a: Vec3,
+    b: Vec3,
+    /// normal and tangents in the frame of the body they turn with (B unless only B is curved)
+    n: Vec3,
+    t: [Vec3; 2],
+    /// world tangents at the base (both curved: projected on the moving normal)
+    t_world: [Vec3; 2],
+}
+
+type Pose = torsion_math::spatial::Se3;
+
+impl Anchor {
+    fn new(c: &ContactFrame, xa: &Pose, xb: &Pose) -> Self {
+        let [ra, rb] = c.radius;
+        // witness points: A's surface at +d/2 along n from the midpoint, B's at −d/2; centres further in
+        // flat / vertex on both sides: the contact point itself, as a material point of each body; otherwise
+        // the witness points (A's surface at +d/2 along n from the midpoint, B's at −d/2), curved sides'
+        // centres a radius further in
+        let (pa, pb) = if c.radius == [0.0; 2] {
+            (c.point, c.point)
+        } else {
+            (c.point + c.normal * (0.5 * c.distance + ra), c.point - c.normal * (0.5 * c.distance + rb))
+        };
+        let frame = if rb > 0.0 && ra <= 0.0 { xa } else { xb };
+        let rt = frame.rot.transpose();
+        Anchor {
+            a: xa.inverse().act_point(&pa),
+            b: xb.inverse().act_point(&pb),
+            n: rt * c.normal,
+            t: [rt * c.tangents[0], rt * c.tangents[1]],
+            t_world: c.tangents,
+        }
+    }
+
+    fn geom(
+        &self,
+        c: &ContactFrame,
+        xa: &torsion_math::spatial::Se3<Dual64>,
+        xb: &torsion_math::spatial::Se3<Dual64>,
+    ) -> ContactGeom<Dual64> {
+        let lift3 = |x: &Vec3| x.map(Dual64::from);
+        let [ra, rb] = c.radius.map(Dual64::from);
+        let (ca, cb) = (xa.act_point(&lift3(&self.a)), xb.act_point(&lift3(&self.b)));
+        let (n, t) = if c.radius[0] > 0.0 && c.radius[1] > 0.0 {
+            let d = ca - cb;
+            let n = d / d.norm();
+            let t1 = lift3(&self.t_world[0]);
+            let t1 = t1 - n * n.dot(&t1);
+            let t1 = t1 / t1.norm();
+            (n, [t1, n.cross(&t1)])
+        } else {
+            let rot = if c.radius[1] > 0.0 { xa.rot } else { xb.rot };
+            (rot * lift3(&self.n), [rot * lift3(&self.t[0]), rot * lift3(&self.t[1])])
+        };
+        if c.radius == [0.0; 2] {
+            // both flat / vertex: one material point of A and of B, coincident at the base
+            return ContactGeom {
+                body_a: c.body_a,
+                body_b: c.body_b,
+                point: ca,
+                normal: n,
+                tangents: t,
+                distance: Dual64::from(c.distance) + n.dot(&(ca - cb)),
+                mu: Dual64::from(c.mu),
+                restitution: Dual64::from(c.restitution),
+            };
+        }
+        let pa = if c.radius[0] > 0.0 { ca - n * ra } else { ca };
+        let pb = if c.radius[1] > 0.0 { cb + n * rb } else { cb };
+        let distance = n.dot(&(pa - pb));
+        ContactGeom {
+            body_a: c.body_a,
+            body_b: c.body_b,
+            point: pa - n * (distance * 0.5),
+            normal: n,
+            tangents: t,
+            distance,
+            mu: Dual64::from(c.mu),
+            restitution: Dual64::from(c.restitution),
+        }
+    }
 }
 
 fn lift(x: &[f64]) -> Vec<Dual64> {
@@ -61,26 +155,32 @@ impl NcpSolver {
         let report = self.step_with_contacts(model, ws, s, u, dt, contacts, &mut next)?;
         let o = &self.options;
         let (nv, nc) = (ws.dm.nv, contacts.len());
-        // contact anchors at the base state: the point in A's and B's frames, the frame in B's
+        // contact anchors at the base state, in body frames (see `Anchor`)
         let mut d0 = DynData::new(&ws.dm);
         forward_kinematics(&ws.dm, &s.q, &mut d0);
-        let anchors: Vec<(Vec3, Vec3, Vec3, [Vec3; 2])> = contacts
-            .iter()
-            .map(|c| {
-                let (xa, xb) = (d0.o_m[c.body_a], d0.o_m[c.body_b]);
-                let rbt = xb.rot.transpose();
-                (
-                    xa.inverse().act_point(&c.point),
-                    xb.inverse().act_point(&c.point),
-                    rbt * c.normal,
-                    [rbt * c.tangents[0], rbt * c.tangents[1]],
-                )
-            })
-            .collect();
-        // one reduced KKT system per recorded QP / QCQP, shared by every direction
+        let anchors: Vec<Anchor> =
+            contacts.iter().map(|c| Anchor::new(c, &d0.o_m[c.body_a], &d0.o_m[c.body_b])).collect();
+        // the derivative: of the converged fixed point (one coupled system) or of the executed cascade (one
+        // reduced KKT system per recorded QP / QCQP); either is factorised once and shared by every direction
         let tape = &ws.tape;
+        let lmax = report.lambda_n.iter().chain(&report.lambda_t).fold(0.0f64, |m, v| m.max(v.abs()));
+        let converged = report.last_change <= 1e-9 * (1.0 + lmax);
+        let fp = match o.gradient {
+            NcpGradient::Cascade => None,
+            _ if nc == 0 => None,
+            g => {
+                let mu: Vec<f64> = contacts.iter().map(|c| c.mu).collect();
+                let (ln, lt) = (&report.lambda_n, &report.lambda_t);
+                let k =
+                    FixedPointKkt::new(&tape.gn, &tape.gt, &tape.gnt, &tape.bn, &tape.bt, ln, lt, &mu, o.friction_set)?;
+                // Auto: the cascade differentiates the truncated iteration as executed, but has no derivative
+                // when a pass's sub-problem is redundant (its rank jumps): then, or once converged, the fixed point
+                (g == NcpGradient::FixedPoint || converged || k.rank_deficient).then_some(k)
+            }
+        };
+        let fixed_point = fp.is_some();
         let mut kkts = Vec::with_capacity(tape.passes.len());
-        for p in &tape.passes {
+        for p in tape.passes.iter().filter(|_| !fixed_point) {
             let r: Vec<f64> = (0..nc).map(|i| contacts[i].mu * p.lambda_n[i]).collect();
             let kn = ReducedKkt::new(&tape.gn, &p.g_n, &p.lambda_n, ConstraintSet::Nonneg)?;
             let set = ConstraintSet::Friction { kind: o.friction_set, r: &r };
@@ -145,37 +245,31 @@ impl NcpSolver {
                 .iter()
                 .zip(&anchors)
                 .enumerate()
-                .map(|(i, (c, (pa, pb, n, t)))| {
-                    let (xa, xb) = (d.o_m[c.body_a], d.o_m[c.body_b]);
-                    let lift3 = |x: &Vec3| x.map(Dual64::from);
-                    let (a, b) = (xa.act_point(&lift3(pa)), xb.act_point(&lift3(pb)));
-                    let nd = xb.rot * lift3(n);
-                    let mut mu = Dual64::from(c.mu);
+                .map(|(i, (c, an))| {
+                    let mut g = an.geom(c, &d.o_m[c.body_a], &d.o_m[c.body_b]);
                     if mu_dir == Some(i) || (mat.is_some() && mat == mu_src[i]) {
-                        mu.eps = 1.0;
+                        g.mu.eps = 1.0;
                     }
-                    let mut restitution = Dual64::from(c.restitution);
                     if dir == ndir - 1 || (mat.is_some() && mat == eps_src[i]) {
-                        restitution.eps = 1.0;
+                        g.restitution.eps = 1.0;
                     }
-                    ContactGeom {
-                        body_a: c.body_a,
-                        body_b: c.body_b,
-                        point: a,
-                        normal: nd,
-                        tangents: [xb.rot * lift3(&t[0]), xb.rot * lift3(&t[1])],
-                        distance: Dual64::from(c.distance) + nd.dot(&(a - b)),
-                        mu,
-                        restitution,
-                    }
+                    g
                 })
                 .collect();
             let pre = prelude(model, dm, &mut d, &ws.body_joint, &q, &v, &uu, dt, &geoms, o)?;
-            // tangents of the impulses through the staggered passes
+            // tangents of the impulses: at the fixed point, or through the staggered passes
             let (mut dln, mut dlt) = (vec![0.0; nc], vec![0.0; 2 * nc]);
             let (mut ln, mut lt) = (vec![0.0; nc], tape.lt_warm.clone());
             let (dgn, dgt, dgnt) = (eps_mat(&pre.gn), eps_mat(&pre.gt), eps_mat(&pre.gnt));
             let gnt = pre.gnt.map(|x| x.re);
+            if let Some(fp) = &fp {
+                let dbn: Vec<f64> = pre.bn.iter().map(|v| v.eps).collect();
+                let dbt: Vec<f64> = pre.bt.iter().map(|v| v.eps).collect();
+                let dmu: Vec<f64> = geoms.iter().map(|g| g.mu.eps).collect();
+                (dln, dlt) = fp.jvp(&dgn, &dgt, &dgnt, &dbn, &dbt, &dmu);
+                ln.copy_from_slice(&report.lambda_n);
+                lt.copy_from_slice(&report.lambda_t);
+            }
             for (p, (kn, kt)) in tape.passes.iter().zip(&kkts) {
                 let dg_n: Vec<f64> = (0..nc)
                     .map(|i| {
@@ -254,6 +348,7 @@ mod tests {
                     restitution: 0.0,
                     shapes: None,
                     id: i as u64,
+                    radius: [0.0; 2],
                 })
                 .collect()
         };

@@ -1,0 +1,139 @@
+//! Implicit derivative of the converged staggered fixed point (spec 001 §3.3–3.5, §3.8–3.10): at a solution of
+//! the NCP both sub-problems' KKT conditions hold with the *same* impulses, so instead of chaining the
+//! derivatives of the executed passes (the cascade of §3.10) one linear system couples them:
+//! ```text
+//! [ G_n,FF   G_nt,FT    0 ] [dλ_n,F]   [ −(dG_n λ_n + dG_nt λ_t + db_n)_F ]
+//! [ G_tn,TF  H_t        A ] [dλ_t,T] = [ −(dG_t λ_t + dG_ntᵀλ_n + db_t)_T ]
+//! [ μ ∂c/∂r  Aᵀ         0 ] [dν    ]   [ −(∂c/∂r) dμ λ_n                  ]
+//! ```
+//! F: normal impulses not pinned at 0; T, H_t, A: the QCQP's free coordinates, Hessian and normalised active
+//! rows (`ReducedKkt`); the last row is the friction radius r = μ λ_n of a sliding contact moving with λ_n.
+//! Why: on ≥ 3 coplanar contacts that stick (a box flat on the floor) the tangential block G_t alone is
+//! rank-deficient and its rank *grows* under a tilt, so a single pass has no derivative there — but the coupled
+//! constraint set (all normal and tangential rows together) keeps its rank, so v⁺ of the fixed point is smooth.
+//! The system is singular whenever impulses are redundant; the minimum-norm solution (SVD pseudo-inverse,
+//! computed once per step and shared by every direction) has the unique J_nᵀdλ_n + J_tᵀdλ_t when the
+//! right-hand side is consistent, which constant rank guarantees (docs/gradients.md).
+use super::backward::ReducedKkt;
+use super::sets::{Active, ConstraintSet, FrictionSet};
+use crate::solver::SolverError;
+use nalgebra::DMatrix;
+
+/// Singular values below this fraction of the largest are treated as zero (redundant impulses).
+const SVD_TOL: f64 = 1e-11;
+
+/// The coupled KKT system at a converged (λ_n, λ_t), pseudo-inverted once.
+pub(crate) struct FixedPointKkt {
+    free_n: Vec<usize>,
+    free_t: Vec<usize>,
+    active: Vec<Active>,
+    pinv: DMatrix<f64>,
+    ln: Vec<f64>,
+    lt: Vec<f64>,
+    /// the coupled system is singular: the impulses are redundant (e.g. ≥ 3 coplanar contacts)
+    pub rank_deficient: bool,
+}
+
+impl FixedPointKkt {
+    /// Build at the impulses (λ_n, λ_t) of the blocks G_n (nc²), G_t (2nc × 2nc), G_nt (nc × 2nc) and offsets
+    /// b_n, b_t, with friction coefficients μ per contact.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        gn: &DMatrix<f64>,
+        gt: &DMatrix<f64>,
+        gnt: &DMatrix<f64>,
+        bn: &[f64],
+        bt: &[f64],
+        ln: &[f64],
+        lt: &[f64],
+        mu: &[f64],
+        kind: FrictionSet,
+    ) -> Result<Self, SolverError> {
+        let nc = ln.len();
+        let g_n: Vec<f64> = (0..nc).map(|i| bn[i] + (0..2 * nc).map(|k| gnt[(i, k)] * lt[k]).sum::<f64>()).collect();
+        let g_t: Vec<f64> = (0..2 * nc).map(|k| bt[k] + (0..nc).map(|i| gnt[(i, k)] * ln[i]).sum::<f64>()).collect();
+        let r: Vec<f64> = (0..nc).map(|i| mu[i] * ln[i]).collect();
+        let kn = ReducedKkt::new(gn, &g_n, ln, ConstraintSet::Nonneg)?;
+        let kt = ReducedKkt::new(gt, &g_t, lt, ConstraintSet::Friction { kind, r: &r })?;
+        let (free_n, free_t) = (kn.free().to_vec(), kt.free().to_vec());
+        let (nfn, nft) = (free_n.len(), free_t.len());
+        let active = kt.active().to_vec();
+        let m = nfn + nft + active.len();
+        let mut k = DMatrix::zeros(m, m);
+        let mut pos_n = vec![usize::MAX; nc];
+        for (a, &i) in free_n.iter().enumerate() {
+            pos_n[i] = a;
+            for (b, &j) in free_n.iter().enumerate() {
+                k[(a, b)] = gn[(i, j)];
+            }
+            for (b, &t) in free_t.iter().enumerate() {
+                k[(a, nfn + b)] = gnt[(i, t)];
+                k[(nfn + b, a)] = gnt[(i, t)];
+            }
+        }
+        let kt_m = kt.matrix();
+        for a in 0..kt_m.nrows() {
+            for b in 0..kt_m.ncols() {
+                k[(nfn + a, nfn + b)] = kt_m[(a, b)];
+            }
+        }
+        for (c, act) in active.iter().enumerate() {
+            let a = pos_n[act.index];
+            if a != usize::MAX {
+                k[(nfn + nft + c, a)] = act.d_dr * mu[act.index];
+            }
+        }
+        let (pinv, rank_deficient) = if m == 0 {
+            (DMatrix::zeros(0, 0), false)
+        } else {
+            let svd = k.svd(true, true);
+            let tol = SVD_TOL * svd.singular_values.max().max(1e-300);
+            let deficient = svd.singular_values.iter().any(|&s| s <= tol);
+            let p = svd
+                .pseudo_inverse(tol)
+                .map_err(|e| SolverError::BadInput { solver: "ncp", problem: format!("fixed-point KKT: {e}") })?;
+            (p, deficient)
+        };
+        Ok(FixedPointKkt { free_n, free_t, active, pinv, ln: ln.to_vec(), lt: lt.to_vec(), rank_deficient })
+    }
+
+    /// (dλ_n, dλ_t) for perturbations of the blocks, offsets and friction coefficients.
+    pub fn jvp(
+        &self,
+        dgn: &DMatrix<f64>,
+        dgt: &DMatrix<f64>,
+        dgnt: &DMatrix<f64>,
+        dbn: &[f64],
+        dbt: &[f64],
+        dmu: &[f64],
+    ) -> (Vec<f64>, Vec<f64>) {
+        let (ln, lt) = (&self.ln, &self.lt);
+        let (nc, nfn, nft) = (ln.len(), self.free_n.len(), self.free_t.len());
+        let mut rhs = Vec::with_capacity(self.pinv.nrows());
+        for &i in &self.free_n {
+            let s = (0..nc).map(|j| dgn[(i, j)] * ln[j]).sum::<f64>()
+                + (0..2 * nc).map(|k| dgnt[(i, k)] * lt[k]).sum::<f64>()
+                + dbn[i];
+            rhs.push(-s);
+        }
+        for &k in &self.free_t {
+            let s = (0..2 * nc).map(|l| dgt[(k, l)] * lt[l]).sum::<f64>()
+                + (0..nc).map(|i| dgnt[(i, k)] * ln[i]).sum::<f64>()
+                + dbt[k];
+            rhs.push(-s);
+        }
+        for act in &self.active {
+            rhs.push(-act.d_dr * dmu[act.index] * ln[act.index]);
+        }
+        let x = &self.pinv * nalgebra::DVector::from_vec(rhs);
+        let (mut dln, mut dlt) = (vec![0.0; nc], vec![0.0; 2 * nc]);
+        for (a, &i) in self.free_n.iter().enumerate() {
+            dln[i] = x[a];
+        }
+        for (b, &k) in self.free_t.iter().enumerate() {
+            dlt[k] = x[nfn + b];
+        }
+        let _ = nft;
+        (dln, dlt)
+    }
+}
