@@ -22,6 +22,7 @@ fn scene(n: usize) -> Model {
         pose: (Vec3::zeros(), Quat::identity()),
         kind,
         friction: DEFAULT_FRICTION,
+        restitution: 0.0,
         contype: 1,
         conaffinity: 1,
     };

@@ -89,8 +89,8 @@ pub fn aba_derivatives_dual(model: &Model, q: &[f64], v: &[f64], tau: &[f64]) ->
     dual_derivatives(&DynModel::from_model(model)?, q, v, tau, aba)
 }
 /// ∂f/∂θ_sel (nv × |sel|) of f = RNEA(q, v, a) (`which_aba = false`) or ABA(q, v, τ) (`true`) w.r.t. the
-/// selected model parameters (masses, COM inertias, joint anchors; `Model::param_table`), by dual numbers of
-/// the same generic algorithms (one pass per parameter).
+/// selected model parameters (masses, COM inertias, joint anchors; `Model::param_table`; contact material:
+/// zero columns), by dual numbers of the same generic algorithms (one pass per parameter).
 pub fn param_derivatives(
     model: &Model,
     q: &[f64],
@@ -105,6 +105,9 @@ pub fn param_derivatives(
     let (qd, vd, wd) = (lift(q), lift(v), lift(w));
     let mut out = DMatrix::zeros(model.nv(), sel.len());
     for (c, &i) in sel.indices.iter().enumerate() {
+        if table.kinds[i].is_contact_material() {
+            continue; // not read by the dynamics: a zero column
+        }
         let mut th = lift(&theta);
         th[i].eps = 1.0;
         let dm: DynModel<Dual64> = DynModel::build(model, &table, &th)?;
@@ -176,7 +179,7 @@ mod tests {
         let q = [0.3, -0.5, 0.2, 1.1, -0.4, 0.6, 0.1];
         let v = [0.2, -0.1, 0.3, 0.5, -0.2, 0.1, 0.4];
         let w = [1.0, -2.0, 0.5, 0.3, 0.2, -0.1, 0.05];
-        let sel = torsion_model::ParamSelection::all(&m);
+        let sel = torsion_model::ParamSelection::dynamics(&m);
         let theta = m.param_vector();
         for which_aba in [false, true] {
             let an = param_derivatives(&m, &q, &v, &w, &sel, which_aba).unwrap();
@@ -188,7 +191,7 @@ mod tests {
                     let mut mm = m.clone();
                     let mut th = theta.clone();
                     th[i] += s;
-                    mm.params_set(&sel, &th).unwrap();
+                    mm.params_set(&torsion_model::ParamSelection::all(&m), &th).unwrap();
                     let dm: DynModel<f64> = DynModel::from_model(&mm).unwrap();
                     let mut d = DynData::new(&dm);
                     if which_aba {

@@ -42,7 +42,7 @@ fn step(
     s: &GenState,
 ) -> Result<(NcpReport, GenState), ExperimentError> {
     let p = Phys { mu: MU, mass: 1.0, eps: 0.5, init: [0.0; 4] };
-    let solver = c.scene.solver(&p, FrictionSet::Cone, k, 0.0);
+    let solver = c.scene.solver(FrictionSet::Cone, k, 0.0);
     let model = c.scene.model_with_mass(1.0);
     let mut own;
     let ws = match ws {
@@ -54,7 +54,10 @@ fn step(
     };
     solver.detect(&model, ws, &s.q)?;
     let mut frames = ws.frames.clone();
-    frames.iter_mut().for_each(|f| f.mu = MU);
+    frames.iter_mut().for_each(|f| {
+        f.mu = MU;
+        f.restitution = p.eps;
+    });
     let mut next = s.clone();
     let u = vec![0.0; model.nv()];
     let rep = solver.step_with_contacts(&model, &mut ws.ncp, s, &u, DT, &frames, &mut next)?;
@@ -92,7 +95,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         }
         let first = |v: &[f64]| v.iter().position(|&x| x <= 1e-6).map(|i| i + 1);
         // ADMM iterations along a rollout at n_step = 10 (warm starts across steps, as in use)
-        let solver = c.scene.solver(&Phys { mu: MU, mass: 1.0, eps: 0.5, init: [0.0; 4] }, FrictionSet::Cone, 10, 0.0);
+        let solver = c.scene.solver(FrictionSet::Cone, 10, 0.0);
         let mut ws = Solver::workspace(&solver, &c.scene.model_with_mass(1.0))?;
         let (mut qp, mut qcqp, mut unconverged) = (vec![], vec![], 0usize);
         let mut s = c.state.clone();

@@ -27,7 +27,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let sc = Scene::new(false, 1.0, 0.0, 0.0, [0.0, 0.0], 0.0)?;
     // the pyramid axes: the floor contacts' first tangent at the start
     let probe = Phys { mu: MU_TRUE, mass: 1.0, eps: 0.0, init: [0.0; 4] };
-    let solver = sc.solver(&probe, FrictionSet::Cone, 10, 0.0);
+    let solver = sc.solver(FrictionSet::Cone, 10, 0.0);
     let mut ws = Solver::workspace(&solver, &sc.model)?;
     solver.detect(&sc.model, &mut ws, &sc.initial(&probe).q)?;
     let tangent_angle = ws.frames.first().map_or(f64::NAN, |f| f.tangents[0].y.atan2(f.tangents[0].x));

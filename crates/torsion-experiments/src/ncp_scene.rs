@@ -91,8 +91,9 @@ impl Scene {
         GenState { q, v }
     }
 
-    pub fn solver(&self, p: &Phys, set: FrictionSet, n_step: usize, tolerance: f64) -> NcpSolver {
-        let mut o = NcpOptions { n_step, tolerance, restitution: p.eps, friction_set: set, ..Default::default() };
+    /// The stepper (restitution is per contact: `simulate` sets the frames' μ and ε).
+    pub fn solver(&self, set: FrictionSet, n_step: usize, tolerance: f64) -> NcpSolver {
+        let mut o = NcpOptions { n_step, tolerance, friction_set: set, ..Default::default() };
         o.collision.margin = self.margin;
         NcpSolver::new(o)
     }
@@ -122,7 +123,7 @@ pub fn simulate(
     jac: bool,
 ) -> Result<Rollout, ExperimentError> {
     let model = sc.model_with_mass(p.mass);
-    let solver = sc.solver(p, set, n_step, tolerance);
+    let solver = sc.solver(set, n_step, tolerance);
     let mut ws = Solver::workspace(&solver, &model)?;
     let nv = model.nv();
     let nb = if sc.two { 2 } else { 1 };
@@ -159,9 +160,11 @@ pub fn simulate(
     for t in 1..=steps {
         solver.detect(&model, &mut ws, &s.q)?;
         let mut frames = ws.frames.clone();
-        // per-pair friction (spec 001 §6 item 10): floor–A unknown μ, floor–B known, A–B frictionless
+        // per-pair friction (spec 001 §6 item 10): floor–A unknown μ, floor–B known, A–B frictionless; one
+        // restitution ε at every contact (its column: `d_restitution`, the common shift of all contacts' ε)
         let mut a_floor = vec![];
         for (i, f) in frames.iter_mut().enumerate() {
+            f.restitution = p.eps;
             let pair = (f.body_a.min(f.body_b), f.body_a.max(f.body_b));
             f.mu = match pair {
                 (0, 1) => {

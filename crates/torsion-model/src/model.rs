@@ -375,6 +375,21 @@ impl Model {
         if let Some(s) = self.shapes.iter().find(|s| s.body >= nb) {
             return Err(ModelError::Invalid(format!("shape '{}': body index {} out of range", s.name, s.body)));
         }
+        for s in &self.shapes {
+            let mu = s.friction[0];
+            if !(mu >= 0.0 && mu.is_finite()) {
+                return Err(ModelError::Invalid(format!(
+                    "shape '{}': sliding friction (shape_friction) must be ≥ 0 and finite, got {mu}",
+                    s.name
+                )));
+            }
+            if !(0.0..=1.0).contains(&s.restitution) {
+                return Err(ModelError::Invalid(format!(
+                    "shape '{}': restitution (shape_restitution) must be in [0, 1], got {}",
+                    s.name, s.restitution
+                )));
+            }
+        }
         if !(self.dt > 0.0 && self.dt.is_finite()) {
             return Err(ModelError::Invalid(format!("dt must be positive and finite, got {}", self.dt)));
         }

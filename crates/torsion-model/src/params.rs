@@ -1,8 +1,12 @@
 //! The named, flat view of differentiable model quantities (design.md §1 `Params` / `ModelGrad`).
 //!
 //! Every dynamic body contributes its mass and the 6 entries of its inertia; every joint its two anchors
-//! r (parent side) and t (child side), 3 entries each (= link geometry); every spring its 6 constants.
-//! Joint axes and limits are not differentiable. A `ModelGrad` is a `Vec<f64>` of the table's length.
+//! r (parent side) and t (child side), 3 entries each (= link geometry); every spring its 6 constants; every
+//! shape its contact material: sliding friction `shape_friction[shape]` (= `friction[0]`) and Newton restitution
+//! `shape_restitution[shape]` (read by the contact solvers, which combine a pair's two shapes by the maximum;
+//! the other solvers do not read them: their columns are zero). Shapes are named by `Shape::name`; a name
+//! that several shapes share gets the shape's index appended (`shape_friction[geom#3]`) so every entry has one
+//! name. Joint axes and limits are not differentiable. A `ModelGrad` is a `Vec<f64>` of the table's length.
 use crate::error::ModelError;
 use crate::model::Model;
 
@@ -22,6 +26,18 @@ pub enum ParamKind {
     AnchorChild(usize, usize),
     /// joint, field index into [`SPRING_NAMES`]
     Spring(usize, usize),
+    /// shape: sliding friction coefficient `shapes[k].friction[0]` (≥ 0)
+    ShapeFriction(usize),
+    /// shape: Newton restitution coefficient `shapes[k].restitution` (∈ [0, 1])
+    ShapeRestitution(usize),
+}
+
+impl ParamKind {
+    /// A contact-material parameter (shape friction / restitution): read by the contact solvers only, never by
+    /// the rigid-body dynamics (`scatter_params` ignores it).
+    pub fn is_contact_material(&self) -> bool {
+        matches!(self, ParamKind::ShapeFriction(_) | ParamKind::ShapeRestitution(_))
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -54,6 +70,12 @@ impl ParamSelection {
     }
     pub fn all(model: &Model) -> Self {
         Self { indices: (0..model.param_table().len()).collect() }
+    }
+    /// Every parameter but the contact material: the quantities the rigid-body dynamics reads (masses, inertias,
+    /// joint anchors, springs).
+    pub fn dynamics(model: &Model) -> Self {
+        let t = model.param_table();
+        Self { indices: (0..t.len()).filter(|&i| !t.kinds[i].is_contact_material()).collect() }
     }
     pub fn by_names(model: &Model, names: &[&str]) -> Result<Self, ModelError> {
         let t = model.param_table();
@@ -104,7 +126,24 @@ impl Model {
                 }
             }
         }
+        for k in 0..self.shapes.len() {
+            let n = self.shape_param_name(k);
+            names.push(format!("shape_friction[{n}]"));
+            kinds.push(ParamKind::ShapeFriction(k));
+            names.push(format!("shape_restitution[{n}]"));
+            kinds.push(ParamKind::ShapeRestitution(k));
+        }
         ParamTable { names, kinds }
+    }
+
+    /// The name of shape k inside parameter names: its `name`, or `name#k` when another shape has the same name.
+    pub fn shape_param_name(&self, k: usize) -> String {
+        let name = &self.shapes[k].name;
+        if self.shapes.iter().enumerate().any(|(i, s)| i != k && s.name == *name) {
+            format!("{name}#{k}")
+        } else {
+            name.clone()
+        }
     }
 
     pub fn param_get(&self, k: ParamKind) -> f64 {
@@ -120,6 +159,8 @@ impl Model {
                 let s = self.joint_spring[j].as_ref().expect("spring parameter of a joint without spring");
                 [s.k, s.alpha1, s.alpha2, s.l1, s.l2, s.x_rest][f]
             }
+            ParamKind::ShapeFriction(k) => self.shapes[k].friction[0],
+            ParamKind::ShapeRestitution(k) => self.shapes[k].restitution,
         }
     }
 
@@ -145,6 +186,8 @@ impl Model {
                     }
                 }
             }
+            ParamKind::ShapeFriction(k) => self.shapes[k].friction[0] = v,
+            ParamKind::ShapeRestitution(k) => self.shapes[k].restitution = v,
         }
     }
 
@@ -159,7 +202,8 @@ impl Model {
         sel.indices.iter().map(|&i| self.param_get(t.kinds[i])).collect()
     }
 
-    /// Write the values of a selection; the model is validated afterwards (mass > 0, inertia SPD).
+    /// Write the values of a selection; the model is validated afterwards (mass > 0, inertia SPD, shape friction
+    /// ≥ 0, restitution in [0, 1]) and left unchanged on error.
     pub fn params_set(&mut self, sel: &ParamSelection, values: &[f64]) -> Result<(), ModelError> {
         if values.len() != sel.len() {
             return Err(ModelError::ParamLength { got: values.len(), expected: sel.len() });
@@ -187,7 +231,8 @@ impl Model {
 }
 
 /// Write a parameter vector θ (table order) into per-body masses and COM inertias and per-joint anchors r / t
-/// and spring constants: the one place where θ is decoded (used by every solver's θ → data step).
+/// and spring constants: the one place where θ is decoded (used by every solver's θ → data step). Contact
+/// material entries are skipped (the contact solvers read them per contact, `ncp/tangent.rs`).
 #[allow(clippy::too_many_arguments)]
 pub fn scatter_params<T: torsion_math::Scalar>(
     table: &ParamTable,
@@ -214,6 +259,54 @@ pub fn scatter_params<T: torsion_math::Scalar>(
                     s[f] = v
                 }
             }
+            ParamKind::ShapeFriction(_) | ParamKind::ShapeRestitution(_) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn box_on_floor() -> Model {
+        let xml = r#"<mujoco><worldbody><geom name="floor" type="plane" size="5 5 0.1" friction="0.3"/>
+            <body name="b" pos="0 0 0.2"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1"/></body>
+            </worldbody></mujoco>"#;
+        crate::io::mjcf::load_mjcf_str(xml, "box.xml", None).unwrap()
+    }
+
+    #[test]
+    fn shape_material_parameters_by_name() {
+        let mut m = box_on_floor();
+        let t = m.param_table();
+        let names = ["shape_friction[floor]", "shape_restitution[floor]", "shape_friction[b/geom0]"];
+        for n in names {
+            assert!(t.names.iter().any(|x| x == n), "{n} in {:?}", t.names);
+        }
+        let sel = ParamSelection::by_names(&m, &names).unwrap();
+        assert_eq!(m.params_get(&sel), vec![0.3, 0.0, 1.0]);
+        m.params_set(&sel, &[0.5, 0.25, 0.7]).unwrap();
+        assert_eq!((m.shapes[0].friction[0], m.shapes[0].restitution, m.shapes[1].friction[0]), (0.5, 0.25, 0.7));
+        // out of range: a clear error naming the parameter and the shape, the model unchanged
+        for (n, v) in [("shape_friction[floor]", -0.1), ("shape_restitution[floor]", 1.5)] {
+            let e = m.param_set_by_name(n, v).unwrap_err().to_string();
+            assert!(e.contains(&n[..n.find('[').unwrap()]) && e.contains("'floor'"), "{e}");
+        }
+        assert_eq!((m.shapes[0].friction[0], m.shapes[0].restitution), (0.5, 0.25));
+        assert!(ParamSelection::by_prefix(&m, "body_mass[").len() == 1);
+        assert_eq!(ParamSelection::by_prefix(&m, "shape_").len(), 4);
+    }
+
+    #[test]
+    fn shared_shape_names_get_their_index() {
+        let mut m = box_on_floor();
+        let mut s = m.shapes[1].clone();
+        s.name = "floor".into();
+        m.shapes.push(s);
+        let t = m.param_table();
+        assert!(t.index("shape_friction[floor#0]").is_ok() && t.index("shape_restitution[floor#2]").is_ok());
+        assert!(t.index("shape_friction[floor]").is_err());
+        let unique: std::collections::HashSet<_> = t.names.iter().collect();
+        assert_eq!(unique.len(), t.len());
     }
 }

@@ -15,6 +15,10 @@ pub struct Shape {
     pub kind: ShapeKind,
     /// MuJoCo friction (sliding, torsional, rolling); loaders default to MuJoCo's (1, 0.005, 0.0001)
     pub friction: [f64; 3],
+    /// Newton restitution coefficient ε ∈ [0, 1] (torsion's; MJCF and URDF have no such attribute, loaders set
+    /// 0): the contact solvers use the larger of a pair's two values, like the sliding friction. Set it in code
+    /// or through the parameter `shape_restitution[name]` (`Model::param_set_by_name`).
+    pub restitution: f64,
     /// MuJoCo collision bitmasks: two shapes may collide if `contype` of one ANDs `conaffinity` of the other
     pub contype: u32,
     pub conaffinity: u32,

@@ -196,7 +196,8 @@ impl PyModel {
     }
 
     /// Every differentiable parameter name, in table order (`body_mass[link]`, `body_inertia[link].ixy`,
-    /// `joint_anchor_parent[joint].x`, `joint_anchor_child[joint].z`, `joint_spring[joint].k`, ...).
+    /// `joint_anchor_parent[joint].x`, `joint_anchor_child[joint].z`, `joint_spring[joint].k`,
+    /// `shape_friction[shape]`, `shape_restitution[shape]`, ...).
     #[getter]
     fn param_names(&self) -> Vec<String> {
         self.inner.param_table().names
@@ -213,8 +214,8 @@ impl PyModel {
         let v = self.inner.params_get(&sel);
         out(py, &[v.len()], v)
     }
-    /// Write the named parameters (all if `names` is None); the model is validated (mass > 0, inertia SPD) and
-    /// left unchanged on error.
+    /// Write the named parameters (all if `names` is None); the model is validated (mass > 0, inertia SPD, shape
+    /// friction ≥ 0, restitution in [0, 1]) and left unchanged on error.
     #[pyo3(signature = (names, values))]
     fn params_set(&mut self, names: Option<Vec<String>>, values: &Bound<'_, PyAny>) -> PyResult<()> {
         let sel = selection(&self.inner, names.as_deref())?;

@@ -402,12 +402,13 @@ solver_methods!(PyFeatherstone, {
 solver_methods!(PyNcp, {
     /// Velocity-level frictional contact by staggered projections (spec 001): collision detection from the
     /// model's shapes, an ADMM QP (normal impulses) and QCQP (exact Coulomb disk, or a pyramid), `n_step`
-    /// passes, Newton restitution, optional Baumgarte gain (1/s), speculative contact margin (m).
+    /// passes, Newton restitution, optional Baumgarte gain (1/s), speculative contact margin (m). A pair's
+    /// friction and restitution are the larger of its two shapes' parameters `shape_friction[shape]`,
+    /// `shape_restitution[shape]` (model parameters, differentiable).
     #[new]
-    #[pyo3(signature = (n_step=10, restitution=0.0, friction_set="cone", baumgarte=0.0, tolerance=0.0, margin=0.01, passive=true))]
+    #[pyo3(signature = (n_step=10, friction_set="cone", baumgarte=0.0, tolerance=0.0, margin=0.01, passive=true))]
     fn new(
         n_step: usize,
-        restitution: f64,
         friction_set: &str,
         baumgarte: f64,
         tolerance: f64,
@@ -420,27 +421,19 @@ solver_methods!(PyNcp, {
             "diamond" => FrictionSet::DiamondPyramid,
             o => return Err(PyValueError::new_err(format!("friction_set: 'cone', 'box' or 'diamond', got '{o}'"))),
         };
-        if !(0.0..=1.0).contains(&restitution) {
-            return Err(PyValueError::new_err(format!("restitution must be in [0, 1], got {restitution}")));
-        }
         let ok = n_step > 0 && [margin, baumgarte, tolerance].iter().all(|v| v.is_finite() && *v >= 0.0);
         if !ok {
             return Err(PyValueError::new_err(
                 "n_step must be ≥ 1, margin, baumgarte and tolerance finite and ≥ 0".to_string(),
             ));
         }
-        let mut o =
-            NcpOptions { n_step, restitution, friction_set, baumgarte, tolerance, passive, ..Default::default() };
+        let mut o = NcpOptions { n_step, friction_set, baumgarte, tolerance, passive, ..Default::default() };
         o.collision.margin = margin;
         Ok(PyNcp { solver: NcpSolver::new(o), cache: Mutex::new(None) })
     }
     #[getter]
     fn n_step(&self) -> usize {
         self.solver.options.n_step
-    }
-    #[getter]
-    fn restitution(&self) -> f64 {
-        self.solver.options.restitution
     }
     #[getter]
     fn friction_set(&self) -> &'static str {
@@ -472,7 +465,7 @@ solver_methods!(PyNcp, {
     }
     fn __repr__(&self) -> String {
         let o = &self.solver.options;
-        format!("NcpSolver(n_step={}, restitution={}, friction_set='{}')", o.n_step, o.restitution, self.friction_set())
+        format!("NcpSolver(n_step={}, friction_set='{}')", o.n_step, self.friction_set())
     }
 });
 

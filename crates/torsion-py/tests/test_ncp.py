@@ -1,5 +1,6 @@
 """The contact stepper (spec 001) from Python: an MJCF box dropped on a plane lands, slides and stops; the rollout
-gradient through sliding contact matches finite differences; bad options raise."""
+gradient through sliding contact (controls; the shapes' friction parameters) matches finite differences; bad options
+and out-of-range contact parameters raise."""
 import numpy as np
 import pytest
 
@@ -8,8 +9,8 @@ from conftest import rel_err
 
 MU = 0.3
 XML = f"""<mujoco><option timestep="0.01" gravity="0 0 -9.81"/><worldbody>
-<geom type="plane" size="5 5 0.1" friction="{MU}"/>
-<body pos="0 0 0.2"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="2" friction="{MU}"/></body>
+<geom name="floor" type="plane" size="5 5 0.1" friction="{MU}"/>
+<body pos="0 0 0.2"><freejoint/><geom name="box" type="box" size="0.1 0.1 0.1" mass="2" friction="{MU}"/></body>
 </worldbody></mujoco>"""
 
 
@@ -51,6 +52,39 @@ def test_bad_options_raise():
     with pytest.raises(ValueError):
         torsion.NcpSolver(friction_set="square")
     with pytest.raises(ValueError):
-        torsion.NcpSolver(restitution=1.5)
-    with pytest.raises(ValueError):
         torsion.NcpSolver(n_step=0)
+
+
+MATERIAL = ["shape_friction[floor]", "shape_restitution[floor]", "shape_friction[box]", "shape_restitution[box]"]
+
+
+def test_contact_material_parameters_are_listed(box):
+    names = box.param_names
+    assert all(n in names for n in MATERIAL)
+    assert box.params_select("shape_") == MATERIAL
+    np.testing.assert_array_equal(box.params_get(MATERIAL), [MU, 0.0, MU, 0.0])
+    with pytest.raises(ValueError, match="restitution"):
+        box.params_set(["shape_restitution[floor]"], [1.5])
+    with pytest.raises(ValueError, match="friction"):
+        box.params_set(["shape_friction[box]"], [-0.1])
+    np.testing.assert_array_equal(box.params_get(MATERIAL), [MU, 0.0, MU, 0.0])
+
+
+def test_friction_parameter_gradient_matches_finite_differences(box):
+    # the box's friction (0.4) is the larger: it sets the pair's μ, the floor's has no effect
+    m = box.with_params(["shape_friction[box]"], [0.4])
+    s = torsion.NcpSolver()
+    x0 = s.initial_state(m, q=[0, 0, 0.0999, 1, 0, 0, 0], v=[0, 0, 0, 1.5, 0, 0])
+    u = np.zeros((12, 6))
+    u[:, 3] = 1.0
+    xs = torsion.rollout(m, s, x0, u)
+    dl = np.zeros_like(xs)
+    dl[-1, 0] = 1.0  # L = final x
+    names = ["shape_friction[box]", "shape_friction[floor]"]
+    g = torsion.rollout_vjp(m, s, xs, u, dl, param_names=names)
+    f = lambda mu: torsion.rollout(m.with_params(["shape_friction[box]"], [mu]), s, x0, u)[-1, 0]
+    h = 1e-6
+    num = (f(0.4 + h) - f(0.4 - h)) / (2 * h)
+    assert num < -1e-3  # more friction, shorter slide
+    assert rel_err(g.params[:1], [num]) < 1e-6
+    assert g.params[1] == 0.0

@@ -31,7 +31,7 @@ fn boxes(n: usize, gravity: Vec3) -> Model {
 /// floor z = 0 (the same points at any nearby state: a fixed contact set, as the Jacobians assume). Three, not
 /// the four corners: with four, G_n has rank 3, λ_n is not unique, and with any spin the per-contact friction
 /// radii μλ_n(i) — hence v⁺ — depend on how λ_n is shared, so finite differences are ill-posed.
-fn floor(m: &Model, s: &GenState, mu: f64) -> Vec<ContactFrame> {
+fn floor(m: &Model, s: &GenState, mu: f64, eps: f64) -> Vec<ContactFrame> {
     let (x, r) = m.forward_kinematics(&s.q).unwrap()[1];
     [(-1.0, -1.0), (1.0, -1.0), (0.0, 1.0)]
         .iter()
@@ -46,6 +46,8 @@ fn floor(m: &Model, s: &GenState, mu: f64) -> Vec<ContactFrame> {
                 tangents: [Vec3::x(), Vec3::y()],
                 distance: p.z,
                 mu,
+                restitution: eps,
+                shapes: None,
                 id: i as u64,
                 radius: [0.0; 2],
             }
@@ -95,20 +97,21 @@ fn check(name: &str, an: &DMatrix<f64>, fd: &DMatrix<f64>) {
 fn sliding_box_jacobians_match_finite_differences() {
     let m = boxes(1, Vec3::new(0.0, 0.0, -9.81));
     let fs = FeatherstoneSolver::default();
-    let solver = NcpSolver::new(NcpOptions { restitution: 0.2, ..Default::default() });
+    let solver = NcpSolver::new(NcpOptions::default());
+    let eps = 0.2;
     let q = vec![0.01, -0.02, HE - 1e-4, 1.0, 0.0, 0.0, 0.0];
     let s = GenState { q, v: vec![0.0, 0.0, 0.2, 0.8, 0.3, 0.0] };
     let u = [0.1, -0.2, 0.05, 1.0, 0.5, 0.0];
     let mu = 0.3;
     let sel = ParamSelection::by_prefix(&m, "body_mass[");
     let mut ws = solver.contact_workspace(&m).unwrap();
-    let c = floor(&m, &s, mu);
+    let c = floor(&m, &s, mu, eps);
     let (jac, next, rep) = solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &c, &sel).unwrap();
     assert!(rep.lambda_n.iter().sum::<f64>() > 0.0, "in contact");
     let step = |st: &GenState, uu: &[f64], mm: &Model, mu: f64| {
         let mut w = solver.contact_workspace(mm).unwrap();
         let mut o = st.clone();
-        solver.step_with_contacts(mm, &mut w, st, uu, DT, &floor(mm, st, mu), &mut o).unwrap();
+        solver.step_with_contacts(mm, &mut w, st, uu, DT, &floor(mm, st, mu, eps), &mut o).unwrap();
         o
     };
     let local = |a: &GenState, b: &GenState| fs.local_diff(&m, a, b);
@@ -161,9 +164,9 @@ fn landing_box_jacobians_match_finite_differences() {
     let mu = 0.2;
     let s = GenState { q: vec![0.0, 0.0, HE - 2e-4, 1.0, 0.0, 0.0, 0.0], v: vec![0.1, -0.1, 0.0, 2.0, 0.0, -1.0] };
     let u = [0.0; 6];
-    let solver = NcpSolver::new(NcpOptions { restitution: eps, ..Default::default() });
+    let solver = NcpSolver::new(NcpOptions::default());
     let mut ws = solver.contact_workspace(&m).unwrap();
-    let c = floor(&m, &s, mu);
+    let c = floor(&m, &s, mu, eps);
     let (jac, next, rep) =
         solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &c, &ParamSelection::none()).unwrap();
     for k in 0..c.len() {
@@ -171,10 +174,9 @@ fn landing_box_jacobians_match_finite_differences() {
         assert!((lt - mu * rep.lambda_n[k]).abs() < 1e-9 * lt.max(1e-12) + 1e-14, "contact {k} slides");
     }
     let step = |st: &GenState, e: f64, mu: f64| {
-        let sv = NcpSolver::new(NcpOptions { restitution: e, ..Default::default() });
-        let mut w = sv.contact_workspace(&m).unwrap();
+        let mut w = solver.contact_workspace(&m).unwrap();
         let mut o = st.clone();
-        sv.step_with_contacts(&m, &mut w, st, &u, DT, &floor(&m, st, mu), &mut o).unwrap();
+        solver.step_with_contacts(&m, &mut w, st, &u, DT, &floor(&m, st, mu, e), &mut o).unwrap();
         o
     };
     let local = |a: &GenState, b: &GenState| fs.local_diff(&m, a, b);
@@ -200,7 +202,7 @@ fn landing_box_jacobians_match_finite_differences() {
 fn two_box_impact_jacobians_match_finite_differences() {
     let m = boxes(2, Vec3::zeros());
     let fs = FeatherstoneSolver::default();
-    let solver = NcpSolver::new(NcpOptions { restitution: 0.3, ..Default::default() });
+    let solver = NcpSolver::new(NcpOptions::default());
     let s = GenState {
         q: vec![0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 2.0 * HE - 1e-4, 0.01, 1.0, 1.0, 0.0, 0.0, 0.0],
         v: vec![0.0, 0.0, 0.1, 1.0, 0.2, 0.1, 0.0, 0.0, 0.0, -0.2, 0.0, 0.0],
@@ -224,6 +226,8 @@ fn two_box_impact_jacobians_match_finite_differences() {
                     tangents: [rb.rotate(&Vec3::y()), rb.rotate(&-Vec3::z())],
                     distance: -rb.rotate_inv(&(p - xb)).x - HE,
                     mu: 0.05,
+                    restitution: 0.3,
+                    shapes: None,
                     id: i as u64,
                     radius: [0.0; 2],
                 }
@@ -283,6 +287,8 @@ fn rolling_ball_sticking_jacobians_match_finite_differences() {
             tangents: [Vec3::x(), Vec3::y()],
             distance: p.z,
             mu,
+            restitution: 0.0,
+            shapes: None,
             id: 0,
             radius: [0.0; 2],
         }]
@@ -330,7 +336,7 @@ fn rolling_ball_sticking_jacobians_match_finite_differences() {
 }
 
 /// The four bottom corners of box 0 as floor contacts (material points; see `floor`).
-fn floor4(m: &Model, s: &GenState, mu: f64) -> Vec<ContactFrame> {
+fn floor4(m: &Model, s: &GenState, mu: f64, eps: f64) -> Vec<ContactFrame> {
     let (x, r) = m.forward_kinematics(&s.q).unwrap()[1];
     [(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)]
         .iter()
@@ -345,6 +351,8 @@ fn floor4(m: &Model, s: &GenState, mu: f64) -> Vec<ContactFrame> {
                 tangents: [Vec3::x(), Vec3::y()],
                 distance: p.z,
                 mu,
+                restitution: eps,
+                shapes: None,
                 id: i as u64,
                 radius: [0.0; 2],
             }
@@ -366,10 +374,10 @@ fn sticking_box_on_coplanar_contacts_matches_finite_differences() {
     let u = [0.1, -0.2, 0.05, 0.5, -0.3, 0.0];
     let sel = ParamSelection::by_prefix(&m, "body_mass[");
     for n in [3usize, 4] {
-        let contacts = |st: &GenState, mu: f64| if n == 3 { floor(&m, st, mu) } else { floor4(&m, st, mu) };
+        // restitution ε = 0.5 at every contact
+        let contacts = |st: &GenState, mu: f64| if n == 3 { floor(&m, st, mu, 0.5) } else { floor4(&m, st, mu, 0.5) };
         // converged passes: the derivative is that of the NCP solution
-        let opts =
-            |g| NcpOptions { n_step: 500, tolerance: 1e-14, restitution: 0.5, gradient: g, ..Default::default() };
+        let opts = |g| NcpOptions { n_step: 500, tolerance: 1e-14, gradient: g, ..Default::default() };
         let solver = NcpSolver::new(opts(NcpGradient::Auto));
         let mut ws = solver.contact_workspace(&m).unwrap();
         let (jac, next, rep) =

@@ -99,6 +99,129 @@ fn sliding_rollout_gradient_matches_finite_differences() {
     assert!(ws.is_ok());
 }
 
+/// The box on the floor with distinct contact materials: the pair takes the larger of the two shapes' friction
+/// (the box's here) and restitution (the floor's).
+fn material_scene() -> Model {
+    let mut m = scene();
+    for (name, v) in [("shape_friction[floor]", 0.25), ("shape_friction[box]", 0.4), ("shape_restitution[floor]", 0.5)]
+    {
+        m.param_set_by_name(name, v).unwrap();
+    }
+    m.param_set_by_name("shape_restitution[box]", 0.2).unwrap();
+    m
+}
+
+const MATERIAL: [&str; 4] =
+    ["shape_friction[floor]", "shape_friction[box]", "shape_restitution[floor]", "shape_restitution[box]"];
+
+/// `step_jacobians`' columns for the shapes' friction and restitution (collision detection inside) against
+/// central differences of `Solver::step` with the parameter moved: a box landing (v_z = −0.5 m/s) while sliding
+/// (translation only), so both μ and ε act; the non-maximal shapes' columns are zero on both sides.
+#[test]
+fn material_parameter_columns_match_finite_differences() {
+    let m = material_scene();
+    let solver = NcpSolver::new(NcpOptions::default());
+    let s = box_state(0.0999, 1.5, -0.5);
+    let u = Control::from_torques(&[0.0, 0.0, 0.0, 0.5, 0.2, 0.0]);
+    let sel = torsion_model::ParamSelection::by_names(&m, &MATERIAL).unwrap();
+    let jac = solver.step_jacobians(&m, &s, &u, 0.01, &sel).unwrap();
+    let next = |mm: &Model| {
+        let mut ws = Solver::workspace(&solver, mm).unwrap();
+        let mut o = s.clone();
+        solver.step(mm, &s, &u, 0.01, &mut o, &mut ws, None).unwrap();
+        o
+    };
+    let base = next(&m);
+    assert!(base.v[5] > 0.1 && base.v[3] > 0.1, "bounces (ε) while sliding (μ): v⁺ = {:?}", base.v);
+    let fd = torsion_diff::fd_jacobian(
+        |d| {
+            let mut mm = m.clone();
+            let vals: Vec<f64> = m.params_get(&sel).iter().zip(d).map(|(a, b)| a + b).collect();
+            mm.params_set(&sel, &vals).unwrap();
+            solver.local_diff(&m, &base, &next(&mm))
+        },
+        4,
+        1e-6,
+    );
+    let e = torsion_diff::rel_err(jac.c.as_slice(), fd.as_slice());
+    eprintln!("material columns vs FD: {e:.1e} (max |FD| {:.2e})", fd.amax());
+    assert!(e < 1e-6, "material columns: {e:e}\nan {}\nfd {fd}", jac.c);
+    assert!(jac.c.column(1).amax() > 1e-3 && jac.c.column(2).amax() > 1e-3, "μ_box and ε_floor act");
+    assert!(jac.c.column(0).amax() == 0.0 && jac.c.column(3).amax() == 0.0, "the smaller values do not");
+}
+
+/// At a tie (both shapes μ = 0.3, a kink of the max) the derivative goes to the lower-indexed shape (the floor);
+/// the two columns' sum is the derivative of moving both together, which central differences can check.
+#[test]
+fn tied_friction_goes_to_the_first_shape() {
+    let m = scene();
+    let solver = NcpSolver::new(NcpOptions::default());
+    let s = box_state(0.0999, 1.5, 0.0);
+    let u = Control::from_torques(&[0.0, 0.0, 0.0, 0.5, 0.2, 0.0]);
+    let sel = torsion_model::ParamSelection::by_names(&m, &["shape_friction[floor]", "shape_friction[box]"]).unwrap();
+    let jac = solver.step_jacobians(&m, &s, &u, 0.01, &sel).unwrap();
+    assert!(jac.c.column(1).amax() == 0.0 && jac.c.column(0).amax() > 1e-3);
+    let next = |mu: f64| {
+        let mut mm = m.clone();
+        mm.params_set(&sel, &[mu, mu]).unwrap();
+        let mut ws = Solver::workspace(&solver, &mm).unwrap();
+        let mut o = s.clone();
+        solver.step(&mm, &s, &u, 0.01, &mut o, &mut ws, None).unwrap();
+        o
+    };
+    let (base, h) = (next(MU), 1e-6);
+    let (p, q) = (solver.local_diff(&m, &base, &next(MU + h)), solver.local_diff(&m, &base, &next(MU - h)));
+    let fd: Vec<f64> = p.iter().zip(&q).map(|(a, b)| (a - b) / (2.0 * h)).collect();
+    let an: Vec<f64> = (0..12).map(|r| jac.c[(r, 0)] + jac.c[(r, 1)]).collect();
+    let e = torsion_diff::rel_err(&an, &fd);
+    eprintln!("tied friction vs FD: {e:.1e}");
+    assert!(e < 1e-6, "tie: {e:e}");
+}
+
+/// ∂L/∂(shape friction, shape restitution) of both shapes through `rollout_vjp` (15 steps: a landing with
+/// restitution, then sliding on the floor) against central differences of the rollout.
+#[test]
+fn material_rollout_gradient_matches_finite_differences() {
+    let m = material_scene();
+    let solver = NcpSolver::new(NcpOptions::default());
+    let s0 = box_state(0.0999, 1.5, -0.5);
+    let steps = 15;
+    let controls: Vec<Control> =
+        (0..steps).map(|t| Control::from_torques(&[0.0, 0.0, 0.0, 1.0 + 0.1 * t as f64, 0.5, 0.0])).collect();
+    let states = rollout(&solver, &m, &s0, &controls, 0.01).unwrap();
+    // L = x_T + z_T + v_z at step 1 (the bounce)
+    let loss = |st: &[GenState]| st[steps].q[0] + st[steps].q[2] + st[1].v[5];
+    let g = rollout_vjp(&solver, &m, &states, &controls, 0.01, |t, _, gs| {
+        if t == steps {
+            gs.q[0] += 1.0;
+            gs.q[2] += 1.0;
+        }
+        if t == 1 {
+            gs.v[5] += 1.0;
+        }
+    })
+    .unwrap();
+    let table = m.param_table();
+    let idx: Vec<usize> = MATERIAL.iter().map(|n| table.index(n).unwrap()).collect();
+    let an: Vec<f64> = idx.iter().map(|&i| g.g_theta[i]).collect();
+    let sel = torsion_model::ParamSelection { indices: idx };
+    let v0 = m.params_get(&sel);
+    let fd = torsion_diff::fd_gradient(
+        |d| {
+            let mut mm = m.clone();
+            let vals: Vec<f64> = v0.iter().zip(d).map(|(a, b)| a + b).collect();
+            mm.params_set(&sel, &vals).unwrap();
+            loss(&rollout(&solver, &mm, &s0, &controls, 0.01).unwrap())
+        },
+        4,
+        1e-6,
+    );
+    let e = torsion_diff::rel_err(&an, &fd);
+    eprintln!("material rollout gradient vs FD: {e:.1e}\n an {an:?}\n fd {fd:?}");
+    assert!(e < 1e-6, "rollout ∂L/∂(μ, ε): {e:e}");
+    assert!(an[1].abs() > 1e-3 && an[2].abs() > 1e-3 && an[0] == 0.0 && an[3] == 0.0);
+}
+
 /// A and B of `DiffSolver::step_jacobians` (collision detection inside) against central differences of
 /// `Solver::step`, contacts re-detected at every perturbed state; returns the relative errors.
 fn jacobians_vs_fd(solver: &NcpSolver, m: &Model, s: &GenState, u: &[f64]) -> (f64, f64) {

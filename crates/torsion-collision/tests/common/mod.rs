@@ -8,7 +8,16 @@ use torsion_model::shape::DEFAULT_FRICTION;
 use torsion_model::{Model, Shape, ShapeKind};
 
 pub fn shape(name: &str, body: usize, kind: ShapeKind, pose: (Vec3, Quat)) -> Shape {
-    Shape { name: name.into(), body, pose, kind, friction: DEFAULT_FRICTION, contype: 1, conaffinity: 1 }
+    Shape {
+        name: name.into(),
+        body,
+        pose,
+        kind,
+        friction: DEFAULT_FRICTION,
+        restitution: 0.0,
+        contype: 1,
+        conaffinity: 1,
+    }
 }
 
 /// Body 0: fixed world with a ground plane z = 0 if `ground`; then one free body per entry of `kinds`.

@@ -50,7 +50,10 @@
 //! - Shapes: every geom (including visual-only ones, contype = conaffinity = 0) becomes a [`Shape`] of the body
 //!   it merged into, in file order (MuJoCo's geom order): sphere, capsule, cylinder, box, plane, ellipsoid, mesh
 //!   (the `<asset><mesh file>` path, joined to `<compiler meshdir>` / `assetdir` and the model folder; `scale` is
-//!   ignored with a warning). hfield and sdf geoms are skipped with a warning.
+//!   ignored with a warning). hfield and sdf geoms are skipped with a warning. `friction` (sliding, torsional,
+//!   rolling) is kept; MJCF has no restitution attribute, so `Shape::restitution` is 0 (set it in code or by
+//!   the parameter `shape_restitution[geom]`). Explicit `<contact><pair>` overrides and `<exclude>` are not
+//!   modelled (warned below): pairs combine their two geoms' values (docs/decisions.md, spec 001).
 //! - Kept for later in [`Model::extras`]: sites (name, body, pose), actuators (`motor`, `position`, `velocity`,
 //!   `general`, … with target, gear, ctrlrange, ctrllimited and all attributes), tendons (`fixed`, `spatial`,
 //!   raw). Joint order: parent before child (MJCF body pre-order, joints in file order, = MuJoCo's joint order).
@@ -1174,6 +1177,7 @@ impl Compiler {
                     pose: (x.p - com(r), x.q),
                     kind: g.kind.clone(),
                     friction: g.friction,
+                    restitution: 0.0,
                     contype: g.contype,
                     conaffinity: g.conaffinity,
                 });

@@ -288,6 +288,7 @@ pub fn load_urdf_str(text: &str, file_label: &str, opts: &UrdfOptions) -> Result
                     pose: (x.p - m.body_com[b], x.q),
                     kind,
                     friction: DEFAULT_FRICTION,
+                    restitution: 0.0,
                     contype: 1,
                     conaffinity: 1,
                 });

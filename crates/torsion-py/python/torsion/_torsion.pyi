@@ -66,11 +66,12 @@ class Model:
     @property
     def param_names(self) -> list[str]:
         """All differentiable parameters in table order: body_mass[b], body_inertia[b].ixx/ixy/ixz/iyy/iyz/izz,
-        joint_anchor_parent[j].x/y/z, joint_anchor_child[j].x/y/z, joint_spring[j].k/alpha1/alpha2/l1/l2/x_rest."""
+        joint_anchor_parent[j].x/y/z, joint_anchor_child[j].x/y/z, joint_spring[j].k/alpha1/alpha2/l1/l2/x_rest,
+        shape_friction[s], shape_restitution[s] (contact material of every shape; `name#index` for a shared name)."""
     def params_select(self, prefix: str) -> list[str]: ...
     def params_get(self, names: Names = None) -> F64: ...
     def params_set(self, names: Names, values: ArrayLike) -> None:
-        """Validated (mass > 0, inertia SPD); the model is unchanged on error."""
+        """Validated (mass > 0, inertia SPD, shape friction >= 0, restitution in [0, 1]); unchanged on error."""
     def with_params(self, names: Names, values: ArrayLike) -> Model: ...
     def copy(self) -> Model: ...
 
@@ -115,11 +116,12 @@ class FeatherstoneSolver(_SolverBase):
 
 class NcpSolver(_SolverBase):
     """Frictional contact by staggered projections (spec 001): collision detection from the model's shapes, ADMM QP
-    (normal impulses) + QCQP (exact Coulomb disk, or 'box' / 'diamond' pyramid), Newton restitution. State [q, v]."""
-    def __init__(self, n_step: int = 10, restitution: float = 0.0, friction_set: str = "cone", baumgarte: float = 0.0,
+    (normal impulses) + QCQP (exact Coulomb disk, or 'box' / 'diamond' pyramid), Newton restitution. State [q, v].
+    A contact pair's friction and restitution are the larger of its two shapes' model parameters
+    `shape_friction[shape]` / `shape_restitution[shape]` (differentiable: `rollout_vjp`, `step_jacobians`)."""
+    def __init__(self, n_step: int = 10, friction_set: str = "cone", baumgarte: float = 0.0,
                  tolerance: float = 0.0, margin: float = 0.01, passive: bool = True) -> None: ...
     n_step: int
-    restitution: float
     friction_set: str
     def initial_state(self, model: Model, q: Optional[ArrayLike] = None, v: Optional[ArrayLike] = None) -> F64: ...
 

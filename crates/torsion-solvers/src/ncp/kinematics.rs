@@ -22,12 +22,29 @@ pub struct ContactFrame {
     pub distance: f64,
     /// Coulomb friction coefficient of the pair
     pub mu: f64,
+    /// Newton restitution coefficient ε ∈ [0, 1] of the pair
+    pub restitution: f64,
+    /// the two shapes (indices into `Model::shapes`, those of body A then B) when the contact comes from
+    /// collision detection, whose parameters `shape_friction[·]` / `shape_restitution[·]` give `mu` and
+    /// `restitution` (the larger of the two values, [`pair_source`]); `None` for hand-built contacts
+    pub shapes: Option<[usize; 2]>,
     /// persistent id (warm starts across steps)
     pub id: u64,
     /// radius of curvature of A's and of B's surface at the contact (a sphere's or capsule's radius), m; 0: a
     /// vertex, edge or flat face, whose contact point is a material point. Used by the Jacobians only: a curved
     /// surface's contact point rolls over it (`tangent.rs`)
     pub radius: [f64; 2],
+}
+
+/// Which of a pair's two shapes supplies the pair value max(a, b) of a material coefficient (values `a`, `b` of
+/// shapes `s[0]`, `s[1]`): the larger one; at a tie (a non-smooth point of the max) the shape with the lower
+/// index, so its parameter alone carries the derivative (docs/gradients.md).
+pub fn pair_source(s: [usize; 2], a: f64, b: f64) -> usize {
+    if a > b || (a == b && s[0] <= s[1]) {
+        s[0]
+    } else {
+        s[1]
+    }
 }
 
 /// The joint moving each body (usize::MAX for roots), for [`contact_jacobians`].
@@ -49,6 +66,7 @@ pub struct ContactGeom<T: Scalar> {
     pub tangents: [Vec3<T>; 2],
     pub distance: T,
     pub mu: T,
+    pub restitution: T,
 }
 
 impl ContactGeom<f64> {
@@ -61,6 +79,7 @@ impl ContactGeom<f64> {
             tangents: c.tangents,
             distance: c.distance,
             mu: c.mu,
+            restitution: c.restitution,
         }
     }
 }
@@ -125,6 +144,7 @@ mod tests {
             tangents: [t1, n.cross(&t1)],
             distance: 0.0,
             mu: 0.5,
+            restitution: 0.0,
         };
         let mut bj = vec![];
         body_joints(&dm, &mut bj);

@@ -1,9 +1,11 @@
 //! The contact stepper as a `Solver` / `DiffSolver` (the same contract as XPBD and Featherstone): collision
 //! detection (torsion-collision) at the step's configuration, then the staggered-projection step. The pair's
-//! friction coefficient is the larger of the two shapes' `friction[0]` (MuJoCo's default combination). The
-//! contact frames used by a step are recorded with it, so its derivatives see the same frames (tangent continuity
-//! depends on the previous step's contacts).
-use super::kinematics::ContactFrame;
+//! friction coefficient is the larger of the two shapes' `friction[0]` (MuJoCo's default combination), its
+//! restitution the larger of their `restitution`: both are model parameters (`shape_friction[·]`,
+//! `shape_restitution[·]`), differentiated through the shape supplying the maximum (`kinematics::pair_source`).
+//! The contact frames used by a step are recorded with it, so its derivatives see the same frames (tangent
+//! continuity depends on the previous step's contacts).
+use super::kinematics::{pair_source, ContactFrame};
 use super::staggered::{NcpReport, NcpSolver, NcpWorkspace};
 use crate::featherstone::{transposed_jacobian_product, FeatherstoneSolver, GenState};
 use crate::solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
@@ -59,7 +61,10 @@ impl NcpSolver {
         ws.world.detect(&poses, &mut ws.contacts).map_err(collision_err)?;
         ws.frames.clear();
         for c in &ws.contacts.contacts {
-            let mu = model.shapes[c.geom_a].friction[0].max(model.shapes[c.geom_b].friction[0]);
+            let (sa, sb) = (&model.shapes[c.geom_a], &model.shapes[c.geom_b]);
+            let shapes = [c.geom_a, c.geom_b];
+            let mu = model.shapes[pair_source(shapes, sa.friction[0], sb.friction[0])].friction[0];
+            let restitution = model.shapes[pair_source(shapes, sa.restitution, sb.restitution)].restitution;
             ws.frames.push(ContactFrame {
                 body_a: c.body_a,
                 body_b: c.body_b,
@@ -68,6 +73,8 @@ impl NcpSolver {
                 tangents: c.tangents,
                 distance: c.distance,
                 mu,
+                restitution,
+                shapes: Some(shapes),
                 id: key(&c.id),
                 radius: [surface_radius(&model.shapes[c.geom_a].kind), surface_radius(&model.shapes[c.geom_b].kind)],
             });

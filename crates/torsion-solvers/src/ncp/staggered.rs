@@ -2,11 +2,12 @@
 //! ```text
 //! v^p = v + Δt M⁻¹ τ(q, v, u)                          τ = u − c(q, v) + passive (damping, springs)
 //! G = J M⁻¹ Jᵀ via Y = L⁻¹ Jᵀ (L: Cholesky of M, M⁻¹ never formed), blocks G_n, G_t, G_nt
-//! b_n = J_n (v^p + ε v) − K e + φ⁺/Δt ,  b_t = J_t v^p
+//! b_n = J_n v^p + ε ⊙ J_n v − K e + φ⁺/Δt ,  b_t = J_t v^p
 //! repeat n_step:  λ_n ← QP_ADMM(G_n, b_n + G_nt λ_t)   λ_t ← QCQP_ADMM(G_t, b_t + G_ntᵀ λ_n, r = μ ⊙ λ_n)
 //! v⁺ = v^p + M⁻¹ (J_nᵀ λ_n + J_tᵀ λ_t) ,  q⁺ = q ⊕ Δt v⁺  (semi-implicit, on the manifold)
 //! ```
-//! Impulses λ in N·s. ε: Newton restitution (applied at every active contact, §3.11 item 11); K e: optional
+//! Impulses λ in N·s. ε: Newton restitution per contact (the pair's, `ContactFrame::restitution`; applied at
+//! every active contact, §3.11 item 11); K e: optional
 //! Baumgarte on the penetration e = max(0, −φ) (§3.3); φ⁺/Δt with φ⁺ = max(φ, 0): a contact detected with a gap
 //! may close it within the step but not act across it (speculative contact; no force at a distance). The
 //! friction set is the exact disk (default) or a pyramid (§3.11 item 9). Warm starts by persistent contact id.
@@ -32,8 +33,6 @@ pub struct NcpOptions {
     /// stop early when max |Δλ| ≤ tolerance · (1 + max |λ|) (spec 001 §3.5, optional criterion); 0 = always
     /// n_step passes (the paper; a static tape for the gradients)
     pub tolerance: f64,
-    /// Newton restitution ε ∈ [0, 1]
-    pub restitution: f64,
     /// Baumgarte gain K (1/s); 0 = off
     pub baumgarte: f64,
     pub friction_set: FrictionSet,
@@ -68,7 +67,6 @@ impl Default for NcpOptions {
         NcpOptions {
             n_step: 10,
             tolerance: 0.0,
-            restitution: 0.0,
             baumgarte: 0.0,
             friction_set: FrictionSet::Cone,
             admm: AdmmOptions::default(),
@@ -161,12 +159,16 @@ impl NcpSolver {
         if !(dt > 0.0 && dt.is_finite()) {
             return Err(bad(format!("dt must be positive, got {dt}")));
         }
-        if !(0.0..=1.0).contains(&self.options.restitution) {
-            return Err(bad(format!("restitution must be in [0, 1], got {}", self.options.restitution)));
-        }
         for c in contacts {
-            if c.body_a >= ws.dm.nb || c.body_b >= ws.dm.nb || !(c.mu >= 0.0 && c.mu.is_finite()) {
-                return Err(bad(format!("contact {}: bodies ({}, {}), μ = {}", c.id, c.body_a, c.body_b, c.mu)));
+            if c.body_a >= ws.dm.nb
+                || c.body_b >= ws.dm.nb
+                || !(c.mu >= 0.0 && c.mu.is_finite())
+                || !(0.0..=1.0).contains(&c.restitution)
+            {
+                return Err(bad(format!(
+                    "contact {}: bodies ({}, {}), μ = {} (≥ 0), ε = {} (in [0, 1])",
+                    c.id, c.body_a, c.body_b, c.mu, c.restitution
+                )));
             }
         }
         Ok(())
@@ -190,7 +192,7 @@ impl NcpSolver {
         let nq = ws.dm.nq;
         ws.dm.gravity = torsion_math::scalar::cv(&model.gravity);
         let geoms: Vec<ContactGeom<f64>> = contacts.iter().map(ContactGeom::from_frame).collect();
-        let pre = prelude(model, &ws.dm, &mut ws.d, &ws.body_joint, &s.q, &s.v, u, dt, &geoms, o.restitution, o)?;
+        let pre = prelude(model, &ws.dm, &mut ws.d, &ws.body_joint, &s.q, &s.v, u, dt, &geoms, o)?;
         let nc = contacts.len();
         let mut report = NcpReport { contacts: nc, ..Default::default() };
         let mut vplus = pre.vp.clone();
@@ -289,7 +291,8 @@ pub(crate) struct Prelude<T: Scalar> {
     pub bt: Vec<T>,
 }
 
-/// v^p = v + Δt M⁻¹ τ; G = YᵀY with Y = L⁻¹ Jᵀ; b_n = J_n (v^p + ε v) − K e + φ⁺/Δt; b_t = J_t v^p.
+/// v^p = v + Δt M⁻¹ τ; G = YᵀY with Y = L⁻¹ Jᵀ; b_n = J_n v^p + ε ⊙ J_n v − K e + φ⁺/Δt (ε per contact);
+/// b_t = J_t v^p.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn prelude<T: Scalar>(
     model: &Model,
@@ -301,7 +304,6 @@ pub(crate) fn prelude<T: Scalar>(
     u: &[T],
     dt: f64,
     contacts: &[ContactGeom<T>],
-    eps: T,
     o: &NcpOptions,
 ) -> Result<Prelude<T>, SolverError> {
     let nv = dm.nv;
@@ -352,7 +354,7 @@ pub(crate) fn prelude<T: Scalar>(
             let zero = T::zero();
             let e = if c.distance.re() < 0.0 { -c.distance } else { zero };
             let gap = if c.distance.re() > 0.0 { c.distance } else { zero };
-            jvp[i] + eps * jv0[i] - T::c(o.baumgarte) * e + gap / h
+            jvp[i] + c.restitution * jv0[i] - T::c(o.baumgarte) * e + gap / h
         })
         .collect();
     let bt = mat_vec(&jt, &vp);

@@ -7,10 +7,12 @@
 //! the fixed point (`fixed_point.rs`, `NcpOptions::gradient`). The warm start's tangent is stopped (spec 001
 //! §3.10 default). Contact points move with body A
 //! (material points) and normals / tangents with body B; the contact set itself is held fixed (a new or lost
-//! contact is a non-smooth point, docs/gradients.md).
+//! contact is a non-smooth point, docs/gradients.md). A selected contact-material parameter
+//! (`shape_friction[·]` / `shape_restitution[·]`) seeds the μ / ε tangent of exactly the contacts whose pair
+//! value it supplies (`kinematics::pair_source`); the dynamics model is then not rebuilt.
 use super::backward::ReducedKkt;
 use super::fixed_point::FixedPointKkt;
-use super::kinematics::{ContactFrame, ContactGeom};
+use super::kinematics::{pair_source, ContactFrame, ContactGeom};
 use super::sets::ConstraintSet;
 use super::staggered::{apply_impulses, dyn_err, prelude, NcpGradient, NcpReport, NcpSolver, NcpWorkspace};
 use crate::featherstone::{dual_tangent, GenState};
@@ -20,7 +22,8 @@ use num_dual::Dual64;
 use torsion_dynamics::joints::{integrate, integrate_scaled_into};
 use torsion_dynamics::{forward_kinematics, DynData, DynModel};
 use torsion_math::Vec3;
-use torsion_model::{Model, ParamSelection};
+use torsion_model::params::ParamKind;
+use torsion_model::{Model, ParamSelection, Shape};
 
 /// ∂(q⁺, v⁺)/∂(·) in tangent coordinates (rows: 2nv).
 #[derive(Clone, Debug)]
@@ -33,7 +36,7 @@ pub struct NcpJacobians {
     pub c: DMatrix<f64>,
     /// w.r.t. each contact's friction coefficient: 2nv × nc
     pub d_mu: DMatrix<f64>,
-    /// w.r.t. the restitution coefficient ε: 2nv
+    /// w.r.t. a common shift of every contact's restitution ε (= ∂/∂ε when all contacts share one ε): 2nv
     pub d_restitution: Vec<f64>,
 }
 
@@ -109,6 +112,7 @@ impl Anchor {
                 tangents: t,
                 distance: Dual64::from(c.distance) + n.dot(&(ca - cb)),
                 mu: Dual64::from(c.mu),
+                restitution: Dual64::from(c.restitution),
             };
         }
         let pa = if c.radius[0] > 0.0 { ca - n * ra } else { ca };
@@ -122,6 +126,7 @@ impl Anchor {
             tangents: t,
             distance,
             mu: Dual64::from(c.mu),
+            restitution: Dual64::from(c.restitution),
         }
     }
 }
@@ -189,6 +194,20 @@ impl NcpSolver {
         }
         let table = model.param_table();
         let theta = model.param_vector();
+        // the shape whose parameter supplies each contact's μ / ε (collision contacts whose value is still the
+        // model's: a value overwritten by the caller is not a function of the shape parameters)
+        let source = |c: &ContactFrame, val: fn(&Shape) -> f64, v: f64| -> Option<usize> {
+            let s = c.shapes?;
+            let (a, b) = (model.shapes.get(s[0])?, model.shapes.get(s[1])?);
+            let k = pair_source(s, val(a), val(b));
+            (val(&model.shapes[k]) == v).then_some(k)
+        };
+        let mu_src: Vec<Option<ParamKind>> =
+            contacts.iter().map(|c| source(c, |s| s.friction[0], c.mu).map(ParamKind::ShapeFriction)).collect();
+        let eps_src: Vec<Option<ParamKind>> = contacts
+            .iter()
+            .map(|c| source(c, |s| s.restitution, c.restitution).map(ParamKind::ShapeRestitution))
+            .collect();
         let with_gravity = |mut dm: DynModel<Dual64>| {
             dm.gravity = torsion_math::scalar::cv(&model.gravity);
             dm
@@ -199,15 +218,17 @@ impl NcpSolver {
         let mut d = DynData::new(&base_dm);
         for dir in 0..ndir {
             let param = (3 * nv..3 * nv + sel.len()).contains(&dir).then(|| sel.indices[dir - 3 * nv]);
+            // a contact-material parameter: seeds μ / ε below, the dynamics model is the base one
+            let mat = param.map(|i| table.kinds[i]).filter(|k| k.is_contact_material());
             let owned;
             let dm = match param {
-                Some(i) => {
+                Some(i) if mat.is_none() => {
                     let mut th = lift(&theta);
                     th[i].eps = 1.0;
                     owned = with_gravity(DynModel::build(model, &table, &th).map_err(dyn_err)?);
                     &owned
                 }
-                None => &base_dm,
+                _ => &base_dm,
             };
             let mut q = lift(&s.q);
             if dir < nv {
@@ -224,10 +245,6 @@ impl NcpSolver {
                 uu[dir - 2 * nv].eps = 1.0;
             }
             let mu_dir = (3 * nv + sel.len()..3 * nv + sel.len() + nc).contains(&dir).then(|| dir - 3 * nv - sel.len());
-            let mut eps = Dual64::from(o.restitution);
-            if dir == ndir - 1 {
-                eps.eps = 1.0;
-            }
             forward_kinematics(dm, &q, &mut d);
             let geoms: Vec<ContactGeom<Dual64>> = contacts
                 .iter()
@@ -235,13 +252,16 @@ impl NcpSolver {
                 .enumerate()
                 .map(|(i, (c, an))| {
                     let mut g = an.geom(c, &d.o_m[c.body_a], &d.o_m[c.body_b]);
-                    if mu_dir == Some(i) {
+                    if mu_dir == Some(i) || (mat.is_some() && mat == mu_src[i]) {
                         g.mu.eps = 1.0;
+                    }
+                    if dir == ndir - 1 || (mat.is_some() && mat == eps_src[i]) {
+                        g.restitution.eps = 1.0;
                     }
                     g
                 })
                 .collect();
-            let pre = prelude(model, dm, &mut d, &ws.body_joint, &q, &v, &uu, dt, &geoms, eps, o)?;
+            let pre = prelude(model, dm, &mut d, &ws.body_joint, &q, &v, &uu, dt, &geoms, o)?;
             // tangents of the impulses: at the fixed point, or through the staggered passes
             let (mut dln, mut dlt) = (vec![0.0; nc], vec![0.0; 2 * nc]);
             let (mut ln, mut lt) = (vec![0.0; nc], tape.lt_warm.clone());
@@ -330,6 +350,8 @@ mod tests {
                     tangents: [Vec3::x(), Vec3::y()],
                     distance: -1e-4,
                     mu,
+                    restitution: 0.0,
+                    shapes: None,
                     id: i as u64,
                     radius: [0.0; 2],
                 })

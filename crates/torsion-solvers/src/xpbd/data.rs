@@ -141,6 +141,8 @@ impl DataGrad {
                 ParamKind::AnchorParent(j, a) => self.r[j][a],
                 ParamKind::AnchorChild(j, a) => self.t[j][a],
                 ParamKind::Spring(j, f) => self.spring[j][f],
+                // contact material: not read by XPBD
+                ParamKind::ShapeFriction(_) | ParamKind::ShapeRestitution(_) => 0.0,
             };
         }
     }

@@ -321,6 +321,8 @@ impl DiffSolver for XpbdSolver {
                 }
             } else if col < n + nu {
                 ud[col - n].eps = 1.0;
+            } else if table.kinds[sel.indices[col - n - nu]].is_contact_material() {
+                continue; // not read by XPBD: a zero column
             } else {
                 td[sel.indices[col - n - nu]].eps = 1.0;
             }
