@@ -12,6 +12,7 @@
 //! friction set is the exact disk (default) or a pyramid (§3.11 item 9). Warm starts by persistent contact id.
 //! Every step reports its ADMM results and the NCP residuals of §3.9; failures are reported, never hidden.
 use super::admm::{Admm, AdmmInfo, AdmmOptions};
+use super::delassus::{assemble, ContactPattern};
 use super::kinematics::{body_joints, contact_jacobians, ContactFrame, ContactGeom};
 use super::sets::{ConstraintSet, FrictionSet};
 use crate::featherstone::GenState;
@@ -19,9 +20,9 @@ use crate::solver::SolverError;
 use nalgebra::DMatrix;
 use std::collections::HashMap;
 use torsion_dynamics::joints::integrate_scaled_into;
+use torsion_dynamics::ltl::{dof_parents, ltl_in_place, ltl_solve_in_place};
 use torsion_dynamics::passive::passive_forces;
 use torsion_dynamics::{crba_into, forward_kinematics, nonlinear_effects, DynData, DynModel};
-use torsion_math::linalg::{cholesky_in_place, cholesky_solve_in_place};
 use torsion_math::Scalar;
 use torsion_model::Model;
 
@@ -273,10 +274,15 @@ pub(crate) struct Tape {
     pub bt: Vec<f64>,
 }
 
-/// The smooth part of a step on any scalar T (f64 for the step, duals for its tangents): the Cholesky factor
-/// L of M, v^p, the contact Jacobians, the Delassus blocks and the QP / QCQP offsets.
+/// The smooth part of a step on any scalar T (f64 for the step, duals for its tangents): the sparse factor
+/// M = Lᵀ L (Featherstone's LTL over the DoF tree λ), v^p, the contact Jacobians, the Delassus blocks (dense
+/// matrices, assembled from their non-zero blocks only) and the QP / QCQP offsets.
 pub(crate) struct Prelude<T: Scalar> {
     pub l: DMatrix<T>,
+    /// λ(i), the parent DoF (`ltl::dof_parents`)
+    pub lambda: Vec<usize>,
+    /// each contact's DoFs and the contact islands
+    pub pattern: ContactPattern,
     pub vp: Vec<T>,
     pub jn: DMatrix<T>,
     pub jt: DMatrix<T>,
@@ -287,7 +293,7 @@ pub(crate) struct Prelude<T: Scalar> {
     pub bt: Vec<T>,
 }
 
-/// v^p = v + Δt M⁻¹ τ; G = YᵀY with Y = L⁻¹ Jᵀ; b_n = J_n (v^p + ε v) − K e + φ⁺/Δt; b_t = J_t v^p.
+/// v^p = v + Δt M⁻¹ τ; G = YᵀY with Y = L⁻ᵀ Jᵀ (M = Lᵀ L); b_n = J_n (v^p + ε v) − K e + φ⁺/Δt; b_t = J_t v^p.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn prelude<T: Scalar>(
     model: &Model,
@@ -307,14 +313,16 @@ pub(crate) fn prelude<T: Scalar>(
     crba_into(dm, q, d, &mut l).map_err(dyn_err)?;
     let bias = nonlinear_effects(dm, q, v, d).map_err(dyn_err)?;
     let passive = if o.passive { passive_forces(model, q, v).map_err(dyn_err)? } else { vec![T::zero(); nv] };
-    if !cholesky_in_place(&mut l) {
+    let mut lambda = vec![];
+    dof_parents(dm, &mut lambda);
+    if !ltl_in_place(&mut l, &lambda) {
         return Err(SolverError::BadInput {
             solver: "ncp",
             problem: "the joint-space inertia matrix is not positive definite".into(),
         });
     }
     let mut vp: Vec<T> = (0..nv).map(|k| u[k] - bias[k] + passive[k]).collect();
-    cholesky_solve_in_place(&l, &mut vp);
+    ltl_solve_in_place(&l, &lambda, &mut vp);
     let h = T::c(dt);
     for k in 0..nv {
         vp[k] = v[k] + h * vp[k];
@@ -323,65 +331,38 @@ pub(crate) fn prelude<T: Scalar>(
     let (mut jn, mut jt) = (DMatrix::zeros(nc, nv), DMatrix::zeros(2 * nc, nv));
     forward_kinematics(dm, q, d);
     contact_jacobians(dm, d, body_joint, contacts, &mut jn, &mut jt);
-    // Y = L⁻¹ Jᵀ (normals then tangents), G = YᵀY: M⁻¹ is never formed (spec 001 §3.1)
-    let mut y = DMatrix::zeros(nv, 3 * nc);
-    for r in 0..nc {
-        for k in 0..nv {
-            y[(k, r)] = jn[(r, k)];
-        }
-    }
-    for r in 0..2 * nc {
-        for k in 0..nv {
-            y[(k, nc + r)] = jt[(r, k)];
-        }
-    }
-    lower_solve_columns(&l, &mut y);
-    let g = y.transpose() * &y;
-    let gn = g.view((0, 0), (nc, nc)).into_owned();
-    let gt = g.view((nc, nc), (2 * nc, 2 * nc)).into_owned();
-    let gnt = g.view((0, nc), (nc, 2 * nc)).into_owned();
-    let mat_vec = |j: &DMatrix<T>, x: &[T]| -> Vec<T> {
-        (0..j.nrows()).map(|r| (0..nv).fold(T::zero(), |acc, k| acc + j[(r, k)] * x[k])).collect()
+    // Y = L⁻ᵀ Jᵀ on each contact's DoFs, G = YᵀY on the pairs sharing a tree: M⁻¹ is never formed (spec 001 §3.1)
+    let pattern = ContactPattern::new(dm, &lambda, body_joint, contacts);
+    let (mut gn, mut gt, mut gnt) =
+        (DMatrix::zeros(nc, nc), DMatrix::zeros(2 * nc, 2 * nc), DMatrix::zeros(nc, 2 * nc));
+    assemble(&l, &lambda, &jn, &jt, &pattern, &mut gn, &mut gt, &mut gnt);
+    let row_dot = |j: &DMatrix<T>, r: usize, c: usize, x: &[T]| -> T {
+        pattern.support(c).iter().fold(T::zero(), |acc, &k| acc + j[(r, k)] * x[k])
     };
-    let (jvp, jv0) = (mat_vec(&jn, &vp), mat_vec(&jn, v));
     let bn = (0..nc)
         .map(|i| {
             let c = &contacts[i];
             let zero = T::zero();
             let e = if c.distance.re() < 0.0 { -c.distance } else { zero };
             let gap = if c.distance.re() > 0.0 { c.distance } else { zero };
-            jvp[i] + eps * jv0[i] - T::c(o.baumgarte) * e + gap / h
+            row_dot(&jn, i, i, &vp) + eps * row_dot(&jn, i, i, v) - T::c(o.baumgarte) * e + gap / h
         })
         .collect();
-    let bt = mat_vec(&jt, &vp);
-    Ok(Prelude { l, vp, jn, jt, gn, gt, gnt, bn, bt })
+    let bt = (0..2 * nc).map(|r| row_dot(&jt, r, r / 2, &vp)).collect();
+    Ok(Prelude { l, lambda, pattern, vp, jn, jt, gn, gt, gnt, bn, bt })
 }
 
 /// v⁺ = v^p + M⁻¹ (J_nᵀ λ_n + J_tᵀ λ_t) on any scalar.
 pub(crate) fn apply_impulses<T: Scalar>(pre: &Prelude<T>, ln: &[T], lt: &[T]) -> Vec<T> {
     let nv = pre.vp.len();
-    let mut f: Vec<T> = (0..nv)
-        .map(|k| {
-            let a = (0..ln.len()).fold(T::zero(), |acc, i| acc + pre.jn[(i, k)] * ln[i]);
-            (0..lt.len()).fold(a, |acc, i| acc + pre.jt[(i, k)] * lt[i])
-        })
-        .collect();
-    cholesky_solve_in_place(&pre.l, &mut f);
-    (0..nv).map(|k| pre.vp[k] + f[k]).collect()
-}
-
-/// Y ← L⁻¹ Y column by column (L lower, from `cholesky_in_place`).
-fn lower_solve_columns<T: Scalar>(l: &DMatrix<T>, y: &mut DMatrix<T>) {
-    let n = l.nrows();
-    for mut col in y.column_iter_mut() {
-        for j in 0..n {
-            let v = col[j] / l[(j, j)];
-            col[j] = v;
-            for i in j + 1..n {
-                col[i] -= l[(i, j)] * v;
-            }
+    let mut f = vec![T::zero(); nv];
+    for i in 0..ln.len() {
+        for &k in pre.pattern.support(i) {
+            f[k] += pre.jn[(i, k)] * ln[i] + pre.jt[(2 * i, k)] * lt[2 * i] + pre.jt[(2 * i + 1, k)] * lt[2 * i + 1];
         }
     }
+    ltl_solve_in_place(&pre.l, &pre.lambda, &mut f);
+    (0..nv).map(|k| pre.vp[k] + f[k]).collect()
 }
 
 /// NCP residuals (§3.9) at v⁺: Signorini on u_n + ε J_n v + (b_n − J_n v^p − ε J_n v) (the same offsets as the
