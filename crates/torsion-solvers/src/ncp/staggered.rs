@@ -1,7 +1,7 @@
 //! The velocity-level contact step by extended staggered projections (spec 001 §3.2–3.5, Algorithm 1 cleaned):
 //! ```text
 //! v^p = v + Δt M⁻¹ τ(q, v, u)                          τ = u − c(q, v) + passive (damping, springs)
-//! G = J M⁻¹ Jᵀ = YᵀY, Y = L⁻ᵀ Jᵀ (M = Lᵀ L sparse over the DoF tree, M⁻¹ never formed; delassus.rs), blocks G_n, G_t, G_nt
+//! G = J M⁻¹ Jᵀ = YᵀY, Y = L⁻ᵀ Jᵀ (M = Lᵀ L sparse over the DoF tree, M⁻¹ never formed; delassus.rs): G_n, G_t, G_nt
 //! b_n = J_n (v^p + ε v) − K e + φ⁺/Δt ,  b_t = J_t v^p
 //! repeat n_step:  λ_n ← QP_ADMM(G_n, b_n + G_nt λ_t)   λ_t ← QCQP_ADMM(G_t, b_t + G_ntᵀ λ_n, r = μ ⊙ λ_n)
 //! v⁺ = v^p + M⁻¹ (J_nᵀ λ_n + J_tᵀ λ_t) ,  q⁺ = q ⊕ Δt v⁺  (semi-implicit, on the manifold)
