@@ -14,6 +14,7 @@ pub mod derivatives;
 pub mod fk;
 pub mod jacobians;
 pub mod joints;
+pub mod ltl;
 pub mod passive;
 pub mod regressor;
 pub mod rnea;

@@ -232,7 +232,9 @@ fn two_body_impact_conserves_momentum() {
 #[test]
 fn resting_cube_velocity_is_unique_under_warm_starts() {
     let m = boxes(1, Vec3::new(0.0, 0.0, -9.81));
-    let solver = NcpSolver::new(NcpOptions { n_step: 200, tolerance: 1e-13, ..Default::default() });
+    // the passes drift slowly along G_n's null space: from some warm starts they need several hundred (which
+    // ones depends on rounding: a 1e-15 relative change of G moves seeds across 200 passes); they stop at 1e-13
+    let solver = NcpSolver::new(NcpOptions { n_step: 2000, tolerance: 1e-13, ..Default::default() });
     let mu = 0.6;
     // (initial velocity, body-frame wrench (torque, force)): sticking push (|F| = 5 N < μ m g = 11.8 N), sliding
     for (v0, u) in [(Vec3::zeros(), [0.0, 0.0, 0.0, 4.0, -3.0, 0.0]), (Vec3::new(0.5, -0.3, 0.0), [0.0; 6])] {

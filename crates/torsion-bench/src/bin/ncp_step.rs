@@ -1,6 +1,7 @@
 //! One contact step (collision detection + staggered projections, spec 001 Alg. 1, default options: 10 passes,
 //! exact cone) timed per call for BENCHMARKS.md "Contact step": a cube resting / sliding on a plane, and 20 boxes
-//! dropped in a jumbled stack (timed after 100 settling steps, so most contacts are active). Single thread, median
+//! dropped in a jumbled stack, and in 4 stacks of 5 (4 independent contact islands; also timed with the islands
+//! not split) (timed after 100 settling steps, so most contacts are active). Single thread, median
 //! of batches. Usage: cargo run --release -p torsion-bench --bin ncp_step [-- --no-polish]
 use serde_json::json;
 use std::time::Instant;
@@ -10,11 +11,14 @@ use torsion_solvers::featherstone::GenState;
 use torsion_solvers::ncp::NcpSolver;
 use torsion_solvers::Solver;
 
-fn scene(n: usize) -> String {
+/// n boxes in `stacks` leaning columns 1 m apart
+fn scene(n: usize, stacks: usize) -> String {
     let mut bodies = String::new();
-    for k in 0..n {
+    let per = n / stacks;
+    for i in 0..n {
         // a leaning column: each box offset and turned a little
-        let (x, y, z) = (0.03 * (k % 3) as f64, -0.02 * (k % 2) as f64, 0.11 + 0.21 * k as f64);
+        let (s, k) = (i / per, i % per);
+        let (x, y, z) = (0.03 * (k % 3) as f64 + s as f64, -0.02 * (k % 2) as f64, 0.11 + 0.21 * k as f64);
         bodies += &format!(
             r#"<body pos="{x} {y} {z}" euler="0 0 {}"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/></body>"#,
             0.3 * k as f64
@@ -30,11 +34,16 @@ fn main() {
     let mut solver = NcpSolver::default();
     solver.options.admm.polish = polish;
     let mut out = vec![];
-    for (name, n, vx, settle) in
-        [("cube resting", 1usize, 0.0, 50usize), ("cube sliding", 1, 2.0, 0), ("20 boxes, jumbled stack", 20, 0.0, 100)]
-    {
-        let m = load_mjcf_str(&scene(n), "scene.xml", None).unwrap();
+    for (name, n, stacks, vx, settle, split) in [
+        ("cube resting", 1usize, 1usize, 0.0, 50usize, true),
+        ("cube sliding", 1, 1, 2.0, 0, true),
+        ("20 boxes, jumbled stack", 20, 1, 0.0, 100, true),
+        ("20 boxes, 4 stacks of 5", 20, 4, 0.0, 100, true),
+        ("20 boxes, 4 stacks of 5, islands not split", 20, 4, 0.0, 100, false),
+    ] {
+        let m = load_mjcf_str(&scene(n, stacks), "scene.xml", None).unwrap();
         let mut ws = solver.workspace(&m).unwrap();
+        ws.ncp.split_islands = split;
         let mut s = GenState { q: m.qpos0.clone(), v: vec![0.0; m.nv()] };
         if n == 1 {
             s.q[2] = 0.0999;
@@ -68,7 +77,7 @@ fn main() {
         let detect_us = t.elapsed().as_secs_f64() * 1e6 / reps as f64;
         let r = &ws.report;
         out.push(json!({
-            "scene": name, "polish": polish, "bodies": n, "nv": m.nv(), "contacts": contacts, "step_us": v[7], "detect_us": detect_us,
+            "scene": name, "polish": polish, "bodies": n, "islands_split": split, "nv": m.nv(), "contacts": contacts, "step_us": v[7], "detect_us": detect_us,
             "passes": r.qp.len(), "qp_iterations_mean": r.qp.iter().map(|i| i.iterations).sum::<usize>() as f64 / r.qp.len().max(1) as f64,
             "qcqp_iterations_mean": r.qcqp.iter().map(|i| i.iterations).sum::<usize>() as f64 / r.qcqp.len().max(1) as f64,
             "residuals": {"signorini": r.residuals.signorini, "cone": r.residuals.cone, "mdp_sliding": r.residuals.mdp_sliding, "mdp_sticking": r.residuals.mdp_sticking},

@@ -1,7 +1,7 @@
 //! The velocity-level contact step by extended staggered projections (spec 001 §3.2–3.5, Algorithm 1 cleaned):
 //! ```text
 //! v^p = v + Δt M⁻¹ τ(q, v, u)                          τ = u − c(q, v) + passive (damping, springs)
-//! G = J M⁻¹ Jᵀ via Y = L⁻¹ Jᵀ (L: Cholesky of M, M⁻¹ never formed), blocks G_n, G_t, G_nt
+//! G = J M⁻¹ Jᵀ = YᵀY, Y = L⁻ᵀ Jᵀ (M = Lᵀ L sparse over the DoF tree, M⁻¹ never formed; delassus.rs): G_n, G_t, G_nt
 //! b_n = J_n v^p + ε ⊙ J_n v − K e + φ⁺/Δt ,  b_t = J_t v^p
 //! repeat n_step:  λ_n ← QP_ADMM(G_n, b_n + G_nt λ_t)   λ_t ← QCQP_ADMM(G_t, b_t + G_ntᵀ λ_n, r = μ ⊙ λ_n)
 //! v⁺ = v^p + M⁻¹ (J_nᵀ λ_n + J_tᵀ λ_t) ,  q⁺ = q ⊕ Δt v⁺  (semi-implicit, on the manifold)
@@ -12,7 +12,9 @@
 //! may close it within the step but not act across it (speculative contact; no force at a distance). The
 //! friction set is the exact disk (default) or a pyramid (§3.11 item 9). Warm starts by persistent contact id.
 //! Every step reports its ADMM results and the NCP residuals of §3.9; failures are reported, never hidden.
+//! Contacts sharing no moving body tree form independent problems (islands), solved one by one.
 use super::admm::{Admm, AdmmInfo, AdmmOptions};
+use super::delassus::{assemble, ContactPattern};
 use super::kinematics::{body_joints, contact_jacobians, ContactFrame, ContactGeom};
 use super::sets::{ConstraintSet, FrictionSet};
 use crate::featherstone::GenState;
@@ -20,9 +22,9 @@ use crate::solver::SolverError;
 use nalgebra::DMatrix;
 use std::collections::HashMap;
 use torsion_dynamics::joints::integrate_scaled_into;
+use torsion_dynamics::ltl::{dof_parents, ltl_in_place, ltl_solve_in_place};
 use torsion_dynamics::passive::passive_forces;
 use torsion_dynamics::{crba_into, forward_kinematics, nonlinear_effects, DynData, DynModel};
-use torsion_math::linalg::{cholesky_in_place, cholesky_solve_in_place};
 use torsion_math::Scalar;
 use torsion_model::Model;
 
@@ -94,7 +96,8 @@ pub struct NcpResiduals {
 #[derive(Clone, Debug, Default)]
 pub struct NcpReport {
     pub contacts: usize,
-    /// per staggered pass: the QP's and the QCQP's ADMM results
+    /// per staggered pass: the QP's and the QCQP's ADMM results (solved per contact island; merged: iterations,
+    /// residuals, ρ the maxima, refactorisations the sum, converged / polished for all islands)
     pub qp: Vec<AdmmInfo>,
     pub qcqp: Vec<AdmmInfo>,
     /// max |Δλ| of the last staggered pass (and the passes made: `qp.len()`)
@@ -117,6 +120,88 @@ pub struct NcpWorkspace {
     /// previous step's impulses by contact id
     warm: HashMap<u64, (f64, [f64; 2])>,
     pub(crate) tape: Tape,
+    /// solve each contact island on its own (default; the same problem, as G is block diagonal over islands —
+    /// off only to time or compare against the unsplit problem)
+    pub split_islands: bool,
+    islands: Vec<Island>,
+    /// one QP / QCQP solver per island size (n, 2n)
+    admm: HashMap<usize, (Admm, Admm)>,
+    buf: StepBuffers,
+}
+
+/// The impulses of the staggered passes and their previous values, the disk radii.
+#[derive(Default)]
+struct StepBuffers {
+    ln: Vec<f64>,
+    lt: Vec<f64>,
+    ln_old: Vec<f64>,
+    lt_old: Vec<f64>,
+    r: Vec<f64>,
+}
+
+/// One island's problem: its contacts, its blocks of G_n and G_t, and the gathered q, warm start and radii.
+#[derive(Default)]
+struct Island {
+    idx: Vec<usize>,
+    gn: DMatrix<f64>,
+    gt: DMatrix<f64>,
+    q: Vec<f64>,
+    warm: Vec<f64>,
+    r: Vec<f64>,
+}
+
+impl Island {
+    /// The island's contacts and (unless it is the whole problem) its blocks of G_n and G_t.
+    fn gather(&mut self, idx: &[usize], gn: &DMatrix<f64>, gt: &DMatrix<f64>, whole: bool) {
+        self.idx.clear();
+        self.idx.extend_from_slice(idx);
+        if whole {
+            return;
+        }
+        let m = idx.len();
+        self.gn.resize_mut(m, m, 0.0);
+        self.gt.resize_mut(2 * m, 2 * m, 0.0);
+        for (b, &j) in idx.iter().enumerate() {
+            for (a, &i) in idx.iter().enumerate() {
+                self.gn[(a, b)] = gn[(i, j)];
+                for (s, t) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+                    self.gt[(2 * a + s, 2 * b + t)] = gt[(2 * i + s, 2 * j + t)];
+                }
+            }
+        }
+    }
+    /// q and the warm start of the island from the global vectors (`w` entries per contact).
+    fn load(&mut self, g: &[f64], x: &[f64], w: usize) {
+        self.q.clear();
+        self.warm.clear();
+        for &i in &self.idx {
+            self.q.extend_from_slice(&g[w * i..w * i + w]);
+            self.warm.extend_from_slice(&x[w * i..w * i + w]);
+        }
+    }
+    /// The island's solution into the global vector.
+    fn store(&self, z: &[f64], x: &mut [f64], w: usize) {
+        for (a, &i) in self.idx.iter().enumerate() {
+            x[w * i..w * i + w].copy_from_slice(&z[w * a..w * a + w]);
+        }
+    }
+}
+
+/// The islands' results of one solve as one: iterations, residuals and ρ: the maxima; refactorisations: the
+/// sum; converged / polished: all of them.
+fn merge_info(acc: &mut AdmmInfo, i: AdmmInfo, n: usize) {
+    if n == 0 {
+        *acc = i;
+        return;
+    }
+    acc.iterations = acc.iterations.max(i.iterations);
+    acc.converged &= i.converged;
+    acc.primal_residual = acc.primal_residual.max(i.primal_residual);
+    acc.dual_residual = acc.dual_residual.max(i.dual_residual);
+    acc.kkt_residual = acc.kkt_residual.max(i.kkt_residual);
+    acc.rho = acc.rho.max(i.rho);
+    acc.refactorizations += i.refactorizations;
+    acc.polished &= i.polished;
 }
 
 pub(crate) fn dyn_err(e: torsion_dynamics::DynError) -> SolverError {
@@ -134,7 +219,17 @@ impl NcpSolver {
         let d = DynData::new(&dm);
         let mut body_joint = vec![];
         body_joints(&dm, &mut body_joint);
-        Ok(NcpWorkspace { dm, d, body_joint, warm: HashMap::new(), tape: Tape::default() })
+        Ok(NcpWorkspace {
+            dm,
+            d,
+            body_joint,
+            warm: HashMap::new(),
+            tape: Tape::default(),
+            split_islands: true,
+            islands: vec![],
+            admm: HashMap::new(),
+            buf: StepBuffers::default(),
+        })
     }
 
     /// Check the step's inputs.
@@ -196,47 +291,96 @@ impl NcpSolver {
         let nc = contacts.len();
         let mut report = NcpReport { contacts: nc, ..Default::default() };
         let mut vplus = pre.vp.clone();
-        ws.tape.passes.clear();
+        let mut npass = 0;
         if nc > 0 {
+            let NcpWorkspace { warm, tape, islands, admm, buf, split_islands, .. } = ws;
             // warm starts by contact id
-            let mut ln: Vec<f64> = contacts.iter().map(|c| ws.warm.get(&c.id).map_or(0.0, |w| w.0)).collect();
-            let mut lt: Vec<f64> = contacts.iter().flat_map(|c| ws.warm.get(&c.id).map_or([0.0; 2], |w| w.1)).collect();
-            ws.tape.lt_warm = lt.clone();
-            let (mut qp, mut qcqp) = (Admm::new(nc), Admm::new(2 * nc));
-            let mut r = vec![0.0; nc];
+            buf.ln.clear();
+            buf.ln.extend(contacts.iter().map(|c| warm.get(&c.id).map_or(0.0, |w| w.0)));
+            buf.lt.clear();
+            buf.lt.extend(contacts.iter().flat_map(|c| warm.get(&c.id).map_or([0.0; 2], |w| w.1)));
+            tape.lt_warm.clone_from(&buf.lt);
+            buf.r.resize(nc, 0.0);
+            // independent problems per island (the whole set when not split, or when it is one island)
+            let all: Vec<Vec<usize>>;
+            let groups = if *split_islands && pre.pattern.islands.len() > 1 {
+                &pre.pattern.islands
+            } else {
+                all = vec![(0..nc).collect()];
+                &all
+            };
+            let whole = groups.len() == 1;
+            islands.truncate(groups.len());
+            islands.resize_with(groups.len(), Island::default);
+            for (isl, idx) in islands.iter_mut().zip(groups) {
+                isl.gather(idx, &pre.gn, &pre.gt, whole);
+            }
             for _ in 0..o.n_step.max(1) {
-                let (ln_old, lt_old) = (ln.clone(), lt.clone());
-                let gn_q: Vec<f64> =
-                    (0..nc).map(|i| pre.bn[i] + (0..2 * nc).map(|k| pre.gnt[(i, k)] * lt[k]).sum::<f64>()).collect();
-                report.qp.push(qp.solve(&pre.gn, &gn_q, ConstraintSet::Nonneg, Some(&ln), &o.admm)?);
-                ln.copy_from_slice(qp.solution());
-                let gt_q: Vec<f64> =
-                    (0..2 * nc).map(|k| pre.bt[k] + (0..nc).map(|i| pre.gnt[(i, k)] * ln[i]).sum::<f64>()).collect();
-                for i in 0..nc {
-                    r[i] = contacts[i].mu * ln[i];
+                let (ln, lt) = (&mut buf.ln, &mut buf.lt);
+                buf.ln_old.clone_from(ln);
+                buf.lt_old.clone_from(lt);
+                if npass == tape.passes.len() {
+                    tape.passes.push(Pass::default());
                 }
-                let set = ConstraintSet::Friction { kind: o.friction_set, r: &r };
-                report.qcqp.push(qcqp.solve(&pre.gt, &gt_q, set, Some(&lt), &o.admm)?);
-                lt.copy_from_slice(qcqp.solution());
-                ws.tape.passes.push(Pass { g_n: gn_q, lambda_n: ln.clone(), g_t: gt_q, lambda_t: lt.clone() });
-                report.last_change =
-                    ln.iter().zip(&ln_old).chain(lt.iter().zip(&lt_old)).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-                let lmax = ln.iter().chain(&lt).fold(0.0f64, |m, v| m.max(v.abs()));
+                let pass = &mut tape.passes[npass];
+                npass += 1;
+                // QP: g_n = b_n + G_nt λ_t
+                pass.g_n.clear();
+                pass.g_n.extend((0..nc).map(|i| pre.bn[i] + (0..2 * nc).map(|k| pre.gnt[(i, k)] * lt[k]).sum::<f64>()));
+                let mut info = AdmmInfo::default();
+                for (n_isl, isl) in islands.iter_mut().enumerate() {
+                    let m = isl.idx.len();
+                    let (qp, _) = admm.entry(m).or_insert_with(|| (Admm::new(m), Admm::new(2 * m)));
+                    isl.load(&pass.g_n, ln, 1);
+                    let p = if whole { &pre.gn } else { &isl.gn };
+                    merge_info(&mut info, qp.solve(p, &isl.q, ConstraintSet::Nonneg, Some(&isl.warm), &o.admm)?, n_isl);
+                    isl.store(qp.solution(), ln, 1);
+                }
+                report.qp.push(info);
+                // QCQP: g_t = b_t + G_ntᵀ λ_n, disks of radius μ λ_n
+                pass.g_t.clear();
+                pass.g_t.extend((0..2 * nc).map(|k| pre.bt[k] + (0..nc).map(|i| pre.gnt[(i, k)] * ln[i]).sum::<f64>()));
+                for i in 0..nc {
+                    buf.r[i] = contacts[i].mu * ln[i];
+                }
+                let mut info = AdmmInfo::default();
+                for (n_isl, isl) in islands.iter_mut().enumerate() {
+                    let m = isl.idx.len();
+                    let (_, qcqp) = admm.entry(m).or_insert_with(|| (Admm::new(m), Admm::new(2 * m)));
+                    isl.load(&pass.g_t, lt, 2);
+                    isl.r.clear();
+                    isl.r.extend(isl.idx.iter().map(|&i| buf.r[i]));
+                    let p = if whole { &pre.gt } else { &isl.gt };
+                    let set = ConstraintSet::Friction { kind: o.friction_set, r: &isl.r };
+                    merge_info(&mut info, qcqp.solve(p, &isl.q, set, Some(&isl.warm), &o.admm)?, n_isl);
+                    isl.store(qcqp.solution(), lt, 2);
+                }
+                report.qcqp.push(info);
+                pass.lambda_n.clone_from(ln);
+                pass.lambda_t.clone_from(lt);
+                report.last_change = ln
+                    .iter()
+                    .zip(&buf.ln_old)
+                    .chain(lt.iter().zip(&buf.lt_old))
+                    .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+                let lmax = ln.iter().chain(lt.iter()).fold(0.0f64, |m, v| m.max(v.abs()));
                 if o.tolerance > 0.0 && report.last_change <= o.tolerance * (1.0 + lmax) {
                     break;
                 }
             }
-            vplus = apply_impulses(&pre, &ln, &lt);
-            report.residuals = residuals(&pre.jn, &pre.jt, &vplus, &pre.bn, &pre.vp, &ln, &lt, &r, o);
-            ws.warm.clear();
+            let (ln, lt) = (&buf.ln, &buf.lt);
+            vplus = apply_impulses(&pre, ln, lt);
+            report.residuals = residuals(&pre.jn, &pre.jt, &vplus, &pre.bn, &pre.vp, ln, lt, &buf.r, o);
+            warm.clear();
             for (i, c) in contacts.iter().enumerate() {
-                ws.warm.insert(c.id, (ln[i], [lt[2 * i], lt[2 * i + 1]]));
+                warm.insert(c.id, (ln[i], [lt[2 * i], lt[2 * i + 1]]));
             }
-            report.lambda_n = ln;
-            report.lambda_t = lt;
+            report.lambda_n = ln.clone();
+            report.lambda_t = lt.clone();
         } else {
             ws.warm.clear();
         }
+        ws.tape.passes.truncate(npass);
         ws.tape.gn = pre.gn;
         ws.tape.gt = pre.gt;
         ws.tape.gnt = pre.gnt;
@@ -277,10 +421,15 @@ pub(crate) struct Tape {
     pub bt: Vec<f64>,
 }
 
-/// The smooth part of a step on any scalar T (f64 for the step, duals for its tangents): the Cholesky factor
-/// L of M, v^p, the contact Jacobians, the Delassus blocks and the QP / QCQP offsets.
+/// The smooth part of a step on any scalar T (f64 for the step, duals for its tangents): the sparse factor
+/// M = Lᵀ L (Featherstone's LTL over the DoF tree λ), v^p, the contact Jacobians, the Delassus blocks (dense
+/// matrices, assembled from their non-zero blocks only) and the QP / QCQP offsets.
 pub(crate) struct Prelude<T: Scalar> {
     pub l: DMatrix<T>,
+    /// λ(i), the parent DoF (`ltl::dof_parents`)
+    pub lambda: Vec<usize>,
+    /// each contact's DoFs and the contact islands
+    pub pattern: ContactPattern,
     pub vp: Vec<T>,
     pub jn: DMatrix<T>,
     pub jt: DMatrix<T>,
@@ -291,8 +440,8 @@ pub(crate) struct Prelude<T: Scalar> {
     pub bt: Vec<T>,
 }
 
-/// v^p = v + Δt M⁻¹ τ; G = YᵀY with Y = L⁻¹ Jᵀ; b_n = J_n v^p + ε ⊙ J_n v − K e + φ⁺/Δt (ε per contact);
-/// b_t = J_t v^p.
+/// v^p = v + Δt M⁻¹ τ; G = YᵀY with Y = L⁻ᵀ Jᵀ (M = Lᵀ L); b_n = J_n v^p + ε ⊙ J_n v − K e + φ⁺/Δt (ε per
+/// contact); b_t = J_t v^p.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn prelude<T: Scalar>(
     model: &Model,
@@ -311,14 +460,16 @@ pub(crate) fn prelude<T: Scalar>(
     crba_into(dm, q, d, &mut l).map_err(dyn_err)?;
     let bias = nonlinear_effects(dm, q, v, d).map_err(dyn_err)?;
     let passive = if o.passive { passive_forces(model, q, v).map_err(dyn_err)? } else { vec![T::zero(); nv] };
-    if !cholesky_in_place(&mut l) {
+    let mut lambda = vec![];
+    dof_parents(dm, &mut lambda);
+    if !ltl_in_place(&mut l, &lambda) {
         return Err(SolverError::BadInput {
             solver: "ncp",
             problem: "the joint-space inertia matrix is not positive definite".into(),
         });
     }
     let mut vp: Vec<T> = (0..nv).map(|k| u[k] - bias[k] + passive[k]).collect();
-    cholesky_solve_in_place(&l, &mut vp);
+    ltl_solve_in_place(&l, &lambda, &mut vp);
     let h = T::c(dt);
     for k in 0..nv {
         vp[k] = v[k] + h * vp[k];
@@ -327,65 +478,38 @@ pub(crate) fn prelude<T: Scalar>(
     let (mut jn, mut jt) = (DMatrix::zeros(nc, nv), DMatrix::zeros(2 * nc, nv));
     forward_kinematics(dm, q, d);
     contact_jacobians(dm, d, body_joint, contacts, &mut jn, &mut jt);
-    // Y = L⁻¹ Jᵀ (normals then tangents), G = YᵀY: M⁻¹ is never formed (spec 001 §3.1)
-    let mut y = DMatrix::zeros(nv, 3 * nc);
-    for r in 0..nc {
-        for k in 0..nv {
-            y[(k, r)] = jn[(r, k)];
-        }
-    }
-    for r in 0..2 * nc {
-        for k in 0..nv {
-            y[(k, nc + r)] = jt[(r, k)];
-        }
-    }
-    lower_solve_columns(&l, &mut y);
-    let g = y.transpose() * &y;
-    let gn = g.view((0, 0), (nc, nc)).into_owned();
-    let gt = g.view((nc, nc), (2 * nc, 2 * nc)).into_owned();
-    let gnt = g.view((0, nc), (nc, 2 * nc)).into_owned();
-    let mat_vec = |j: &DMatrix<T>, x: &[T]| -> Vec<T> {
-        (0..j.nrows()).map(|r| (0..nv).fold(T::zero(), |acc, k| acc + j[(r, k)] * x[k])).collect()
+    // Y = L⁻ᵀ Jᵀ on each contact's DoFs, G = YᵀY on the pairs sharing a tree: M⁻¹ is never formed (spec 001 §3.1)
+    let pattern = ContactPattern::new(dm, &lambda, body_joint, contacts);
+    let (mut gn, mut gt, mut gnt) =
+        (DMatrix::zeros(nc, nc), DMatrix::zeros(2 * nc, 2 * nc), DMatrix::zeros(nc, 2 * nc));
+    assemble(&l, &lambda, &jn, &jt, &pattern, &mut gn, &mut gt, &mut gnt);
+    let row_dot = |j: &DMatrix<T>, r: usize, c: usize, x: &[T]| -> T {
+        pattern.support(c).iter().fold(T::zero(), |acc, &k| acc + j[(r, k)] * x[k])
     };
-    let (jvp, jv0) = (mat_vec(&jn, &vp), mat_vec(&jn, v));
     let bn = (0..nc)
         .map(|i| {
             let c = &contacts[i];
             let zero = T::zero();
             let e = if c.distance.re() < 0.0 { -c.distance } else { zero };
             let gap = if c.distance.re() > 0.0 { c.distance } else { zero };
-            jvp[i] + c.restitution * jv0[i] - T::c(o.baumgarte) * e + gap / h
+            row_dot(&jn, i, i, &vp) + c.restitution * row_dot(&jn, i, i, v) - T::c(o.baumgarte) * e + gap / h
         })
         .collect();
-    let bt = mat_vec(&jt, &vp);
-    Ok(Prelude { l, vp, jn, jt, gn, gt, gnt, bn, bt })
+    let bt = (0..2 * nc).map(|r| row_dot(&jt, r, r / 2, &vp)).collect();
+    Ok(Prelude { l, lambda, pattern, vp, jn, jt, gn, gt, gnt, bn, bt })
 }
 
 /// v⁺ = v^p + M⁻¹ (J_nᵀ λ_n + J_tᵀ λ_t) on any scalar.
 pub(crate) fn apply_impulses<T: Scalar>(pre: &Prelude<T>, ln: &[T], lt: &[T]) -> Vec<T> {
     let nv = pre.vp.len();
-    let mut f: Vec<T> = (0..nv)
-        .map(|k| {
-            let a = (0..ln.len()).fold(T::zero(), |acc, i| acc + pre.jn[(i, k)] * ln[i]);
-            (0..lt.len()).fold(a, |acc, i| acc + pre.jt[(i, k)] * lt[i])
-        })
-        .collect();
-    cholesky_solve_in_place(&pre.l, &mut f);
-    (0..nv).map(|k| pre.vp[k] + f[k]).collect()
-}
-
-/// Y ← L⁻¹ Y column by column (L lower, from `cholesky_in_place`).
-fn lower_solve_columns<T: Scalar>(l: &DMatrix<T>, y: &mut DMatrix<T>) {
-    let n = l.nrows();
-    for mut col in y.column_iter_mut() {
-        for j in 0..n {
-            let v = col[j] / l[(j, j)];
-            col[j] = v;
-            for i in j + 1..n {
-                col[i] -= l[(i, j)] * v;
-            }
+    let mut f = vec![T::zero(); nv];
+    for i in 0..ln.len() {
+        for &k in pre.pattern.support(i) {
+            f[k] += pre.jn[(i, k)] * ln[i] + pre.jt[(2 * i, k)] * lt[2 * i] + pre.jt[(2 * i + 1, k)] * lt[2 * i + 1];
         }
     }
+    ltl_solve_in_place(&pre.l, &pre.lambda, &mut f);
+    (0..nv).map(|k| pre.vp[k] + f[k]).collect()
 }
 
 /// NCP residuals (§3.9) at v⁺: Signorini on u_n + ε J_n v + (b_n − J_n v^p − ε J_n v) (the same offsets as the
