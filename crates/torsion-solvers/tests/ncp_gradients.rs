@@ -32,9 +32,13 @@ fn boxes(n: usize, gravity: Vec3) -> Model {
 /// the four corners: with four, G_n has rank 3, λ_n is not unique, and with any spin the per-contact friction
 /// radii μλ_n(i) — hence v⁺ — depend on how λ_n is shared, so finite differences are ill-posed.
 fn floor(m: &Model, s: &GenState, mu: f64, eps: f64) -> Vec<ContactFrame> {
+    bottom_points(m, s, mu, eps, &[(-1.0, -1.0), (1.0, -1.0), (0.0, 1.0)])
+}
+
+/// Material points (x, y) · HE of box 0's bottom face as floor contacts.
+fn bottom_points(m: &Model, s: &GenState, mu: f64, eps: f64, pts: &[(f64, f64)]) -> Vec<ContactFrame> {
     let (x, r) = m.forward_kinematics(&s.q).unwrap()[1];
-    [(-1.0, -1.0), (1.0, -1.0), (0.0, 1.0)]
-        .iter()
+    pts.iter()
         .enumerate()
         .map(|(i, c)| {
             let p = x + r.rotate(&Vec3::new(c.0 * HE, c.1 * HE, -HE));
@@ -335,31 +339,6 @@ fn rolling_ball_sticking_jacobians_match_finite_differences() {
     assert!(jac.d_mu.amax() < 1e-9, "μ has no effect while sticking: {}", jac.d_mu.amax());
 }
 
-/// The four bottom corners of box 0 as floor contacts (material points; see `floor`).
-fn floor4(m: &Model, s: &GenState, mu: f64, eps: f64) -> Vec<ContactFrame> {
-    let (x, r) = m.forward_kinematics(&s.q).unwrap()[1];
-    [(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)]
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let p = x + r.rotate(&Vec3::new(c.0 * HE, c.1 * HE, -HE));
-            ContactFrame {
-                body_a: 1,
-                body_b: 0,
-                point: p,
-                normal: Vec3::z(),
-                tangents: [Vec3::x(), Vec3::y()],
-                distance: p.z,
-                mu,
-                restitution: eps,
-                shapes: None,
-                id: i as u64,
-                radius: [0.0; 2],
-            }
-        })
-        .collect()
-}
-
 /// Sticking on redundant coplanar contacts (docs/gradients.md): a flat box bouncing (ε = 0.5) with a sideways
 /// velocity and a spin on 3 and on 4 bottom points with μ = 1, so every contact sticks; the impulses are not
 /// unique. The default (here the fixed-point derivative) against central differences of the converged step —
@@ -375,7 +354,14 @@ fn sticking_box_on_coplanar_contacts_matches_finite_differences() {
     let sel = ParamSelection::by_prefix(&m, "body_mass[");
     for n in [3usize, 4] {
         // restitution ε = 0.5 at every contact
-        let contacts = |st: &GenState, mu: f64| if n == 3 { floor(&m, st, mu, 0.5) } else { floor4(&m, st, mu, 0.5) };
+        let corners = [(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)];
+        let contacts = |st: &GenState, mu: f64| {
+            if n == 3 {
+                floor(&m, st, mu, 0.5)
+            } else {
+                bottom_points(&m, st, mu, 0.5, &corners)
+            }
+        };
         // converged passes: the derivative is that of the NCP solution
         let opts = |g| NcpOptions { n_step: 500, tolerance: 1e-14, gradient: g, ..Default::default() };
         let solver = NcpSolver::new(opts(NcpGradient::Auto));
