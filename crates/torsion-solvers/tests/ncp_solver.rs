@@ -382,3 +382,36 @@ fn islands_give_the_unsplit_step() {
     eprintln!("split vs unsplit v⁺: {worst:e} over {compared} steps");
     assert!(compared >= 10 && worst < 1e-9, "split vs unsplit v⁺: {worst:e} over {compared} steps");
 }
+
+/// `step_vjp` recomputes a recorded step from the warm start that step began with (kept in the record), so its
+/// result does not depend on what the workspace did since: the same gradient from the workspace after two more
+/// steps and from a fresh one.
+#[test]
+fn step_vjp_recomputes_from_the_recorded_warm_start() {
+    let m = scene();
+    let solver = NcpSolver::new(NcpOptions::default());
+    let mut ws = Solver::workspace(&solver, &m).unwrap();
+    let u = Control::from_torques(&[0.0, 0.0, 0.3, 1.0, -0.5, 0.0]);
+    let mut s = box_state(0.0995, 0.8, 0.0);
+    let mut recs = vec![];
+    for _ in 0..3 {
+        let mut r = solver.record(&m);
+        let mut o = s.clone();
+        solver.step(&m, &s, &u, 0.01, &mut o, &mut ws, Some(&mut r)).unwrap();
+        recs.push(r);
+        s = o;
+    }
+    assert!(!ws.frames.is_empty(), "in contact");
+    let g_out = GenState { q: vec![0.3, -0.2, 1.0, 0.1, 0.2, -0.1, 0.4], v: vec![0.5, -1.0, 0.2, 1.0, 0.7, -0.3] };
+    let vjp = |w: &mut torsion_solvers::ncp::NcpSimWorkspace| {
+        let mut g_s = solver.zero_grad(&m);
+        let (mut g_u, mut g_th) = (vec![0.0; 6], vec![0.0; m.param_table().len()]);
+        solver.step_vjp(&m, &recs[1], &g_out, &mut g_s, &mut g_u, &mut g_th, w).unwrap();
+        (g_s, g_u, g_th)
+    };
+    let (a, b) = (vjp(&mut ws), vjp(&mut Solver::workspace(&solver, &m).unwrap()));
+    assert_eq!(a.0.q, b.0.q);
+    assert_eq!(a.0.v, b.0.v);
+    assert_eq!(a.1, b.1);
+    assert_eq!(a.2, b.2);
+}

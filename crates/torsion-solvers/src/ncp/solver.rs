@@ -30,6 +30,8 @@ pub struct NcpRecord {
     u: Vec<f64>,
     dt: f64,
     frames: Vec<ContactFrame>,
+    /// the warm start the step began from (impulses by contact id), so `step_vjp` recomputes the same passes
+    warm: Vec<(u64, (f64, [f64; 2]))>,
 }
 
 fn collision_err(e: torsion_collision::CollisionError) -> SolverError {
@@ -124,13 +126,15 @@ impl Solver for NcpSolver {
         }
         self.detect(model, ws, &s.q)?;
         let NcpSimWorkspace { ncp, frames, report, .. } = ws;
-        *report = self.step_with_contacts(model, ncp, s, &u.joint_torque, dt, frames, out)?;
         if let Some(r) = rec {
             r.s = Some(s.clone());
             r.u = u.joint_torque.clone();
             r.dt = dt;
             r.frames = frames.clone();
+            r.warm.clear();
+            r.warm.extend(frames.iter().filter_map(|c| ncp.warm.get(&c.id).map(|w| (c.id, *w))));
         }
+        *report = self.step_with_contacts(model, ncp, s, &u.joint_torque, dt, frames, out)?;
         Ok(StepInfo::default())
     }
 }
@@ -153,8 +157,9 @@ impl DiffSolver for NcpSolver {
             problem: "step_vjp needs a record filled by step".into(),
         })?;
         let sel = ParamSelection::all(model);
-        let (jac, next, _) =
-            self.step_jacobians_with_contacts(model, &mut ws.ncp, s, &rec.u, rec.dt, &rec.frames, &sel)?;
+        ws.ncp.warm.clear();
+        ws.ncp.warm.extend(rec.warm.iter().copied());
+        let (jac, next, _) = self.jacobians(model, &mut ws.ncp, s, &rec.u, rec.dt, &rec.frames, &sel, false)?;
         let j = StepJacobians { a: jac.a, b: jac.b, c: jac.c };
         transposed_jacobian_product(model, &s.q, &next.q, &j, &sel, g_out, g_s, g_u, g_theta);
         Ok(())
@@ -170,8 +175,7 @@ impl DiffSolver for NcpSolver {
     ) -> Result<StepJacobians, SolverError> {
         let mut ws = Solver::workspace(self, model)?;
         self.detect(model, &mut ws, &s.q)?;
-        let (jac, _, _) =
-            self.step_jacobians_with_contacts(model, &mut ws.ncp, s, &u.joint_torque, dt, &ws.frames, sel)?;
+        let (jac, _, _) = self.jacobians(model, &mut ws.ncp, s, &u.joint_torque, dt, &ws.frames, sel, false)?;
         Ok(StepJacobians { a: jac.a, b: jac.b, c: jac.c })
     }
 

@@ -118,7 +118,7 @@ pub struct NcpWorkspace {
     d: DynData<f64>,
     pub(crate) body_joint: Vec<usize>,
     /// previous step's impulses by contact id
-    warm: HashMap<u64, (f64, [f64; 2])>,
+    pub(crate) warm: HashMap<u64, (f64, [f64; 2])>,
     pub(crate) tape: Tape,
     /// solve each contact island on its own (default; the same problem, as G is block diagonal over islands —
     /// off only to time or compare against the unsplit problem)

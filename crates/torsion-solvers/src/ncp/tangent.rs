@@ -151,6 +151,23 @@ impl NcpSolver {
         contacts: &[ContactFrame],
         sel: &ParamSelection,
     ) -> Result<(NcpJacobians, GenState, NcpReport), SolverError> {
+        self.jacobians(model, ws, s, u, dt, contacts, sel, true)
+    }
+
+    /// As `step_jacobians_with_contacts`; `per_contact` = false skips the `d_mu` / `d_restitution` directions
+    /// (left zero: the `DiffSolver` path reads only A, B, C).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn jacobians(
+        &self,
+        model: &Model,
+        ws: &mut NcpWorkspace,
+        s: &GenState,
+        u: &[f64],
+        dt: f64,
+        contacts: &[ContactFrame],
+        sel: &ParamSelection,
+        per_contact: bool,
+    ) -> Result<(NcpJacobians, GenState, NcpReport), SolverError> {
         let mut next = s.clone();
         let report = self.step_with_contacts(model, ws, s, u, dt, contacts, &mut next)?;
         let o = &self.options;
@@ -217,6 +234,9 @@ impl NcpSolver {
         let mut cols = DMatrix::zeros(2 * nv, ndir);
         let mut d = DynData::new(&base_dm);
         for dir in 0..ndir {
+            if !per_contact && dir >= 3 * nv + sel.len() {
+                break;
+            }
             let param = (3 * nv..3 * nv + sel.len()).contains(&dir).then(|| sel.indices[dir - 3 * nv]);
             // a contact-material parameter: seeds μ / ε below, the dynamics model is the base one
             let mat = param.map(|i| table.kinds[i]).filter(|k| k.is_contact_material());
