@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use torsion_model::state::AMBIENT_PER_BODY;
 use torsion_model::{MaximalState, Model};
 use torsion_solvers::featherstone::FeatherstoneWorkspace;
-use torsion_solvers::ncp::{FrictionSet, NcpOptions, NcpSimWorkspace, NcpSolver};
+use torsion_solvers::ncp::{FrictionSet, NcpGradient, NcpOptions, NcpSimWorkspace, NcpSolver};
 use torsion_solvers::xpbd::XpbdWorkspace;
 use torsion_solvers::{
     DiffSolver, FeatherstoneOptions, FeatherstoneSolver, GenState, Ordering, XpbdOptions, XpbdSolver,
@@ -404,9 +404,12 @@ solver_methods!(PyNcp, {
     /// model's shapes, an ADMM QP (normal impulses) and QCQP (exact Coulomb disk, or a pyramid), `n_step`
     /// passes, Newton restitution, optional Baumgarte gain (1/s), speculative contact margin (m). A pair's
     /// friction and restitution are the larger of its two shapes' parameters `shape_friction[shape]`,
-    /// `shape_restitution[shape]` (model parameters, differentiable).
+    /// `shape_restitution[shape]` (model parameters, differentiable). `gradient`: 'auto', 'fixed_point' (implicit
+    /// derivative of the NCP solution) or 'cascade' (chain rule through the executed passes), docs/gradients.md.
     #[new]
-    #[pyo3(signature = (n_step=10, friction_set="cone", baumgarte=0.0, tolerance=0.0, margin=0.01, passive=true))]
+    #[pyo3(signature = (n_step=10, friction_set="cone", baumgarte=0.0, tolerance=0.0, margin=0.01, passive=true,
+                        gradient="auto"))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         n_step: usize,
         friction_set: &str,
@@ -414,7 +417,14 @@ solver_methods!(PyNcp, {
         tolerance: f64,
         margin: f64,
         passive: bool,
+        gradient: &str,
     ) -> PyResult<Self> {
+        let gradient = match gradient {
+            "auto" => NcpGradient::Auto,
+            "fixed_point" => NcpGradient::FixedPoint,
+            "cascade" => NcpGradient::Cascade,
+            o => return Err(PyValueError::new_err(format!("gradient: 'auto', 'fixed_point' or 'cascade', got '{o}'"))),
+        };
         let friction_set = match friction_set {
             "cone" => FrictionSet::Cone,
             "box" => FrictionSet::BoxPyramid,
@@ -427,7 +437,7 @@ solver_methods!(PyNcp, {
                 "n_step must be ≥ 1, margin, baumgarte and tolerance finite and ≥ 0".to_string(),
             ));
         }
-        let mut o = NcpOptions { n_step, friction_set, baumgarte, tolerance, passive, ..Default::default() };
+        let mut o = NcpOptions { n_step, friction_set, baumgarte, tolerance, passive, gradient, ..Default::default() };
         o.collision.margin = margin;
         Ok(PyNcp { solver: NcpSolver::new(o), cache: Mutex::new(None) })
     }

@@ -120,7 +120,10 @@ class NcpSolver(_SolverBase):
     A contact pair's friction and restitution are the larger of its two shapes' model parameters
     `shape_friction[shape]` / `shape_restitution[shape]` (differentiable: `rollout_vjp`, `step_jacobians`)."""
     def __init__(self, n_step: int = 10, friction_set: str = "cone", baumgarte: float = 0.0,
-                 tolerance: float = 0.0, margin: float = 0.01, passive: bool = True) -> None: ...
+                 tolerance: float = 0.0, margin: float = 0.01, passive: bool = True,
+                 gradient: str = "auto") -> None:
+        """gradient: 'auto', 'fixed_point' (implicit derivative of the NCP solution) or 'cascade' (through the
+        executed passes)."""
     n_step: int
     friction_set: str
     def initial_state(self, model: Model, q: Optional[ArrayLike] = None, v: Optional[ArrayLike] = None) -> F64: ...
