@@ -112,7 +112,7 @@ impl FixedPointKkt {
         dmu: &[f64],
     ) -> (Vec<f64>, Vec<f64>) {
         let (ln, lt) = (&self.ln, &self.lt);
-        let (nc, nfn, nft) = (ln.len(), self.free_n.len(), self.free_t.len());
+        let (nc, nfn) = (ln.len(), self.free_n.len());
         let mut rhs = Vec::with_capacity(self.pinv.nrows());
         for &i in &self.free_n {
             let s = (0..nc).map(|j| dgn[(i, j)] * ln[j]).sum::<f64>()
@@ -137,7 +137,6 @@ impl FixedPointKkt {
         for (b, &k) in self.free_t.iter().enumerate() {
             dlt[k] = x[nfn + b];
         }
-        let _ = nft;
         (dln, dlt)
     }
 }
