@@ -67,15 +67,21 @@ impl ConstraintSet<'_> {
     pub fn violation(&self, x: &[f64]) -> f64 {
         match *self {
             ConstraintSet::Nonneg => x.iter().fold(0.0, |m, &v| m.max(-v)),
-            ConstraintSet::Friction { kind, r } => x.chunks_exact(2).zip(r).fold(0.0, |m, (w, &ri)| {
-                let e = match kind {
-                    FrictionSet::Cone => norm2(w[0], w[1]) - ri,
-                    FrictionSet::BoxPyramid => w[0].abs().max(w[1].abs()) - ri,
-                    FrictionSet::DiamondPyramid => w[0].abs() + w[1].abs() - ri,
-                };
-                m.max(e)
-            }),
+            ConstraintSet::Friction { kind, r } => {
+                x.chunks_exact(2).zip(r).fold(0.0, |m, (w, &ri)| m.max(friction_gauge(kind, w[0], w[1]) - ri))
+            }
         }
+    }
+}
+
+/// The friction set's gauge of one contact's (λ_t1, λ_t2): the set is {gauge ≤ r} (disk: ‖·‖₂, box: ‖·‖∞,
+/// diamond: ‖·‖₁).
+#[inline]
+pub fn friction_gauge(kind: FrictionSet, a: f64, b: f64) -> f64 {
+    match kind {
+        FrictionSet::Cone => norm2(a, b),
+        FrictionSet::BoxPyramid => a.abs().max(b.abs()),
+        FrictionSet::DiamondPyramid => a.abs() + b.abs(),
     }
 }
 

@@ -13,7 +13,7 @@
 use super::backward::ReducedKkt;
 use super::fixed_point::FixedPointKkt;
 use super::kinematics::{pair_source, ContactFrame, ContactGeom};
-use super::sets::ConstraintSet;
+use super::sets::{friction_gauge, ConstraintSet};
 use super::staggered::{apply_impulses, dyn_err, prelude, NcpGradient, NcpReport, NcpSolver, NcpWorkspace};
 use crate::featherstone::{dual_tangent, GenState};
 use crate::solver::SolverError;
@@ -182,17 +182,24 @@ impl NcpSolver {
         let tape = &ws.tape;
         let lmax = report.lambda_n.iter().chain(&report.lambda_t).fold(0.0f64, |m, v| m.max(v.abs()));
         let converged = report.last_change <= 1e-9 * (1.0 + lmax);
+        // a contact strictly inside its friction set with a normal impulse: the only case where Auto may need the
+        // fixed point of an unconverged step (its SVD is skipped otherwise)
+        let (ln, lt) = (&report.lambda_n, &report.lambda_t);
+        let may_stick = (0..nc).any(|i| {
+            let r = contacts[i].mu * ln[i];
+            r > 0.0 && friction_gauge(o.friction_set, lt[2 * i], lt[2 * i + 1]) < r * (1.0 - 1e-6)
+        });
         let fp = match o.gradient {
             NcpGradient::Cascade => None,
             _ if nc == 0 => None,
+            NcpGradient::Auto if !converged && !may_stick => None,
             g => {
                 let mu: Vec<f64> = contacts.iter().map(|c| c.mu).collect();
-                let (ln, lt) = (&report.lambda_n, &report.lambda_t);
                 let k =
                     FixedPointKkt::new(&tape.gn, &tape.gt, &tape.gnt, &tape.bn, &tape.bt, ln, lt, &mu, o.friction_set)?;
                 // Auto: the fixed point where it is the step's derivative and the cascade may not be — redundant
                 // impulses with a sticking contact (the passes' polished sub-problems move along their solution
-                // sets, and their chained derivatives follow: 1.6e-4 off under a tilt, docs/gradients.md) — or
+                // sets, and their chained derivatives follow: 2.1e-4 off under a tilt, docs/gradients.md) — or
                 // where both agree and it is cheaper (converged passes, unique impulses); the cascade otherwise
                 // (redundant sliding impulses: the executed passes choose among equivalent λ_n, and so must
                 // their derivative)
