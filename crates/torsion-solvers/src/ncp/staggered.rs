@@ -530,9 +530,13 @@ fn residuals(
 ) -> NcpResiduals {
     let v = nalgebra::DVector::from_column_slice(vplus);
     let (un, ut) = (jn * &v, jt * &v);
-    let jvp = jn * nalgebra::DVector::from_column_slice(vp);
+    let vpv = nalgebra::DVector::from_column_slice(vp);
+    let jvp = jn * &vpv;
     let mut res = NcpResiduals::default();
-    let scale_v = un.iter().chain(ut.iter()).fold(1e-12f64, |m, x| m.max(x.abs()));
+    // slip below 1e-9 of the contact velocities before and after the impulses counts as sticking (a contact at
+    // rest may sit on the disk's boundary: then u_t / ‖u_t‖ is round-off)
+    let scale_v =
+        un.iter().chain(ut.iter()).chain(jvp.iter()).chain((jt * &vpv).iter()).fold(1e-12f64, |m, x| m.max(x.abs()));
     for i in 0..ln.len() {
         // the QP's slack: G_n λ_n + g_n = J_n v⁺ + (b_n − J_n v^p)
         let slack = un[i] + (bn[i] - jvp[i]);
