@@ -22,6 +22,10 @@ pub struct SimulateArgs {
     /// initial joint positions, comma separated (default zeros)
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     q0: Option<Vec<f64>>,
+    /// featherstone / ncp: initial generalized velocities (nv, torsion's convention: a free joint's (ω, v) in
+    /// its body frame), comma separated (default zeros)
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    v0: Option<Vec<f64>>,
     /// constant joint torques, comma separated (default zeros)
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     torque: Option<Vec<f64>>,
@@ -112,6 +116,9 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
         ..Default::default()
     });
     let mut ws = solver.workspace(&model)?;
+    if a.v0.is_some() {
+        bail!("--v0 is for the generalized-coordinate solvers (featherstone, ncp)");
+    }
     let mut s = model.state_at(&q0)?;
     let mut next = s.clone();
     let u = Control::from_torques(&tau);
@@ -159,7 +166,11 @@ fn run_generalized<S: Solver<State = GenState>>(
     solver: &S,
 ) -> Result<()> {
     let mut ws = solver.workspace(model)?;
-    let mut s = GenState { q: q0.to_vec(), v: vec![0.0; model.nv()] };
+    let v0 = a.v0.clone().unwrap_or_else(|| vec![0.0; model.nv()]);
+    if v0.len() != model.nv() {
+        bail!("--v0 has {} values, the model needs nv = {}", v0.len(), model.nv());
+    }
+    let mut s = GenState { q: q0.to_vec(), v: v0 };
     let mut next = s.clone();
     let u = Control::from_torques(tau);
     let (mut t, mut ang, mut vel, mut poses) = (vec![], vec![], vec![], vec![]);

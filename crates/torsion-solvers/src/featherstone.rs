@@ -1,20 +1,23 @@
-//! Semi-implicit Euler in generalized coordinates (no contact yet):
-//! (M + A + h D) a = u − c(q, v) − D v − K (q − q_ref), v' = v + h a, q' = q ⊕ h v' (on the manifold for ball /
-//! free joints); A = armature, D = joint damping (implicit, as MuJoCo's Euler integrator: h D enters ABA as
+//! Semi-implicit Euler in generalized coordinates (no contact):
+//! (M + A + h D) a = u − c(q, v) − D v − K (q − q_ref), v' = v + h a, q' = q ⊕ h v' (on the manifold for ball
+//! joints; a free joint as MuJoCo's Euler: its origin moves straight along its world velocity, `joints::advance_into`);
+//! A = armature, D = joint damping (implicit, as MuJoCo's Euler integrator: h D enters ABA as
 //! armature, so stiff damping on light links stays stable), K = hinge/slide joint springs (explicit). Same `Solver` / `DiffSolver` contract as XPBD.
 //! Derivatives: A and B from the analytic ABA derivatives (Carpentier–Mansard, `aba_derivatives`: ∂q̈/∂q,
 //! ∂q̈/∂v, M̃⁻¹ in one sweep plus a Cholesky) chained through the step and the per-joint integration map
-//! (its small Jacobians by dual numbers of `integrate_joint`); C (w.r.t. θ) by forward-mode duals of the same
+//! (its small Jacobians by dual numbers of `advance_joint`); C (w.r.t. θ) by forward-mode duals of the same
 //! generic step, one Dual64 pass per parameter. `step_jacobians_dual` keeps the all-dual reference (one
 //! pass per input direction), against which the analytic path is tested. The VJP uses the same Jacobians.
 use crate::solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use nalgebra::{DMatrix, DVector};
 use num_dual::Dual64;
 use torsion_dynamics::aba_derivatives::{aba_derivatives_into, AbaDerivatives};
-use torsion_dynamics::joints::{difference, integrate, integrate_joint, integrate_scaled_into};
+use torsion_dynamics::joints::{
+    add_free_frame_term, advance_into, advance_joint, difference, integrate, integrate_joint,
+};
 use torsion_dynamics::{aba_into, DynData, DynModel};
 use torsion_math::scalar::cv;
-use torsion_math::Scalar;
+use torsion_math::{Scalar, Vec3};
 use torsion_model::params::ParamKind;
 use torsion_model::{Control, JointType, Model, ParamSelection, ParamTable};
 
@@ -215,10 +218,12 @@ pub fn step_generic_into<T: Scalar>(
     }
     aba_into(dm, q, v, tau, d, acc)?;
     let h = T::c(dt);
+    // v̂ = v + h q̈ (+ the free joints' frame term), then (q1, v1) from v̂ (MuJoCo's Euler for free joints)
     for k in 0..dm.nv {
-        v1[k] = v[k] + acc[k] * h;
+        acc[k] = v[k] + acc[k] * h;
     }
-    integrate_scaled_into(dm, q, v1, h, q1);
+    add_free_frame_term(dm, v, h, acc);
+    advance_into(dm, q, acc, h, q1, v1);
     Ok(())
 }
 
@@ -418,8 +423,8 @@ impl FeatherstoneSolver {
     }
 }
 
-/// (J_q, J_w) of one joint's integration map (`integration_jacobians`), `[r][c]` indexing.
-type IntegrationJacobians = ([[f64; 6]; 6], [[f64; 6]; 6]);
+/// (J_q, J_v, K_v) of one joint's position / velocity update (`advance_jacobians`), `[r][c]` indexing.
+type IntegrationJacobians = ([[f64; 6]; 6], [[f64; 6]; 6], [[f64; 6]; 6]);
 
 /// [A | B] of one step and the buffers to compute it (allocate once per model with [`TransitionJacobians::new`]).
 pub struct TransitionJacobians {
@@ -430,7 +435,7 @@ pub struct TransitionJacobians {
     ad: AbaDerivatives,
     tau: Vec<f64>,
     v1: Vec<f64>,
-    /// per joint: (J_q, J_w) of the integration map (ball and free joints)
+    /// per joint: (J_q, J_v, K_v) of the position / velocity update (ball and free joints)
     integ: Vec<IntegrationJacobians>,
     /// (joint, first DoF, DoFs) of the ball and free joints
     multi: Vec<(usize, usize, usize)>,
@@ -445,7 +450,7 @@ impl TransitionJacobians {
             ad: AbaDerivatives::new(nv),
             tau: vec![0.0; nv],
             v1: vec![0.0; nv],
-            integ: vec![([[0.0; 6]; 6], [[0.0; 6]; 6]); model.joint_count()],
+            integ: vec![([[0.0; 6]; 6], [[0.0; 6]; 6], [[0.0; 6]; 6]); model.joint_count()],
             multi: (0..model.joint_count())
                 .zip(model.joint_v_start())
                 .map(|(j, vs)| (j, vs, model.joint_type[j].dof()))
@@ -515,24 +520,39 @@ fn state_columns_into(
             }
         }
     }
+    // the free joints' frame term h ω × v_l: v̂ = v + h q̈ + h (0, ω × v_l), its v columns
     for k in 0..nv {
         v1[k] = s.v[k] + h * ad.qdd[k];
     }
-    q1.copy_from_slice(&s.q);
-    // configuration rows: per joint q1 = q ⊕ h v1; integration Jacobians of multi-DoF joints first (J_q, J_w)
-    let mut w = [0.0; 6];
+    for &(j, vs, _) in multi.iter() {
+        if dm.joint[j].kind != JointType::Free {
+            continue;
+        }
+        let (w, vl) = (Vec3::new(s.v[vs], s.v[vs + 1], s.v[vs + 2]), Vec3::new(s.v[vs + 3], s.v[vs + 4], s.v[vs + 5]));
+        let c = w.cross(&vl) * h;
+        for i in 0..3 {
+            v1[vs + 3 + i] += c[i];
+            // ∂(h ω × v_l)/∂ω_i = h e_i × v_l, ∂/∂v_l,i = h ω × e_i
+            let e = Vec3::ith(i, 1.0);
+            let (dw, dv) = (e.cross(&vl) * h, w.cross(&e) * h);
+            for r in 0..3 {
+                jac[(nv + vs + 3 + r, nv + vs + i)] += dw[r];
+                jac[(nv + vs + 3 + r, nv + vs + 3 + i)] += dv[r];
+            }
+        }
+    }
+    // per joint (q1, v1) = advance(q, v̂): the small Jacobians of the multi-DoF joints (J_q, J_v, K_v)
     for j in 0..dm.parent.len() {
         let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
         let n = jm.nv;
-        for i in 0..n {
-            w[i] = v1[vs + i] * h;
-        }
-        integrate_joint(jm.kind, &s.q[qs..qs + jm.nq], &w[..n], &mut q1[qs..qs + jm.nq]);
+        let mut v1j = [0.0; 6];
+        advance_joint(jm.kind, &s.q[qs..qs + jm.nq], &v1[vs..vs + n], h, &mut q1[qs..qs + jm.nq], &mut v1j[..n]);
         if n > 1 {
-            integ[j] = integration_jacobians(jm.kind, &s.q[qs..qs + jm.nq], &w[..n], &q1[qs..qs + jm.nq]);
+            integ[j] = advance_jacobians(jm.kind, &s.q[qs..qs + jm.nq], &v1[vs..vs + n], h, &q1[qs..qs + jm.nq]);
         }
     }
-    // per column: q rows = h × v rows (1-DoF joints: J_w = 1), then J_w h ∂v1 on the multi-DoF joints' rows
+    // per column: q rows = h × v̂ rows (1-DoF joints), J_v ∂v̂ on the multi-DoF joints' rows; then the free
+    // joints' v rows K_v ∂v̂
     let js = jac.as_mut_slice();
     for c in 0..3 * nv {
         let (qrows, vrows) = js[c * n2..(c + 1) * n2].split_at_mut(nv);
@@ -540,16 +560,18 @@ fn state_columns_into(
             *o = h * x;
         }
         for &(j, vs, n) in multi.iter() {
-            {
-                let jw = &integ[j].1;
-                for r in 0..n {
-                    let mut acc = 0.0;
-                    for k in 0..n {
-                        acc += jw[r][k] * vrows[vs + k];
-                    }
-                    qrows[vs + r] = h * acc;
+            let (_, jv, kv) = &integ[j];
+            let mut vv = [0.0; 6];
+            for r in 0..n {
+                let (mut aq, mut av) = (0.0, 0.0);
+                for k in 0..n {
+                    aq += jv[r][k] * vrows[vs + k];
+                    av += kv[r][k] * vrows[vs + k];
                 }
+                qrows[vs + r] = aq;
+                vv[r] = av;
             }
+            vrows[vs..vs + n].copy_from_slice(&vv[..n]);
         }
     }
     for j in 0..dm.parent.len() {
@@ -568,44 +590,45 @@ fn state_columns_into(
     Ok(())
 }
 
-/// For one ball or free joint, q1 = q ⊕ w: J_q = ∂q1/∂δ for q ⊕ δ and J_w = ∂q1/∂w, both in the tangent
-/// space at q1 (right perturbations, as `integrate_joint` / `difference`); by dual numbers of
-/// `integrate_joint`, one pass per DoF. `[r][c]` indexing.
-fn integration_jacobians(kind: JointType, q: &[f64], w: &[f64], q1: &[f64]) -> ([[f64; 6]; 6], [[f64; 6]; 6]) {
-    let n = w.len();
+/// For one ball or free joint, (q1, v1) = advance(q, v̂) (`joints::advance_joint`): J_q = ∂q1/∂δ for q ⊕ δ,
+/// J_v = ∂q1/∂v̂ (tangent space at q1, right perturbations, as `integrate_joint` / `difference`) and
+/// K_v = ∂v1/∂v̂ (v1 does not depend on q); by dual numbers of `advance_joint`, one pass per DoF. `[r][c]`.
+fn advance_jacobians(kind: JointType, q: &[f64], vhat: &[f64], h: f64, q1: &[f64]) -> IntegrationJacobians {
+    let n = vhat.len();
     let nq = q.len();
     let z = Dual64::from(0.0);
+    let hd = Dual64::from(h);
     let mut qd = [z; 7];
-    let mut wd = [z; 6];
+    let mut vd = [z; 6];
     for i in 0..nq {
         qd[i] = Dual64::from(q[i]);
     }
     for i in 0..n {
-        wd[i] = Dual64::from(w[i]);
+        vd[i] = Dual64::from(vhat[i]);
     }
-    let (mut jq, mut jw) = ([[0.0; 6]; 6], [[0.0; 6]; 6]);
-    let mut out = [z; 7];
-    let mut qp = [z; 7];
+    let (mut jq, mut jv, mut kv) = ([[0.0; 6]; 6], [[0.0; 6]; 6], [[0.0; 6]; 6]);
+    let (mut out, mut qp, mut vout) = ([z; 7], [z; 7], [z; 6]);
     for c in 0..n {
-        // ∂/∂δ_c of (q ⊕ δ) ⊕ w
+        // ∂/∂δ_c of advance(q ⊕ δ, v̂)
         let mut e = [z; 6];
         e[c].eps = 1.0;
         integrate_joint(kind, &qd[..nq], &e[..n], &mut qp[..nq]);
-        integrate_joint(kind, &qp[..nq], &wd[..n], &mut out[..nq]);
+        advance_joint(kind, &qp[..nq], &vd[..n], hd, &mut out[..nq], &mut vout[..n]);
         let t = dual_tangent(kind, q1, &out[..nq]);
         for r in 0..n {
             jq[r][c] = t[r];
         }
-        // ∂/∂w_c of q ⊕ w
-        wd[c].eps = 1.0;
-        integrate_joint(kind, &qd[..nq], &wd[..n], &mut out[..nq]);
-        wd[c].eps = 0.0;
+        // ∂/∂v̂_c
+        vd[c].eps = 1.0;
+        advance_joint(kind, &qd[..nq], &vd[..n], hd, &mut out[..nq], &mut vout[..n]);
+        vd[c].eps = 0.0;
         let t = dual_tangent(kind, q1, &out[..nq]);
         for r in 0..n {
-            jw[r][c] = t[r];
+            jv[r][c] = t[r];
+            kv[r][c] = vout[r].eps;
         }
     }
-    (jq, jw)
+    (jq, jv, kv)
 }
 
 /// The tangent (at q1, right perturbation) of the first-order variation carried by the dual parts of `x`

@@ -190,6 +190,12 @@ fn singular_delassus() {
     let res =
         (&g * nalgebra::DVector::from_column_slice(&z)).iter().zip(&q).map(|(a, b)| (a + b).abs()).fold(0.0, f64::max);
     assert!(res < 1e-9, "{res}");
+    // the problem is symmetric under the corners' rotation: the Newton polish takes the minimum-norm step on this
+    // singular problem, so it does not move along G's null space (issue 12: before, a spread of 1.0e-5 along
+    // (1, −1, 1, −1); now ADMM's own 2e-10)
+    let spread = z.iter().fold(f64::NEG_INFINITY, |m, v| m.max(*v)) - z.iter().fold(f64::INFINITY, |m, v| m.min(*v));
+    eprintln!("singular Delassus: λ {z:?}, spread {spread:.1e}, residual {res:.1e}");
+    assert!(spread < 1e-8, "asymmetric impulses {z:?}");
 }
 
 #[test]

@@ -263,6 +263,24 @@ impl ReducedKkt {
     }
 
     /// Cholesky of H + δI and of the Schur complement Aᵀ(H + δI)⁻¹A + δI.
+    /// The smallest over the largest Cholesky pivot L_jj² of H and of the Schur complement (after `factor`; the
+    /// factors keep 1/L_jj on the diagonal): ≈ δ / max diag H ≈ 1e-12 when the reduced problem is singular
+    /// (redundant contacts: ≥ 3 coplanar points of a face), O(1/κ) otherwise.
+    pub(crate) fn pivot_ratio(&self) -> f64 {
+        let ratio = |l: &[f64], n: usize| {
+            let (lo, hi) = (0..n)
+                .map(|j| l[j + j * n] * l[j + j * n])
+                .fold((f64::INFINITY, 0.0f64), |(lo, hi), r2| (lo.min(r2), hi.max(r2)));
+            // pivots are 1/r²: min pivot / max pivot = min r² / max r²
+            if n == 0 {
+                1.0
+            } else {
+                lo / hi
+            }
+        };
+        ratio(&self.lh, self.free.len()).min(ratio(&self.ls, self.active.len()))
+    }
+
     pub(crate) fn factor(&mut self) -> Result<(), SolverError> {
         let nf = self.free.len();
         let na = self.active.len();
@@ -452,6 +470,10 @@ impl ReducedKkt {
     /// One Newton step on the KKT equations (needs [`ReducedKkt::factor`]): `z_out` = z − (K⁻¹F)_z with the
     /// pinned coordinates at 0, for the residual F from [`ReducedKkt::kkt_residual_into`]; `step`, `r` (≥ m)
     /// and `hu` (≥ |free|) are scratch.
+    /// `min_norm`: drop the step's component along K's null space (x ← K_δ⁻¹ K x, one more regularised solve):
+    /// for a singular K (redundant contacts) the solve amplifies the part of f outside K's range (round-off, or an
+    /// inconsistency only an active-set change can fix) by 1/δ into a jump along the solution set.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn newton_step_into(
         &self,
         f: &[f64],
@@ -459,8 +481,17 @@ impl ReducedKkt {
         step: &mut [f64],
         r: &mut [f64],
         hu: &mut [f64],
+        min_norm: bool,
     ) {
-        self.solve_into(&f[..self.m()], step, r, hu);
+        let m = self.m();
+        self.solve_into(&f[..m], step, r, hu);
+        if min_norm {
+            for (i, ri) in r[..m].iter_mut().enumerate() {
+                *ri = (0..m).map(|j| self.k[i + j * m] * step[j]).sum::<f64>();
+            }
+            self.solve_reg(&mut r[..m], hu);
+            step[..m].copy_from_slice(&r[..m]);
+        }
         for j in 0..self.n {
             z_out[j] = if self.pos[j] == usize::MAX { 0.0 } else { self.z[j] - step[self.pos[j]] };
         }

@@ -1,10 +1,12 @@
 //! The velocity-level contact step by extended staggered projections (spec 001 §3.2–3.5, Algorithm 1 cleaned):
 //! ```text
-//! v^p = v + Δt M⁻¹ τ(q, v, u)                          τ = u − c(q, v) + passive (damping, springs)
+//! v^p = v + Δt M⁻¹ τ(q, v, u) (+ Δt ω × v_l, free joints)   τ = u − c(q, v) + passive (damping, springs)
 //! G = J M⁻¹ Jᵀ = YᵀY, Y = L⁻ᵀ Jᵀ (M = Lᵀ L sparse over the DoF tree, M⁻¹ never formed; delassus.rs): G_n, G_t, G_nt
 //! b_n = J_n v^p + ε ⊙ J_n v − K e + φ⁺/Δt ,  b_t = J_t v^p
 //! repeat n_step:  λ_n ← QP_ADMM(G_n, b_n + G_nt λ_t)   λ_t ← QCQP_ADMM(G_t, b_t + G_ntᵀ λ_n, r = μ ⊙ λ_n)
-//! v⁺ = v^p + M⁻¹ (J_nᵀ λ_n + J_tᵀ λ_t) ,  q⁺ = q ⊕ Δt v⁺  (semi-implicit, on the manifold)
+//! v⁺ = v^p + M⁻¹ (J_nᵀ λ_n + J_tᵀ λ_t) ,  q⁺ = q ⊕ Δt v⁺  (semi-implicit, on the manifold; a free joint moves
+//! its origin straight along its world velocity and carries that velocity into the new body frame, as MuJoCo's
+//! Euler integrator: `joints::add_free_frame_term`, `joints::advance_into`)
 //! ```
 //! Impulses λ in N·s. ε: Newton restitution per contact (the pair's, `ContactFrame::restitution`; applied at
 //! every active contact, §3.11 item 11); K e: optional
@@ -21,7 +23,7 @@ use crate::featherstone::GenState;
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
 use std::collections::HashMap;
-use torsion_dynamics::joints::integrate_scaled_into;
+use torsion_dynamics::joints::{add_free_frame_term, advance_into};
 use torsion_dynamics::ltl::{dof_parents, ltl_in_place, ltl_solve_in_place};
 use torsion_dynamics::passive::passive_forces;
 use torsion_dynamics::{crba_into, forward_kinematics, nonlinear_effects, DynData, DynModel};
@@ -386,11 +388,10 @@ impl NcpSolver {
         ws.tape.gnt = pre.gnt;
         ws.tape.bn = pre.bn;
         ws.tape.bt = pre.bt;
-        // q⁺ = q ⊕ Δt v⁺
+        // (q⁺, v⁺) from v⁺ in the step's frame: q⁺ = q ⊕ Δt v⁺ (free joints: MuJoCo's Euler, `joints::advance_into`)
         out.q.resize(nq, 0.0);
-        out.v.clear();
-        out.v.extend_from_slice(&vplus);
-        integrate_scaled_into(&ws.dm, &s.q, &vplus, dt, &mut out.q);
+        out.v.resize(vplus.len(), 0.0);
+        advance_into(&ws.dm, &s.q, &vplus, dt, &mut out.q, &mut out.v);
         if out.q.iter().chain(&out.v).any(|x| !x.is_finite()) {
             return Err(SolverError::NonFinite { solver: "ncp", what: "(q or v)".into() });
         }
@@ -474,6 +475,7 @@ pub(crate) fn prelude<T: Scalar>(
     for k in 0..nv {
         vp[k] = v[k] + h * vp[k];
     }
+    add_free_frame_term(dm, v, h, &mut vp);
     let nc = contacts.len();
     let (mut jn, mut jt) = (DMatrix::zeros(nc, nv), DMatrix::zeros(2 * nc, nv));
     forward_kinematics(dm, q, d);
@@ -528,9 +530,13 @@ fn residuals(
 ) -> NcpResiduals {
     let v = nalgebra::DVector::from_column_slice(vplus);
     let (un, ut) = (jn * &v, jt * &v);
-    let jvp = jn * nalgebra::DVector::from_column_slice(vp);
+    let vpv = nalgebra::DVector::from_column_slice(vp);
+    let jvp = jn * &vpv;
     let mut res = NcpResiduals::default();
-    let scale_v = un.iter().chain(ut.iter()).fold(1e-12f64, |m, x| m.max(x.abs()));
+    // slip below 1e-9 of the contact velocities before and after the impulses counts as sticking (a contact at
+    // rest may sit on the disk's boundary: then u_t / ‖u_t‖ is round-off)
+    let scale_v =
+        un.iter().chain(ut.iter()).chain(jvp.iter()).chain((jt * &vpv).iter()).fold(1e-12f64, |m, x| m.max(x.abs()));
     for i in 0..ln.len() {
         // the QP's slack: G_n λ_n + g_n = J_n v⁺ + (b_n − J_n v^p)
         let slack = un[i] + (bn[i] - jvp[i]);

@@ -19,7 +19,7 @@ use crate::featherstone::{dual_tangent, GenState};
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
 use num_dual::Dual64;
-use torsion_dynamics::joints::{integrate, integrate_scaled_into};
+use torsion_dynamics::joints::{advance_into, integrate};
 use torsion_dynamics::{forward_kinematics, DynData, DynModel};
 use torsion_math::Vec3;
 use torsion_model::params::ParamKind;
@@ -320,8 +320,8 @@ impl NcpSolver {
             let lnd: Vec<Dual64> = (0..nc).map(|i| Dual64::new(ln[i], dln[i])).collect();
             let ltd: Vec<Dual64> = (0..2 * nc).map(|k| Dual64::new(lt[k], dlt[k])).collect();
             let vplus = if nc > 0 { apply_impulses(&pre, &lnd, &ltd) } else { pre.vp.clone() };
-            let mut q1 = q.clone();
-            integrate_scaled_into(dm, &q, &vplus, Dual64::from(dt), &mut q1);
+            let (mut q1, mut v1) = (q.clone(), vplus.clone());
+            advance_into(dm, &q, &vplus, Dual64::from(dt), &mut q1, &mut v1);
             for j in 0..dm.parent.len() {
                 let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
                 let t = dual_tangent(jm.kind, &next.q[qs..qs + jm.nq], &q1[qs..qs + jm.nq]);
@@ -330,7 +330,7 @@ impl NcpSolver {
                 }
             }
             for k in 0..nv {
-                cols[(nv + k, dir)] = vplus[k].eps;
+                cols[(nv + k, dir)] = v1[k].eps;
             }
         }
         let ns = sel.len();
