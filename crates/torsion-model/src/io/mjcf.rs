@@ -43,7 +43,8 @@
 //!   nearest `childclass` of its bodies / frames selects one. Defaulted: joint, geom, site, tendon and
 //!   actuators (all actuator kinds share one default, the element's own attributes win). `<inertial>`, bodies
 //!   and `<freejoint>` are not defaulted.
-//! - `<option timestep gravity>` → [`Model::dt`], [`Model::gravity`] (MuJoCo defaults 0.002, (0, 0, −9.81)).
+//! - `<option timestep gravity density viscosity wind>` → [`Model::dt`], [`Model::gravity`] (MuJoCo defaults 0.002,
+//!   (0, 0, −9.81)), the fluid fields; `<flag>`s honoured or rejected (`read_flags`, docs/decisions.md).
 //! - `<include file>`: resolved relative to the including file's folder, then the main file's folder; the
 //!   children of the included `<mujoco>` replace the include. With [`load_mjcf_str`] and no `base_dir`,
 //!   relative includes resolve against the current directory.
@@ -58,8 +59,7 @@
 //!   `general`, … with target, gear, ctrlrange, ctrllimited and all attributes), tendons (`fixed`, `spatial`,
 //!   raw). Joint order: parent before child (MJCF body pre-order, joints in file order, = MuJoCo's joint order).
 //!
-//! Reported once each in `extras.warnings` ("… ignored"): `option` attributes other than timestep/gravity and
-//! its children (`flag`), physics attributes not modelled (`geom@condim`, `geom@solref`, `joint@solreflimit`,
+//! Reported once each in `extras.warnings` ("… ignored"): other `option` attributes and children, physics attributes not modelled (`geom@condim`, `geom@solref`, `joint@solreflimit`,
 //! `body@mocap`, …), `contact`, `equality`, `sensor`, `keyframe`, `custom`, `extension`, `deformable`
 //! children, hfield/skin assets, `compiler` options without an effect here (boundmass, balanceinertia, …),
 //! composite/flexcomp/replicate/attach/plugin in bodies, unknown elements. Ignored silently (visual or
