@@ -49,7 +49,7 @@ impl FluidBodies {
         for (k, slot) in self.boxes.iter_mut().enumerate() {
             let m = model.body_mass[k];
             *slot = None;
-            if model.body_fixed[k] || !(m >= MINVAL) || !on {
+            if model.body_fixed[k] || m.is_nan() || m < MINVAL || !on {
                 continue;
             }
             let i = model.body_inertia[k];
