@@ -81,8 +81,50 @@ def transform(m, q, qvel):
     return T, Tdv
 
 
-def check(name):
+def swimmer_xml(root):
+    """A swimmer-like chain in a fluid (density 3000, viscosity 0.1, wind): capsule links on hinges, a free or
+    planar (slide x, slide y, hinge z) root; the last link has an off-axis sphere (a non-diagonal inertia)."""
+    joints = {"free": '<freejoint name="root"/>',
+              "planar": '<joint name="rx" type="slide" axis="1 0 0"/><joint name="ry" type="slide" axis="0 1 0"/>'
+                        '<joint name="rz" type="hinge" axis="0 0 1"/>'}[root]
+    link = '<geom type="capsule" fromto="0 0 0 0.1 0 0" size="0.02"/>'
+    return f"""<mujoco model="swimmer_{root}"><option timestep="0.002" density="3000" viscosity="0.1" wind="0.2 -0.1 0.05"/>
+<worldbody><body name="b0" pos="0 0 0.5">{joints}{link}
+  <body name="b1" pos="0.1 0 0"><joint name="j1" type="hinge" axis="0 0 1" damping="0.01"/>{link}
+    <body name="b2" pos="0.1 0 0"><joint name="j2" type="hinge" axis="0 1 0"/>{link}
+      <body name="b3" pos="0.1 0 0"><joint name="j3" type="hinge" axis="0 0 1"/>{link}
+        <geom type="sphere" size="0.025" pos="0.06 0.03 0.01"/></body></body></body></body>
+</worldbody></mujoco>"""
+
+
+def with_flag(name, flag):
+    """A dm_control suite model with <flag .../> added to its <option> (written beside it, includes resolve)."""
+    text = open(os.path.join(suite_dir(), name + ".xml")).read()
+    if "<option" in text:
+        head, rest = text.split("<option", 1)
+        attrs, tail = rest.split(">", 1)
+        if attrs.endswith("/"):
+            text = head + "<option" + attrs[:-1] + ">" + flag + "</option>" + tail
+        else:
+            text = head + "<option" + attrs + ">" + flag + tail
+    else:
+        text = text.replace(">", "><option>" + flag + "</option>", 1)
+    return text
+
+
+def check(name, xml=None):
     path = os.path.join(suite_dir(), name + ".xml")
+    if xml is not None:
+        path = os.path.join(suite_dir(), f"_torsion_{name}_{os.getpid()}.xml")
+        open(path, "w").write(xml)
+    try:
+        return check_path(path)
+    finally:
+        if xml is not None:
+            os.remove(path)
+
+
+def check_path(path):
     m = mujoco.MjModel.from_xml_path(path)
     m.opt.disableflags |= (mujoco.mjtDisableBit.mjDSBL_CONTACT | mujoco.mjtDisableBit.mjDSBL_LIMIT
                            | mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS | mujoco.mjtDisableBit.mjDSBL_EQUALITY
@@ -113,15 +155,47 @@ def check(name):
             mujoco.mj_fullM(m, d, M)
         Mt = np.array(r["M"])
         ours = dict(M=T.T @ Mt @ T, bias=T.T @ (np.array(r["nle"]) + Mt @ Tdv),
-                    qacc=np.linalg.solve(T, np.array(r["aba_passive"]) - Tdv))
-        ref = dict(M=M, bias=d.qfrc_bias.copy(), qacc=d.qacc.copy())
+                    qacc=np.linalg.solve(T, np.array(r["aba_passive"]) - Tdv), passive=T.T @ np.array(r["passive"]))
+        ref = dict(M=M, bias=d.qfrc_bias.copy(), qacc=d.qacc.copy(), passive=d.qfrc_passive.copy())
+        if not np.any(ref["passive"]):
+            ours.pop("passive"), ref.pop("passive")
         for k in ref:
             worst[k] = max(worst.get(k, 0.0), rel(ours[k], ref[k]))
     return worst
 
 
+# extra cases: (label, name, XML text)
+EXTRA = [("cheetah with <flag gravity=\"disable\"/>", "cheetah", lambda: with_flag("cheetah", '<flag gravity="disable"/>')),
+         ("humanoid with <flag gravity=\"disable\"/>", "humanoid", lambda: with_flag("humanoid", '<flag gravity="disable"/>')),
+         ("swimmer chain, free root, fluid", "swimmer_free", lambda: swimmer_xml("free")),
+         ("swimmer chain, planar root, fluid", "swimmer_planar", lambda: swimmer_xml("planar"))]
+
+
+def check_qpos0(name):
+    """torsion's qpos0 (`dynamics` output) equals MuJoCo's model.qpos0."""
+    path = os.path.join(suite_dir(), name + ".xml")
+    m = mujoco.MjModel.from_xml_path(path)
+    with tempfile.TemporaryDirectory() as tmp:
+        ip, op = os.path.join(tmp, "in.json"), os.path.join(tmp, "out.json")
+        json.dump(dict(q=[m.qpos0.tolist()], v=[np.zeros(m.nv).tolist()], a=[np.zeros(m.nv).tolist()],
+                       tau=[np.zeros(m.nv).tolist()]), open(ip, "w"))
+        subprocess.run([torsion_bin(), "dynamics", "--model", path, "--input", ip, "--out", op], check=True)
+        out = json.load(open(op))
+    return float(np.max(np.abs(np.array(out["qpos0"]) - m.qpos0)))
+
+
 def main():
     failed = False
+    for label, name, xml in EXTRA:
+        w = check(name, xml())
+        print(f"{label}: max relative error vs MuJoCo {mujoco.__version__} over {NPOINTS} points:",
+              ", ".join(f"{k} {v:.1e}" for k, v in w.items()))
+        if not all(v <= TOL for v in w.values()):
+            print(f"  FAIL (> {TOL:g})")
+            failed = True
+    e = check_qpos0("humanoid")
+    print(f"humanoid qpos0 vs MuJoCo model.qpos0: max |diff| {e:.1e}")
+    failed |= not e <= 1e-12
     for name in MODELS:
         w = check(name)
         print(f"{name}: max relative error vs MuJoCo {mujoco.__version__} over {NPOINTS} points:",
@@ -136,6 +210,14 @@ def test_mujoco_cross_check():
     for name in MODELS:
         w = check(name)
         assert all(v <= TOL for v in w.values()), (name, w)
+
+
+def test_mujoco_flags_fluid_qpos0():
+    for label, name, xml in EXTRA:
+        w = check(name, xml())
+        assert "passive" in w or "gravity" in label, (label, w)
+        assert all(v <= TOL for v in w.values()), (label, w)
+    assert check_qpos0("humanoid") <= 1e-12
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import numpy as np
 import mujoco
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_mujoco import suite_dir, torsion_bin  # noqa: E402
+from test_mujoco import suite_dir, swimmer_xml, torsion_bin  # noqa: E402
 
 TOL = 1e-9
 STEPS = 200
@@ -37,11 +37,18 @@ def to_torsion_v(m, q, qvel):
 
 
 def run(name, xml=None, spin=False):
-    path = os.path.join(suite_dir(), name + ".xml") if xml is None else None
+    path = os.path.join(suite_dir(), name + ".xml")
     if xml is not None:
-        tmpdir = tempfile.mkdtemp()
-        path = os.path.join(tmpdir, name + ".xml")
+        path = os.path.join(suite_dir(), f"_torsion_{name}_{os.getpid()}.xml")
         open(path, "w").write(xml)
+    try:
+        return run_path(path, spin)
+    finally:
+        if xml is not None:
+            os.remove(path)
+
+
+def run_path(path, spin=False):
     m = mujoco.MjModel.from_xml_path(path)
     m.opt.disableflags |= (mujoco.mjtDisableBit.mjDSBL_CONTACT | mujoco.mjtDisableBit.mjDSBL_LIMIT
                            | mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS | mujoco.mjtDisableBit.mjDSBL_EQUALITY
@@ -141,6 +148,10 @@ def main():
         err, moved = run(name, xml, spin)
         name += " (spinning)" if spin else ""
         print(f"{name}: {STEPS} steps vs mj_step: max |Δqpos| = {err:.1e} (the state moved by {moved:.2f})")
+        bad |= not err <= TOL
+    for root in ["planar", "free"]:
+        err, moved = run("swimmer_" + root, swimmer_xml(root))
+        print(f"swimmer chain in a fluid ({root} root): {STEPS} steps vs mj_step: max |Δqpos| = {err:.1e} (moved {moved:.2f})")
         bad |= not err <= TOL
     bad |= not spinning_sphere()
     sys.exit(1 if bad else 0)

@@ -105,6 +105,9 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
     }
     if a.solver == "ncp" {
         let solver = NcpSolver::new(NcpOptions { passive: !a.no_damping, ..Default::default() });
+        for w in solver.workspace(&model)?.warnings {
+            eprintln!("warning: {w}");
+        }
         return run_generalized(a, &model, &q0, &tau, &solver);
     }
     let solver = XpbdSolver::new(XpbdOptions {

@@ -109,6 +109,34 @@ impl<T: Scalar> DynModel<T> {
         Self::build(model, &table, &theta)
     }
 
+    /// The same model on another scalar (constants lifted, zero tangents), e.g. f64 → Dual64 for a
+    /// derivative pass of a kernel at the model's current values.
+    pub fn lift<U: Scalar>(&self) -> DynModel<U> {
+        let se3 = |x: &Se3<T>| Se3::new(x.rot.map(|v| U::c(v.re())), x.pos.map(|v| U::c(v.re())));
+        let vec = |x: &[T]| x.iter().map(|v| U::c(v.re())).collect::<Vec<U>>();
+        DynModel {
+            nq: self.nq,
+            nv: self.nv,
+            parent: self.parent.clone(),
+            child: self.child.clone(),
+            x_pj: self.x_pj.iter().map(se3).collect(),
+            x_jc: self.x_jc.iter().map(se3).collect(),
+            joint: self
+                .joint
+                .iter()
+                .map(|jm| JointModel::new(jm.kind, &jm.axis.map(|v| U::c(v.re())), &se3(&jm.x_jc).inverse()))
+                .collect(),
+            q_start: self.q_start.clone(),
+            v_start: self.v_start.clone(),
+            inertia: self.inertia.iter().map(|i| i.map(|v| U::c(v.re()))).collect(),
+            root_pose: self.root_pose.iter().map(|p| p.as_ref().map(se3)).collect(),
+            gravity: self.gravity.map(|v| U::c(v.re())),
+            armature: vec(&self.armature),
+            damping: vec(&self.damping),
+            nb: self.nb,
+        }
+    }
+
     pub fn check_q(&self, q: &[T]) -> Result<(), DynError> {
         if q.len() != self.nq {
             return Err(DynError::Shape { what: "q", got: q.len(), expected: self.nq });

@@ -12,6 +12,7 @@ pub mod crba;
 pub mod data;
 pub mod derivatives;
 pub mod fk;
+pub mod fluid;
 pub mod jacobians;
 pub mod joints;
 pub mod ltl;

@@ -1,5 +1,6 @@
-//! Passive joint forces (MuJoCo's qfrc_passive without fluid terms): viscous damping −d v and the joint
-//! spring −k (q − springref) of hinge and slide joints. Ball / free joint springs are not supported yet.
+//! Passive forces (MuJoCo's qfrc_passive): viscous joint damping −d v, the joint spring −k (q − springref) of
+//! hinge and slide joints, and the inertia-box fluid forces (`fluid.rs`) when the model has a fluid density or
+//! viscosity. Ball / free joint springs are not supported yet.
 use crate::data::DynError;
 use torsion_math::Scalar;
 use torsion_model::{JointType, Model};
@@ -26,6 +27,12 @@ pub fn passive_forces<T: Scalar>(model: &Model, q: &[T], v: &[T]) -> Result<Vec<
                 }
             }
         }
+    }
+    let fluid = crate::fluid::FluidBodies::new(model);
+    if fluid.on() {
+        let dm: crate::DynModel<T> = crate::DynModel::from_model(model)?;
+        let mut d = crate::DynData::new(&dm);
+        crate::fluid::fluid_forces_into(&fluid, &dm, q, v, &mut d, &mut f)?;
     }
     Ok(f)
 }

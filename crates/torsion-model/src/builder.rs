@@ -114,9 +114,9 @@ impl ModelBuilder {
     /// Validate, place every dynamic body by forward kinematics at joint position 0, return the model.
     /// `qpos0` is the neutral configuration; new joints have no armature, stiffness or friction loss.
     pub fn build(mut self) -> Result<Model, ModelError> {
-        self.m.qpos0 = self.m.neutral_q();
+        self.m.qpos0 = self.m.zero_q();
         self.m.validate()?;
-        let pose = self.m.forward_kinematics(&self.m.neutral_q())?;
+        let pose = self.m.forward_kinematics(&self.m.zero_q())?;
         self.m.body_pose0 = pose;
         Ok(self.m)
     }
@@ -232,7 +232,7 @@ mod tests {
         let mut m2 = m.clone();
         assert!(m2.param_set_by_name("body_mass[link1]", -1.0).is_err());
         assert_eq!(m2.body_mass[1], 1.0);
-        assert_eq!(m.qpos0, m.neutral_q());
+        assert_eq!(m.qpos0, m.zero_q());
         assert_eq!(m.joint_armature, [0.0, 0.0]);
     }
 }

@@ -131,6 +131,17 @@ pub struct Model {
     /// file places the bodies (free joints at the declared body pose, ball joints identity, hinge/slide 0 or
     /// their MJCF `ref`); equals [`Model::neutral_q`] for URDF and builder models
     pub qpos0: Vec<f64>,
+    /// fluid density ρ, kg/m³ (MuJoCo `option density`): quadratic drag of MuJoCo's inertia-box fluid model
+    /// (torsion-dynamics `fluid.rs`); 0 = off
+    pub fluid_density: f64,
+    /// fluid dynamic viscosity β, Pa·s (MuJoCo `option viscosity`): Stokes drag of the same model; 0 = off
+    pub fluid_viscosity: f64,
+    /// fluid velocity in the world, m/s (MuJoCo `option wind`); the fluid forces act on the body velocity
+    /// relative to it
+    pub wind: Vec3,
+    /// whether contact-capable solvers detect contacts (MJCF `<flag contact="disable"/>` or
+    /// `constraint="disable"` clear it); true for URDF and builder models
+    pub contact_enabled: bool,
     /// collision / visual shapes attached to bodies (MJCF geoms, URDF collisions), in file order
     pub shapes: Vec<Shape>,
     /// sites, actuators, tendons and loader warnings (parsed, not used by solvers yet)
@@ -167,6 +178,10 @@ impl Model {
             joint_springref: vec![],
             joint_frictionloss: vec![],
             qpos0: vec![],
+            fluid_density: 0.0,
+            fluid_viscosity: 0.0,
+            wind: Vec3::zeros(),
+            contact_enabled: true,
             shapes: vec![],
             extras: ModelExtras::default(),
         }
@@ -234,8 +249,17 @@ impl Model {
             })
             .collect()
     }
-    /// The zero configuration: 0 for 1-DoF joints, identity quaternions, free joints at the origin.
+    /// The model's default configuration: [`Model::qpos0`] (for MJCF, where the file places the bodies), or
+    /// [`Model::zero_q`] while `qpos0` does not have nq entries (a model under construction).
     pub fn neutral_q(&self) -> Vec<f64> {
+        if self.qpos0.len() == self.nq() {
+            return self.qpos0.clone();
+        }
+        self.zero_q()
+    }
+
+    /// The zero configuration: 0 for 1-DoF joints, identity quaternions, free joints at the origin.
+    pub fn zero_q(&self) -> Vec<f64> {
         let mut q = Vec::with_capacity(self.nq());
         for t in &self.joint_type {
             match t {
@@ -389,6 +413,14 @@ impl Model {
                     s.name, s.restitution
                 )));
             }
+        }
+        for (what, x) in [("fluid_density", self.fluid_density), ("fluid_viscosity", self.fluid_viscosity)] {
+            if !(x >= 0.0 && x.is_finite()) {
+                return Err(ModelError::Invalid(format!("{what} must be ≥ 0 and finite, got {x}")));
+            }
+        }
+        if !self.wind.iter().all(|w| w.is_finite()) {
+            return Err(ModelError::Invalid(format!("wind must be finite, got {:?}", self.wind.as_slice())));
         }
         if !(self.dt > 0.0 && self.dt.is_finite()) {
             return Err(ModelError::Invalid(format!("dt must be positive and finite, got {}", self.dt)));

@@ -477,17 +477,14 @@ fn inertia_from_geoms_matches_hand_values() {
 #[test]
 fn unsupported_elements_are_reported_once_and_extras_kept() {
     let m = fixture("unsupported.xml");
-    for w in [
-        "contact/exclude ignored",
-        "equality/connect ignored",
-        "option@integrator ignored",
-        "option/flag ignored",
-        "geom@condim ignored",
-    ] {
+    for w in ["contact/exclude ignored", "equality/connect ignored", "option@integrator ignored", "geom@condim ignored"]
+    {
         assert_eq!(m.extras.warnings.iter().filter(|x| *x == w).count(), 1, "{w} in {:?}", m.extras.warnings);
     }
     assert!(!m.extras.warnings.iter().any(|w| w.contains("light") || w.contains("texture")), "{:?}", m.extras.warnings);
     assert_eq!((m.dt, m.gravity), (0.004, Vec3::new(0.0, 0.0, -9.8)));
+    assert!(!m.contact_enabled, "<flag contact=\"disable\"/>");
+    assert!(!m.extras.warnings.iter().any(|w| w.contains("flag")), "{:?}", m.extras.warnings);
     // tendons
     let t = &m.extras.tendons;
     assert_eq!((t[0].name.as_str(), t[0].kind, t[0].elements.len()), ("coupling", TendonKind::Fixed, 2));
@@ -657,4 +654,79 @@ fn truncated_files_never_panic() {
         let garbled = text.replace("0.", "0.x").replace("\"1\"", "\"\"");
         assert!(load_mjcf_str(&garbled, name, Some(&dir)).is_err());
     }
+}
+
+/// `<option><flag>`: each honoured flag changes the model as MuJoCo's dynamics would (gravity off, no contacts,
+/// no limits, no springs, no dampers; `passive` (MuJoCo ≤ 3.2) also no fluid); flags that would switch on
+/// unmodelled physics are errors naming the file, the flag and why; disabling what torsion never applies is
+/// accepted.
+#[test]
+fn option_flags_are_honoured_or_rejected() {
+    let xml = |flags: &str| {
+        format!(
+            r#"<mujoco><option gravity="0 0 -9.81" density="1000" viscosity="0.01" wind="1 0 0">{flags}</option>
+            <worldbody><body name="b"><joint name="j" range="-30 30" damping="0.5" stiffness="2"/>
+            <geom type="capsule" size=".05 .2"/></body></worldbody></mujoco>"#
+        )
+    };
+    let load = |f: &str| load_mjcf_str(&xml(f), "flags.xml", None);
+    let m = load("").unwrap();
+    let on = (m.gravity, m.contact_enabled, m.joint_limit[0].is_some(), m.joint_damping[0], m.joint_stiffness[0]);
+    assert_eq!(on, (Vec3::new(0.0, 0.0, -9.81), true, true, 0.5, 2.0));
+    assert_eq!((m.fluid_density, m.fluid_viscosity, m.wind), (1000.0, 0.01, Vec3::new(1.0, 0.0, 0.0)));
+    assert_eq!(load(r#"<flag gravity="disable"/>"#).unwrap().gravity, Vec3::zeros());
+    assert!(!load(r#"<flag contact="disable"/>"#).unwrap().contact_enabled);
+    assert!(load(r#"<flag limit="disable"/>"#).unwrap().joint_limit[0].is_none());
+    assert_eq!(load(r#"<flag spring="disable"/>"#).unwrap().joint_stiffness[0], 0.0);
+    assert_eq!(load(r#"<flag damper="disable"/>"#).unwrap().joint_damping[0], 0.0);
+    let p = load(r#"<flag passive="disable"/>"#).unwrap();
+    assert_eq!((p.joint_damping[0], p.joint_stiffness[0], p.fluid_density, p.fluid_viscosity), (0.0, 0.0, 0.0, 0.0));
+    let c = load(r#"<flag constraint="disable"/>"#).unwrap();
+    assert!(!c.contact_enabled && c.joint_limit[0].is_none());
+    // the defaults written out, and disabling what is never applied: accepted, nothing changes
+    let same = load(r#"<flag gravity="enable" contact="enable" frictionloss="disable" actuation="disable" clampctrl="disable" equality="disable" warmstart="disable" energy="enable"/>"#)
+        .unwrap();
+    assert_eq!((same.gravity, same.contact_enabled, same.joint_damping[0]), (on.0, true, 0.5));
+    expect_parse(
+        load(r#"<flag frictionloss="enable"/>"#).unwrap_err(),
+        "flags.xml",
+        "<flag>",
+        &["flag frictionloss=enable", "dry joint friction is not modelled"],
+    );
+    expect_parse(
+        load(r#"<flag eulerdamp="disable"/>"#).unwrap_err(),
+        "flags.xml",
+        "<flag>",
+        &["flag eulerdamp=disable"],
+    );
+    expect_parse(load(r#"<flag override="enable"/>"#).unwrap_err(), "flags.xml", "<flag>", &["override"]);
+    expect_parse(load(r#"<flag gravity="off"/>"#).unwrap_err(), "flags.xml", "<flag>", &["expected enable or disable"]);
+    expect_parse(load(r#"<flag warp="disable"/>"#).unwrap_err(), "flags.xml", "<flag>", &["unknown MuJoCo flag"]);
+    // the ellipsoid fluid model is rejected while fluid forces are on
+    let ell = xml("").replace(r#"size=".05 .2"/>"#, r#"size=".05 .2" fluidshape="ellipsoid"/>"#);
+    expect_parse(load_mjcf_str(&ell, "flags.xml", None).unwrap_err(), "flags.xml", "<geom>", &["fluidshape"]);
+}
+
+/// qpos0 is the model's default configuration: a free body placed at pos / quat in the file starts there
+/// (neutral_q, state_at), a hinge starts at its `ref`.
+#[test]
+fn qpos0_is_the_default_configuration() {
+    let m = load_mjcf_str(
+        r#"<mujoco><worldbody>
+        <body name="box" pos="0.1 -0.2 1" quat="0.9 0.1 0.3 -0.2"><freejoint/><geom type="box" size=".1 .1 .1"/>
+          <body name="arm" pos="0 0 -0.2"><joint name="h" ref="20"/><geom size=".05"/></body></body>
+        </worldbody></mujoco>"#,
+        "q0.xml",
+        None,
+    )
+    .unwrap();
+    let q = m.neutral_q();
+    let n = (0.81f64 + 0.01 + 0.09 + 0.04).sqrt();
+    let want = [0.1, -0.2, 1.0, 0.9 / n, 0.1 / n, 0.3 / n, -0.2 / n, 20f64.to_radians()];
+    for k in 0..8 {
+        close(q[k], want[k], 1e-15);
+    }
+    let s = m.state_at(&q).unwrap();
+    close_v(&s.x[body(&m, "box")], &Vec3::new(0.1, -0.2, 1.0), 1e-15);
+    assert_ne!(m.zero_q(), q);
 }

@@ -190,7 +190,34 @@ impl PyModel {
         self.inner.dt = dt;
         Ok(())
     }
-    /// the reference configuration q (nq,)
+    /// the model's default configuration qpos0 (nq,), read-only: for MJCF where the file places the bodies
+    /// (free joints at the declared pose, hinge/slide `ref`), for URDF / builder models the zero configuration;
+    /// what `initial_state` uses when no q is given
+    #[getter]
+    fn qpos0<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+        let a = out(py, &[self.inner.nq()], self.inner.neutral_q())?;
+        a.getattr("flags")?.setattr("writeable", false)?;
+        Ok(a)
+    }
+    /// fluid density (kg/m³), viscosity (Pa·s) and wind (m/s) of MuJoCo's inertia-box fluid model
+    #[getter]
+    fn fluid_density(&self) -> f64 {
+        self.inner.fluid_density
+    }
+    #[getter]
+    fn fluid_viscosity(&self) -> f64 {
+        self.inner.fluid_viscosity
+    }
+    #[getter]
+    fn wind(&self) -> [f64; 3] {
+        [self.inner.wind.x, self.inner.wind.y, self.inner.wind.z]
+    }
+    /// whether contact solvers detect contacts (MJCF `<flag contact="disable"/>` clears it)
+    #[getter]
+    fn contact_enabled(&self) -> bool {
+        self.inner.contact_enabled
+    }
+    /// the reference configuration q (nq,): the same values as `qpos0`
     fn neutral_q<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
         out(py, &[self.inner.nq()], self.inner.neutral_q())
     }

@@ -465,7 +465,7 @@ solver_methods!(PyNcp, {
         let m = &model.inner;
         let mut o = match q {
             Some(q) => vec1(q, "q", m.nq())?,
-            None => m.qpos0.clone(),
+            None => m.neutral_q(),
         };
         match v {
             Some(v) => o.extend(vec1(v, "v", m.nv())?),

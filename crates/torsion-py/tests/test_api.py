@@ -74,6 +74,18 @@ def test_mjcf_string_and_file(tmp_path):
     assert torsion.load_mjcf(str(p)).nv == 2
 
 
+def test_qpos0_is_the_default_state():
+    xml = """<mujoco><option density="1000" viscosity="0.01"><flag contact="disable"/></option><worldbody>
+      <body pos="0.1 -0.2 1" quat="0 1 0 0"><freejoint/><geom type="box" size=".1 .1 .1"/></body>
+    </worldbody></mujoco>"""
+    m = torsion.Model.from_mjcf_string(xml)
+    np.testing.assert_array_equal(m.qpos0, [0.1, -0.2, 1, 0, 1, 0, 0])
+    assert not m.qpos0.flags.writeable
+    assert (m.fluid_density, m.fluid_viscosity, m.contact_enabled) == (1000.0, 0.01, False)
+    for s in (torsion.FeatherstoneSolver(), torsion.NcpSolver()):
+        np.testing.assert_array_equal(s.initial_state(m)[:7], m.qpos0)
+
+
 def test_baxter_left_arm():
     try:
         m = torsion.Model.baxter_left_arm()

@@ -12,6 +12,7 @@ use crate::solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use nalgebra::{DMatrix, DVector};
 use num_dual::Dual64;
 use torsion_dynamics::aba_derivatives::{aba_derivatives_into, AbaDerivatives};
+use torsion_dynamics::fluid::{fluid_derivatives, fluid_forces_into, FluidBodies};
 use torsion_dynamics::joints::{
     add_free_frame_term, advance_into, advance_joint, difference, integrate, integrate_joint,
 };
@@ -144,12 +145,19 @@ pub struct Passive {
     pub damping: Vec<f64>,
     /// (q index, stiffness, rest position) of each sprung 1-DoF joint, by DoF
     pub spring: Vec<Option<(usize, f64, f64)>>,
+    /// the fluid model's per-body boxes (explicit force, `torsion_dynamics::fluid`)
+    pub fluid: FluidBodies,
 }
 
 impl Passive {
     pub fn from_model(model: &Model, damping: bool) -> Self {
         let nv = model.nv();
-        let mut p = Passive { armature: vec![0.0; nv], damping: vec![0.0; nv], spring: vec![None; nv] };
+        let mut p = Passive {
+            armature: vec![0.0; nv],
+            damping: vec![0.0; nv],
+            spring: vec![None; nv],
+            fluid: FluidBodies::new(model),
+        };
         p.fill(model, damping);
         p
     }
@@ -170,6 +178,7 @@ impl Passive {
             qs += t.nq();
             vs += t.dof();
         }
+        self.fluid.fill(model);
     }
 }
 
@@ -216,6 +225,7 @@ pub fn step_generic_into<T: Scalar>(
         tau[k] = t;
         dm.armature[k] = T::c(passive.armature[k] + dt * passive.damping[k]);
     }
+    fluid_forces_into(&passive.fluid, dm, q, v, d, tau)?;
     aba_into(dm, q, v, tau, d, acc)?;
     let h = T::c(dt);
     // v̂ = v + h q̈ (+ the free joints' frame term), then (q1, v1) from v̂ (MuJoCo's Euler for free joints)
@@ -494,9 +504,18 @@ fn state_columns_into(
             tau[k] -= (s.q[iq] - r) * kk;
         }
     }
+    fluid_forces_into(&passive.fluid, dm, &s.q, &s.v, d, tau)?;
     let res = aba_derivatives_into(dm, &s.q, &s.v, tau, d, ad);
     dm.damping.iter_mut().for_each(|x| *x = 0.0);
     res?;
+    if passive.fluid.on() {
+        // explicit fluid force: ∂q̈/∂(q, v) += M̃⁻¹ ∂τ_fluid/∂(q, v), the latter by duals of the same kernel
+        // (allocates: a dual copy of the model per call)
+        let (mut fq, mut fv) = (DMatrix::zeros(nv, nv), DMatrix::zeros(nv, nv));
+        fluid_derivatives(&passive.fluid, &dm.lift(), &s.q, &s.v, fq.as_mut_slice(), fv.as_mut_slice())?;
+        ad.d_dq += &ad.d_dtau * fq;
+        ad.d_dv += &ad.d_dtau * fv;
+    }
     let h = dt;
     let n2 = 2 * nv;
     // velocity rows, column by column (contiguous): [h ∂q̈/∂q | I + h ∂q̈/∂v | h M̃⁻¹], springs through
@@ -956,6 +975,47 @@ mod tests {
         let (q1, v1) =
             step_generic(&mut dm, &Passive::from_model(&m, true), &s.q, &s.v, &u.joint_torque, 0.01, &mut d).unwrap();
         assert_eq!((out.q, out.v), (q1, v1));
+    }
+
+    /// With MuJoCo's fluid forces on (density, viscosity, wind), the analytic A, B against central differences
+    /// of the step and against the all-dual reference, on the free + ball + slide + hinge tree.
+    #[test]
+    fn fluid_step_jacobians_match_central_differences() {
+        let mut m = torsion_model::builder::floating_tree();
+        (m.fluid_density, m.fluid_viscosity) = (3000.0, 0.1);
+        m.wind = torsion_math::Vec3::new(0.3, -0.2, 0.1);
+        let solver = FeatherstoneSolver::default();
+        let s0 = GenState {
+            q: torsion_model::builder::example_configuration(&m, 4),
+            v: (0..m.nv()).map(|i| ((i * 7 + 3) % 11) as f64 / 4.0 - 1.2).collect(),
+        };
+        let nv = m.nv();
+        let u0: Vec<f64> = (0..nv).map(|i| (i % 3) as f64 - 1.0).collect();
+        let dt = 0.01;
+        let next = |s: &GenState, uu: &[f64]| {
+            let mut o = s.clone();
+            let mut ws = solver.workspace(&m).unwrap();
+            solver.step(&m, s, &Control::from_torques(uu), dt, &mut o, &mut ws, None).unwrap();
+            o
+        };
+        let base = next(&s0, &u0);
+        // the fluid changes the step
+        let mut still = m.clone();
+        (still.fluid_density, still.fluid_viscosity) = (0.0, 0.0);
+        let mut o = s0.clone();
+        solver
+            .step(&still, &s0, &Control::from_torques(&u0), dt, &mut o, &mut solver.workspace(&still).unwrap(), None)
+            .unwrap();
+        let dv = o.v.iter().zip(&base.v).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(dv > 1e-3, "fluid effect on v' {dv}");
+        let jac = solver.step_jacobians(&m, &s0, &Control::from_torques(&u0), dt, &ParamSelection::none()).unwrap();
+        let fa = fd_jacobian(|d| solver.local_diff(&m, &base, &next(&solver.retract(&m, &s0, d), &u0)), 2 * nv, 1e-6);
+        let ea = rel_err(jac.a.as_slice(), fa.as_slice());
+        let du = solver.step_jacobians_dual(&m, &s0, &Control::from_torques(&u0), dt, &ParamSelection::none()).unwrap();
+        let ed = (&jac.a - &du.a).amax() / du.a.amax();
+        println!("fluid transition Jacobian A: rel err vs FD {ea:.1e}, vs dual {ed:.1e}");
+        assert!(ea < 1e-6, "A vs FD {ea:e}");
+        assert!(ed < 1e-12, "A vs dual {ed:e}");
     }
 
     /// The workspace path `transition_jacobians_into` equals `step_jacobians` at two successive states and

@@ -11,19 +11,23 @@ use torsion_solvers::{DiffSolver, Solver};
 const MU: f64 = 0.3;
 
 fn scene() -> Model {
-    let xml = format!(
+    load_mjcf_str(&scene_xml(0.2), "box_on_plane.xml", None).unwrap()
+}
+
+/// The box on the plane with the box body at height `z`.
+fn scene_xml(z: f64) -> String {
+    format!(
         r#"<mujoco model="box_on_plane">
   <option timestep="0.01" gravity="0 0 -9.81"/>
   <worldbody>
     <geom name="floor" type="plane" size="5 5 0.1" friction="{MU} 0.005 0.0001"/>
-    <body name="box" pos="0 0 0.2">
+    <body name="box" pos="0 0 {z}">
       <freejoint/>
       <geom name="box" type="box" size="0.1 0.1 0.1" mass="2" friction="{MU} 0.005 0.0001"/>
     </body>
   </worldbody>
 </mujoco>"#
-    );
-    load_mjcf_str(&xml, "box_on_plane.xml", None).unwrap()
+    )
 }
 
 /// q = (x, quat w-first), v = (ω, v) in the body frame.
@@ -453,4 +457,36 @@ fn symmetric_stack_stays_symmetric() {
         assert!(drift < 1e-8 && tilt < 1e-8, "Δt {dt}, {n_step} passes: drift {drift:e} m, tilt {tilt:e} rad");
         assert!((last.q[30] - 0.9).abs() < 1e-3, "settled: top at {}", last.q[30]);
     }
+}
+
+/// A box the file places 5 cm into the floor: building the workspace warns, naming both shapes, their bodies
+/// and the depth; placed above the floor, or with `<flag contact="disable"/>`, no warning. With contacts
+/// disabled the box falls through the floor.
+#[test]
+fn initial_overlap_warns_and_contact_flag_disables_contacts() {
+    let xml = |z: f64, flag: &str| {
+        scene_xml(z).replace(r#"gravity="0 0 -9.81"/>"#, &format!(r#"gravity="0 0 -9.81">{flag}</option>"#))
+    };
+    let solver = NcpSolver::new(NcpOptions::default());
+    let m = load_mjcf_str(&xml(0.05, ""), "overlap.xml", None).unwrap();
+    let ws = solver.workspace(&m).unwrap();
+    assert_eq!(ws.warnings.len(), 1, "{:?}", ws.warnings);
+    let w = &ws.warnings[0];
+    for s in ["initial overlap", "'floor' (body 'world')", "'box' (body 'box')", "0.0500 m"] {
+        assert!(w.contains(s), "'{s}' not in {w}");
+    }
+    let above = load_mjcf_str(&xml(0.105, ""), "overlap.xml", None).unwrap();
+    assert!(solver.workspace(&above).unwrap().warnings.is_empty());
+    let off = load_mjcf_str(&xml(0.05, r#"<flag contact="disable"/>"#), "overlap.xml", None).unwrap();
+    assert!(solver.workspace(&off).unwrap().warnings.is_empty());
+    // no contacts: the box resting on the floor falls freely (with contacts it stays)
+    let fall = |m: &Model| {
+        let s0 = GenState { q: m.neutral_q(), v: vec![0.0; 6] };
+        let states = rollout(&solver, m, &s0, &vec![Control::from_torques(&[0.0; 6]); 20], 0.01).unwrap();
+        states.last().unwrap().q[2]
+    };
+    let on = load_mjcf_str(&xml(0.1, ""), "overlap.xml", None).unwrap();
+    let off = load_mjcf_str(&xml(0.1, r#"<flag contact="disable"/>"#), "overlap.xml", None).unwrap();
+    assert!((fall(&on) - 0.1).abs() < 2e-3, "{}", fall(&on));
+    assert!(fall(&off) < 0.1 - 0.15, "free fall {}", fall(&off));
 }

@@ -43,7 +43,8 @@
 //!   nearest `childclass` of its bodies / frames selects one. Defaulted: joint, geom, site, tendon and
 //!   actuators (all actuator kinds share one default, the element's own attributes win). `<inertial>`, bodies
 //!   and `<freejoint>` are not defaulted.
-//! - `<option timestep gravity>` → [`Model::dt`], [`Model::gravity`] (MuJoCo defaults 0.002, (0, 0, −9.81)).
+//! - `<option timestep gravity density viscosity wind>` → [`Model::dt`], [`Model::gravity`] (MuJoCo defaults 0.002,
+//!   (0, 0, −9.81)), the fluid fields; `<flag>`s honoured or rejected (`read_flags`, docs/decisions.md).
 //! - `<include file>`: resolved relative to the including file's folder, then the main file's folder; the
 //!   children of the included `<mujoco>` replace the include. With [`load_mjcf_str`] and no `base_dir`,
 //!   relative includes resolve against the current directory.
@@ -58,8 +59,7 @@
 //!   `general`, … with target, gear, ctrlrange, ctrllimited and all attributes), tendons (`fixed`, `spatial`,
 //!   raw). Joint order: parent before child (MJCF body pre-order, joints in file order, = MuJoCo's joint order).
 //!
-//! Reported once each in `extras.warnings` ("… ignored"): `option` attributes other than timestep/gravity and
-//! its children (`flag`), physics attributes not modelled (`geom@condim`, `geom@solref`, `joint@solreflimit`,
+//! Reported once each in `extras.warnings` ("… ignored"): other `option` attributes and children, physics attributes not modelled (`geom@condim`, `geom@solref`, `joint@solreflimit`,
 //! `body@mocap`, …), `contact`, `equality`, `sensor`, `keyframe`, `custom`, `extension`, `deformable`
 //! children, hfield/skin assets, `compiler` options without an effect here (boundmass, balanceinertia, …),
 //! composite/flexcomp/replicate/attach/plugin in bodies, unknown elements. Ignored silently (visual or
@@ -330,7 +330,9 @@ const JOINT_USED: [&str; 13] = [
     "name",
     "class",
 ];
-const GEOM_USED: [&str; 13] = [
+const GEOM_USED: [&str; 15] = [
+    "fluidshape",
+    "fluidcoef",
     "type",
     "size",
     "fromto",
@@ -347,6 +349,23 @@ const GEOM_USED: [&str; 13] = [
 ];
 const SITE_USED: [&str; 5] = ["fromto", "name", "class", "type", "size"];
 const SILENT: [&str; 4] = ["rgba", "material", "user", "group"];
+
+/// What the `<option><flag>`s leave on (all on by default).
+#[derive(Clone, Copy)]
+struct Flags {
+    gravity: bool,
+    contact: bool,
+    limit: bool,
+    spring: bool,
+    damper: bool,
+    fluid: bool,
+}
+
+impl Default for Flags {
+    fn default() -> Self {
+        Flags { gravity: true, contact: true, limit: true, spring: true, damper: true, fluid: true }
+    }
+}
 
 #[derive(Clone, Copy, PartialEq)]
 enum FromGeom {
@@ -366,6 +385,11 @@ struct Compiler {
     settotalmass: Option<f64>,
     dt: f64,
     gravity: Vec3,
+    /// `option density` (kg/m³), `viscosity` (Pa·s), `wind` (m/s)
+    density: f64,
+    viscosity: f64,
+    wind: Vec3,
+    flags: Flags,
     /// class → element kind ("joint", "geom", "site", "tendon", "actuator", …) → attributes
     defaults: HashMap<String, HashMap<String, Vec<(String, String)>>>,
     meshes: HashMap<String, String>,
@@ -425,6 +449,10 @@ impl Compiler {
             settotalmass: None,
             dt: 0.002,
             gravity: Vec3::new(0.0, 0.0, -9.81),
+            density: 0.0,
+            viscosity: 0.0,
+            wind: Vec3::zeros(),
+            flags: Flags::default(),
             defaults: HashMap::from([("main".to_string(), HashMap::new())]),
             meshes: HashMap::new(),
             extras: RefCell::new(ModelExtras::default()),
@@ -646,6 +674,13 @@ impl Compiler {
 
     fn read_option(&mut self, c: &El) -> Result<(), ModelError> {
         let it = Item { el: c, def: &[] };
+        let nonneg = |k: &str| -> Result<f64, ModelError> {
+            let v = it.f64_or(k, 0.0)?;
+            if v < 0.0 {
+                return Err(c.err(format!("{k} must be ≥ 0, got {v}")));
+            }
+            Ok(v)
+        };
         for (k, _) in &c.attrs {
             match k.as_str() {
                 "timestep" => {
@@ -655,11 +690,71 @@ impl Compiler {
                     }
                 }
                 "gravity" => self.gravity = it.v3(k)?.unwrap_or_default(),
+                "density" => self.density = nonneg(k)?,
+                "viscosity" => self.viscosity = nonneg(k)?,
+                "wind" => self.wind = it.v3(k)?.unwrap_or_default(),
                 _ => self.warn(format!("option@{k} ignored")),
             }
         }
         for e in &c.children {
-            self.warn(format!("option/{} ignored", e.tag));
+            if e.tag == "flag" {
+                self.read_flags(e)?;
+            } else {
+                self.warn(format!("option/{} ignored", e.tag));
+            }
+        }
+        Ok(())
+    }
+
+    /// `<option><flag …>` (MuJoCo's disable / enable bits), docs/decisions.md "MJCF flags": each flag that
+    /// changes the dynamics torsion models is honoured, a flag that would switch on physics torsion does not
+    /// model is an error, and a flag about something torsion never applies (or only about numerics) is
+    /// accepted.
+    fn read_flags(&mut self, e: &El) -> Result<(), ModelError> {
+        for (k, v) in &e.attrs {
+            let on = match v.as_str() {
+                "enable" => true,
+                "disable" => false,
+                _ => return Err(e.err(format!("flag {k}=\"{v}\": expected enable or disable"))),
+            };
+            let reject = |why: &str| Err(e.err(format!("flag {k}={v}: {why}")));
+            match (k.as_str(), on) {
+                ("gravity", false) => self.flags.gravity = false,
+                ("contact", false) => self.flags.contact = false,
+                ("limit", false) => self.flags.limit = false,
+                ("spring", false) => self.flags.spring = false,
+                ("damper", false) => self.flags.damper = false,
+                // MuJoCo ≤ 3.2: springs, dampers and fluid forces together
+                ("passive", false) => (self.flags.spring, self.flags.damper, self.flags.fluid) = (false, false, false),
+                // all constraints: contacts and limits (equality constraints and friction loss are never applied)
+                ("constraint", false) => (self.flags.contact, self.flags.limit) = (false, false),
+                ("gravity" | "contact" | "limit" | "spring" | "damper" | "passive" | "constraint", true) => {}
+                ("frictionloss", true) => return reject("dry joint friction is not modelled"),
+                ("equality", true) => return reject("equality constraints are not modelled"),
+                ("eulerdamp", false) => {
+                    return reject("torsion's Euler step always integrates joint damping implicitly")
+                }
+                ("filterparent", false) => return reject("parent-child contact filtering cannot be switched off"),
+                ("override", true) => return reject("contact parameter overrides are not modelled"),
+                ("sleep", true) => return reject("body sleeping is not modelled"),
+                ("ipc", true) | ("speculative", true) => {
+                    return reject("this MuJoCo contact-solver mode is not modelled")
+                }
+                // never applied by torsion (friction loss, equality, MJCF actuators, control clamping), or only
+                // about numerics / diagnostics
+                (
+                    "frictionloss" | "equality" | "actuation" | "clampctrl" | "warmstart" | "midphase" | "refsafe"
+                    | "sensor" | "autoreset" | "nativeccd" | "island" | "multiccd",
+                    _,
+                )
+                | ("eulerdamp" | "filterparent", true)
+                | (
+                    "energy" | "fwdinv" | "invdiscrete" | "diagexact" | "override" | "sleep" | "ipc" | "speculative",
+                    false,
+                ) => {}
+                ("energy" | "fwdinv" | "invdiscrete" | "diagexact", true) => {}
+                _ => return Err(e.err(format!("flag {k}: unknown MuJoCo flag"))),
+            }
         }
         Ok(())
     }
@@ -886,6 +981,17 @@ impl Compiler {
         let it = self.item(el, "geom", cls)?;
         self.check_attrs(&it, "geom", &GEOM_USED);
         let ty = it.get("type").unwrap_or("sphere");
+        match it.get("fluidshape") {
+            None | Some("none") => {}
+            Some("ellipsoid") if self.flags.fluid && (self.density > 0.0 || self.viscosity > 0.0) => {
+                return Err(it.err(
+                    "fluidshape=\"ellipsoid\": MuJoCo's ellipsoid fluid model is not modelled (only the default \
+                     inertia-box model; remove fluidshape)",
+                ))
+            }
+            Some("ellipsoid") => {}
+            Some(v) => return Err(it.err(format!("fluidshape=\"{v}\": expected none or ellipsoid"))),
+        }
         let size = it.nums_over("size", &[0.0; 3])?;
         let fromto = self.fromto(&it)?;
         if fromto.is_some() && !["capsule", "cylinder", "box", "ellipsoid"].contains(&ty) {
@@ -1052,6 +1158,16 @@ impl Compiler {
                 root[b] = b;
             }
         }
+        let fluid = self.flags.fluid && (self.density > 0.0 || self.viscosity > 0.0);
+        for b in 1..nb {
+            if fluid && root[b] != b && root[b] != 0 && own[b].0 > 0.0 {
+                self.warn(format!(
+                    "fluid forces: body '{}' is welded into '{}', whose one inertia box includes it (MuJoCo: a box \
+                     per body)",
+                    bodies[b].name, bodies[root[b]].name
+                ));
+            }
+        }
         let mut parts: Vec<Vec<(f64, Vec3, Mat3)>> = vec![vec![]; nb];
         for b in 1..nb {
             let (t, (m, c, i)) = (in_root[b], own[b]);
@@ -1064,6 +1180,9 @@ impl Compiler {
         let mut m = Model::empty(name);
         m.gravity = self.gravity;
         m.dt = self.dt;
+        if self.flags.fluid {
+            (m.fluid_density, m.fluid_viscosity, m.wind) = (self.density, self.viscosity, self.wind);
+        }
         m.body_name.push("world".into());
         m.body_mass.push(f64::INFINITY);
         m.body_inertia.push(Mat3::zeros());
@@ -1189,6 +1308,21 @@ impl Compiler {
         }
         let q0 = m.qpos0.clone();
         m.body_pose0 = m.forward_kinematics(&q0)?;
+        // the <flag>s (read_flags)
+        let f = self.flags;
+        if !f.gravity {
+            m.gravity = Vec3::zeros();
+        }
+        m.contact_enabled = f.contact;
+        if !f.limit {
+            m.joint_limit.iter_mut().for_each(|l| *l = None);
+        }
+        if !f.spring {
+            m.joint_stiffness.iter_mut().for_each(|k| *k = 0.0);
+        }
+        if !f.damper {
+            m.joint_damping.iter_mut().for_each(|d| *d = 0.0);
+        }
         Ok(m)
     }
 

@@ -25,7 +25,7 @@
 //! - Gravity (0, 0, −9.81), dt 0.01, joints in breadth-first (parent-before-child) order from the root.
 //! - `<collision>` geometries of the kept links become [`Model::shapes`] (box, sphere, cylinder and capsule with
 //!   their axis along the shape z, mesh by file name, `<mesh scale>` ignored), posed in the body (COM) frame,
-//!   with MuJoCo's default friction and contype = conaffinity = 1. `qpos0` = [`Model::neutral_q`]; armature,
+//!   with MuJoCo's default friction and contype = conaffinity = 1. `qpos0` = [`Model::zero_q`]; armature,
 //!   stiffness, spring reference and friction loss are 0.
 use crate::error::ModelError;
 use crate::model::{JointType, Model};
@@ -295,8 +295,8 @@ pub fn load_urdf_str(text: &str, file_label: &str, opts: &UrdfOptions) -> Result
             }
         }
     }
-    m.qpos0 = m.neutral_q();
-    m.body_pose0 = m.forward_kinematics(&m.neutral_q())?;
+    m.qpos0 = m.zero_q();
+    m.body_pose0 = m.forward_kinematics(&m.zero_q())?;
     m.validate()?;
     Ok(m)
 }
@@ -589,7 +589,7 @@ mod tests {
         assert_eq!(m.shapes[2].name, "arm/collision1");
         assert_eq!(m.shapes[3].kind, ShapeKind::Sphere { radius: 0.2 });
         assert!((m.shapes[3].pose.0 - Vec3::new(0.25, 0.0, 0.0)).norm() < 1e-12);
-        assert_eq!(m.qpos0, m.neutral_q());
+        assert_eq!(m.qpos0, m.zero_q());
         assert_eq!((m.joint_armature[0], m.joint_stiffness[0]), (0.0, 0.0));
     }
 }

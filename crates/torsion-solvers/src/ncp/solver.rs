@@ -21,6 +21,10 @@ pub struct NcpSimWorkspace {
     pub frames: Vec<ContactFrame>,
     /// the last step's report (ADMM results, NCP residuals, impulses)
     pub report: NcpReport,
+    /// found when the workspace was built: shape pairs overlapping deeper than the contact margin at the
+    /// model's default configuration (`Model::neutral_q`), e.g. "initial overlap: shapes 'a' (body 'x') and
+    /// 'b' (body 'y') penetrate by 0.05 m (margin 0.01 m)"; callers print them (the CLI does)
+    pub warnings: Vec<String>,
 }
 
 /// What `step` saves for `step_vjp`.
@@ -58,6 +62,12 @@ fn surface_radius(kind: &torsion_model::ShapeKind) -> f64 {
 impl NcpSolver {
     /// The contacts at configuration q (body poses by the model's forward kinematics), as contact frames.
     pub fn detect(&self, model: &Model, ws: &mut NcpSimWorkspace, q: &[f64]) -> Result<(), SolverError> {
+        if !model.contact_enabled {
+            // MJCF <flag contact="disable"/>: no contacts
+            ws.contacts.contacts.clear();
+            ws.frames.clear();
+            return Ok(());
+        }
         let poses =
             model.forward_kinematics(q).map_err(|e| SolverError::BadInput { solver: "ncp", problem: e.to_string() })?;
         ws.world.detect(&poses, &mut ws.contacts).map_err(collision_err)?;
@@ -95,13 +105,42 @@ impl Solver for NcpSolver {
     }
 
     fn workspace(&self, model: &Model) -> Result<NcpSimWorkspace, SolverError> {
-        Ok(NcpSimWorkspace {
+        let mut ws = NcpSimWorkspace {
             ncp: self.contact_workspace(model)?,
             world: CollisionWorld::new(model, self.options.collision.clone()).map_err(collision_err)?,
             contacts: Contacts::default(),
             frames: vec![],
             report: NcpReport::default(),
-        })
+            warnings: vec![],
+        };
+        if model.contact_enabled {
+            let poses = model
+                .forward_kinematics(&model.neutral_q())
+                .map_err(|e| SolverError::BadInput { solver: "ncp", problem: e.to_string() })?;
+            ws.world.detect(&poses, &mut ws.contacts).map_err(collision_err)?;
+            let margin = self.options.collision.margin;
+            let mut seen = vec![];
+            for c in ws.contacts.contacts.iter().filter(|c| c.distance < -margin) {
+                if seen.contains(&(c.geom_a, c.geom_b)) {
+                    continue;
+                }
+                seen.push((c.geom_a, c.geom_b));
+                let depth = ws
+                    .contacts
+                    .contacts
+                    .iter()
+                    .filter(|d| (d.geom_a, d.geom_b) == (c.geom_a, c.geom_b))
+                    .fold(0.0f64, |m, d| m.max(-d.distance));
+                let (sa, sb) = (&model.shapes[c.geom_a], &model.shapes[c.geom_b]);
+                ws.warnings.push(format!(
+                    "initial overlap: shapes '{}' (body '{}') and '{}' (body '{}') penetrate by {depth:.4} m at the \
+                     default configuration (contact margin {margin} m)",
+                    sa.name, model.body_name[sa.body], sb.name, model.body_name[sb.body]
+                ));
+            }
+            ws.contacts = Contacts::default();
+        }
+        Ok(ws)
     }
 
     fn record(&self, _model: &Model) -> NcpRecord {
