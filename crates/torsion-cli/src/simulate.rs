@@ -159,7 +159,7 @@ fn run_generalized<S: Solver<State = GenState>>(
     solver: &S,
 ) -> Result<()> {
     let mut ws = solver.workspace(model)?;
-    let mut s = GenState { q: q0.to_vec(), v: vec![0.0; model.nv()] };
+    let mut s = GenState::new(q0.to_vec(), vec![0.0; model.nv()]);
     let mut next = s.clone();
     let u = Control::from_torques(tau);
     let (mut t, mut ang, mut vel, mut poses) = (vec![], vec![], vec![], vec![]);
