@@ -173,7 +173,7 @@ fn run_generalized<S: Solver<State = GenState>>(
     if v0.len() != model.nv() {
         bail!("--v0 has {} values, the model needs nv = {}", v0.len(), model.nv());
     }
-    let mut s = GenState { q: q0.to_vec(), v: v0 };
+    let mut s = GenState::new(q0.to_vec(), v0);
     let mut next = s.clone();
     let u = Control::from_torques(tau);
     let (mut t, mut ang, mut vel, mut poses) = (vec![], vec![], vec![], vec![]);

@@ -3,13 +3,11 @@
 use crate::contact::{Contact, ContactId, Contacts};
 use crate::frames::tangent_frame;
 use crate::shapes::from_parry;
-use crate::world::IdHasher;
 use parry3d_f64::math::Pose;
 use parry3d_f64::query::{
     ContactManifold, ContactManifoldsWorkspace, DefaultQueryDispatcher, PersistentQueryDispatcher,
 };
 use parry3d_f64::shape::Shape;
-use std::collections::HashMap;
 use torsion_math::Vec3;
 
 /// Reused manifold storage (no allocation per pair once warm).
@@ -28,7 +26,7 @@ pub(crate) fn emit_pair(
     b: (usize, usize, &dyn Shape, &Pose),
     margin: f64,
     prediction: f64,
-    prev_t1: &HashMap<ContactId, Vec3, IdHasher>,
+    prev_t1: &dyn Fn(&ContactId) -> Option<Vec3>,
     scratch: &mut PairScratch,
     out: &mut Contacts,
 ) {
@@ -78,7 +76,7 @@ pub(crate) fn emit_pair(
                 point_b: pw_b,
                 normal,
                 distance: tc.dist,
-                tangents: tangent_frame(&normal, prev_t1.get(&id)),
+                tangents: tangent_frame(&normal, prev_t1(&id).as_ref()),
                 id,
             });
         }

@@ -248,6 +248,26 @@ impl CollisionWorld {
     /// one per model body, fixed bodies included). On entry `out` holds the previous step's contacts (their t1
     /// seed this step's tangents, see [`crate::frames`]); pass an empty [`Contacts`] for none.
     pub fn detect(&mut self, poses: &[(Vec3, Quat)], out: &mut Contacts) -> Result<(), CollisionError> {
+        self.detect_seeded(poses, None, out)
+    }
+
+    /// As [`CollisionWorld::detect`], with each contact's previous t1 given by `previous_t1` (e.g. from a
+    /// state's contact warm start) instead of `out`'s contacts: the frames then depend on the inputs only.
+    pub fn detect_with_tangents(
+        &mut self,
+        poses: &[(Vec3, Quat)],
+        previous_t1: &dyn Fn(&ContactId) -> Option<Vec3>,
+        out: &mut Contacts,
+    ) -> Result<(), CollisionError> {
+        self.detect_seeded(poses, Some(previous_t1), out)
+    }
+
+    fn detect_seeded(
+        &mut self,
+        poses: &[(Vec3, Quat)],
+        seed: Option<&dyn Fn(&ContactId) -> Option<Vec3>>,
+        out: &mut Contacts,
+    ) -> Result<(), CollisionError> {
         if poses.len() != self.body_count {
             return Err(CollisionError::PoseCount { got: poses.len(), expected: self.body_count });
         }
@@ -257,7 +277,9 @@ impl CollisionWorld {
             }
         }
         self.prev_t1.clear();
-        self.prev_t1.extend(out.contacts.iter().map(|c| (c.id, c.tangents[0])));
+        if seed.is_none() {
+            self.prev_t1.extend(out.contacts.iter().map(|c| (c.id, c.tangents[0])));
+        }
         out.contacts.clear();
         let reach = self.opts.margin.max(self.opts.prediction);
         // world poses and AABBs
@@ -314,6 +336,9 @@ impl CollisionWorld {
         }
         pairs.sort_unstable();
         // narrow phase
+        let prev = &self.prev_t1;
+        let from_map = |id: &ContactId| prev.get(id).copied();
+        let prev_t1 = seed.unwrap_or(&from_map);
         for &(i, j) in &pairs {
             let (Some(ei), Some(ej)) = (&self.entries[i], &self.entries[j]) else { continue };
             // B: the plane, else the shape on a fixed body, else the higher index (spec 001 §3.1: n points B → A)
@@ -325,7 +350,7 @@ impl CollisionWorld {
                 (b, eb.body, &*eb.built.shape.0, &self.world_pose[b]),
                 self.opts.margin,
                 reach,
-                &self.prev_t1,
+                prev_t1,
                 &mut self.pair_scratch,
                 out,
             );

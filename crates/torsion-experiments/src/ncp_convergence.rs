@@ -52,7 +52,7 @@ fn step(
             &mut own
         }
     };
-    solver.detect(&model, ws, &s.q)?;
+    solver.detect(&model, ws, &s.q, &s.warm)?;
     let mut frames = ws.frames.clone();
     frames.iter_mut().for_each(|f| {
         f.mu = MU;

@@ -29,7 +29,8 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let probe = Phys { mu: MU_TRUE, mass: 1.0, eps: 0.0, init: [0.0; 4] };
     let solver = sc.solver(FrictionSet::Cone, 10, 0.0);
     let mut ws = Solver::workspace(&solver, &sc.model)?;
-    solver.detect(&sc.model, &mut ws, &sc.initial(&probe).q)?;
+    let s0 = sc.initial(&probe);
+    solver.detect(&sc.model, &mut ws, &s0.q, &s0.warm)?;
     let tangent_angle = ws.frames.first().map_or(f64::NAN, |f| f.tangents[0].y.atan2(f.tangents[0].x));
     let pb = bar("ncp-pyramid-bias", thetas.len() * sets.len());
     let mut mu = [vec![], vec![], vec![]];

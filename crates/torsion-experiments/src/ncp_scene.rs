@@ -88,7 +88,7 @@ impl Scene {
             q.extend_from_slice(&[self.b_x, 0.0, z, 1.0, 0.0, 0.0, 0.0]);
             v.extend_from_slice(&[0.0; 6]);
         }
-        GenState { q, v }
+        GenState::new(q, v)
     }
 
     /// The stepper (restitution is per contact: `simulate` sets the frames' μ and ε).
@@ -158,7 +158,7 @@ pub fn simulate(
     };
     record(&s, &st, &mut out);
     for t in 1..=steps {
-        solver.detect(&model, &mut ws, &s.q)?;
+        solver.detect(&model, &mut ws, &s.q, &s.warm)?;
         let mut frames = ws.frames.clone();
         // per-pair friction (spec 001 §6 item 10): floor–A unknown μ, floor–B known, A–B frictionless; one
         // restitution ε at every contact (its column: `d_restitution`, the common shift of all contacts' ε)

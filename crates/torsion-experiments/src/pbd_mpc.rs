@@ -155,7 +155,7 @@ pub fn reference(nominal: &Model, gap: bool, steps: usize) -> Result<Reference, 
     let fs = FeatherstoneSolver::default(); // applies the model's joint damping (0.7 in the gap variant)
     let mut ws = fs.workspace(&real)?;
     let h = DT / SUBSTEPS as f64;
-    let mut s = GenState { q: Q_CENTRE.to_vec(), v: vec![0.0; nj] };
+    let mut s = GenState::new(Q_CENTRE.to_vec(), vec![0.0; nj]);
     let mut next = s.clone();
     let mut r = Reference { q: vec![], qd: vec![], u: vec![], q_meas: vec![] };
     let mut noise = Gauss(0x5EED_0006);

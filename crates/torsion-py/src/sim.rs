@@ -82,7 +82,33 @@ where
     Ok(())
 }
 
-/// One step: x (state_dim,), u (control_dim,) → the next state (state_dim,).
+/// States decoded from flat rows of a trajectory, each given the contact warm start its step had in the rollout
+/// (flat rows do not hold it): the steps re-run in order from the cold first state, so step t starts from the
+/// impulses of step t − 1, as `rollout` did. No-op for states without a warm start.
+fn rewarm<S: Codec>(
+    s: &S,
+    m: &Model,
+    st: &mut [S::State],
+    ctl: &[Control],
+    dt: f64,
+) -> Result<(), torsion_solvers::SolverError>
+where
+    S::State: Send,
+{
+    if st.len() < 2 || !s.has_warm() {
+        return Ok(());
+    }
+    let mut ws = s.workspace(m)?;
+    let mut next = st[0].clone();
+    for t in 0..(st.len() - 1).min(ctl.len()) {
+        s.step(m, &st[t], &ctl[t], dt, &mut next, &mut ws, None)?;
+        s.carry_warm(&next, &mut st[t + 1]);
+    }
+    Ok(())
+}
+
+/// One step: x (state_dim,), u (control_dim,) → the next state (state_dim,). Contact steppers start it cold
+/// (no warm start: a flat state does not hold one), so the same x and u always give the same result.
 #[pyfunction]
 #[pyo3(signature = (model, solver, x, u, dt=None))]
 fn step<'py>(
@@ -261,10 +287,11 @@ fn rollout_vjp<'py>(
                 param_names: names,
             });
         }
-        let st: Vec<_> = xs.chunks(n.max(1)).take(t_len + 1).map(|r| s.decode(m, r)).collect();
+        let mut st: Vec<_> = xs.chunks(n.max(1)).take(t_len + 1).map(|r| s.decode(m, r)).collect();
         let ctl: Vec<Control> = (0..t_len).map(|t| Control::from_torques(&us[t * nu..(t + 1) * nu])).collect();
         let g = py.detach(|| {
             guard(|| {
+                rewarm(s, m, &mut st, &ctl, dt).map_err(solver_err)?;
                 torsion_diff::rollout_vjp(s, m, &st, &ctl, dt, |t, _, g| s.add_flat(g, &gs[t * n..(t + 1) * n]))
                     .map_err(solver_err)
             })
@@ -380,15 +407,15 @@ fn trajectory_jacobians<'py>(
                 t_len + 1
             )));
         }
+        let mut st: Vec<_> = (0..rows).map(|t| s.decode(m, &xs[t * n..(t + 1) * n])).collect();
+        let ctl: Vec<Control> = (0..t_len).map(|t| Control::from_torques(&us[t * nu..(t + 1) * nu])).collect();
         let js = py.detach(|| {
             guard(|| {
+                // each step from the warm start it had in the rollout, then the steps in parallel
+                rewarm(s, m, &mut st, &ctl, dt).map_err(solver_err)?;
                 (0..t_len)
                     .into_par_iter()
-                    .map(|t| {
-                        let st = s.decode(m, &xs[t * n..(t + 1) * n]);
-                        let u = Control::from_torques(&us[t * nu..(t + 1) * nu]);
-                        s.step_jacobians(m, &st, &u, dt, &sel).map_err(solver_err)
-                    })
+                    .map(|t| s.step_jacobians(m, &st[t], &ctl[t], dt, &sel).map_err(solver_err))
                     .collect::<PyResult<Vec<_>>>()
             })
         })?;

@@ -30,6 +30,12 @@ where
     fn encode(&self, s: &Self::State, out: &mut [f64]);
     /// g += a for a state gradient and a flat row `a` (same layout as the state)
     fn add_flat(&self, g: &mut Self::State, a: &[f64]);
+    /// The state holds a part that flat rows do not: the contact warm start (`GenState::warm`)
+    fn has_warm(&self) -> bool {
+        false
+    }
+    /// Give `to` the warm start of `from` (no-op without one)
+    fn carry_warm(&self, _from: &Self::State, _to: &mut Self::State) {}
 }
 
 impl Codec for XpbdSolver {
@@ -67,7 +73,7 @@ impl Codec for FeatherstoneSolver {
         m.nq() + m.nv()
     }
     fn decode(&self, m: &Model, a: &[f64]) -> GenState {
-        GenState { q: a[..m.nq()].to_vec(), v: a[m.nq()..].to_vec() }
+        GenState::new(a[..m.nq()].to_vec(), a[m.nq()..].to_vec())
     }
     fn encode(&self, s: &GenState, out: &mut [f64]) {
         out[..s.q.len()].copy_from_slice(&s.q);
@@ -92,6 +98,12 @@ impl Codec for NcpSolver {
     }
     fn add_flat(&self, g: &mut GenState, a: &[f64]) {
         FeatherstoneSolver::default().add_flat(g, a)
+    }
+    fn has_warm(&self) -> bool {
+        true
+    }
+    fn carry_warm(&self, from: &GenState, to: &mut GenState) {
+        to.warm.clone_from(&from.warm);
     }
 }
 

@@ -1,6 +1,10 @@
 """The contact stepper (spec 001) from Python: an MJCF box dropped on a plane lands, slides and stops; the rollout
 gradient through sliding contact (controls; the shapes' friction parameters) matches finite differences; bad options
 and out-of-range contact parameters raise."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -93,3 +97,58 @@ def test_friction_parameter_gradient_matches_finite_differences(box):
     assert num < -1e-3  # more friction, shorter slide
     assert rel_err(g.params[:1], [num]) < 1e-6
     assert g.params[1] == 0.0
+
+
+BOXES = """<mujoco><option timestep="0.01"/><worldbody><geom type="plane" size="5 5 0.1" friction="0.5"/>
+<body pos="0 0 0.2"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/></body>
+<body pos="1 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/></body>
+<body pos="1 0 0.3"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/></body>
+</worldbody></mujoco>"""
+
+
+def _boxes():
+    m = torsion.Model.from_mjcf_string(BOXES, "boxes.xml")
+    s = torsion.NcpSolver()
+    c, h = np.cos(0.1), np.sin(0.1) / np.sqrt(1.25)
+    q = [0, 0, 0.103, 1, 0, 0, 0, 1, 0, 0.0999, 1, 0, 0, 0, 1.02, 0.01, 0.33, c, h, 0.5 * h, 0]
+    v = [0, 0, 0.5, 1.5, 0.2, -0.5] + [0] * 6 + [0.3, 0, 0, 0.1, 0, -0.4]
+    x0 = s.initial_state(m, q=q, v=v)
+    us = [np.zeros((50, 18)) for _ in range(3)]
+    for b, u in enumerate(us):
+        u[:, 3] = 0.5 * b  # box a pushed along x, differently per item
+        u[:, 9] = -0.3 * b  # box b pushed (sticks below μ m g)
+    return m, s, x0, us
+
+
+def test_contact_rollouts_are_deterministic():
+    """The warm start is part of the state inside Rust (design.md §3): the same solver reused, a fresh one, and
+    `rollout_batch` give bit-identical trajectories."""
+    m, s, x0, us = _boxes()
+    a = torsion.rollout(m, s, x0, us[0])
+    assert np.array_equal(a, torsion.rollout(m, s, x0, us[0])), "same solver, second call"
+    assert np.array_equal(a, torsion.rollout(m, torsion.NcpSolver(), x0, us[0])), "fresh solver"
+    batch = torsion.rollout_batch(m, s, np.stack([x0] * 3), np.stack(us))
+    for b in range(3):
+        np.testing.assert_array_equal(batch[b], torsion.rollout(m, s, x0, us[b]))
+    # one step starts cold: the same as the first step of a rollout, whatever ran before
+    np.testing.assert_array_equal(torsion.step(m, s, x0, us[0][0]), a[1])
+
+
+def test_batch_is_identical_with_1_and_2_threads(tmp_path):
+    script = f"""
+import sys, numpy as np
+sys.path.insert(0, {str(__import__('pathlib').Path(__file__).parent)!r})
+import test_ncp
+import torsion
+m, s, x0, us = test_ncp._boxes()
+np.save(sys.argv[1], torsion.rollout_batch(m, s, np.stack([x0] * 3), np.stack(us)))
+"""
+    outs = []
+    for n in (1, 2):
+        f = tmp_path / f"batch{n}.npy"
+        env = dict(os.environ, RAYON_NUM_THREADS=str(n))
+        subprocess.run([sys.executable, "-c", script, str(f)], env=env, check=True)
+        outs.append(np.load(f))
+    np.testing.assert_array_equal(outs[0], outs[1])
+    m, s, x0, us = _boxes()
+    np.testing.assert_array_equal(outs[0][1], torsion.rollout(m, s, x0, us[1]))

@@ -22,17 +22,78 @@ use torsion_math::{Scalar, Vec3};
 use torsion_model::params::ParamKind;
 use torsion_model::{Control, JointType, Model, ParamSelection, ParamTable};
 
-/// Generalized state: q (nq, layouts of `JointType::nq`) and v (nv).
-#[derive(Clone, Debug, PartialEq)]
+/// Generalized state: q (nq, layouts of `JointType::nq`) and v (nv), and the contact warm start.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct GenState {
     pub q: Vec<f64>,
     pub v: Vec<f64>,
+    /// the contact impulses of the step that produced this state, the next contact step's warm start (design.md
+    /// §3: an explicit input and output of a step, never hidden solver state). Not differentiated (spec 001
+    /// §3.10: stop-gradient) and not in the tangent or flat encodings; contact-free steppers leave it empty.
+    pub warm: ContactWarmStart,
 }
 
 impl GenState {
+    /// (q, v) with no warm start.
+    pub fn new(q: Vec<f64>, v: Vec<f64>) -> Self {
+        GenState { q, v, warm: ContactWarmStart::default() }
+    }
     /// At rest at the model's reference configuration (`Model::neutral_q`).
     pub fn rest(model: &Model) -> Self {
-        GenState { q: model.neutral_q(), v: vec![0.0; model.nv()] }
+        GenState::new(model.neutral_q(), vec![0.0; model.nv()])
+    }
+}
+
+/// One contact's impulses (N·s) by persistent contact id: normal λ_n and the two tangential λ_t along the
+/// tangents (t1, n × t1) of that step, with t1 (world) — the next step's frame continues from it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WarmImpulse {
+    pub id: u64,
+    pub normal: f64,
+    pub tangent: [f64; 2],
+    pub t1: [f64; 3],
+}
+
+/// Contact impulses sorted by id (looked up by binary search; refilled in place, so a step allocates nothing
+/// once its capacity has grown).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ContactWarmStart {
+    impulses: Vec<WarmImpulse>,
+}
+
+impl ContactWarmStart {
+    /// The impulses of contact `id`, if it has any.
+    pub fn get(&self, id: u64) -> Option<&WarmImpulse> {
+        self.impulses.binary_search_by_key(&id, |w| w.id).ok().map(|k| &self.impulses[k])
+    }
+    /// All impulses, sorted by id.
+    pub fn as_slice(&self) -> &[WarmImpulse] {
+        &self.impulses
+    }
+    pub fn len(&self) -> usize {
+        self.impulses.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.impulses.is_empty()
+    }
+    pub fn clear(&mut self) {
+        self.impulses.clear();
+    }
+    /// Replace the contents by `it` (any order; of repeated ids the one sorting first is kept).
+    pub fn fill(&mut self, it: impl IntoIterator<Item = WarmImpulse>) {
+        self.impulses.clear();
+        self.impulses.extend(it);
+        // unstable sort: in place, no allocation
+        self.impulses.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        self.impulses.dedup_by_key(|w| w.id);
+    }
+}
+
+impl FromIterator<WarmImpulse> for ContactWarmStart {
+    fn from_iter<I: IntoIterator<Item = WarmImpulse>>(it: I) -> Self {
+        let mut w = ContactWarmStart::default();
+        w.fill(it);
+        w
     }
 }
 
@@ -752,6 +813,8 @@ impl Solver for FeatherstoneSolver {
         if out.q.iter().chain(&out.v).any(|x| !x.is_finite()) {
             return Err(SolverError::NonFinite { solver: "featherstone", what: "(q or v)".into() });
         }
+        // no contacts: no warm start to pass on
+        out.warm.clear();
         if let Some(r) = rec {
             r.s = Some(s.clone());
             r.u = u.joint_torque.clone();
@@ -808,7 +871,12 @@ impl DiffSolver for FeatherstoneSolver {
     fn retract(&self, model: &Model, s: &GenState, d: &[f64]) -> GenState {
         let nv = model.nv();
         let (dm, _, _) = dyn_model_f64(model).expect("model accepted by the solver");
-        GenState { q: integrate(&dm, &s.q, &d[..nv]), v: s.v.iter().zip(&d[nv..]).map(|(a, b)| a + b).collect() }
+        // the warm start is not a coordinate: a perturbed state keeps it
+        GenState {
+            q: integrate(&dm, &s.q, &d[..nv]),
+            v: s.v.iter().zip(&d[nv..]).map(|(a, b)| a + b).collect(),
+            warm: s.warm.clone(),
+        }
     }
     fn local_diff(&self, model: &Model, s: &GenState, other: &GenState) -> Vec<f64> {
         let (dm, _, _) = dyn_model_f64(model).expect("model accepted by the solver");
@@ -822,7 +890,7 @@ impl DiffSolver for FeatherstoneSolver {
         t
     }
     fn zero_grad(&self, model: &Model) -> GenState {
-        GenState { q: vec![0.0; model.nq()], v: vec![0.0; model.nv()] }
+        GenState::new(vec![0.0; model.nq()], vec![0.0; model.nv()])
     }
     fn clear_grad(&self, g: &mut GenState) {
         g.q.iter_mut().chain(g.v.iter_mut()).for_each(|x| *x = 0.0);
@@ -932,7 +1000,7 @@ mod tests {
         let mut m = two_link_arm(0.8, 0.5, 1.0, torsion_math::Vec3::new(0.0, -9.8, 0.0), 0.01).unwrap();
         m.joint_damping = vec![0.3, 0.1];
         let solver = FeatherstoneSolver::default();
-        let s0 = GenState { q: vec![0.4, -0.7], v: vec![1.0, -0.5] };
+        let s0 = GenState::new(vec![0.4, -0.7], vec![1.0, -0.5]);
         let u = Control::from_torques(&[0.7, -0.3]);
         let jac = solver.step_jacobians(&m, &s0, &u, 0.01, &ParamSelection::all(&m)).unwrap();
         let next = |s: &GenState, uu: &[f64]| {
@@ -955,7 +1023,7 @@ mod tests {
     fn analytic_jacobians_match_dual_reference() {
         let mut m = torsion_model::builder::floating_tree();
         let q = torsion_model::builder::example_configuration(&m, 9);
-        let s = GenState { q, v: (0..m.nv()).map(|i| ((i * 7 + 3) % 11) as f64 / 5.0 - 1.0).collect() };
+        let s = GenState::new(q, (0..m.nv()).map(|i| ((i * 7 + 3) % 11) as f64 / 5.0 - 1.0).collect());
         let u = Control::from_torques(&(0..m.nv()).map(|i| ((i * 5 + 1) % 7) as f64 / 3.0 - 1.0).collect::<Vec<_>>());
         let solver = FeatherstoneSolver::default();
         let sel = ParamSelection::all(&m);
@@ -985,10 +1053,10 @@ mod tests {
         (m.fluid_density, m.fluid_viscosity) = (3000.0, 0.1);
         m.wind = torsion_math::Vec3::new(0.3, -0.2, 0.1);
         let solver = FeatherstoneSolver::default();
-        let s0 = GenState {
-            q: torsion_model::builder::example_configuration(&m, 4),
-            v: (0..m.nv()).map(|i| ((i * 7 + 3) % 11) as f64 / 4.0 - 1.2).collect(),
-        };
+        let s0 = GenState::new(
+            torsion_model::builder::example_configuration(&m, 4),
+            (0..m.nv()).map(|i| ((i * 7 + 3) % 11) as f64 / 4.0 - 1.2).collect(),
+        );
         let nv = m.nv();
         let u0: Vec<f64> = (0..nv).map(|i| (i % 3) as f64 - 1.0).collect();
         let dt = 0.01;
@@ -1033,7 +1101,7 @@ mod tests {
                 m.body_mass[1] *= 1.3;
             }
             let q = torsion_model::builder::example_configuration(&m, seed);
-            let s = GenState { q, v: (0..m.nv()).map(|i| ((i * 7 + seed as usize) % 11) as f64 / 5.0 - 1.0).collect() };
+            let s = GenState::new(q, (0..m.nv()).map(|i| ((i * 7 + seed as usize) % 11) as f64 / 5.0 - 1.0).collect());
             let u = Control::from_torques(&(0..m.nv()).map(|i| (i % 3) as f64 - 1.0).collect::<Vec<_>>());
             solver.transition_jacobians_into(&m, &s, &u, 0.01, &mut ws, &mut tj).unwrap();
             let r = solver.step_jacobians(&m, &s, &u, 0.01, &none).unwrap();

@@ -5,6 +5,6 @@ pub mod ncp;
 pub mod solver;
 pub mod xpbd;
 
-pub use featherstone::{FeatherstoneOptions, FeatherstoneSolver, GenState};
+pub use featherstone::{ContactWarmStart, FeatherstoneOptions, FeatherstoneSolver, GenState, WarmImpulse};
 pub use solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 pub use xpbd::{Ordering, XpbdOptions, XpbdSolver};

@@ -10,7 +10,7 @@ fn tree() -> Model {
 
 fn state(m: &Model) -> GenState {
     let v = (0..m.nv()).map(|i| ((i * 7 + 3) % 11) as f64 / 5.0 - 1.0).collect();
-    GenState { q: torsion_model::builder::example_configuration(m, 4), v }
+    GenState::new(torsion_model::builder::example_configuration(m, 4), v)
 }
 
 #[test]
@@ -64,7 +64,7 @@ fn jacobians_and_vjp_match_finite_differences() {
     let mut rec = solver.record(&m);
     let mut out = s0.clone();
     solver.step(&m, &s0, &u, 0.01, &mut out, &mut ws, Some(&mut rec)).unwrap();
-    let g_out = GenState { q: w[..m.nq()].to_vec(), v: w[m.nq()..].to_vec() };
+    let g_out = GenState::new(w[..m.nq()].to_vec(), w[m.nq()..].to_vec());
     let mut g_s = solver.zero_grad(&m);
     let mut g_u = vec![0.0; m.nv()];
     let mut g_th = vec![0.0; theta.len()];
@@ -87,7 +87,7 @@ fn jacobians_and_vjp_match_finite_differences() {
 fn baxter_rollout_gradient_matches_finite_differences() {
     let m = torsion_model::io::robots::baxter_left_arm().expect("example-robot-data");
     let solver = FeatherstoneSolver::default();
-    let s0 = GenState { q: vec![0.1, -0.4, 0.2, 0.9, -0.3, 0.5, 0.2], v: vec![0.0; 7] };
+    let s0 = GenState::new(vec![0.1, -0.4, 0.2, 0.9, -0.3, 0.5, 0.2], vec![0.0; 7]);
     let us: Vec<Control> = (0..30).map(|t| Control::from_torques(&[(t as f64 * 0.1).sin(); 7])).collect();
     let states = rollout(&solver, &m, &s0, &us, 0.005).unwrap();
     let loss = |st: &[GenState]| st.iter().map(|s| s.q.iter().map(|x| x.sin()).sum::<f64>()).sum::<f64>();
@@ -116,4 +116,24 @@ fn baxter_rollout_gradient_matches_finite_differences() {
         c.max_rel_err, cu.max_rel_err
     );
     assert!(c.max_rel_err < 1e-6 && cu.max_rel_err < 1e-6);
+}
+
+/// Featherstone has no contacts: a contact warm start in the input is ignored (the same step without it) and
+/// the output carries none.
+#[test]
+fn contact_warm_start_is_ignored_and_cleared() {
+    use torsion_solvers::featherstone::{ContactWarmStart, WarmImpulse};
+    let m = tree();
+    let solver = FeatherstoneSolver::default();
+    let s = state(&m);
+    let mut warm = s.clone();
+    warm.warm = [WarmImpulse { id: 7, normal: 1.0, tangent: [0.5, -0.5], t1: [1.0, 0.0, 0.0] }].into_iter().collect();
+    let u = Control::zeros(m.nv());
+    let mut ws = solver.workspace(&m).unwrap();
+    let (mut a, mut b) = (warm.clone(), warm.clone());
+    solver.step(&m, &s, &u, 0.01, &mut a, &mut ws, None).unwrap();
+    solver.step(&m, &warm, &u, 0.01, &mut b, &mut ws, None).unwrap();
+    assert_eq!((a.q.clone(), a.v.clone()), (b.q.clone(), b.v.clone()));
+    assert_eq!(b.warm, ContactWarmStart::default());
+    assert!(a.warm.is_empty());
 }

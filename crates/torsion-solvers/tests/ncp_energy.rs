@@ -44,7 +44,7 @@ fn state(p: [f64; 3], quat: [f64; 4], w: [f64; 3], vw: [f64; 3]) -> GenState {
     let r = torsion_math::Quat::new(quat[0], quat[1], quat[2], quat[3]).normalize();
     let vb = r.rotate_inv(&torsion_math::Vec3::new(vw[0], vw[1], vw[2]));
     let r = r.to_array();
-    GenState { q: vec![p[0], p[1], p[2], r[0], r[1], r[2], r[3]], v: vec![w[0], w[1], w[2], vb.x, vb.y, vb.z] }
+    GenState::new(vec![p[0], p[1], p[2], r[0], r[1], r[2], r[3]], vec![w[0], w[1], w[2], vb.x, vb.y, vb.z])
 }
 
 /// The case: a sphere (r 0.1 m) sliding at 2 m/s while spinning at 10 rad/s about a horizontal axis

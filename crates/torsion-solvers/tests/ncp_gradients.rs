@@ -96,7 +96,7 @@ fn check(name: &str, an: &DMatrix<f64>, fd: &DMatrix<f64>) {
     assert!(e < 1e-6, "{name}: {e:e}");
 }
 
-/// A box sliding on its four corners (slightly pressed in: no gap kinks), μ = 0.3.
+/// A box sliding on its four corners (slightly pressed in: no gap kinks), μ = 0.3, approaching at 5 cm/s.
 #[test]
 fn sliding_box_jacobians_match_finite_differences() {
     let m = boxes(1, Vec3::new(0.0, 0.0, -9.81));
@@ -104,7 +104,7 @@ fn sliding_box_jacobians_match_finite_differences() {
     let solver = NcpSolver::new(NcpOptions::default());
     let eps = 0.2;
     let q = vec![0.01, -0.02, HE - 1e-4, 1.0, 0.0, 0.0, 0.0];
-    let s = GenState { q, v: vec![0.0, 0.0, 0.2, 0.8, 0.3, 0.0] };
+    let s = GenState::new(q, vec![0.0, 0.0, 0.2, 0.8, 0.3, -0.05]);
     let u = [0.1, -0.2, 0.05, 1.0, 0.5, 0.0];
     let mu = 0.3;
     let sel = ParamSelection::by_prefix(&m, "body_mass[");
@@ -166,7 +166,7 @@ fn landing_box_jacobians_match_finite_differences() {
     // sliding through the impact (all three contacts on the friction boundary); sticking on coplanar points:
     // `sticking_box_on_coplanar_contacts_matches_finite_differences`
     let mu = 0.2;
-    let s = GenState { q: vec![0.0, 0.0, HE - 2e-4, 1.0, 0.0, 0.0, 0.0], v: vec![0.1, -0.1, 0.0, 2.0, 0.0, -1.0] };
+    let s = GenState::new(vec![0.0, 0.0, HE - 2e-4, 1.0, 0.0, 0.0, 0.0], vec![0.1, -0.1, 0.0, 2.0, 0.0, -1.0]);
     let u = [0.0; 6];
     let solver = NcpSolver::new(NcpOptions::default());
     let mut ws = solver.contact_workspace(&m).unwrap();
@@ -201,16 +201,65 @@ fn landing_box_jacobians_match_finite_differences() {
     check("landing ∂/∂μ", &DMatrix::from_fn(12, 1, |r, _| jac.d_mu.row(r).sum()), &fmu);
 }
 
+/// A box 2 mm above the floor approaching at 1 m/s (v_n Δt + φ = −8 mm: closing within the step, so the
+/// restitution law J_n v⁺ = −ε v_n applies at a distance, docs/decisions.md), ε = 0.6, sliding: A and ∂/∂ε
+/// against central differences (the gap's derivative drops out of this branch; the distance still moves the
+/// contact points).
+#[test]
+fn closing_from_a_gap_jacobians_match_finite_differences() {
+    let m = boxes(1, Vec3::new(0.0, 0.0, -9.81));
+    let fs = FeatherstoneSolver::default();
+    let (eps, mu) = (0.6, 0.2);
+    let s = GenState::new(vec![0.0, 0.0, HE + 2e-3, 1.0, 0.0, 0.0, 0.0], vec![0.1, -0.1, 0.0, 2.0, 0.0, -1.0]);
+    let u = [0.0; 6];
+    let solver = NcpSolver::new(NcpOptions::default());
+    let mut ws = solver.contact_workspace(&m).unwrap();
+    let c = floor(&m, &s, mu, eps);
+    assert!(c.iter().all(|f| f.distance > 1e-3), "a gap");
+    let (jac, next, rep) =
+        solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &c, &ParamSelection::none()).unwrap();
+    assert!(rep.lambda_n.iter().all(|&l| l > 0.0), "bounces from the gap: {:?}", rep.lambda_n);
+    // Newton's law at each contact from the approach velocity (the base pose is the identity: body = world)
+    let un = |v: &[f64], p: &Vec3| {
+        let (w, lin) = (Vec3::new(v[0], v[1], v[2]), Vec3::new(v[3], v[4], v[5]));
+        (lin + w.cross(&(p - Vec3::new(s.q[0], s.q[1], s.q[2])))).z
+    };
+    for f in &c {
+        let (before, after) = (un(&s.v, &f.point), un(&next.v, &f.point));
+        assert!((after + eps * before).abs() < 1e-9, "J_n v⁺ = {after}, −ε J_n v = {}", -eps * before);
+    }
+    let step = |st: &GenState, e: f64| {
+        let mut w = solver.contact_workspace(&m).unwrap();
+        let mut o = st.clone();
+        solver.step_with_contacts(&m, &mut w, st, &u, DT, &floor(&m, st, mu, e), &mut o).unwrap();
+        o
+    };
+    let local = |a: &GenState, b: &GenState| fs.local_diff(&m, a, b);
+    let fa = fd_columns(
+        &next,
+        12,
+        |k, h| {
+            let mut d = vec![0.0; 12];
+            d[k] = h;
+            step(&fs.retract(&m, &s, &d), eps)
+        },
+        local,
+    );
+    check("closing from a gap A", &jac.a, &fa);
+    let fe = fd_columns(&next, 1, |_, h| step(&s, eps + h), local);
+    check("closing from a gap ∂/∂ε", &DMatrix::from_column_slice(12, 1, &jac.d_restitution), &fe);
+}
+
 /// Two free boxes in a face contact (three points) with sliding friction, no gravity: the impact's Jacobians.
 #[test]
 fn two_box_impact_jacobians_match_finite_differences() {
     let m = boxes(2, Vec3::zeros());
     let fs = FeatherstoneSolver::default();
     let solver = NcpSolver::new(NcpOptions::default());
-    let s = GenState {
-        q: vec![0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 2.0 * HE - 1e-4, 0.01, 1.0, 1.0, 0.0, 0.0, 0.0],
-        v: vec![0.0, 0.0, 0.1, 1.0, 0.2, 0.1, 0.0, 0.0, 0.0, -0.2, 0.0, 0.0],
-    };
+    let s = GenState::new(
+        vec![0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 2.0 * HE - 1e-4, 0.01, 1.0, 1.0, 0.0, 0.0, 0.0],
+        vec![0.0, 0.0, 0.1, 1.0, 0.2, 0.1, 0.0, 0.0, 0.0, -0.2, 0.0, 0.0],
+    );
     let contacts = |st: &GenState| -> Vec<ContactFrame> {
         let poses = m.forward_kinematics(&st.q).unwrap();
         let (xa, ra) = poses[1];
@@ -298,7 +347,7 @@ fn rolling_ball_sticking_jacobians_match_finite_differences() {
         }]
     };
     // rolling at 0.5 m/s along x (ω_y = v / r), pushed by 1 N: sticks (|λ_t| < μ λ_n)
-    let s = GenState { q: vec![0.0, 0.0, r - 1e-4, 1.0, 0.0, 0.0, 0.0], v: vec![0.0, 0.5 / r, 0.0, 0.5, 0.0, 0.0] };
+    let s = GenState::new(vec![0.0, 0.0, r - 1e-4, 1.0, 0.0, 0.0, 0.0], vec![0.0, 0.5 / r, 0.0, 0.5, 0.0, 0.0]);
     let u = [0.0, 0.0, 0.0, 1.0, 0.3, 0.0];
     let mut ws = solver.contact_workspace(&m).unwrap();
     let (jac, next, rep) =
@@ -349,7 +398,7 @@ fn sticking_box_on_coplanar_contacts_matches_finite_differences() {
     let m = boxes(1, Vec3::new(0.0, 0.0, -9.81));
     let fs = FeatherstoneSolver::default();
     let mu = 1.0;
-    let s = GenState { q: vec![0.01, 0.02, HE - 2e-4, 1.0, 0.0, 0.0, 0.0], v: vec![0.0, 0.0, 0.3, 0.2, -0.1, -0.5] };
+    let s = GenState::new(vec![0.01, 0.02, HE - 2e-4, 1.0, 0.0, 0.0, 0.0], vec![0.0, 0.0, 0.3, 0.2, -0.1, -0.5]);
     let u = [0.1, -0.2, 0.05, 0.5, -0.3, 0.0];
     let sel = ParamSelection::by_prefix(&m, "body_mass[");
     for n in [3usize, 4] {

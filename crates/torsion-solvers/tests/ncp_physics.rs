@@ -38,7 +38,7 @@ fn state(poses: &[(Vec3, Vec3)]) -> GenState {
         q.extend_from_slice(&[x.x, x.y, x.z, 1.0, 0.0, 0.0, 0.0]);
         v.extend_from_slice(&[0.0, 0.0, 0.0, vel.x, vel.y, vel.z]);
     }
-    GenState { q, v }
+    GenState::new(q, v)
 }
 
 /// The corners of box `k` (body k + 1) at or below the plane z = 0 (within 1e-9), as contacts with the world.
@@ -244,10 +244,12 @@ fn resting_cube_velocity_is_unique_under_warm_starts() {
         for seed in 0..4u64 {
             let mut ws = solver.contact_workspace(&m).unwrap();
             let mut out = s.clone();
+            let mut s = s.clone();
             if seed > 0 {
-                // another warm start: one step from another state first (same contact ids)
+                // another warm start: the impulses of one step from another state (same contact ids)
                 let s2 = state(&[(Vec3::new(0.0, 0.0, HE), Vec3::new(-0.3 * seed as f64, 0.4, -0.5))]);
                 solver.step_with_contacts(&m, &mut ws, &s2, &[0.0, 0.0, 1.0, 0.0, 0.0, 0.0], DT, &c, &mut out).unwrap();
+                s.warm = out.warm.clone();
             }
             let rep = solver.step_with_contacts(&m, &mut ws, &s, &u, DT, &c, &mut out).unwrap();
             let r = &rep.residuals;
@@ -279,4 +281,74 @@ fn bad_inputs_are_errors() {
     c[0].mu = 0.5;
     c[0].body_a = 99;
     assert!(solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 6], DT, &c, &mut out).is_err());
+}
+
+const R: f64 = 0.05;
+
+/// `n` equal frictionless balls (radius R, 1 kg, restitution ε), no gravity, stepped through the `Solver`
+/// contract (collision detection with the default speculative margin 0.01 m).
+fn balls(n: usize, eps: f64) -> Model {
+    let mut xml = String::from(r#"<mujoco><option timestep="0.001" gravity="0 0 0"/><worldbody>"#);
+    for k in 0..n {
+        xml += &format!(
+            r#"<body pos="{} 0 1"><freejoint/><geom type="sphere" size="{R}" mass="1" friction="0"/></body>"#,
+            k as f64
+        );
+    }
+    xml += "</worldbody></mujoco>";
+    let mut m = torsion_model::io::mjcf::load_mjcf_str(&xml, "balls.xml", None).unwrap();
+    m.shapes.iter_mut().for_each(|s| s.restitution = eps);
+    m
+}
+
+/// Balls on the x axis at `x` with x-velocities `v`, `steps` steps of 1 ms: the final x-velocities.
+fn collide(eps: f64, x: &[f64], v: &[f64], steps: usize) -> Vec<f64> {
+    let m = balls(x.len(), eps);
+    let s0 =
+        state(&x.iter().zip(v).map(|(&x, &v)| (Vec3::new(x, 0.0, 1.0), Vec3::new(v, 0.0, 0.0))).collect::<Vec<_>>());
+    let controls = vec![torsion_model::Control::zeros(m.nv()); steps];
+    let solver = NcpSolver::new(NcpOptions::default());
+    let states = torsion_diff::rollout(&solver, &m, &s0, &controls, 0.001).unwrap();
+    let last = states.last().unwrap();
+    (0..x.len()).map(|k| linear_velocity(&m, last, k).x).collect()
+}
+
+/// Two equal balls, head on at 1 m/s, first detected 5 mm apart (inside the margin, 5 steps before touching):
+/// Newton's law J_n v⁺ = −ε J_n v from the approach velocity (before: the gap term absorbed the restitution,
+/// (0.5, 0.5) at ε = 1).
+#[test]
+fn head_on_restitution_inside_the_margin() {
+    for eps in [1.0, 0.5] {
+        let v = collide(eps, &[0.0, 2.0 * R + 5e-3], &[1.0, 0.0], 40);
+        let want = [(1.0 - eps) / 2.0, (1.0 + eps) / 2.0];
+        assert!((v[0] - want[0]).abs() < 1e-9 && (v[1] - want[1]).abs() < 1e-9, "ε = {eps}: {v:?}, want {want:?}");
+    }
+}
+
+/// Newton's cradle with 3 and 5 balls, ε = 1, 2.5 mm apart (all inside the margin; more than v Δt = 1 mm):
+/// one collision after the other, all the momentum and energy end in the last ball.
+#[test]
+fn newtons_cradle_transfers_everything_to_the_last_ball() {
+    for n in [3, 5] {
+        let x: Vec<f64> = (0..n).map(|k| k as f64 * (2.0 * R + 2.5e-3)).collect();
+        let mut v0 = vec![0.0; n];
+        v0[0] = 1.0;
+        let v = collide(1.0, &x, &v0, 40 * n);
+        for (k, vk) in v.iter().enumerate() {
+            let want = if k == n - 1 { 1.0 } else { 0.0 };
+            assert!((vk - want).abs() < 1e-9, "{n} balls: {v:?}");
+        }
+        let energy: f64 = v.iter().map(|v| 0.5 * v * v).sum();
+        assert!((energy - 0.5).abs() < 1e-9, "{n} balls: energy {energy}");
+    }
+}
+
+/// Exactly touching balls impact simultaneously (docs/decisions.md): the velocity-level law solves one LCP over
+/// both contacts, which gives (−1/3, 2/3, 2/3) for three equal balls at ε = 1, not a cradle's (0, 0, 1) —
+/// a known property of simultaneous impact laws (momentum is kept; energy is lost).
+#[test]
+fn touching_balls_impact_simultaneously() {
+    let v = collide(1.0, &[0.0, 2.0 * R, 4.0 * R], &[1.0, 0.0, 0.0], 20);
+    let want = [-1.0 / 3.0, 2.0 / 3.0, 2.0 / 3.0];
+    assert!(v.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-9), "{v:?}");
 }

@@ -32,7 +32,7 @@ fn scene_xml(z: f64) -> String {
 
 /// q = (x, quat w-first), v = (ω, v) in the body frame.
 fn box_state(z: f64, vx: f64, vz: f64) -> GenState {
-    GenState { q: vec![0.0, 0.0, z, 1.0, 0.0, 0.0, 0.0], v: vec![0.0, 0.0, 0.0, vx, 0.0, vz] }
+    GenState::new(vec![0.0, 0.0, z, 1.0, 0.0, 0.0, 0.0], vec![0.0, 0.0, 0.0, vx, 0.0, vz])
 }
 
 #[test]
@@ -285,17 +285,14 @@ fn curved_contacts_jacobians_match_finite_differences_through_detection() {
         &nalgebra::Unit::new_normalize(torsion_math::Vec3::new(0.3, -0.5, 0.8)),
         0.7,
     );
-    let s = GenState {
-        q: vec![0.0, 0.0, 0.1 - 1e-4, qr.w, qr.v.x, qr.v.y, qr.v.z],
-        v: {
-            // rolling without slip: ω × (−r ẑ) + v = 0 at the contact (world), a spin about z besides
-            let (vb, wb) = (
-                qr.rotate_inv(&torsion_math::Vec3::new(0.3, 0.2, -0.05)),
-                qr.rotate_inv(&torsion_math::Vec3::new(-2.0, 3.0, 0.5)),
-            );
-            vec![wb.x, wb.y, wb.z, vb.x, vb.y, vb.z]
-        },
-    };
+    let s = GenState::new(vec![0.0, 0.0, 0.1 - 1e-4, qr.w, qr.v.x, qr.v.y, qr.v.z], {
+        // rolling without slip: ω × (−r ẑ) + v = 0 at the contact (world), a spin about z besides
+        let (vb, wb) = (
+            qr.rotate_inv(&torsion_math::Vec3::new(0.3, 0.2, -0.05)),
+            qr.rotate_inv(&torsion_math::Vec3::new(-2.0, 3.0, 0.5)),
+        );
+        vec![wb.x, wb.y, wb.z, vb.x, vb.y, vb.z]
+    });
     let u = [0.01, 0.0, -0.02, 0.6, -0.3, 0.0];
     let mut ws = Solver::workspace(&solver, &ball).unwrap();
     let mut o = s.clone();
@@ -321,10 +318,10 @@ fn curved_contacts_jacobians_match_finite_differences_through_detection() {
         &nalgebra::Unit::new_normalize(torsion_math::Vec3::new(0.0, 1.0, 0.2)),
         1.3,
     );
-    let s = GenState {
-        q: vec![0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.175, 0.04, 0.02, q2.w, q2.v.x, q2.v.y, q2.v.z],
-        v: vec![0.5, 0.0, -0.3, 1.0, 0.3, 0.0, 0.0, 0.2, 0.4, -0.5, 0.1, 0.0],
-    };
+    let s = GenState::new(
+        vec![0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.175, 0.04, 0.02, q2.w, q2.v.x, q2.v.y, q2.v.z],
+        vec![0.5, 0.0, -0.3, 1.0, 0.3, 0.0, 0.0, 0.2, 0.4, -0.5, 0.1, 0.0],
+    );
     let u = [0.0; 12];
     let mut ws = Solver::workspace(&solver, &two).unwrap();
     let mut o = s.clone();
@@ -358,7 +355,7 @@ fn islands_give_the_unsplit_step() {
     // non-solution (here at step 5: a box's four floor contacts at λ_n = 0, Signorini residual gΔt)
     let admm = AdmmOptions { stop: StopRule::Kkt, ..Default::default() };
     let solver = NcpSolver::new(NcpOptions { n_step: 100, tolerance: 1e-12, admm, ..Default::default() });
-    let mut s = GenState { q: m.qpos0.clone(), v: vec![0.0; m.nv()] };
+    let mut s = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
     for b in 0..7 {
         s.v[6 * b + 3] = 0.3 * (b as f64 - 3.0);
     }
@@ -387,7 +384,7 @@ fn islands_give_the_unsplit_step() {
     assert!(compared >= 10 && worst < 1e-9, "split vs unsplit v⁺: {worst:e} over {compared} steps");
 }
 
-/// `step_vjp` recomputes a recorded step from the warm start that step began with (kept in the record), so its
+/// `step_vjp` recomputes a recorded step from the warm start that step began with (in its recorded input state), so its
 /// result does not depend on what the workspace did since: the same gradient from the workspace after two more
 /// steps and from a fresh one.
 #[test]
@@ -406,7 +403,7 @@ fn step_vjp_recomputes_from_the_recorded_warm_start() {
         s = o;
     }
     assert!(!ws.frames.is_empty(), "in contact");
-    let g_out = GenState { q: vec![0.3, -0.2, 1.0, 0.1, 0.2, -0.1, 0.4], v: vec![0.5, -1.0, 0.2, 1.0, 0.7, -0.3] };
+    let g_out = GenState::new(vec![0.3, -0.2, 1.0, 0.1, 0.2, -0.1, 0.4], vec![0.5, -1.0, 0.2, 1.0, 0.7, -0.3]);
     let vjp = |w: &mut torsion_solvers::ncp::NcpSimWorkspace| {
         let mut g_s = solver.zero_grad(&m);
         let (mut g_u, mut g_th) = (vec![0.0; 6], vec![0.0; m.param_table().len()]);
@@ -443,7 +440,7 @@ fn symmetric_stack_stays_symmetric() {
     for (dt, n_step) in [(0.01, 10), (0.01, 50), (0.005, 10)] {
         let solver = NcpSolver::new(NcpOptions { n_step, ..Default::default() });
         let q: Vec<f64> = (0..5).flat_map(|i| [0.0, 0.0, z(i), 1.0, 0.0, 0.0, 0.0]).collect();
-        let s0 = GenState { q, v: vec![0.0; m.nv()] };
+        let s0 = GenState::new(q, vec![0.0; m.nv()]);
         let controls = vec![Control::from_torques(&vec![0.0; m.nv()]); (2.0 / dt) as usize];
         let states = rollout(&solver, &m, &s0, &controls, dt).unwrap();
         let last = states.last().unwrap();
@@ -481,7 +478,7 @@ fn initial_overlap_warns_and_contact_flag_disables_contacts() {
     assert!(solver.workspace(&off).unwrap().warnings.is_empty());
     // no contacts: the box resting on the floor falls freely (with contacts it stays)
     let fall = |m: &Model| {
-        let s0 = GenState { q: m.neutral_q(), v: vec![0.0; 6] };
+        let s0 = GenState::new(m.neutral_q(), vec![0.0; 6]);
         let states = rollout(&solver, m, &s0, &vec![Control::from_torques(&[0.0; 6]); 20], 0.01).unwrap();
         states.last().unwrap().q[2]
     };
@@ -489,4 +486,92 @@ fn initial_overlap_warns_and_contact_flag_disables_contacts() {
     let off = load_mjcf_str(&xml(0.1, r#"<flag contact="disable"/>"#), "overlap.xml", None).unwrap();
     assert!((fall(&on) - 0.1).abs() < 2e-3, "{}", fall(&on));
     assert!(fall(&off) < 0.1 - 0.15, "free fall {}", fall(&off));
+}
+
+/// Three boxes on the floor: one landing while sliding, one resting (sticking), one landing tilted on it; and
+/// a ball rolling off another (a contact normal turning in 3-D: the tangents continue from the last step's).
+fn three_boxes() -> Model {
+    let body = |name: &str, pos: &str| {
+        format!(
+            r#"<body name="{name}" pos="{pos}"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/></body>"#
+        )
+    };
+    let ball = |name: &str| {
+        format!(r#"<body name="{name}"><freejoint/><geom type="sphere" size="0.1" mass="1" friction="0.5"/></body>"#)
+    };
+    let xml = format!(
+        r#"<mujoco><option timestep="0.01"/><worldbody><geom type="plane" size="5 5 0.1" friction="0.5"/>{}{}{}{}{}</worldbody></mujoco>"#,
+        body("a", "0 0 0.2"),
+        body("b", "1 0 0.1"),
+        body("c", "1 0 0.3"),
+        ball("d"),
+        ball("e")
+    );
+    load_mjcf_str(&xml, "three_boxes.xml", None).unwrap()
+}
+
+/// The warm start is part of the state (design.md §3): 50 contact steps give bit-identical states (and warm
+/// starts) from the same workspace reused, from a fresh solver and workspace, and through `torsion_diff::rollout`.
+#[test]
+fn contact_rollouts_are_bit_identical_whatever_the_workspace() {
+    let m = three_boxes();
+    let tilt = torsion_math::Quat::from_axis_angle(
+        &nalgebra::Unit::new_normalize(torsion_math::Vec3::new(1.0, 0.5, 0.0)),
+        0.2,
+    );
+    let s0 = GenState::new(
+        vec![
+            0.0, 0.0, 0.103, 1.0, 0.0, 0.0, 0.0, // a: 3 mm up, sliding
+            1.0, 0.0, 0.0999, 1.0, 0.0, 0.0, 0.0, // b: resting
+            1.02, 0.01, 0.33, tilt.w, tilt.v.x, tilt.v.y, tilt.v.z, // c: tilted, above b
+            2.0, 0.0, 0.0999, 1.0, 0.0, 0.0, 0.0, // d: ball on the floor
+            2.03, 0.02, 0.2966, 1.0, 0.0, 0.0, 0.0, // e: ball on d, off centre
+        ],
+        vec![
+            0.0, 0.0, 0.5, 1.5, 0.2, -0.5, // a
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, // b
+            0.3, 0.0, 0.0, 0.1, 0.0, -0.4, // c
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, // d
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, // e
+        ],
+    );
+    let u = vec![Control::from_torques(&[0.0; 30]); 50];
+    let run = |solver: &NcpSolver, ws: &mut torsion_solvers::ncp::NcpSimWorkspace| {
+        let mut states = vec![s0.clone()];
+        let mut next = s0.clone();
+        for c in &u {
+            solver.step(&m, states.last().unwrap(), c, 0.01, &mut next, ws, None).unwrap();
+            states.push(next.clone());
+        }
+        states
+    };
+    let solver = NcpSolver::new(NcpOptions::default());
+    let mut ws = Solver::workspace(&solver, &m).unwrap();
+    let first = run(&solver, &mut ws);
+    let again = run(&solver, &mut ws);
+    let fresh_solver = NcpSolver::new(NcpOptions::default());
+    let fresh = run(&fresh_solver, &mut Solver::workspace(&fresh_solver, &m).unwrap());
+    let lib = rollout(&solver, &m, &s0, &u, 0.01).unwrap();
+    for (name, other) in [("reused workspace", &again), ("fresh solver", &fresh), ("torsion_diff::rollout", &lib)] {
+        for (t, (a, b)) in first.iter().zip(other.iter()).enumerate() {
+            assert!(
+                a == b,
+                "{name}: step {t} differs: {:?}",
+                a.v.iter().zip(&b.v).map(|(x, y)| x - y).collect::<Vec<_>>()
+            );
+        }
+    }
+    // one step from any state of the rollout with a fresh workspace: the same next state (the tangent frames
+    // continue from the warm start's t1, not from the workspace's last contacts)
+    for t in [1, 10, 25, 40] {
+        let mut w = Solver::workspace(&solver, &m).unwrap();
+        let mut next = s0.clone();
+        solver.step(&m, &first[t], &u[t], 0.01, &mut next, &mut w, None).unwrap();
+        assert!(next == first[t + 1], "step {t} from a fresh workspace differs");
+    }
+    // the scene: contacts warm-started; a slid and b stuck under c
+    let last = first.last().unwrap();
+    assert!(first.iter().skip(2).all(|s| !s.warm.is_empty()), "in contact");
+    assert!(last.q[0] > 0.05, "a slid: x = {}", last.q[0]);
+    assert!(last.v[6..12].iter().all(|v| v.abs() < 1e-3), "b sticks: {:?}", &last.v[6..12]);
 }

@@ -44,7 +44,7 @@ fn main() {
         let m = load_mjcf_str(&scene(n, stacks), "scene.xml", None).unwrap();
         let mut ws = solver.workspace(&m).unwrap();
         ws.ncp.split_islands = split;
-        let mut s = GenState { q: m.qpos0.clone(), v: vec![0.0; m.nv()] };
+        let mut s = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
         if n == 1 {
             s.q[2] = 0.0999;
             s.v[3] = vx;
@@ -72,7 +72,7 @@ fn main() {
         let mut w2 = solver.workspace(&m).unwrap();
         let reps = if n == 1 { 400 } else { 10 };
         for _ in 0..reps {
-            solver.detect(&m, &mut w2, &s.q).unwrap();
+            solver.detect(&m, &mut w2, &s.q, &s.warm).unwrap();
         }
         let detect_us = t.elapsed().as_secs_f64() * 1e6 / reps as f64;
         let r = &ws.report;

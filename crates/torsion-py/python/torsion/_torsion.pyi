@@ -139,16 +139,20 @@ class RolloutGrad:
 
 def load_urdf(path: Union[str, PathLike[str]], arm_root: Optional[str] = None, arm_tip: Optional[str] = None) -> Model: ...
 def load_mjcf(path: Union[str, PathLike[str]]) -> Model: ...
-def step(model: Model, solver: Solver, x: ArrayLike, u: ArrayLike, dt: Optional[float] = None) -> F64: ...
+def step(model: Model, solver: Solver, x: ArrayLike, u: ArrayLike, dt: Optional[float] = None) -> F64:
+    """One step. NcpSolver starts it cold (a flat state holds no contact warm start), so the same x and u always
+    give the same result; a loop of `step` may differ from `rollout` at the solver's tolerance."""
 def rollout(model: Model, solver: Solver, x0: ArrayLike, controls: ArrayLike, dt: Optional[float] = None) -> F64:
-    """x0 (n,), controls (T, nu) -> states (T + 1, n), x0 first."""
+    """x0 (n,), controls (T, nu) -> states (T + 1, n), x0 first. NcpSolver: the contact warm start is carried
+    from step to step inside Rust (starting cold): deterministic, whatever the solver object's history."""
 def rollout_batch(model: Model, solver: Solver, x0: ArrayLike, controls: ArrayLike, params: Optional[ArrayLike] = None,
                   param_names: Names = None, dt: Optional[float] = None) -> F64:
     """x0 (B, n) | (n,), controls (B, T, nu) | (T, nu), params (B, k) | (k,) -> (B, T + 1, n); parallel, GIL
     released; item b equals rollout() on it exactly."""
 def rollout_vjp(model: Model, solver: Solver, states: ArrayLike, controls: ArrayLike, dloss_dstates: ArrayLike,
                 param_names: Names = None, dt: Optional[float] = None) -> RolloutGrad:
-    """Gradient of L(states) given dL/dstates (T + 1, n); param_names None = all parameters."""
+    """Gradient of L(states) given dL/dstates (T + 1, n); param_names None = all parameters. NcpSolver: each step
+    is recomputed from the warm start it had in `rollout` (the steps re-run in order from states[0])."""
 def step_jacobians(model: Model, solver: Solver, x: ArrayLike, u: ArrayLike, param_names: Names = None,
                    dt: Optional[float] = None) -> Tuple[F64, F64, F64]:
     """(A, B, C) in tangent coordinates; C has one column per name (none by default)."""

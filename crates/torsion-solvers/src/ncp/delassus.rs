@@ -317,11 +317,18 @@ mod tests {
         let e = (0..nv).map(|k| (pre.vp[k] - vp[k]).abs()).fold(0.0, f64::max);
         assert!(e < 1e-12 * vp.abs().max().max(1.0), "v^p: {e:e}");
         let (jvp, jv) = (&jn * &vp, &jn * nalgebra::DVector::from_column_slice(&v));
+        let mut branches = [0; 2];
         for i in 0..nc {
             let c = &contacts[i];
-            let bn = jvp[i] + 0.3 * jv[i] - 3.0 * (-c.distance).max(0.0) + c.distance.max(0.0) / 0.01;
+            // restitution when closing within the step, the speculative gap otherwise (docs/decisions.md)
+            let gap = c.distance.max(0.0);
+            let closing = c.distance <= 0.0 || jv[i] * 0.01 + gap <= 0.0;
+            branches[closing as usize] += 1;
+            let reach = if closing { 0.3 * jv[i] } else { gap / 0.01 };
+            let bn = jvp[i] + reach - 3.0 * (-c.distance).max(0.0);
             assert!((pre.bn[i] - bn).abs() < 1e-12 * bn.abs().max(1.0), "b_n[{i}]");
         }
+        assert!(branches[0] > 0 && branches[1] > 0, "both offset branches: {branches:?}");
         let jtvp = &jt * &vp;
         assert!((0..2 * nc).all(|r| (pre.bt[r] - jtvp[r]).abs() < 1e-12 * jtvp[r].abs().max(1.0)), "b_t");
         // v⁺ = v^p + M⁻¹ Jᵀ λ

@@ -3,11 +3,12 @@
 //! friction coefficient is the larger of the two shapes' `friction[0]` (MuJoCo's default combination), its
 //! restitution the larger of their `restitution`: both are model parameters (`shape_friction[·]`,
 //! `shape_restitution[·]`), differentiated through the shape supplying the maximum (`kinematics::pair_source`).
-//! The contact frames used by a step are recorded with it, so its derivatives see the same frames (tangent
-//! continuity depends on the previous step's contacts).
+//! The contact frames used by a step are recorded with it, so its derivatives see the same frames. The warm
+//! start (impulses and tangent t1 by contact id) is `GenState::warm`: read from the input state (the tangents
+//! continue from its t1), written to the output — nothing carries over in the workspace (design.md §3).
 use super::kinematics::{pair_source, ContactFrame};
 use super::staggered::{NcpReport, NcpSolver, NcpWorkspace};
-use crate::featherstone::{transposed_jacobian_product, FeatherstoneSolver, GenState};
+use crate::featherstone::{transposed_jacobian_product, ContactWarmStart, FeatherstoneSolver, GenState};
 use crate::solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use torsion_collision::{CollisionWorld, Contacts};
 use torsion_model::{Control, Model, ParamSelection};
@@ -27,15 +28,13 @@ pub struct NcpSimWorkspace {
     pub warnings: Vec<String>,
 }
 
-/// What `step` saves for `step_vjp`.
+/// What `step` saves for `step_vjp` (the input state carries the warm start, so the same passes are recomputed).
 #[derive(Clone, Debug, Default)]
 pub struct NcpRecord {
     s: Option<GenState>,
     u: Vec<f64>,
     dt: f64,
     frames: Vec<ContactFrame>,
-    /// the warm start the step began from (impulses by contact id), so `step_vjp` recomputes the same passes
-    warm: Vec<(u64, (f64, [f64; 2]))>,
 }
 
 fn collision_err(e: torsion_collision::CollisionError) -> SolverError {
@@ -60,8 +59,15 @@ fn surface_radius(kind: &torsion_model::ShapeKind) -> f64 {
 }
 
 impl NcpSolver {
-    /// The contacts at configuration q (body poses by the model's forward kinematics), as contact frames.
-    pub fn detect(&self, model: &Model, ws: &mut NcpSimWorkspace, q: &[f64]) -> Result<(), SolverError> {
+    /// The contacts at configuration q (body poses by the model's forward kinematics), as contact frames; the
+    /// tangents continue from the t1 of the same contact in `warm` (the input state's warm start).
+    pub fn detect(
+        &self,
+        model: &Model,
+        ws: &mut NcpSimWorkspace,
+        q: &[f64],
+        warm: &ContactWarmStart,
+    ) -> Result<(), SolverError> {
         if !model.contact_enabled {
             // MJCF <flag contact="disable"/>: no contacts
             ws.contacts.contacts.clear();
@@ -70,7 +76,8 @@ impl NcpSolver {
         }
         let poses =
             model.forward_kinematics(q).map_err(|e| SolverError::BadInput { solver: "ncp", problem: e.to_string() })?;
-        ws.world.detect(&poses, &mut ws.contacts).map_err(collision_err)?;
+        let previous_t1 = |id: &torsion_collision::ContactId| warm.get(key(id)).map(|w| w.t1.into());
+        ws.world.detect_with_tangents(&poses, &previous_t1, &mut ws.contacts).map_err(collision_err)?;
         ws.frames.clear();
         for c in &ws.contacts.contacts {
             let (sa, sb) = (&model.shapes[c.geom_a], &model.shapes[c.geom_b]);
@@ -163,15 +170,13 @@ impl Solver for NcpSolver {
                 problem: format!("state has nq {}, the model needs {}", s.q.len(), model.nq()),
             });
         }
-        self.detect(model, ws, &s.q)?;
+        self.detect(model, ws, &s.q, &s.warm)?;
         let NcpSimWorkspace { ncp, frames, report, .. } = ws;
         if let Some(r) = rec {
             r.s = Some(s.clone());
             r.u = u.joint_torque.clone();
             r.dt = dt;
             r.frames = frames.clone();
-            r.warm.clear();
-            r.warm.extend(frames.iter().filter_map(|c| ncp.warm.get(&c.id).map(|w| (c.id, *w))));
         }
         *report = self.step_with_contacts(model, ncp, s, &u.joint_torque, dt, frames, out)?;
         Ok(StepInfo::default())
@@ -196,8 +201,6 @@ impl DiffSolver for NcpSolver {
             problem: "step_vjp needs a record filled by step".into(),
         })?;
         let sel = ParamSelection::all(model);
-        ws.ncp.warm.clear();
-        ws.ncp.warm.extend(rec.warm.iter().copied());
         let (jac, next, _) = self.jacobians(model, &mut ws.ncp, s, &rec.u, rec.dt, &rec.frames, &sel, false)?;
         let j = StepJacobians { a: jac.a, b: jac.b, c: jac.c };
         transposed_jacobian_product(model, &s.q, &next.q, &j, &sel, g_out, g_s, g_u, g_theta);
@@ -213,7 +216,7 @@ impl DiffSolver for NcpSolver {
         sel: &ParamSelection,
     ) -> Result<StepJacobians, SolverError> {
         let mut ws = Solver::workspace(self, model)?;
-        self.detect(model, &mut ws, &s.q)?;
+        self.detect(model, &mut ws, &s.q, &s.warm)?;
         let (jac, _, _) = self.jacobians(model, &mut ws.ncp, s, &u.joint_torque, dt, &ws.frames, sel, false)?;
         Ok(StepJacobians { a: jac.a, b: jac.b, c: jac.c })
     }
@@ -255,7 +258,7 @@ mod tests {
             </worldbody></mujoco>"#;
         let m = torsion_model::io::mjcf::load_mjcf_str(xml, "box.xml", None).unwrap();
         let solver = NcpSolver::new(NcpOptions::default());
-        let s = GenState { q: vec![0.0, 0.0, 0.0999, 1.0, 0.0, 0.0, 0.0], v: vec![0.0, 0.0, 0.0, 1.0, 0.2, 0.0] };
+        let s = GenState::new(vec![0.0, 0.0, 0.0999, 1.0, 0.0, 0.0, 0.0], vec![0.0, 0.0, 0.0, 1.0, 0.2, 0.0]);
         let u = [0.0, 0.0, 0.0, 0.5, -0.3, 0.0];
         let jac = solver.step_jacobians(&m, &s, &Control::from_torques(&u), 0.01, &ParamSelection::none()).unwrap();
         let next = |uu: &[f64]| {

@@ -2,7 +2,8 @@
 //! ```text
 //! v^p = v + Δt M⁻¹ τ(q, v, u) (+ Δt ω × v_l, free joints)   τ = u − c(q, v) + passive (damping, springs)
 //! G = J M⁻¹ Jᵀ = YᵀY, Y = L⁻ᵀ Jᵀ (M = Lᵀ L sparse over the DoF tree, M⁻¹ never formed; delassus.rs): G_n, G_t, G_nt
-//! b_n = J_n v^p + ε ⊙ J_n v − K e + φ⁺/Δt ,  b_t = J_t v^p
+//! b_n = J_n v^p + r − K e ,  r = ε ⊙ J_n v if φ ≤ 0 or J_n v Δt + φ ≤ 0 (closing in the step) else φ/Δt
+//! b_t = J_t v^p
 //! repeat n_step:  λ_n ← QP_ADMM(G_n, b_n + G_nt λ_t)   λ_t ← QCQP_ADMM(G_t, b_t + G_ntᵀ λ_n, r = μ ⊙ λ_n)
 //! v⁺ = v^p + M⁻¹ (J_nᵀ λ_n + J_tᵀ λ_t) ,  q⁺ = q ⊕ Δt v⁺  (semi-implicit, on the manifold; a free joint moves
 //! its origin straight along its world velocity and carries that velocity into the new body frame, as MuJoCo's
@@ -11,7 +12,9 @@
 //! Impulses λ in N·s. ε: Newton restitution per contact (the pair's, `ContactFrame::restitution`; applied at
 //! every active contact, §3.11 item 11); K e: optional
 //! Baumgarte on the penetration e = max(0, −φ) (§3.3); φ⁺/Δt with φ⁺ = max(φ, 0): a contact detected with a gap
-//! may close it within the step but not act across it (speculative contact; no force at a distance). The
+//! may close it within the step but not act across it (speculative contact; no force at a distance); one that
+//! would close it within the step gets the restitution law from its approach velocity, whatever the gap
+//! (docs/decisions.md: it may bounce up to one step early). The
 //! friction set is the exact disk (default) or a pyramid (§3.11 item 9). Warm starts by persistent contact id.
 //! Every step reports its ADMM results and the NCP residuals of §3.9; failures are reported, never hidden.
 //! Contacts sharing no moving body tree form independent problems (islands), solved one by one.
@@ -19,7 +22,7 @@ use super::admm::{Admm, AdmmInfo, AdmmOptions};
 use super::delassus::{assemble, ContactPattern};
 use super::kinematics::{body_joints, contact_jacobians, ContactFrame, ContactGeom};
 use super::sets::{ConstraintSet, FrictionSet};
-use crate::featherstone::GenState;
+use crate::featherstone::{GenState, WarmImpulse};
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
 use std::collections::HashMap;
@@ -84,7 +87,7 @@ impl Default for NcpOptions {
 /// NCP residuals of a step (spec 001 §3.9), maxima over the contacts.
 #[derive(Clone, Debug, Default)]
 pub struct NcpResiduals {
-    /// |min(λ_n, J_n v⁺ + ε J_n v + b)|
+    /// |min(λ_n, J_n v⁺ + r − K e)| (the QP's slack; r: restitution or gap term of `prelude`)
     pub signorini: f64,
     /// friction-set violation of λ_t (radius μ λ_n)
     pub cone: f64,
@@ -114,13 +117,12 @@ pub struct NcpSolver {
     pub options: NcpOptions,
 }
 
-/// Buffers reused across steps (resized when the number of contacts grows) and the warm-start memory.
+/// Buffers reused across steps (resized when the number of contacts grows); no state carried from one step to
+/// the next (the warm start is in `GenState::warm`).
 pub struct NcpWorkspace {
     pub(crate) dm: DynModel<f64>,
     d: DynData<f64>,
     pub(crate) body_joint: Vec<usize>,
-    /// previous step's impulses by contact id
-    pub(crate) warm: HashMap<u64, (f64, [f64; 2])>,
     pub(crate) tape: Tape,
     /// solve each contact island on its own (default; the same problem, as G is block diagonal over islands —
     /// off only to time or compare against the unsplit problem)
@@ -225,7 +227,6 @@ impl NcpSolver {
             dm,
             d,
             body_joint,
-            warm: HashMap::new(),
             tape: Tape::default(),
             split_islands: true,
             islands: vec![],
@@ -272,7 +273,8 @@ impl NcpSolver {
     }
 
     /// One step with the given contacts (from collision detection at `s.q`). `u`: nv generalized forces.
-    /// Records the tape of the staggered passes in the workspace (for the tangent Jacobians).
+    /// Warm-started from `s.warm` (by contact id); the step's impulses go to `out.warm`. Records the tape of the
+    /// staggered passes in the workspace (for the tangent Jacobians).
     #[allow(clippy::too_many_arguments)]
     pub fn step_with_contacts(
         &self,
@@ -295,12 +297,12 @@ impl NcpSolver {
         let mut vplus = pre.vp.clone();
         let mut npass = 0;
         if nc > 0 {
-            let NcpWorkspace { warm, tape, islands, admm, buf, split_islands, .. } = ws;
-            // warm starts by contact id
+            let NcpWorkspace { tape, islands, admm, buf, split_islands, .. } = ws;
+            // warm starts by contact id, from the input state
             buf.ln.clear();
-            buf.ln.extend(contacts.iter().map(|c| warm.get(&c.id).map_or(0.0, |w| w.0)));
+            buf.ln.extend(contacts.iter().map(|c| s.warm.get(c.id).map_or(0.0, |w| w.normal)));
             buf.lt.clear();
-            buf.lt.extend(contacts.iter().flat_map(|c| warm.get(&c.id).map_or([0.0; 2], |w| w.1)));
+            buf.lt.extend(contacts.iter().flat_map(|c| s.warm.get(c.id).map_or([0.0; 2], |w| w.tangent)));
             tape.lt_warm.clone_from(&buf.lt);
             buf.r.resize(nc, 0.0);
             // independent problems per island (the whole set when not split, or when it is one island)
@@ -373,14 +375,16 @@ impl NcpSolver {
             let (ln, lt) = (&buf.ln, &buf.lt);
             vplus = apply_impulses(&pre, ln, lt);
             report.residuals = residuals(&pre.jn, &pre.jt, &vplus, &pre.bn, &pre.vp, ln, lt, &buf.r, o);
-            warm.clear();
-            for (i, c) in contacts.iter().enumerate() {
-                warm.insert(c.id, (ln[i], [lt[2 * i], lt[2 * i + 1]]));
-            }
+            out.warm.fill(contacts.iter().enumerate().map(|(i, c)| WarmImpulse {
+                id: c.id,
+                normal: ln[i],
+                tangent: [lt[2 * i], lt[2 * i + 1]],
+                t1: c.tangents[0].into(),
+            }));
             report.lambda_n = ln.clone();
             report.lambda_t = lt.clone();
         } else {
-            ws.warm.clear();
+            out.warm.clear();
         }
         ws.tape.passes.truncate(npass);
         ws.tape.gn = pre.gn;
@@ -441,8 +445,9 @@ pub(crate) struct Prelude<T: Scalar> {
     pub bt: Vec<T>,
 }
 
-/// v^p = v + Δt M⁻¹ τ; G = YᵀY with Y = L⁻ᵀ Jᵀ (M = Lᵀ L); b_n = J_n v^p + ε ⊙ J_n v − K e + φ⁺/Δt (ε per
-/// contact); b_t = J_t v^p.
+/// v^p = v + Δt M⁻¹ τ; G = YᵀY with Y = L⁻ᵀ Jᵀ (M = Lᵀ L); b_n = J_n v^p + r − K e with r = ε J_n v for a
+/// contact touching (φ ≤ 0) or closing within the step (J_n v Δt + φ ≤ 0), r = φ/Δt otherwise (ε per contact);
+/// b_t = J_t v^p.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn prelude<T: Scalar>(
     model: &Model,
@@ -494,7 +499,14 @@ pub(crate) fn prelude<T: Scalar>(
             let zero = T::zero();
             let e = if c.distance.re() < 0.0 { -c.distance } else { zero };
             let gap = if c.distance.re() > 0.0 { c.distance } else { zero };
-            row_dot(&jn, i, i, &vp) + c.restitution * row_dot(&jn, i, i, v) - T::c(o.baumgarte) * e + gap / h
+            // restitution from the approach velocity v_n = J_n v whatever the gap (docs/decisions.md): touching
+            // (φ ≤ 0) or closing within the step (v_n Δt + φ ≤ 0, a primal branch): J_n v⁺ ≥ −ε v_n (closing:
+            // = max(−ε v_n, −φ⁺/Δt), as v_n ≤ −φ⁺/Δt ≤ 0); a gap not closed this step: J_n v⁺ ≥ −φ⁺/Δt (no
+            // restitution, nor force, at a distance). Touching contacts keep ε v_n on both signs of v_n: smooth
+            // at rest (v_n = 0), where a switch would put every resting contact with ε > 0 on a kink
+            let vn = row_dot(&jn, i, i, v);
+            let reach = if gap.re() <= 0.0 || vn.re() * dt + gap.re() <= 0.0 { c.restitution * vn } else { gap / h };
+            row_dot(&jn, i, i, &vp) + reach - T::c(o.baumgarte) * e
         })
         .collect();
     let bt = (0..2 * nc).map(|r| row_dot(&jt, r, r / 2, &vp)).collect();
@@ -514,8 +526,8 @@ pub(crate) fn apply_impulses<T: Scalar>(pre: &Prelude<T>, ln: &[T], lt: &[T]) ->
     (0..nv).map(|k| pre.vp[k] + f[k]).collect()
 }
 
-/// NCP residuals (§3.9) at v⁺: Signorini on u_n + ε J_n v + (b_n − J_n v^p − ε J_n v) (the same offsets as the
-/// QP), the friction set, and maximum dissipation for sliding / sticking contacts.
+/// NCP residuals (§3.9) at v⁺: Signorini on u_n + (b_n − J_n v^p) (the same offsets as the QP), the friction
+/// set, and maximum dissipation for sliding / sticking contacts.
 #[allow(clippy::too_many_arguments)]
 fn residuals(
     jn: &DMatrix<f64>,

@@ -364,7 +364,7 @@ mod tests {
         j.kind = JointType::Free;
         b.add_joint(j);
         let m = b.build().unwrap();
-        let s = GenState { q: vec![0.0, 0.0, 0.0999, 1.0, 0.0, 0.0, 0.0], v: vec![0.0, 0.0, 0.0, 1.0, 0.5, 0.0] };
+        let s = GenState::new(vec![0.0, 0.0, 0.0999, 1.0, 0.0, 0.0, 0.0], vec![0.0, 0.0, 0.0, 1.0, 0.5, 0.0]);
         let contacts = |mu: f64| -> Vec<ContactFrame> {
             [(-0.1, -0.1), (0.1, -0.1), (0.0, 0.1)]
                 .iter()
