@@ -219,13 +219,16 @@ fn closing_from_a_gap_jacobians_match_finite_differences() {
     let (jac, next, rep) =
         solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &c, &ParamSelection::none()).unwrap();
     assert!(rep.lambda_n.iter().all(|&l| l > 0.0), "bounces from the gap: {:?}", rep.lambda_n);
-    // Newton's law at each contact from the approach velocity (the base pose is the identity: body = world)
-    let un = |v: &[f64], p: &Vec3| {
-        let (w, lin) = (Vec3::new(v[0], v[1], v[2]), Vec3::new(v[3], v[4], v[5]));
+    // Newton's law at each contact from the approach velocity (the base pose is the identity: body = world). The
+    // step's velocity in the world: ω̂ (the output's ω, in the step's frame) and R⁺ v_l⁺ (a free joint's output
+    // linear velocity is expressed in the new body frame, `joints::advance_joint`)
+    let un = |v: &[f64], r: &Quat, p: &Vec3| {
+        let (w, lin) = (Vec3::new(v[0], v[1], v[2]), r.rotate(&Vec3::new(v[3], v[4], v[5])));
         (lin + w.cross(&(p - Vec3::new(s.q[0], s.q[1], s.q[2])))).z
     };
+    let r1 = Quat::new(next.q[3], next.q[4], next.q[5], next.q[6]);
     for f in &c {
-        let (before, after) = (un(&s.v, &f.point), un(&next.v, &f.point));
+        let (before, after) = (un(&s.v, &Quat::identity(), &f.point), un(&next.v, &r1, &f.point));
         assert!((after + eps * before).abs() < 1e-9, "J_n v⁺ = {after}, −ε J_n v = {}", -eps * before);
     }
     let step = |st: &GenState, e: f64| {
