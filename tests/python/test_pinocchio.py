@@ -1,5 +1,6 @@
 """Cross-check of torsion's generalized-coordinate dynamics against Pinocchio (pip `pin`) on the Baxter (both
-arms, whole URDF) and Panda URDFs of example-robot-data: M (CRBA), RNEA, g, bias, ABA and the RNEA / ABA
+arms, whole URDF; and its left arm `--arm-root torso --arm-tip left_hand_link` against Pinocchio's
+`buildReducedModel` with every other joint locked at 0) and Panda URDFs of example-robot-data: M (CRBA), RNEA, g, bias, ABA and the RNEA / ABA
 derivatives at 20 random (q, v, a, tau) each, and the derivatives w.r.t. the 10 inertial parameters per body
 (the joint-torque regressor and dABA/dpi, carried between the two libraries' body frames). Max relative error <= 1e-10 (normwise per quantity).
 torsion is called through `torsion dynamics` (JSON). Run by scripts/test.sh."""
@@ -70,8 +71,21 @@ def inertial_derivatives(model, data, out, r, q, v, a, tau, P):
     return dict(regressor=ref_y, daba_dpi=ref_f)
 
 
-def check(urdf, derivatives=True):
+ARM = dict(root="torso", tip="left_hand_link", joints=[f"left_{n}" for n in ("s0", "s1", "e0", "e1", "w0", "w1", "w2")])
+
+
+def reduced(model, keep):
+    """Pinocchio's buildReducedModel: every joint but `keep` locked at the neutral configuration (q = 0)."""
+    lock = [model.getJointId(n) for n in model.names[1:] if n not in keep]
+    return pin.buildReducedModel(model, lock, pin.neutral(model))
+
+
+def check(urdf, derivatives=True, arm=None):
+    """arm: dict(root, tip, joints): torsion's chain extraction (`--arm-root/--arm-tip`, off-chain links welded)
+    against Pinocchio's reduced model of the whole URDF with every other joint locked at 0."""
     model = pin.buildModelFromUrdf(urdf)
+    if arm:
+        model = reduced(model, arm["joints"])
     data = model.createData()
     rng = np.random.default_rng(0)
     nv = model.nv
@@ -79,17 +93,18 @@ def check(urdf, derivatives=True):
     pts = dict(q=rng.uniform(-1, 1, (NPOINTS, nv)), v=rng.uniform(-1, 1, (NPOINTS, nv)),
                a=rng.uniform(-1, 1, (NPOINTS, nv)), tau=rng.uniform(-5, 5, (NPOINTS, nv)))
     # torsion orders joints its own way: map by name; the points are given in torsion's order
+    chain = ["--arm-root", arm["root"], "--arm-tip", arm["tip"]] if arm else []
     with tempfile.TemporaryDirectory() as tmp:
         inp = os.path.join(tmp, "in.json")
         outp = os.path.join(tmp, "out.json")
         # first call to learn torsion's joint order
         json.dump({k: v[:1].tolist() for k, v in pts.items()}, open(inp, "w"))
-        subprocess.run([torsion_bin(), "dynamics", "--model", urdf, "--input", inp, "--out", outp], check=True)
+        subprocess.run([torsion_bin(), "dynamics", "--model", urdf, "--input", inp, "--out", outp] + chain, check=True)
         names = json.load(open(outp))["joint_names"]
         perm = [model.joints[model.getJointId(n)].idx_v for n in names]  # torsion index -> pinocchio v index
         assert sorted(perm) == list(range(nv)), (names, list(model.names))
         json.dump({k: v.tolist() for k, v in pts.items()}, open(inp, "w"))
-        cmd = [torsion_bin(), "dynamics", "--model", urdf, "--input", inp, "--out", outp]
+        cmd = [torsion_bin(), "dynamics", "--model", urdf, "--input", inp, "--out", outp] + chain
         subprocess.run(cmd + (["--derivatives"] if derivatives else []), check=True)
         out = json.load(open(outp))
     P = np.zeros((nv, nv))
@@ -114,11 +129,15 @@ def check(urdf, derivatives=True):
     return worst
 
 
+CASES = [("baxter", "baxter_description/urdf/baxter.urdf", None), ("panda", "panda_description/urdf/panda.urdf", None),
+         ("baxter left arm (others locked)", "baxter_description/urdf/baxter.urdf", ARM)]
+
+
 def main():
     rd = robots_dir()
     failed = False
-    for name, urdf in [("baxter", "baxter_description/urdf/baxter.urdf"), ("panda", "panda_description/urdf/panda.urdf")]:
-        worst = check(os.path.join(rd, urdf))
+    for name, urdf, arm in CASES:
+        worst = check(os.path.join(rd, urdf), arm=arm)
         print(f"{name}: max relative error vs Pinocchio {pin.__version__} over {NPOINTS} points:",
               ", ".join(f"{k} {v:.1e}" for k, v in worst.items()))
         bad = {k: v for k, v in worst.items() if not v <= TOL}
@@ -130,9 +149,15 @@ def main():
 
 def test_pinocchio_cross_check():
     rd = robots_dir()
-    for urdf in ("baxter_description/urdf/baxter.urdf", "panda_description/urdf/panda.urdf"):
-        worst = check(os.path.join(rd, urdf))
+    for name, urdf, arm in CASES[:2]:
+        worst = check(os.path.join(rd, urdf), arm=arm)
         assert all(v <= TOL for v in worst.values()), (urdf, worst)
+
+
+def test_arm_chain_is_pinocchios_reduced_model():
+    """issue 12 item 6: the Baxter left-arm chain welds the gripper, fingers, sensors and dummies (locked at 0)."""
+    worst = check(os.path.join(robots_dir(), CASES[2][1]), arm=ARM)
+    assert all(v <= TOL for v in worst.values()), worst
 
 
 if __name__ == "__main__":

@@ -23,6 +23,9 @@ pub struct DynamicsArgs {
     arm_root: Option<String>,
     #[arg(long)]
     arm_tip: Option<String>,
+    /// with --arm-tip: drop the links off the chain instead of welding them in (locked at 0)
+    #[arg(long)]
+    drop_off_chain: bool,
     /// JSON file {"q": [[...]], "v": [[...]], "a": [[...]], "tau": [[...]]} (same number of points each)
     #[arg(long)]
     input: PathBuf,
@@ -56,7 +59,10 @@ pub fn run(a: &DynamicsArgs) -> Result<()> {
     let model = if a.model.extension().is_some_and(|e| e == "xml") {
         load_mjcf(&a.model)?
     } else {
-        load_urdf(&a.model, &UrdfOptions { root: a.arm_root.clone(), tip: a.arm_tip.clone() })?
+        load_urdf(
+            &a.model,
+            &UrdfOptions { root: a.arm_root.clone(), tip: a.arm_tip.clone(), drop_off_chain: a.drop_off_chain },
+        )?
     };
     let text = std::fs::read_to_string(&a.input).with_context(|| format!("reading {}", a.input.display()))?;
     let input: Value = serde_json::from_str(&text).with_context(|| format!("{}: not JSON", a.input.display()))?;

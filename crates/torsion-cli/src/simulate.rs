@@ -16,9 +16,12 @@ pub struct SimulateArgs {
     /// first link of the chain to simulate (becomes the fixed base)
     #[arg(long)]
     arm_root: Option<String>,
-    /// last link of the chain
+    /// last link of the chain (the joints below it and off the chain are locked at 0, their links welded in)
     #[arg(long)]
     arm_tip: Option<String>,
+    /// with --arm-tip: drop the links off the chain instead of welding them in
+    #[arg(long)]
+    drop_off_chain: bool,
     /// initial joint positions, comma separated (default zeros)
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     q0: Option<Vec<f64>>,
@@ -75,7 +78,7 @@ fn joint_rates(m: &Model, s: &MaximalState) -> Vec<f64> {
 }
 
 pub fn run(a: &SimulateArgs) -> Result<()> {
-    let opts = UrdfOptions { root: a.arm_root.clone(), tip: a.arm_tip.clone() };
+    let opts = UrdfOptions { root: a.arm_root.clone(), tip: a.arm_tip.clone(), drop_off_chain: a.drop_off_chain };
     let mut model = if a.model.extension().is_some_and(|e| e == "xml") {
         torsion_model::io::mjcf::load_mjcf(&a.model)?
     } else {

@@ -6,6 +6,7 @@
 use crate::aba_derivatives::{aba_derivatives_into, AbaDerivatives};
 use crate::data::{DynData, DynError, DynModel};
 use crate::joints::integrate;
+use crate::passive::passive_forces;
 use crate::rnea_derivatives::{rnea_derivatives_into, RneaDerivatives};
 use crate::{aba, rnea};
 use nalgebra::DMatrix;
@@ -88,6 +89,51 @@ pub fn rnea_derivatives_dual(model: &Model, q: &[f64], v: &[f64], a: &[f64]) -> 
 pub fn aba_derivatives_dual(model: &Model, q: &[f64], v: &[f64], tau: &[f64]) -> Result<Derivatives, DynError> {
     dual_derivatives(&DynModel::from_model(model)?, q, v, tau, aba)
 }
+/// (∂p/∂q, ∂p/∂v) of the passive joint forces p(q, v) (`passive::passive_forces`), q in tangent coordinates:
+/// dual numbers of the same generic function, one pass per direction.
+pub fn passive_derivatives(model: &Model, q: &[f64], v: &[f64]) -> Result<(DMatrix<f64>, DMatrix<f64>), DynError> {
+    let dm: DynModel<Dual64> = DynModel::from_model(model)?;
+    let lift = |x: &[f64]| x.iter().map(|&v| Dual64::from(v)).collect::<Vec<_>>();
+    let (qd, vd) = (lift(q), lift(v));
+    dm.check_q(&qd)?;
+    dm.check_v("v", &vd)?;
+    let nv = dm.nv;
+    let mut out = [DMatrix::zeros(nv, nv), DMatrix::zeros(nv, nv)];
+    for (which, o) in out.iter_mut().enumerate() {
+        for k in 0..nv {
+            let mut dv = vec![Dual64::from(0.0); nv];
+            dv[k].eps = 1.0;
+            let p = if which == 0 {
+                passive_forces(model, &integrate(&dm, &qd, &dv), &vd)?
+            } else {
+                let v2: Vec<Dual64> = vd.iter().zip(&dv).map(|(a, b)| *a + *b).collect();
+                passive_forces(model, &qd, &v2)?
+            };
+            for i in 0..nv {
+                o[(i, k)] = p[i].eps;
+            }
+        }
+    }
+    let [dq, dv] = out;
+    Ok((dq, dv))
+}
+
+/// Derivatives of q̈ = ABA(q, v, τ + p(q, v)), the passive forces included: (∂ABA/∂q + M⁻¹ ∂p/∂q,
+/// ∂ABA/∂v + M⁻¹ ∂p/∂v, M⁻¹), with ∂ABA/∂τ = M⁻¹ from the analytic ABA derivatives.
+pub fn aba_derivatives_passive(model: &Model, q: &[f64], v: &[f64], tau: &[f64]) -> Result<Derivatives, DynError> {
+    let dm: DynModel<f64> = DynModel::from_model(model)?;
+    dm.check_q(q)?;
+    dm.check_v("v", v)?;
+    dm.check_v("tau", tau)?;
+    let p = passive_forces(model, q, v)?;
+    let t: Vec<f64> = tau.iter().zip(&p).map(|(a, b)| a + b).collect();
+    let mut d = aba_derivatives(model, q, v, &t)?;
+    let (pq, pv) = passive_derivatives(model, q, v)?;
+    d.d_dq += &d.d_dthird * pq;
+    d.d_dv += &d.d_dthird * pv;
+    Ok(d)
+}
+
 /// ∂f/∂θ_sel (nv × |sel|) of f = RNEA(q, v, a) (`which_aba = false`) or ABA(q, v, τ) (`true`) w.r.t. the
 /// selected model parameters (masses, COM inertias, joint anchors; `Model::param_table`; contact material:
 /// zero columns), by dual numbers of the same generic algorithms (one pass per parameter).
@@ -169,6 +215,69 @@ mod tests {
             }
         }
         assert!(worst < 1e-6, "∂ABA/∂q on the manifold: {worst:e}");
+    }
+
+    /// q̈ = ABA(q, v, τ + p(q, v)) with damping on every joint and springs on the hinges and slides: the
+    /// passive-inclusive derivatives (and ∂p/∂(q, v)) against central differences on the manifold.
+    #[test]
+    fn passive_inclusive_aba_derivatives_match_finite_differences() {
+        let mut m = torsion_model::builder::floating_tree();
+        for j in 0..m.joint_count() {
+            m.joint_damping[j] = 0.3 + 0.1 * j as f64;
+            if matches!(m.joint_type[j], torsion_model::JointType::Revolute | torsion_model::JointType::Prismatic) {
+                m.joint_stiffness[j] = 2.0 + j as f64;
+                m.joint_springref[j] = 0.1 * j as f64;
+            }
+        }
+        let q = torsion_model::builder::example_configuration(&m, 9);
+        let v: Vec<f64> = (0..m.nv()).map(|i| ((i * 7 + 3) % 11) as f64 / 5.0 - 1.0).collect();
+        let tau: Vec<f64> = (0..m.nv()).map(|i| ((i * 5 + 1) % 7) as f64 / 3.0 - 1.0).collect();
+        let an = aba_derivatives_passive(&m, &q, &v, &tau).unwrap();
+        let (pq, pv) = passive_derivatives(&m, &q, &v).unwrap();
+        assert!(pq.amax() > 1.0 && pv.amax() > 0.2, "springs and damping act");
+        let dm: DynModel<f64> = DynModel::from_model(&m).unwrap();
+        let mut d = DynData::new(&dm);
+        let mut f = |q: &[f64], v: &[f64], t: &[f64]| {
+            let p = passive_forces(&m, q, v).unwrap();
+            let t: Vec<f64> = t.iter().zip(&p).map(|(a, b)| a + b).collect();
+            (aba(&dm, q, v, &t, &mut d).unwrap(), p)
+        };
+        let h = 1e-6;
+        let nv = dm.nv;
+        let (mut fd, mut fdp) = (
+            [DMatrix::zeros(nv, nv), DMatrix::zeros(nv, nv), DMatrix::zeros(nv, nv)],
+            [DMatrix::zeros(nv, nv), DMatrix::zeros(nv, nv)],
+        );
+        for k in 0..nv {
+            let mut e = vec![0.0; nv];
+            for s in [1.0, -1.0] {
+                e[k] = s * h;
+                let qs = integrate(&dm, &q, &e);
+                let vs: Vec<f64> = v.iter().zip(&e).map(|(a, b)| a + b).collect();
+                let ts: Vec<f64> = tau.iter().zip(&e).map(|(a, b)| a + b).collect();
+                for (which, (a, p)) in [f(&qs, &v, &tau), f(&q, &vs, &tau), f(&q, &v, &ts)].into_iter().enumerate() {
+                    for i in 0..nv {
+                        fd[which][(i, k)] += s * a[i] / (2.0 * h);
+                        if which < 2 {
+                            fdp[which][(i, k)] += s * p[i] / (2.0 * h);
+                        }
+                    }
+                }
+            }
+        }
+        let rel = |a: &DMatrix<f64>, b: &DMatrix<f64>| (a - b).amax() / b.amax().max(1e-12);
+        let errs = [
+            rel(&an.d_dq, &fd[0]),
+            rel(&an.d_dv, &fd[1]),
+            rel(&an.d_dthird, &fd[2]),
+            rel(&pq, &fdp[0]),
+            rel(&pv, &fdp[1]),
+        ];
+        eprintln!("passive-inclusive ∂ABA/∂(q, v, τ), ∂p/∂(q, v) vs FD: {:?}", errs.map(|e| format!("{e:.1e}")));
+        assert!(errs.iter().all(|&e| e < 1e-6), "{errs:?}");
+        // without passive forces the plain derivatives differ (the test can fail)
+        let plain = aba_derivatives(&m, &q, &v, &tau).unwrap();
+        assert!(rel(&plain.d_dv, &fd[1]) > 1e-3);
     }
 
     /// ∂RNEA/∂θ and ∂ABA/∂θ (all parameters of the Baxter arm: masses, inertias, anchors) against central

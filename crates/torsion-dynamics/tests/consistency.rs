@@ -113,3 +113,53 @@ fn dual_derivatives_match_finite_differences() {
         let _ = DMatrix::<f64>::zeros(0, 0);
     }
 }
+
+#[test]
+fn urdf_chain_equals_the_whole_robot_with_the_other_joints_locked() {
+    // issue 12 item 6 (Pinocchio's buildReducedModel): the Baxter left-arm chain (gripper, fingers, sensors
+    // welded) has the whole URDF's dynamics restricted to the arm with every other joint at q = v = a = 0:
+    // M_chain = M_whole[arm, arm], RNEA_chain = RNEA_whole[arm], hence ABA too
+    use torsion_model::io::{example_robot_data_dir, load_urdf, robots::BAXTER_URDF, UrdfOptions};
+    let path = example_robot_data_dir().expect("example-robot-data").join(BAXTER_URDF);
+    let whole = load_urdf(&path, &UrdfOptions::default()).unwrap();
+    let opts = UrdfOptions { root: Some("torso".into()), tip: Some("left_hand_link".into()), ..Default::default() };
+    let arm = load_urdf(&path, &opts).unwrap();
+    let (dw, da): (DynModel<f64>, DynModel<f64>) =
+        (DynModel::from_model(&whole).unwrap(), DynModel::from_model(&arm).unwrap());
+    let (mut ww, mut wa) = (DynData::new(&dw), DynData::new(&da));
+    // arm joint k ↔ whole-model dof (all hinges or slides: q index = v index)
+    let (qs, vs) = (whole.joint_q_start(), whole.joint_v_start());
+    let idx: Vec<usize> = arm.joint_name.iter().map(|n| whole.joint_index(n).unwrap()).collect();
+    assert!(idx.iter().all(|&j| qs[j] == vs[j]));
+    let mut r = rng(3);
+    let mut worst = [0.0f64; 3];
+    for _ in 0..10 {
+        let [q, v, a, tau]: [Vec<f64>; 4] = std::array::from_fn(|_| (0..7).map(|_| r()).collect());
+        let mut qw = whole.neutral_q();
+        let (mut vw, mut aw) = (vec![0.0; dw.nv], vec![0.0; dw.nv]);
+        for k in 0..7 {
+            qw[qs[idx[k]]] = q[k];
+            vw[vs[idx[k]]] = v[k];
+            aw[vs[idx[k]]] = a[k];
+        }
+        let sub = |x: &[f64]| -> Vec<f64> { idx.iter().map(|&j| x[vs[j]]).collect() };
+        let mw = crba(&dw, &qw, &mut ww).unwrap();
+        let msub = DMatrix::from_fn(7, 7, |i, j| mw[(vs[idx[i]], vs[idx[j]])]);
+        let ma = crba(&da, &q, &mut wa).unwrap();
+        let rw = sub(&rnea(&dw, &qw, &vw, &aw, &mut ww).unwrap());
+        let ra = rnea(&da, &q, &v, &a, &mut wa).unwrap();
+        let cw = sub(&nonlinear_effects(&dw, &qw, &vw, &mut ww).unwrap());
+        let want = msub.clone().lu().solve(&(DVector::from_vec(tau.clone()) - DVector::from_vec(cw))).unwrap();
+        let got = DVector::from_vec(aba(&da, &q, &v, &tau, &mut wa).unwrap());
+        let rel = |a: f64, b: f64| a / b.max(1e-12);
+        worst[0] = worst[0].max(rel((&ma - &msub).amax(), msub.amax()));
+        worst[1] = worst[1]
+            .max(rel((DVector::from_vec(ra) - DVector::from_vec(rw.clone())).amax(), DVector::from_vec(rw).amax()));
+        worst[2] = worst[2].max(rel((&got - &want).amax(), want.amax()));
+    }
+    eprintln!(
+        "Baxter arm chain vs whole URDF, other joints locked: M {:.1e}, RNEA {:.1e}, ABA {:.1e}",
+        worst[0], worst[1], worst[2]
+    );
+    assert!(worst.iter().all(|&e| e < 1e-12), "{worst:?}");
+}

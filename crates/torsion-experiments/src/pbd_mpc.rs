@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use serde_json::{json, Value};
 use torsion_dynamics::{crba, gravity, DynData, DynModel};
 use torsion_math::Vec3;
-use torsion_model::io::robots::baxter_left_arm;
+use torsion_model::io::robots::baxter_left_arm_spec000;
 use torsion_model::{Control, MaximalState, Model};
 use torsion_opt::Adam;
 use torsion_solvers::xpbd::step::XpbdRecord;
@@ -63,9 +63,10 @@ pub const LR_WARM: f64 = 0.2;
 pub const ITERS_3: usize = 120;
 pub const LR_3: f64 = 0.1;
 
-/// The nominal model both simulators share: Baxter left arm, g = 9.8 (§4.0), no joint damping.
+/// The nominal model both simulators share: Baxter left arm of spec 000 §4.7 (bare chain, gripper dropped),
+/// g = 9.8 (§4.0), no joint damping.
 pub fn nominal_model() -> Result<Model, ExperimentError> {
-    let mut m = baxter_left_arm()?;
+    let mut m = baxter_left_arm_spec000()?;
     m.gravity = Vec3::new(0.0, 0.0, -9.8);
     m.joint_damping.iter_mut().for_each(|d| *d = 0.0);
     Ok(m)

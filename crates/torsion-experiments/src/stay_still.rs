@@ -11,9 +11,10 @@ use torsion_solvers::xpbd::step::XpbdRecord;
 use torsion_solvers::xpbd::XpbdWorkspace;
 use torsion_solvers::{DiffSolver, Solver, XpbdOptions, XpbdSolver};
 
-/// Baxter's left arm of spec 000 §4.7 with the paper's gravity (§4.0: 9.8 m/s²).
+/// Baxter's left arm of spec 000 §4.7 (the bare chain: hand lumped into the wrist, gripper dropped, as the
+/// paper's "7 links") with the paper's gravity (§4.0: 9.8 m/s²).
 pub fn baxter() -> Result<Model, ExperimentError> {
-    let mut m = torsion_model::io::robots::baxter_left_arm()?;
+    let mut m = torsion_model::io::robots::baxter_left_arm_spec000()?;
     m.gravity = torsion_math::Vec3::new(0.0, 0.0, -9.8);
     Ok(m)
 }

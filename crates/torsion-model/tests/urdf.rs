@@ -9,7 +9,9 @@ use std::f64::consts::FRAC_PI_2;
 use std::path::{Path, PathBuf};
 use torsion_math::{Mat3, Quat, Vec3};
 use torsion_model::io::robots::{BAXTER_URDF, PANDA_URDF};
-use torsion_model::io::{baxter_left_arm, example_robot_data_dir, load_urdf, load_urdf_str, UrdfOptions};
+use torsion_model::io::{
+    baxter_left_arm, baxter_left_arm_spec000, example_robot_data_dir, load_urdf, load_urdf_str, UrdfOptions,
+};
 use torsion_model::{JointType, Model, ModelError};
 
 fn robots_dir() -> PathBuf {
@@ -22,7 +24,11 @@ fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
 }
 fn opts(root: &str, tip: &str) -> UrdfOptions {
-    UrdfOptions { root: Some(root.into()), tip: Some(tip.into()) }
+    UrdfOptions { root: Some(root.into()), tip: Some(tip.into()), ..Default::default() }
+}
+/// The bare chain (off-chain links dropped, the loader's behaviour before issue 12).
+fn opts_drop(root: &str, tip: &str) -> UrdfOptions {
+    UrdfOptions { drop_off_chain: true, ..opts(root, tip) }
 }
 fn v(a: [f64; 3]) -> Vec3 {
     Vec3::from(a)
@@ -109,7 +115,7 @@ const REF_I_WRIST: [[f64; 3]; 3] = [
 #[allow(clippy::approx_constant)] // the URDF mount yaw is 0.7854, not π/4
 fn baxter_left_arm_matches_spec_and_reference() {
     let path = robots_dir().join(BAXTER_URDF);
-    let m = load_urdf(&path, &opts("torso", "left_hand_link")).unwrap();
+    let m = load_urdf(&path, &opts_drop("torso", "left_hand_link")).unwrap();
     assert_eq!(m.name, "baxter");
     assert_eq!(m.gravity, v([0.0, 0.0, -9.81]));
     assert_eq!(m.dt, 0.01);
@@ -185,9 +191,81 @@ fn baxter_left_arm_matches_spec_and_reference() {
     close(&m.body_com[1], &v([0.01783, 0.00086, 0.19127]), 1e-15);
 
     // the robots.rs helper loads the same model
-    let h = baxter_left_arm().unwrap();
+    let h = baxter_left_arm_spec000().unwrap();
     assert_eq!(h.joint_name, m.joint_name);
-    assert_eq!(h.body_pose0[7].0, m.body_pose0[7].0);
+    assert_eq!((h.body_pose0[7].0, h.body_mass[7]), (m.body_pose0[7].0, m.body_mass[7]));
+}
+
+/// Mass of every link's URDF subtree (the link and everything below it), read from the file by hand.
+fn subtree_masses(path: &Path) -> std::collections::HashMap<String, f64> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse_with_options(
+        &text,
+        roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() },
+    )
+    .unwrap();
+    fn el<'a, 'i>(n: roxmltree::Node<'a, 'i>, t: &str) -> Option<roxmltree::Node<'a, 'i>> {
+        n.children().find(|c| c.has_tag_name(t))
+    }
+    let mut own = std::collections::HashMap::new();
+    let mut children: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for n in doc.root_element().children().filter(|n| n.has_tag_name("link") || n.has_tag_name("joint")) {
+        let name = n.attribute("name").unwrap().to_string();
+        if n.has_tag_name("link") {
+            let m = el(n, "inertial")
+                .and_then(|i| el(i, "mass"))
+                .map_or(0.0, |m| m.attribute("value").unwrap().parse().unwrap());
+            own.insert(name, m);
+        } else if n.has_tag_name("joint") {
+            let end = |t| el(n, t).unwrap().attribute("link").unwrap().to_string();
+            children.entry(end("parent")).or_default().push(end("child"));
+        }
+    }
+    fn total(
+        l: &str,
+        own: &std::collections::HashMap<String, f64>,
+        ch: &std::collections::HashMap<String, Vec<String>>,
+    ) -> f64 {
+        own[l] + ch.get(l).map_or(0.0, |c| c.iter().map(|c| total(c, own, ch)).sum())
+    }
+    own.keys().map(|l| (l.clone(), total(l, &own, &children))).collect()
+}
+
+#[test]
+fn baxter_left_arm_welds_what_hangs_below_and_off_the_chain() {
+    // issue 12 item 6: the gripper, fingers, hand sensors and the dummies hanging off the arm are welded into
+    // the body they hang from (locked at 0), not deleted: each body holds its link's subtree minus the next one
+    let path = robots_dir().join(BAXTER_URDF);
+    let s = subtree_masses(&path);
+    let m = load_urdf(&path, &opts("torso", "left_hand_link")).unwrap();
+    assert_eq!(m.body_count(), 8);
+    for k in 1..8 {
+        let next = if k < 7 { s[&m.body_name[k + 1]] } else { 0.0 };
+        let want = s[&m.body_name[k]] - next;
+        assert!((m.body_mass[k] - want).abs() < 1e-12, "{}: {} vs {want}", m.body_name[k], m.body_mass[k]);
+    }
+    let total: f64 = m.body_mass[1..].iter().sum();
+    eprintln!(
+        "Baxter left arm: {total:.6} kg (URDF subtree of left_upper_shoulder {:.6} kg)",
+        s["left_upper_shoulder"]
+    );
+    assert!((total - s["left_upper_shoulder"]).abs() < 1e-12);
+    let h = baxter_left_arm().unwrap();
+    assert_eq!(h.body_mass, m.body_mass);
+    // joint frames and kinematics are those of the bare chain; only the inertials change
+    let bare = load_urdf(&path, &opts_drop("torso", "left_hand_link")).unwrap();
+    for j in 0..7 {
+        let (p, c) = (m.joint_parent[j], m.joint_child[j]);
+        close(&(m.joint_anchor_parent[j] + m.body_com[p]), &(bare.joint_anchor_parent[j] + bare.body_com[p]), 1e-15);
+        close(&(m.joint_anchor_child[j] + m.body_com[c]), &(bare.joint_anchor_child[j] + bare.body_com[c]), 1e-15);
+    }
+    assert!((m.body_mass[7] - (0.35093 + 0.19125 + 0.3 + 0.02 * 2.0 + 0.01 * 2.0 + 0.0001 * 5.0)).abs() < 1e-12);
+    // Panda: the hand and fingers (0.76 kg) welded into panda_link7
+    let path = robots_dir().join(PANDA_URDF);
+    let s = subtree_masses(&path);
+    let p = load_urdf(&path, &opts("panda_link0", "panda_link8")).unwrap();
+    assert_eq!(p.body_count(), 8);
+    assert!((p.body_mass[7] - s["panda_link7"]).abs() < 1e-12, "{} vs {}", p.body_mass[7], s["panda_link7"]);
 }
 
 #[test]
@@ -223,7 +301,7 @@ fn panda_loads_whole_and_as_a_chain() {
     assert_eq!(whole.name, "panda");
     assert_eq!(whole.body_name[0], "panda_link0");
     assert!(whole.joint_count() >= 7);
-    let m = load_urdf(&path, &opts("panda_link0", "panda_link8")).unwrap();
+    let m = load_urdf(&path, &opts_drop("panda_link0", "panda_link8")).unwrap();
     assert_eq!(m.body_count(), 8);
     assert_eq!(m.joint_count(), 7);
     assert!(m.joint_type.iter().all(|t| *t == JointType::Revolute));
@@ -269,17 +347,36 @@ fn tiny_arm_merges_fixed_links_by_hand() {
     // initial COM pose of link1: link frame at (0, 0.1, 0.5) yawed 90°
     close(&m.body_pose0[1].0, &v([0.0, 0.1 + c, 0.5]), 1e-15);
 
-    // chain mode: base frame moves down the fixed joint to the mount; off-path links are dropped
+    // chain mode: base frame moves down the fixed joint to the mount; the wheel (off the path, hanging from
+    // link1) is locked at 0 and welded into link1: M = 3.2, COM = (2 · 0.5 + 1 · 1 + 0.2 · 0) / 3.2 = 0.625
     let ch = load_urdf(&data("tiny_arm.urdf"), &opts("base", "slider")).unwrap();
     assert_eq!(ch.body_name, ["base", "link1", "slider"]);
     assert_eq!(ch.joint_name, ["shoulder", "slide"]);
     close(&ch.body_pose0[0].0, &v([0.0, 0.0, 0.5]), 1e-15);
     close(&ch.joint_anchor_parent[0], &v([0.1, 0.0, 0.0]), 1e-15);
+    assert!((ch.body_mass[1] - 3.2).abs() < 1e-15);
+    let cw = 2.0 / 3.2;
+    close(&ch.body_com[1], &v([cw, 0.0, 0.0]), 1e-15);
+    // inertia about the new COM: parts' own inertias + point masses at x = 0.5, 1, 0 (wheel 0.01 I)
+    let pa = 2.0 * (0.5 - cw).powi(2) + 1.0 * (1.0 - cw).powi(2) + 0.2 * cw * cw;
+    let iw = Mat3::from_diagonal(&v([0.02 + 0.001 + 0.01, 0.01 + 0.001 + 0.01 + pa, 0.03 + 0.001 + 0.01 + pa]));
+    assert!((ch.body_inertia[1] - iw).norm() < 1e-15, "{:?}", ch.body_inertia[1]);
+    close(&ch.joint_anchor_parent[1], &v([1.0 - cw, 0.0, 0.2]), 1e-15);
+    // the drop option gives the bare chain (the behaviour before issue 12): link1 + tool only
+    let dr = load_urdf(&data("tiny_arm.urdf"), &opts_drop("base", "slider")).unwrap();
+    assert_eq!((dr.body_name.clone(), dr.joint_name.clone()), (ch.body_name.clone(), ch.joint_name.clone()));
+    assert_eq!(
+        (dr.body_mass[1], dr.body_com[1], dr.body_inertia[1]),
+        (m.body_mass[1], m.body_com[1], m.body_inertia[1])
+    );
+    close(&dr.joint_anchor_parent[1], &m.joint_anchor_parent[2], 1e-15);
     for k in 1..3 {
-        close(&ch.body_pose0[k].0, &m.body_pose0[m.body_index(&ch.body_name[k]).unwrap()].0, 1e-15);
+        close(&dr.body_pose0[k].0, &m.body_pose0[m.body_index(&dr.body_name[k]).unwrap()].0, 1e-15);
     }
+    close(&ch.body_pose0[2].0, &m.body_pose0[3].0, 1e-15);
     // root only: the subtree below the root, the root placed at its world pose
-    let sub = load_urdf(&data("tiny_arm.urdf"), &UrdfOptions { root: Some("link1".into()), tip: None }).unwrap();
+    let sub =
+        load_urdf(&data("tiny_arm.urdf"), &UrdfOptions { root: Some("link1".into()), ..Default::default() }).unwrap();
     assert_eq!(sub.body_name, ["link1", "wheel", "slider"]);
     close(&sub.body_pose0[0].0, &v([0.0, 0.1, 0.5]), 1e-15);
 }

@@ -1,11 +1,15 @@
-//! Generalized-coordinate dynamics from Python: `crba`, `rnea`, `aba`, `gravity`, `nonlinear_effects`, their
-//! derivatives w.r.t. (q, v, a/τ) in tangent coordinates, and w.r.t. named model parameters.
+//! Generalized-coordinate dynamics from Python: `crba`, `rnea`, `aba`, `gravity`, `nonlinear_effects`,
+//! `passive_forces`, their derivatives w.r.t. (q, v, a/τ) in tangent coordinates, and w.r.t. named model
+//! parameters. `include_passive` adds the model's joint damping and springs (torsion_dynamics::passive) to τ.
 use crate::arrays::{out, out_mat, vec1};
 use crate::model::{selection, PyModel};
 use crate::{dyn_err, guard};
 use numpy::PyArrayDyn;
 use pyo3::prelude::*;
-use torsion_dynamics::derivatives::{aba_derivatives as aba_d, param_derivatives, rnea_derivatives as rnea_d};
+use torsion_dynamics::derivatives::{
+    aba_derivatives as aba_d, aba_derivatives_passive, param_derivatives, rnea_derivatives as rnea_d,
+};
+use torsion_dynamics::passive::passive_forces as passive;
 use torsion_dynamics::{DynData, DynModel};
 use torsion_model::Model;
 
@@ -55,19 +59,42 @@ fn rnea<'py>(
     out(py, &[r.len()], r)
 }
 
-/// Forward dynamics q̈ = ABA(q, v, τ) (nv,).
+/// Forward dynamics q̈ = ABA(q, v, τ) (nv,); with `include_passive`, ABA(q, v, τ + passive_forces(q, v)).
 #[pyfunction]
+#[pyo3(signature = (model, q, v, tau, include_passive=false))]
 fn aba<'py>(
     py: Python<'py>,
     model: PyRef<'_, PyModel>,
     q: &Bound<'py, PyAny>,
     v: &Bound<'py, PyAny>,
     tau: &Bound<'py, PyAny>,
+    include_passive: bool,
 ) -> PyResult<Arr<'py>> {
     let m = &model.inner;
-    let [q, v, t] = qva(m, q, v, tau, "tau")?;
+    let [q, v, mut t] = qva(m, q, v, tau, "tau")?;
     let (dm, mut d) = dm(m)?;
-    let r = guard(|| torsion_dynamics::aba(&dm, &q, &v, &t, &mut d).map_err(dyn_err))?;
+    let r = guard(|| {
+        if include_passive {
+            let p = passive(m, &q, &v).map_err(dyn_err)?;
+            t.iter_mut().zip(&p).for_each(|(a, b)| *a += b);
+        }
+        torsion_dynamics::aba(&dm, &q, &v, &t, &mut d).map_err(dyn_err)
+    })?;
+    out(py, &[r.len()], r)
+}
+
+/// Passive joint forces (nv,): viscous damping −d v and hinge / slide springs −k (q − springref), the model's
+/// `joint_damping`, `joint_stiffness`, `joint_springref` (MuJoCo's qfrc_passive without fluid terms).
+#[pyfunction]
+fn passive_forces<'py>(
+    py: Python<'py>,
+    model: PyRef<'_, PyModel>,
+    q: &Bound<'py, PyAny>,
+    v: &Bound<'py, PyAny>,
+) -> PyResult<Arr<'py>> {
+    let m = &model.inner;
+    let (q, v) = (vec1(q, "q", m.nq())?, vec1(v, "v", m.nv())?);
+    let r = guard(|| passive(m, &q, &v).map_err(dyn_err))?;
     out(py, &[r.len()], r)
 }
 
@@ -111,18 +138,22 @@ fn rnea_derivatives<'py>(
     Ok((out_mat(py, &r.d_dq)?, out_mat(py, &r.d_dv)?, out_mat(py, &r.d_dthird)?))
 }
 
-/// (∂q̈/∂q, ∂q̈/∂v, ∂q̈/∂τ = M⁻¹) of ABA, each (nv, nv); q in tangent coordinates.
+/// (∂q̈/∂q, ∂q̈/∂v, ∂q̈/∂τ = M⁻¹) of ABA, each (nv, nv); q in tangent coordinates; `include_passive`: of
+/// q̈ = ABA(q, v, τ + passive_forces(q, v)).
 #[pyfunction]
+#[pyo3(signature = (model, q, v, tau, include_passive=false))]
 fn aba_derivatives<'py>(
     py: Python<'py>,
     model: PyRef<'_, PyModel>,
     q: &Bound<'py, PyAny>,
     v: &Bound<'py, PyAny>,
     tau: &Bound<'py, PyAny>,
+    include_passive: bool,
 ) -> PyResult<(Arr<'py>, Arr<'py>, Arr<'py>)> {
     let m = &model.inner;
     let [q, v, t] = qva(m, q, v, tau, "tau")?;
-    let r = guard(|| aba_d(m, &q, &v, &t).map_err(dyn_err))?;
+    let f = if include_passive { aba_derivatives_passive } else { aba_d };
+    let r = guard(|| f(m, &q, &v, &t).map_err(dyn_err))?;
     Ok((out_mat(py, &r.d_dq)?, out_mat(py, &r.d_dv)?, out_mat(py, &r.d_dthird)?))
 }
 
@@ -164,6 +195,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(crba, m)?)?;
     m.add_function(wrap_pyfunction!(rnea, m)?)?;
     m.add_function(wrap_pyfunction!(aba, m)?)?;
+    m.add_function(wrap_pyfunction!(passive_forces, m)?)?;
     m.add_function(wrap_pyfunction!(gravity, m)?)?;
     m.add_function(wrap_pyfunction!(nonlinear_effects, m)?)?;
     m.add_function(wrap_pyfunction!(rnea_derivatives, m)?)?;

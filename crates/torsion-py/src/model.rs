@@ -3,7 +3,7 @@
 use crate::arrays::{out, read, vec1};
 use crate::{guard, missing_file, model_err};
 use numpy::PyArrayDyn;
-use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::exceptions::{PyFileNotFoundError, PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -65,24 +65,30 @@ fn joint_type_name(t: JointType) -> &'static str {
 
 #[pymethods]
 impl PyModel {
-    /// Load a URDF file; `root` / `tip` select the arm chain root → tip (root becomes the fixed base).
+    /// Load a URDF file; `root` / `tip` select the arm chain root → tip (root becomes the fixed base; the joints
+    /// off the chain are locked at 0 and their links welded in, or dropped with `drop_off_chain`).
     #[staticmethod]
-    #[pyo3(signature = (path, root=None, tip=None))]
-    fn from_urdf(path: PathBuf, root: Option<String>, tip: Option<String>) -> PyResult<Self> {
+    #[pyo3(signature = (path, root=None, tip=None, drop_off_chain=false))]
+    fn from_urdf(path: PathBuf, root: Option<String>, tip: Option<String>, drop_off_chain: bool) -> PyResult<Self> {
         missing_file(&path)?;
         guard(|| {
-            let m = torsion_model::io::urdf::load_urdf(&path, &UrdfOptions { root, tip }).map_err(model_err)?;
-            Ok(PyModel::new(m))
+            let o = UrdfOptions { root, tip, drop_off_chain };
+            Ok(PyModel::new(torsion_model::io::urdf::load_urdf(&path, &o).map_err(model_err)?))
         })
     }
     /// Load URDF text (`label` names it in error messages).
     #[staticmethod]
-    #[pyo3(signature = (text, root=None, tip=None, label="<string>"))]
-    fn from_urdf_string(text: &str, root: Option<String>, tip: Option<String>, label: &str) -> PyResult<Self> {
+    #[pyo3(signature = (text, root=None, tip=None, label="<string>", drop_off_chain=false))]
+    fn from_urdf_string(
+        text: &str,
+        root: Option<String>,
+        tip: Option<String>,
+        label: &str,
+        drop_off_chain: bool,
+    ) -> PyResult<Self> {
         guard(|| {
-            let m =
-                torsion_model::io::urdf::load_urdf_str(text, label, &UrdfOptions { root, tip }).map_err(model_err)?;
-            Ok(PyModel::new(m))
+            let o = UrdfOptions { root, tip, drop_off_chain };
+            Ok(PyModel::new(torsion_model::io::urdf::load_urdf_str(text, label, &o).map_err(model_err)?))
         })
     }
     /// Load an MJCF (MuJoCo XML) file.
@@ -112,10 +118,14 @@ impl PyModel {
     fn floating_tree() -> PyResult<Self> {
         guard(|| Ok(PyModel::new(torsion_model::builder::floating_tree())))
     }
-    /// The Baxter left arm (torso → left_hand_link, 7 hinges) from pip's example-robot-data.
+    /// The Baxter left arm (torso → left_hand_link, 7 hinges) from pip's example-robot-data, gripper and
+    /// sensors welded to the hand; `drop_off_chain=True`: the bare arm of spec 000 §4.7 (gripper dropped).
     #[staticmethod]
-    fn baxter_left_arm() -> PyResult<Self> {
-        guard(|| Ok(PyModel::new(torsion_model::io::robots::baxter_left_arm().map_err(model_err)?)))
+    #[pyo3(signature = (drop_off_chain=false))]
+    fn baxter_left_arm(drop_off_chain: bool) -> PyResult<Self> {
+        use torsion_model::io::robots::{baxter_left_arm, baxter_left_arm_spec000};
+        let load = if drop_off_chain { baxter_left_arm_spec000 } else { baxter_left_arm };
+        guard(|| Ok(PyModel::new(load().map_err(model_err)?)))
     }
 
     #[getter]
@@ -400,15 +410,38 @@ impl PyModelBuilder {
     }
 }
 
-/// `load_urdf(path, arm_root=None, arm_tip=None)`
+/// `load_urdf(path, arm_root=None, arm_tip=None, drop_off_chain=False)`
 #[pyfunction]
-#[pyo3(signature = (path, arm_root=None, arm_tip=None))]
-fn load_urdf(path: PathBuf, arm_root: Option<String>, arm_tip: Option<String>) -> PyResult<PyModel> {
-    PyModel::from_urdf(path, arm_root, arm_tip)
+#[pyo3(signature = (path, arm_root=None, arm_tip=None, drop_off_chain=false))]
+fn load_urdf(
+    path: PathBuf,
+    arm_root: Option<String>,
+    arm_tip: Option<String>,
+    drop_off_chain: bool,
+) -> PyResult<PyModel> {
+    PyModel::from_urdf(path, arm_root, arm_tip, drop_off_chain)
 }
 
+/// `load_mjcf(x)`: MJCF text if `x` is a str that starts with '<' after whitespace, else a file path.
 #[pyfunction]
-fn load_mjcf(path: PathBuf) -> PyResult<PyModel> {
+fn load_mjcf(x: &Bound<'_, PyAny>) -> PyResult<PyModel> {
+    if let Ok(s) = x.extract::<String>() {
+        if s.trim_start().starts_with('<') {
+            return PyModel::from_mjcf_string(&s, "<MJCF text>");
+        }
+    }
+    let path: PathBuf = x.extract().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "load_mjcf: expected a file path or MJCF XML text (a str starting with '<'), got {}",
+            x.get_type().name().map_or_else(|_| "?".into(), |n| n.to_string())
+        ))
+    })?;
+    if !path.is_file() {
+        return Err(PyFileNotFoundError::new_err(format!(
+            "load_mjcf: {}: no such file (read as a path: MJCF text must start with '<')",
+            path.display()
+        )));
+    }
     PyModel::from_mjcf(path)
 }
 

@@ -2,12 +2,13 @@
 //! value and gradient agreement with the PyTorch reference of the same algorithm (bench/pbd_torch.py, exported
 //! to tests/data/pbd_torch_ref.npz), and the 100-step rollout gradient against finite differences.
 use torsion_diff::{gradcheck, rel_err, rollout, rollout_vjp};
-use torsion_model::io::robots::baxter_left_arm;
+use torsion_model::io::robots::baxter_left_arm_spec000;
 use torsion_model::{Control, MaximalState, Model};
 use torsion_solvers::{XpbdOptions, XpbdSolver};
 
 fn baxter() -> Model {
-    let mut m = baxter_left_arm().expect("Baxter URDF from example-robot-data (pip install example-robot-data)");
+    let mut m =
+        baxter_left_arm_spec000().expect("Baxter URDF from example-robot-data (pip install example-robot-data)");
     m.gravity = torsion_math::Vec3::new(0.0, 0.0, -9.8); // spec 000 §4.0 and the reference use 9.8
     m
 }

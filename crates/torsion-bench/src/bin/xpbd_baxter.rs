@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 use torsion_diff::{rel_err, rollout, rollout_vjp};
-use torsion_model::io::robots::baxter_left_arm;
+use torsion_model::io::robots::baxter_left_arm_spec000;
 use torsion_model::{Control, MaximalState, Model};
 use torsion_solvers::{DiffSolver, Solver, XpbdOptions, XpbdSolver};
 
@@ -176,7 +176,7 @@ fn allocations(solver: &XpbdSolver, m: &Model, s0: &MaximalState, us: &[Control]
 
 fn run() -> Result<serde_json::Value, String> {
     let args = parse_args()?;
-    let mut m = baxter_left_arm().map_err(|e| format!("Baxter left arm: {e}"))?;
+    let mut m = baxter_left_arm_spec000().map_err(|e| format!("Baxter left arm: {e}"))?;
     m.gravity = torsion_math::Vec3::new(0.0, 0.0, -9.8);
     let solver = XpbdSolver::new(XpbdOptions { limits: false, ..Default::default() });
     let (shape, u) = read_npy(&args.data.join("U0.npy"))?;

@@ -4,5 +4,7 @@ pub mod robots;
 pub mod urdf;
 
 pub use mjcf::{load_mjcf, load_mjcf_str};
-pub use robots::{baxter_left_arm, dm_control_model, dm_control_suite_dir, example_robot_data_dir};
+pub use robots::{
+    baxter_left_arm, baxter_left_arm_spec000, dm_control_model, dm_control_suite_dir, example_robot_data_dir,
+};
 pub use urdf::{load_urdf, load_urdf_str, UrdfOptions};

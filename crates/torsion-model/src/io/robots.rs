@@ -28,15 +28,28 @@ pub fn example_robot_data_dir() -> Option<PathBuf> {
     String::from_utf8_lossy(&out.stdout).lines().map(|l| PathBuf::from(l.trim()).join(SUBDIR)).find(|p| p.is_dir())
 }
 
-/// The Baxter left arm of spec 000 §4.7: root `torso` (the mount merged into the fixed base), tip
-/// `left_hand_link` (the hand lumped into `left_wrist`): 7 revolute joints `left_s0` … `left_w2`.
+/// The Baxter left arm: root `torso` (the mount merged into the fixed base), tip `left_hand_link`, 7 revolute
+/// joints `left_s0` … `left_w2`; the hand, gripper (fingers locked at 0), sensors and the dummy links hanging off
+/// the arm welded into their bodies (20.07162 kg in all, Pinocchio's `buildReducedModel` of the whole URDF with
+/// every other joint locked at 0).
 pub fn baxter_left_arm() -> Result<Model, ModelError> {
+    baxter_arm(false)
+}
+
+/// The bare Baxter left arm of spec 000 §4.7: as [`baxter_left_arm`] but only the links on the chain, the hand
+/// lumped into `left_wrist`, gripper, sensors and dummies dropped (19.71082 kg). The paper's model: the
+/// spec-000 experiments and the PyTorch reference (`tests/data/pbd_torch_ref.npz`) use it.
+pub fn baxter_left_arm_spec000() -> Result<Model, ModelError> {
+    baxter_arm(true)
+}
+
+fn baxter_arm(drop_off_chain: bool) -> Result<Model, ModelError> {
     let dir = example_robot_data_dir().ok_or_else(|| {
         ModelError::Invalid(
             "example-robot-data not found: `pip install example-robot-data` or set TORSION_ROBOTS_DIR".into(),
         )
     })?;
-    let opts = UrdfOptions { root: Some("torso".into()), tip: Some("left_hand_link".into()) };
+    let opts = UrdfOptions { root: Some("torso".into()), tip: Some("left_hand_link".into()), drop_off_chain };
     load_urdf(&dir.join(BAXTER_URDF), &opts)
 }
 

@@ -11,17 +11,22 @@
 //!   frame); joints leaving a merged link are re-expressed in the parent link frame.
 //! - The root link is a fixed (infinite-mass) body. Without [`UrdfOptions::root`] it is the URDF root, at the
 //!   world origin with identity orientation, and anything fixed to it merges into it.
-//! - With `root` (and optionally `tip`) only the chain root → tip is kept (only the subtree below `root` if no
-//!   tip): links off the path — visual dummies, sensors, the other arm, children of the tip — are dropped, not
-//!   merged. The base body is named after `root` and is placed at its zero-configuration world pose from the
-//!   URDF root; its frame moves down the leading fixed joints of the path to the link the first moving joint
-//!   hangs from (for Baxter `torso` → `left_arm_mount`, so the base sits at the mount pose and s0's anchor is its
-//!   URDF origin, exactly as spec 000 §4.7 builds it). Fixed joints further down the path merge as above.
+//! - With `root` (and optionally `tip`) the model is the subtree below `root`. With a `tip`, only the joints on
+//!   the chain root → tip move: every other joint of the subtree is locked at its zero (the URDF's reference
+//!   pose) and the links beyond it are welded into the body they hang from, as fixed joints are — the gripper,
+//!   fingers and sensors below the tip, and dummies or whole branches hanging off chain links (Pinocchio's
+//!   `buildReducedModel` with those joints locked at q = 0; docs/decisions.md). [`UrdfOptions::drop_off_chain`]
+//!   drops them instead (the bare chain of spec 000 §4.7). Links outside the subtree of `root` are not loaded
+//!   (locked to the fixed base, they do not change the dynamics). The base body is named after `root` and is
+//!   placed at its zero-configuration world pose from the URDF root; its frame moves down the leading fixed
+//!   joints of the path to the link the first moving joint hangs from (for Baxter `torso` → `left_arm_mount`, so
+//!   the base sits at the mount pose and s0's anchor is its URDF origin, exactly as spec 000 §4.7 builds it).
+//!   Fixed joints further down the path merge as above.
 //! - Joints: revolute / continuous → [`JointType::Revolute`], prismatic → [`JointType::Prismatic`]; floating,
-//!   planar and spherical are rejected. `<mimic>` is ignored (the joint stays independent). Limits are
-//!   `Some((lower, upper))` for revolute and prismatic (`<limit>` is required there; URDF 1.2 omitted bounds →
-//!   `None`), `None` for continuous; damping from `<dynamics damping>` (0 if absent), effort from
-//!   `<limit effort>` (∞ if absent), no spring.
+//!   planar and spherical are rejected (off the chain, locked, any type is welded). `<mimic>` is ignored (the
+//!   joint stays independent). Limits are `Some((lower, upper))` for revolute and prismatic (`<limit>` is
+//!   required there; URDF 1.2 omitted bounds → `None`), `None` for continuous; damping from `<dynamics damping>`
+//!   (0 if absent), effort from `<limit effort>` (∞ if absent), no spring.
 //! - Gravity (0, 0, −9.81), dt 0.01, joints in breadth-first (parent-before-child) order from the root.
 //! - `<collision>` geometries of the kept links become [`Model::shapes`] (box, sphere, cylinder and capsule with
 //!   their axis along the shape z, mesh by file name, `<mesh scale>` ignored), posed in the body (COM) frame,
@@ -39,8 +44,12 @@ use torsion_math::{Mat3, Quat, Vec3};
 pub struct UrdfOptions {
     /// Link that becomes the fixed base (default: the URDF root link).
     pub root: Option<String>,
-    /// Last link kept: only the chain `root` → `tip` is loaded (default: the whole subtree below `root`).
+    /// Last moving link: only the joints of the chain `root` → `tip` move; the rest of the subtree below `root`
+    /// is welded at its zero pose (default: the whole subtree below `root` moves).
     pub tip: Option<String>,
+    /// With `tip`: drop the links off the chain (below the tip, or hanging off chain links) instead of welding
+    /// them in (default false: welded, Pinocchio's reduced-model semantics).
+    pub drop_off_chain: bool,
 }
 
 /// Load a URDF file (the error messages name `path`).
@@ -128,7 +137,17 @@ pub fn load_urdf_str(text: &str, file_label: &str, opts: &UrdfOptions) -> Result
         Some(r) => find_link("root", r)?,
         None => urdf_root,
     };
-    let mut keep = vec![opts.tip.is_none(); nl];
+    // keep: the subtree below the base; on_chain: the links whose parent joint may move (all of them without tip)
+    let mut keep = vec![false; nl];
+    let mut queue = VecDeque::from([base]);
+    keep[base] = true;
+    while let Some(l) = queue.pop_front() {
+        for &j in &child_joints[l] {
+            keep[ends[j].1] = true;
+            queue.push_back(ends[j].1);
+        }
+    }
+    let mut on_chain = keep.clone();
     let mut base_frame = base;
     if let Some(t) = &opts.tip {
         let tip = find_link("tip", t)?;
@@ -146,8 +165,12 @@ pub fn load_urdf_str(text: &str, file_label: &str, opts: &UrdfOptions) -> Result
             path.push(l);
         }
         path.reverse(); // base … tip
+        on_chain = vec![false; nl];
         for &l in &path {
-            keep[l] = true;
+            on_chain[l] = true;
+        }
+        if opts.drop_off_chain {
+            keep.clone_from(&on_chain);
         }
         for w in path.windows(2) {
             match parent_joint[w[1]] {
@@ -173,7 +196,13 @@ pub fn load_urdf_str(text: &str, file_label: &str, opts: &UrdfOptions) -> Result
             }
             use urdf_rs::JointType as U;
             let jt = &robot.joints[j];
+            // a joint off the chain is locked at its zero: its child is welded (merged) like a fixed joint's
+            let locked = !on_chain[c];
             match jt.joint_type {
+                _ if locked => {
+                    group[c] = group[l];
+                    members[group[l]].push(c);
+                }
                 U::Fixed => {
                     group[c] = group[l];
                     members[group[l]].push(c);

@@ -15,10 +15,14 @@ class SimulationError(RuntimeError):
 
 class Model:
     @staticmethod
-    def from_urdf(path: Union[str, PathLike[str]], root: Optional[str] = None, tip: Optional[str] = None) -> Model: ...
+    def from_urdf(path: Union[str, PathLike[str]], root: Optional[str] = None, tip: Optional[str] = None,
+                  drop_off_chain: bool = False) -> Model:
+        """With `tip`, only the joints of the chain root -> tip move: every other joint below `root` is locked at 0
+        and its links are welded into the body they hang from (Pinocchio's buildReducedModel); `drop_off_chain=True`
+        drops them instead (the bare chain)."""
     @staticmethod
     def from_urdf_string(text: str, root: Optional[str] = None, tip: Optional[str] = None,
-                         label: str = "<string>") -> Model: ...
+                         label: str = "<string>", drop_off_chain: bool = False) -> Model: ...
     @staticmethod
     def from_mjcf(path: Union[str, PathLike[str]]) -> Model: ...
     @staticmethod
@@ -29,8 +33,10 @@ class Model:
     @staticmethod
     def floating_tree() -> Model: ...
     @staticmethod
-    def baxter_left_arm() -> Model:
-        """Baxter left arm (torso -> left_hand_link) from pip's example-robot-data."""
+    def baxter_left_arm(drop_off_chain: bool = False) -> Model:
+        """Baxter left arm (torso -> left_hand_link, 7 hinges) from pip's example-robot-data, gripper (fingers locked
+        at 0), hand sensors and dummy links welded in (20.07 kg); `drop_off_chain=True`: the bare arm of spec 000
+        sec. 4.7, the hand lumped into the wrist and the rest dropped (19.71 kg)."""
     @property
     def name(self) -> str: ...
     @property
@@ -137,8 +143,12 @@ class RolloutGrad:
     params: F64
     param_names: list[str]
 
-def load_urdf(path: Union[str, PathLike[str]], arm_root: Optional[str] = None, arm_tip: Optional[str] = None) -> Model: ...
-def load_mjcf(path: Union[str, PathLike[str]]) -> Model: ...
+def load_urdf(path: Union[str, PathLike[str]], arm_root: Optional[str] = None, arm_tip: Optional[str] = None,
+              drop_off_chain: bool = False) -> Model:
+    """See Model.from_urdf (arm_root / arm_tip = root / tip)."""
+def load_mjcf(path_or_xml: Union[str, PathLike[str]]) -> Model:
+    """A str that starts with '<' (after whitespace) is parsed as MJCF text (errors name '<MJCF text>'; includes
+    resolve against the working directory), anything else is a file path (FileNotFoundError if missing)."""
 def step(model: Model, solver: Solver, x: ArrayLike, u: ArrayLike, dt: Optional[float] = None) -> F64:
     """One step. NcpSolver starts it cold (a flat state holds no contact warm start), so the same x and u always
     give the same result; a loop of `step` may differ from `rollout` at the solver's tolerance."""
@@ -163,10 +173,16 @@ def bench_step_rust(model: Model, solver: Solver, x: ArrayLike, u: ArrayLike, n:
     """Seconds per Solver::step timed inside Rust (prebuilt workspace): the overhead benchmark's reference."""
 def crba(model: Model, q: ArrayLike) -> F64: ...
 def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> F64: ...
-def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike) -> F64: ...
+def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, include_passive: bool = False) -> F64:
+    """q'' = ABA(q, v, tau); include_passive: ABA(q, v, tau + passive_forces(model, q, v)) (default False: tau only,
+    the model's damping and springs ignored)."""
+def passive_forces(model: Model, q: ArrayLike, v: ArrayLike) -> F64:
+    """The model's passive joint forces (nv,): damping -d v and hinge / slide springs -k (q - springref)."""
 def gravity(model: Model, q: ArrayLike) -> F64: ...
 def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike) -> F64: ...
 def rnea_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> Tuple[F64, F64, F64]: ...
-def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike) -> Tuple[F64, F64, F64]: ...
+def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
+                    include_passive: bool = False) -> Tuple[F64, F64, F64]:
+    """(dq''/dq, dq''/dv, dq''/dtau = M^-1), q in tangent coordinates; include_passive as in aba."""
 def rnea_param_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, param_names: Sequence[str]) -> F64: ...
 def aba_param_derivatives(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, param_names: Sequence[str]) -> F64: ...
