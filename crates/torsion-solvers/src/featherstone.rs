@@ -1,8 +1,9 @@
 //! Semi-implicit Euler in generalized coordinates (no contact):
 //! (M + A + h D) a = u − c(q, v) − D v − K (q − q_ref), v' = v + h a, q' = q ⊕ h v' (on the manifold for ball
-//! joints; a free joint as MuJoCo's Euler: its origin moves straight along its world velocity, `joints::advance_into`);
-//! a loose body's gyroscopic torque implicit, `gyroscopic.rs`); A = armature, D = joint damping (implicit, as MuJoCo's Euler integrator: h D enters ABA as
-//! armature, so stiff damping on light links stays stable), K = hinge/slide joint springs (explicit). Same `Solver` / `DiffSolver` contract as XPBD.
+//! joints; a free joint as MuJoCo's Euler: its origin moves straight along its world velocity,
+//! `joints::advance_into`; a loose body's gyroscopic torque implicit, `gyroscopic.rs`). A = armature, D = joint
+//! damping (implicit, as MuJoCo's Euler integrator: h D enters ABA as armature, so stiff damping on light links
+//! stays stable), K = hinge/slide joint springs (explicit). Same `Solver` / `DiffSolver` contract as XPBD.
 //! Derivatives: A and B from the analytic ABA derivatives (Carpentier–Mansard, `aba_derivatives`: ∂q̈/∂q,
 //! ∂q̈/∂v, M̃⁻¹ in one sweep plus a Cholesky) chained through the step and the per-joint integration map
 //! (its small Jacobians by dual numbers of `advance_joint`); C (w.r.t. θ) by forward-mode duals of the same
