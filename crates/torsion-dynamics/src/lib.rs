@@ -13,6 +13,7 @@ pub mod data;
 pub mod derivatives;
 pub mod fk;
 pub mod fluid;
+pub mod gyroscopic;
 pub mod jacobians;
 pub mod joints;
 pub mod ltl;

@@ -96,30 +96,35 @@ impl Rng {
     }
 }
 
-/// 1,200 random scenes (300 per Δt of 1, 2, 5, 10 ms), 30 steps each: a sphere or a cube (isotropic inertia)
-/// with a random orientation, starting 0–5 mm above or up to 2 mm into the floor, sliding (|v_xy| ≤ 3 m/s),
-/// falling or rising (v_z ∈ [−3, 0.5] m/s), spinning (|ω_i| ≤ 15 rad/s), μ ∈ [0, 1.5], ε = 0. Every step with
-/// an active contact must not increase the total energy (relative 1e-7: the ADMM stop tolerances). Before the free-joint fix,
-/// the spin turned the body-frame velocity by (I − h[ω]×) each step: energy grew and bodies sank. Not covered
-/// here (see docs/gradients.md / the issue-12 note): ε > 0 with friction or several contacts (Newton's law can
-/// add energy), and bodies with anisotropic inertia (explicit gyroscopic term, as MuJoCo's Euler).
+/// 1,200 random scenes (300 per Δt of 1, 2, 5, 10 ms), 30 steps each: a sphere, a box or a capsule (both with
+/// anisotropic inertia) with a random orientation, starting 0–5 mm above or up to 2 mm into the floor, sliding
+/// (|v_xy| ≤ 3 m/s), falling or rising (v_z ∈ [−3, 0.5] m/s), spinning (|ω_i| ≤ 15 rad/s), μ ∈ [0, 1.5], ε = 0.
+/// Every step with an active contact must not increase the total energy (relative 1e-10) when the staggered
+/// passes converge (tolerance 1e-13; the paper's fixed 10 passes leave up to 2e-7 of it unconverged). Before issue 12: the spin turned the body-frame velocity by (I − h[ω]×) each step (energy
+/// grew and bodies sank: +56 % in one step), and the explicit gyroscopic torque of boxes and capsules grew
+/// their rotational energy by up to 1 % a step (now implicit for loose bodies, `gyroscopic.rs`). Not covered
+/// (docs/gradients.md, decisions.md): ε > 0 — Newton's law at several or frictional contacts can add energy.
 #[test]
 fn contact_steps_never_create_energy() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let solver = NcpSolver::new(NcpOptions::default());
+    // converged staggered passes (the paper's fixed 10 passes leave up to 2e-7 of relative energy unconverged)
+    let solver = NcpSolver::new(NcpOptions { n_step: 200, tolerance: 1e-13, ..Default::default() });
     let (mut checked, mut worst, mut worst_case) = (0usize, f64::NEG_INFINITY, String::new());
     for (k, dt) in [0.001, 0.002, 0.005, 0.01].into_iter().enumerate() {
         for n in 0..300 {
-            let kind = (n + k) % 2;
+            let kind = (n + k) % 3;
             let (geom, lowest) = match kind {
                 0 => {
                     let r = rng.range(0.03, 0.2);
                     (format!(r#"type="sphere" size="{r}""#), None)
                 }
-                _ => {
-                    let a = rng.range(0.03, 0.2);
-                    let h = [a, a, a];
+                1 => {
+                    let h = [rng.range(0.03, 0.2), rng.range(0.03, 0.2), rng.range(0.03, 0.2)];
                     (format!(r#"type="box" size="{} {} {}""#, h[0], h[1], h[2]), Some(h))
+                }
+                _ => {
+                    let (r, l) = (rng.range(0.03, 0.1), rng.range(0.03, 0.2));
+                    (format!(r#"type="capsule" size="{r} {l}""#), Some([r, r, l + r]))
                 }
             };
             let mu = rng.range(0.0, 1.5);
@@ -128,8 +133,8 @@ fn contact_steps_never_create_energy() {
             let mut d = DynData::new(&dm);
             let quat = [rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0)];
             let r = torsion_math::Quat::new(quat[0], quat[1], quat[2], quat[3]).normalize();
-            // the lowest point's height below the centre: the sphere radius, or max over the box corners /
-            // the capsule's end caps of −z (a capsule: its axis end caps plus the radius)
+            // the lowest point's depth below the centre: the sphere radius; the lowest box corner; the capsule's
+            // lower end-cap centre plus the radius
             let depth = match (kind, lowest) {
                 (0, _) => geom_radius(&geom),
                 (1, Some(h)) => {
@@ -144,6 +149,7 @@ fn contact_steps_never_create_energy() {
                     }
                     z
                 }
+                (_, Some(h)) => r.rotate(&torsion_math::Vec3::new(0.0, 0.0, h[2] - h[0])).z.abs() + h[0],
                 _ => unreachable!(),
             };
             let z = depth + rng.range(-0.002, 0.005);
@@ -172,7 +178,7 @@ fn contact_steps_never_create_energy() {
     }
     eprintln!("{checked} contact steps; worst relative energy change {worst:.2e} ({worst_case})");
     assert!(checked > 5000, "contact steps checked: {checked}");
-    assert!(worst <= 1e-7, "energy created: {worst_case}");
+    assert!(worst <= 1e-10, "energy created: {worst_case}");
 }
 
 fn geom_radius(geom: &str) -> f64 {

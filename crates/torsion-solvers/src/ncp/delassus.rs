@@ -296,6 +296,7 @@ mod tests {
         let passive = torsion_dynamics::passive::passive_forces(&m, &q, &v).unwrap();
         let tau = nalgebra::DVector::from_iterator(nv, (0..nv).map(|k| u[k] - bias[k] + passive[k]));
         let mut vp = nalgebra::DVector::from_column_slice(&v) + 0.01 * chol.solve(&tau);
+        torsion_dynamics::gyroscopic::implicit_gyroscopic(&dm, &v, 0.01, vp.as_mut_slice());
         torsion_dynamics::joints::add_free_frame_term(&dm, &v, 0.01, vp.as_mut_slice());
         let (mut jn, mut jt) = (DMatrix::zeros(nc, nv), DMatrix::zeros(2 * nc, nv));
         forward_kinematics(&dm, &q, &mut dd);

@@ -26,6 +26,7 @@ use crate::featherstone::{GenState, WarmImpulse};
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
 use std::collections::HashMap;
+use torsion_dynamics::gyroscopic::implicit_gyroscopic;
 use torsion_dynamics::joints::{add_free_frame_term, advance_into};
 use torsion_dynamics::ltl::{dof_parents, ltl_in_place, ltl_solve_in_place};
 use torsion_dynamics::passive::passive_forces;
@@ -480,6 +481,7 @@ pub(crate) fn prelude<T: Scalar>(
     for k in 0..nv {
         vp[k] = v[k] + h * vp[k];
     }
+    implicit_gyroscopic(dm, v, h, &mut vp);
     add_free_frame_term(dm, v, h, &mut vp);
     let nc = contacts.len();
     let (mut jn, mut jt) = (DMatrix::zeros(nc, nv), DMatrix::zeros(2 * nc, nv));
