@@ -345,7 +345,7 @@ fn newtons_cradle_transfers_everything_to_the_last_ball() {
 
 /// Exactly touching balls impact simultaneously (docs/decisions.md): the velocity-level law solves one LCP over
 /// both contacts, which gives (−1/3, 2/3, 2/3) for three equal balls at ε = 1, not a cradle's (0, 0, 1) —
-/// a known property of simultaneous impact laws (momentum is kept; energy is lost).
+/// a known property of simultaneous impact laws (momentum and, at ε = 1, energy are kept).
 #[test]
 fn touching_balls_impact_simultaneously() {
     let v = collide(1.0, &[0.0, 2.0 * R, 4.0 * R], &[1.0, 0.0, 0.0], 20);
