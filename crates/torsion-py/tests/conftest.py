@@ -62,3 +62,17 @@ def moving_state(model, solver, q, spin=1.0):
             x[k, 7:10] = np.array([0.1, 0.2, -0.1]) * spin * k
         return x.ravel()
     return solver.initial_state(model, q, spin * np.linspace(0.3, -0.4, model.nv))
+
+
+# a two-link pendulum (shoulder, elbow) used by the API and passive-force tests
+PEND_URDF = """<robot name="pend">
+  <link name="base"/>
+  <link name="arm"><inertial><origin xyz="0 0 -0.25"/><mass value="2.0"/>
+    <inertia ixx="0.05" ixy="0" ixz="0" iyy="0.05" iyz="0" izz="0.001"/></inertial></link>
+  <link name="forearm"><inertial><origin xyz="0 0 -0.2"/><mass value="1.0"/>
+    <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.001"/></inertial></link>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="arm"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="5"/></joint>
+  <joint name="elbow" type="continuous"><parent link="arm"/><child link="forearm"/>
+    <origin xyz="0 0 -0.5"/><axis xyz="0 1 0"/></joint>
+</robot>"""

@@ -5,19 +5,9 @@ import numpy as np
 import pytest
 
 import torsion
-from conftest import controls
+from conftest import PEND_URDF, controls
 
-URDF = """<robot name="pend">
-  <link name="base"/>
-  <link name="arm"><inertial><origin xyz="0 0 -0.25"/><mass value="2.0"/>
-    <inertia ixx="0.05" ixy="0" ixz="0" iyy="0.05" iyz="0" izz="0.001"/></inertial></link>
-  <link name="forearm"><inertial><origin xyz="0 0 -0.2"/><mass value="1.0"/>
-    <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.001"/></inertial></link>
-  <joint name="shoulder" type="revolute"><parent link="base"/><child link="arm"/>
-    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="5"/></joint>
-  <joint name="elbow" type="continuous"><parent link="arm"/><child link="forearm"/>
-    <origin xyz="0 0 -0.5"/><axis xyz="0 1 0"/></joint>
-</robot>"""
+URDF = PEND_URDF
 
 MJCF = """<mujoco model="slider"><worldbody><body name="cart" pos="0 0 1">
   <joint name="slide" type="slide" axis="1 0 0"/><geom type="box" size="0.1 0.1 0.1" mass="1"/>

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import torsion
-from conftest import fd, rel_err
+from conftest import PEND_URDF, fd, rel_err
 
 # a cart (slide, damping 0.4) carrying a pole (hinge: damping 0.3, stiffness 5, springref 0.2 rad)
 MJCF = """
@@ -83,17 +83,7 @@ def test_load_mjcf_from_text_or_path(tmp_path):
         torsion.load_mjcf(3)
 
 
-URDF = """<robot name="pend">
-  <link name="base"/>
-  <link name="arm"><inertial><origin xyz="0 0 -0.25"/><mass value="2.0"/>
-    <inertia ixx="0.05" ixy="0" ixz="0" iyy="0.05" iyz="0" izz="0.001"/></inertial></link>
-  <link name="forearm"><inertial><origin xyz="0 0 -0.2"/><mass value="1.0"/>
-    <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.001"/></inertial></link>
-  <joint name="shoulder" type="revolute"><parent link="base"/><child link="arm"/>
-    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="5"/></joint>
-  <joint name="elbow" type="continuous"><parent link="arm"/><child link="forearm"/>
-    <origin xyz="0 0 -0.5"/><axis xyz="0 1 0"/></joint>
-</robot>"""
+URDF = PEND_URDF
 
 
 def test_urdf_chain_welds_below_the_tip_unless_dropped(tmp_path):
