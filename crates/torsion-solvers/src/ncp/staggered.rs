@@ -502,12 +502,16 @@ pub(crate) fn prelude<T: Scalar>(
             let e = if c.distance.re() < 0.0 { -c.distance } else { zero };
             let gap = if c.distance.re() > 0.0 { c.distance } else { zero };
             // restitution from the approach velocity v_n = J_n v whatever the gap (docs/decisions.md): touching
-            // (φ ≤ 0) or closing within the step (v_n Δt + φ ≤ 0, a primal branch): J_n v⁺ ≥ −ε v_n (closing:
-            // = max(−ε v_n, −φ⁺/Δt), as v_n ≤ −φ⁺/Δt ≤ 0); a gap not closed this step: J_n v⁺ ≥ −φ⁺/Δt (no
-            // restitution, nor force, at a distance). Touching contacts keep ε v_n on both signs of v_n: smooth
-            // at rest (v_n = 0), where a switch would put every resting contact with ε > 0 on a kink
+            // (φ ≤ 0), or with ε > 0 closing within the step (v_n Δt + φ ≤ 0, a primal branch): J_n v⁺ ≥ −ε v_n
+            // (closing: = max(−ε v_n, −φ⁺/Δt), as v_n ≤ −φ⁺/Δt ≤ 0: it bounces from where it is); a gap not
+            // closed this step: J_n v⁺ ≥ −φ⁺/Δt (no restitution, nor force, at a distance). Touching contacts keep
+            // ε v_n on both signs of v_n: smooth at rest (v_n = 0), where a switch would put every resting contact
+            // with ε > 0 on a kink. With ε = 0 exactly, J_n v⁺ ≥ −φ⁺/Δt: a closing contact lands on the surface
+            // instead of stopping up to |v_n| Δt short of it (held at a distance, the boxes of a jumbled stack
+            // hovered, and the friction solves stopped converging)
             let vn = row_dot(&jn, i, i, v);
-            let reach = if gap.re() <= 0.0 || vn.re() * dt + gap.re() <= 0.0 { c.restitution * vn } else { gap / h };
+            let closing = c.restitution.re() > 0.0 && vn.re() * dt + gap.re() <= 0.0;
+            let reach = if gap.re() <= 0.0 || closing { c.restitution * vn } else { gap / h };
             row_dot(&jn, i, i, &vp) + reach - T::c(o.baumgarte) * e
         })
         .collect();
