@@ -360,8 +360,9 @@ impl Admm {
             improved = true;
             std::mem::swap(&mut w.cur, &mut w.cand);
             res0 = res1;
-            // the next step from the accepted iterate, unless the loop stops before using it
-            if round == 3 || res0 <= 1e-15 * scale {
+            // the next step from the accepted iterate, unless the loop stops before using it (singular: the
+            // residual left lies outside P's range, which no further Newton step removes — one round)
+            if round == 3 || res0 <= 1e-15 * scale || singular {
                 break;
             }
             w.cur.factor()?;
