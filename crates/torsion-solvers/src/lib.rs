@@ -1,10 +1,12 @@
 #![allow(clippy::too_many_arguments, clippy::needless_range_loop)]
 //! torsion-solvers: the [`Solver`] / [`DiffSolver`] traits (design.md §3) and the steppers.
 pub mod featherstone;
+pub mod generalized;
 pub mod ncp;
 pub mod solver;
 pub mod xpbd;
 
-pub use featherstone::{ContactWarmStart, FeatherstoneOptions, FeatherstoneSolver, GenState, WarmImpulse};
+pub use featherstone::{FeatherstoneOptions, FeatherstoneSolver};
+pub use generalized::{ContactWarmStart, GenState, WarmImpulse};
 pub use solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 pub use xpbd::{Ordering, XpbdOptions, XpbdSolver};

@@ -8,7 +8,7 @@
 //! continue from its t1), written to the output — nothing carries over in the workspace (design.md §3).
 use super::kinematics::{pair_source, ContactFrame};
 use super::staggered::{NcpReport, NcpSolver, NcpWorkspace};
-use crate::featherstone::{transposed_jacobian_product, ContactWarmStart, FeatherstoneSolver, GenState};
+use crate::generalized::{self, transposed_jacobian_product, ContactWarmStart, GenState};
 use crate::solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use torsion_collision::{CollisionWorld, Contacts};
 use torsion_model::{Control, Model, ParamSelection};
@@ -222,22 +222,22 @@ impl DiffSolver for NcpSolver {
     }
 
     fn tangent_dim(&self, model: &Model) -> usize {
-        FeatherstoneSolver::default().tangent_dim(model)
+        2 * model.nv()
     }
     fn retract(&self, model: &Model, s: &GenState, d: &[f64]) -> GenState {
-        FeatherstoneSolver::default().retract(model, s, d)
+        generalized::retract(model, s, d)
     }
     fn local_diff(&self, model: &Model, s: &GenState, other: &GenState) -> Vec<f64> {
-        FeatherstoneSolver::default().local_diff(model, s, other)
+        generalized::local_diff(model, s, other)
     }
     fn grad_to_tangent(&self, model: &Model, s: &GenState, g: &GenState) -> Vec<f64> {
-        FeatherstoneSolver::default().grad_to_tangent(model, s, g)
+        generalized::grad_to_tangent(model, s, g)
     }
     fn zero_grad(&self, model: &Model) -> GenState {
-        FeatherstoneSolver::default().zero_grad(model)
+        generalized::zero_grad(model)
     }
     fn clear_grad(&self, g: &mut GenState) {
-        FeatherstoneSolver::default().clear_grad(g)
+        generalized::clear_grad(g)
     }
     fn control_dim(&self, model: &Model) -> usize {
         model.nv()

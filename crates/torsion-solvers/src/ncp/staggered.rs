@@ -22,7 +22,7 @@ use super::admm::{Admm, AdmmInfo, AdmmOptions};
 use super::delassus::{assemble, ContactPattern};
 use super::kinematics::{body_joints, contact_jacobians, ContactFrame, ContactGeom};
 use super::sets::{ConstraintSet, FrictionSet};
-use crate::featherstone::{GenState, WarmImpulse};
+use crate::generalized::{GenState, WarmImpulse};
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
 use std::collections::HashMap;

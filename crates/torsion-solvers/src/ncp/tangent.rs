@@ -15,7 +15,7 @@ use super::fixed_point::FixedPointKkt;
 use super::kinematics::{pair_source, ContactFrame, ContactGeom};
 use super::sets::{friction_gauge, ConstraintSet};
 use super::staggered::{apply_impulses, dyn_err, prelude, NcpGradient, NcpReport, NcpSolver, NcpWorkspace};
-use crate::featherstone::{dual_tangent, GenState};
+use crate::generalized::{dual_tangent, GenState};
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
 use num_dual::Dual64;
