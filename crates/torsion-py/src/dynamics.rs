@@ -84,7 +84,8 @@ fn aba<'py>(
 }
 
 /// Passive joint forces (nv,): viscous damping −d v and hinge / slide springs −k (q − springref), the model's
-/// `joint_damping`, `joint_stiffness`, `joint_springref` (MuJoCo's qfrc_passive without fluid terms).
+/// `joint_damping`, `joint_stiffness`, `joint_springref`, and the inertia-box fluid forces when the model has a
+/// fluid density or viscosity (MuJoCo's qfrc_passive).
 #[pyfunction]
 fn passive_forces<'py>(
     py: Python<'py>,

@@ -2,7 +2,7 @@
 //! ```text
 //! v^p = v + Δt M⁻¹ τ(q, v, u) (+ Δt ω × v_l, free joints)   τ = u − c(q, v) + passive (damping, springs)
 //! G = J M⁻¹ Jᵀ = YᵀY, Y = L⁻ᵀ Jᵀ (M = Lᵀ L sparse over the DoF tree, M⁻¹ never formed; delassus.rs): G_n, G_t, G_nt
-//! b_n = J_n v^p + r − K e ,  r = ε ⊙ J_n v if φ ≤ 0 or J_n v Δt + φ ≤ 0 (closing in the step) else φ/Δt
+//! b_n = J_n v^p + r − K e ,  r = ε ⊙ J_n v if φ ≤ 0 or ε > 0 and J_n v Δt + φ ≤ 0 (closing), else φ/Δt
 //! b_t = J_t v^p
 //! repeat n_step:  λ_n ← QP_ADMM(G_n, b_n + G_nt λ_t)   λ_t ← QCQP_ADMM(G_t, b_t + G_ntᵀ λ_n, r = μ ⊙ λ_n)
 //! v⁺ = v^p + M⁻¹ (J_nᵀ λ_n + J_tᵀ λ_t) ,  q⁺ = q ⊕ Δt v⁺  (semi-implicit, on the manifold; a free joint moves
@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use torsion_dynamics::gyroscopic::implicit_gyroscopic;
 use torsion_dynamics::joints::{add_free_frame_term, advance_into};
 use torsion_dynamics::ltl::{dof_parents, ltl_in_place, ltl_solve_in_place};
-use torsion_dynamics::passive::passive_forces;
+use torsion_dynamics::passive::passive_forces_in;
 use torsion_dynamics::{crba_into, forward_kinematics, nonlinear_effects, DynData, DynModel};
 use torsion_math::Scalar;
 use torsion_model::Model;
@@ -447,7 +447,7 @@ pub(crate) struct Prelude<T: Scalar> {
 }
 
 /// v^p = v + Δt M⁻¹ τ; G = YᵀY with Y = L⁻ᵀ Jᵀ (M = Lᵀ L); b_n = J_n v^p + r − K e with r = ε J_n v for a
-/// contact touching (φ ≤ 0) or closing within the step (J_n v Δt + φ ≤ 0), r = φ/Δt otherwise (ε per contact);
+/// contact touching (φ ≤ 0) or, with ε > 0, closing within the step (J_n v Δt + φ ≤ 0), r = φ/Δt otherwise;
 /// b_t = J_t v^p.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn prelude<T: Scalar>(
@@ -466,7 +466,7 @@ pub(crate) fn prelude<T: Scalar>(
     let mut l = DMatrix::zeros(nv, nv);
     crba_into(dm, q, d, &mut l).map_err(dyn_err)?;
     let bias = nonlinear_effects(dm, q, v, d).map_err(dyn_err)?;
-    let passive = if o.passive { passive_forces(model, q, v).map_err(dyn_err)? } else { vec![T::zero(); nv] };
+    let passive = if o.passive { passive_forces_in(model, dm, d, q, v).map_err(dyn_err)? } else { vec![T::zero(); nv] };
     let mut lambda = vec![];
     dof_parents(dm, &mut lambda);
     if !ltl_in_place(&mut l, &lambda) {
