@@ -108,7 +108,7 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
     }
     if a.solver == "ncp" {
         let solver = NcpSolver::new(NcpOptions { passive: !a.no_damping, ..Default::default() });
-        for w in solver.workspace(&model)?.warnings {
+        for w in solver.initial_overlaps(&model, &q0)? {
             eprintln!("warning: {w}");
         }
         return run_generalized(a, &model, &q0, &tau, &solver);

@@ -6,7 +6,7 @@
 use crate::aba_derivatives::{aba_derivatives_into, AbaDerivatives};
 use crate::data::{DynData, DynError, DynModel};
 use crate::joints::integrate;
-use crate::passive::passive_forces;
+use crate::passive::{passive_forces, passive_forces_in};
 use crate::rnea_derivatives::{rnea_derivatives_into, RneaDerivatives};
 use crate::{aba, rnea};
 use nalgebra::DMatrix;
@@ -98,16 +98,18 @@ pub fn passive_derivatives(model: &Model, q: &[f64], v: &[f64]) -> Result<(DMatr
     dm.check_q(&qd)?;
     dm.check_v("v", &vd)?;
     let nv = dm.nv;
+    let mut d = DynData::new(&dm);
     let mut out = [DMatrix::zeros(nv, nv), DMatrix::zeros(nv, nv)];
     for (which, o) in out.iter_mut().enumerate() {
         for k in 0..nv {
             let mut dv = vec![Dual64::from(0.0); nv];
             dv[k].eps = 1.0;
+            // the same dual model and scratch for every pass (the fluid forces need one)
             let p = if which == 0 {
-                passive_forces(model, &integrate(&dm, &qd, &dv), &vd)?
+                passive_forces_in(model, &dm, &mut d, &integrate(&dm, &qd, &dv), &vd)?
             } else {
                 let v2: Vec<Dual64> = vd.iter().zip(&dv).map(|(a, b)| *a + *b).collect();
-                passive_forces(model, &qd, &v2)?
+                passive_forces_in(model, &dm, &mut d, &qd, &v2)?
             };
             for i in 0..nv {
                 o[(i, k)] = p[i].eps;

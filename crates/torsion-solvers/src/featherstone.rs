@@ -437,7 +437,8 @@ impl TransitionJacobians {
 /// ∂v1/∂q = h ∂q̈/∂q, ∂v1/∂v = I + h ∂q̈/∂v, ∂v1/∂u = h M̃⁻¹, and per joint q1 = q ⊕ h v1 gives
 /// ∂q1/∂q = J_q + J_w h ∂v1/∂q, ∂q1/∂(v, u) = J_w h ∂v1/∂(v, u) (J_q = J_w = 1 for 1-DoF joints). `dm` is the
 /// step's model: its armature is set to A + hD as `step_generic_into` does, and its damping (zero for the step,
-/// which applies −Dv explicitly) is D only while RNEA's ∂τ/∂v needs it. No heap allocation.
+/// which applies −Dv explicitly) is D only while RNEA's ∂τ/∂v needs it. No heap allocation without fluid forces
+/// (with them: ∂τ_fluid/∂(q, v) through a dual copy of the model per call).
 fn state_columns_into(
     dm: &mut DynModel<f64>,
     d: &mut DynData<f64>,

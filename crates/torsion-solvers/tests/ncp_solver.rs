@@ -456,8 +456,8 @@ fn symmetric_stack_stays_symmetric() {
     }
 }
 
-/// A box the file places 5 cm into the floor: building the workspace warns, naming both shapes, their bodies
-/// and the depth; placed above the floor, or with `<flag contact="disable"/>`, no warning. With contacts
+/// A box the file places 5 cm into the floor: `initial_overlaps` at the default configuration warns, naming both
+/// shapes, their bodies and the depth; placed above the floor, or with `<flag contact="disable"/>`, no warning. With contacts
 /// disabled the box falls through the floor.
 #[test]
 fn initial_overlap_warns_and_contact_flag_disables_contacts() {
@@ -466,16 +466,16 @@ fn initial_overlap_warns_and_contact_flag_disables_contacts() {
     };
     let solver = NcpSolver::new(NcpOptions::default());
     let m = load_mjcf_str(&xml(0.05, ""), "overlap.xml", None).unwrap();
-    let ws = solver.workspace(&m).unwrap();
-    assert_eq!(ws.warnings.len(), 1, "{:?}", ws.warnings);
-    let w = &ws.warnings[0];
+    let warnings = solver.initial_overlaps(&m, &m.neutral_q()).unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let w = &warnings[0];
     for s in ["initial overlap", "'floor' (body 'world')", "'box' (body 'box')", "0.0500 m"] {
         assert!(w.contains(s), "'{s}' not in {w}");
     }
     let above = load_mjcf_str(&xml(0.105, ""), "overlap.xml", None).unwrap();
-    assert!(solver.workspace(&above).unwrap().warnings.is_empty());
+    assert!(solver.initial_overlaps(&above, &above.neutral_q()).unwrap().is_empty());
     let off = load_mjcf_str(&xml(0.05, r#"<flag contact="disable"/>"#), "overlap.xml", None).unwrap();
-    assert!(solver.workspace(&off).unwrap().warnings.is_empty());
+    assert!(solver.initial_overlaps(&off, &off.neutral_q()).unwrap().is_empty());
     // no contacts: the box resting on the floor falls freely (with contacts it stays)
     let fall = |m: &Model| {
         let s0 = GenState::new(m.neutral_q(), vec![0.0; 6]);

@@ -22,10 +22,6 @@ pub struct NcpSimWorkspace {
     pub frames: Vec<ContactFrame>,
     /// the last step's report (ADMM results, NCP residuals, impulses)
     pub report: NcpReport,
-    /// found when the workspace was built: shape pairs overlapping deeper than the contact margin at the
-    /// model's default configuration (`Model::neutral_q`), e.g. "initial overlap: shapes 'a' (body 'x') and
-    /// 'b' (body 'y') penetrate by 0.05 m (margin 0.01 m)"; callers print them (the CLI does)
-    pub warnings: Vec<String>,
 }
 
 /// What `step` saves for `step_vjp` (the input state carries the warm start, so the same passes are recomputed).
@@ -59,6 +55,41 @@ fn surface_radius(kind: &torsion_model::ShapeKind) -> f64 {
 }
 
 impl NcpSolver {
+    /// Shape pairs overlapping deeper than the contact margin at configuration `q` (e.g. a model's initial
+    /// pose), one message each: "initial overlap: shapes 'a' (body 'x') and 'b' (body 'y') penetrate by 0.05 m
+    /// …". Callers print them (the CLI does, at `--q0`); empty when contacts are disabled.
+    pub fn initial_overlaps(&self, model: &Model, q: &[f64]) -> Result<Vec<String>, SolverError> {
+        let mut warnings = vec![];
+        if !model.contact_enabled {
+            return Ok(warnings);
+        }
+        let mut world = CollisionWorld::new(model, self.options.collision.clone()).map_err(collision_err)?;
+        let mut contacts = Contacts::default();
+        let poses =
+            model.forward_kinematics(q).map_err(|e| SolverError::BadInput { solver: "ncp", problem: e.to_string() })?;
+        world.detect(&poses, &mut contacts).map_err(collision_err)?;
+        let margin = self.options.collision.margin;
+        let mut seen = vec![];
+        for c in contacts.contacts.iter().filter(|c| c.distance < -margin) {
+            if seen.contains(&(c.geom_a, c.geom_b)) {
+                continue;
+            }
+            seen.push((c.geom_a, c.geom_b));
+            let depth = contacts
+                .contacts
+                .iter()
+                .filter(|d| (d.geom_a, d.geom_b) == (c.geom_a, c.geom_b))
+                .fold(0.0f64, |m, d| m.max(-d.distance));
+            let (sa, sb) = (&model.shapes[c.geom_a], &model.shapes[c.geom_b]);
+            warnings.push(format!(
+                "initial overlap: shapes '{}' (body '{}') and '{}' (body '{}') penetrate by {depth:.4} m at the \
+                 given configuration (contact margin {margin} m)",
+                sa.name, model.body_name[sa.body], sb.name, model.body_name[sb.body]
+            ));
+        }
+        Ok(warnings)
+    }
+
     /// The contacts at configuration q (body poses by the model's forward kinematics), as contact frames; the
     /// tangents continue from the t1 of the same contact in `warm` (the input state's warm start).
     pub fn detect(
@@ -112,42 +143,13 @@ impl Solver for NcpSolver {
     }
 
     fn workspace(&self, model: &Model) -> Result<NcpSimWorkspace, SolverError> {
-        let mut ws = NcpSimWorkspace {
+        Ok(NcpSimWorkspace {
             ncp: self.contact_workspace(model)?,
             world: CollisionWorld::new(model, self.options.collision.clone()).map_err(collision_err)?,
             contacts: Contacts::default(),
             frames: vec![],
             report: NcpReport::default(),
-            warnings: vec![],
-        };
-        if model.contact_enabled {
-            let poses = model
-                .forward_kinematics(&model.neutral_q())
-                .map_err(|e| SolverError::BadInput { solver: "ncp", problem: e.to_string() })?;
-            ws.world.detect(&poses, &mut ws.contacts).map_err(collision_err)?;
-            let margin = self.options.collision.margin;
-            let mut seen = vec![];
-            for c in ws.contacts.contacts.iter().filter(|c| c.distance < -margin) {
-                if seen.contains(&(c.geom_a, c.geom_b)) {
-                    continue;
-                }
-                seen.push((c.geom_a, c.geom_b));
-                let depth = ws
-                    .contacts
-                    .contacts
-                    .iter()
-                    .filter(|d| (d.geom_a, d.geom_b) == (c.geom_a, c.geom_b))
-                    .fold(0.0f64, |m, d| m.max(-d.distance));
-                let (sa, sb) = (&model.shapes[c.geom_a], &model.shapes[c.geom_b]);
-                ws.warnings.push(format!(
-                    "initial overlap: shapes '{}' (body '{}') and '{}' (body '{}') penetrate by {depth:.4} m at the \
-                     default configuration (contact margin {margin} m)",
-                    sa.name, model.body_name[sa.body], sb.name, model.body_name[sb.body]
-                ));
-            }
-            ws.contacts = Contacts::default();
-        }
-        Ok(ws)
+        })
     }
 
     fn record(&self, _model: &Model) -> NcpRecord {
