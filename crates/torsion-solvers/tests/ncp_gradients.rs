@@ -229,7 +229,10 @@ fn closing_from_a_gap_jacobians_match_finite_differences() {
     let r1 = Quat::new(next.q[3], next.q[4], next.q[5], next.q[6]);
     for f in &c {
         let (before, after) = (un(&s.v, &Quat::identity(), &f.point), un(&next.v, &r1, &f.point));
-        assert!((after + eps * before).abs() < 1e-9, "J_n v⁺ = {after}, −ε J_n v = {}", -eps * before);
+        // the impact reverses −ε v_n from where the box is, then gravity acts for the step (a cube: no
+        // gyroscopic torque)
+        let want = -eps * before - 9.81 * DT;
+        assert!((after - want).abs() < 1e-9, "J_n v⁺ = {after}, −ε J_n v − g Δt = {want}");
     }
     let step = |st: &GenState, e: f64| {
         let mut w = solver.contact_workspace(&m).unwrap();
@@ -401,7 +404,9 @@ fn sticking_box_on_coplanar_contacts_matches_finite_differences() {
     let m = boxes(1, Vec3::new(0.0, 0.0, -9.81));
     let fs = FeatherstoneSolver::default();
     let mu = 1.0;
-    let s = GenState::new(vec![0.01, 0.02, HE - 2e-4, 1.0, 0.0, 0.0, 0.0], vec![0.0, 0.0, 0.3, 0.2, -0.1, -0.5]);
+    // a slow landing: the impact's compression sticks, the restitution's lift (ε v_n) is below g Δt, and the
+    // step's solve holds the box and sticks
+    let s = GenState::new(vec![0.01, 0.02, HE - 2e-4, 1.0, 0.0, 0.0, 0.0], vec![0.0, 0.0, 0.03, 0.02, -0.01, -0.05]);
     let u = [0.1, -0.2, 0.05, 0.5, -0.3, 0.0];
     let sel = ParamSelection::by_prefix(&m, "body_mass[");
     for n in [3usize, 4] {
@@ -415,7 +420,9 @@ fn sticking_box_on_coplanar_contacts_matches_finite_differences() {
             }
         };
         // converged passes: the derivative is that of the NCP solution
-        let opts = |g| NcpOptions { n_step: 500, tolerance: 1e-14, gradient: g, ..Default::default() };
+        let admm = torsion_solvers::ncp::AdmmOptions { eps_abs: 1e-14, ..Default::default() };
+        let opts =
+            |g| NcpOptions { n_step: 500, tolerance: 1e-14, gradient: g, admm: admm.clone(), ..Default::default() };
         let solver = NcpSolver::new(opts(NcpGradient::Auto));
         let mut ws = solver.contact_workspace(&m).unwrap();
         let (jac, next, rep) =
@@ -449,15 +456,14 @@ fn sticking_box_on_coplanar_contacts_matches_finite_differences() {
             cascade.step_jacobians_with_contacts(&m, &mut wc, &s, &u, DT, &contacts(&s, mu), &sel).unwrap();
         let tilt = |j: &DMatrix<f64>| (j.columns(0, 2) - fa.columns(0, 2)).amax();
         eprintln!("  tilt columns: fixed point {:.1e}, cascade {:.1e}", tilt(&jac.a), tilt(&jc.a));
-        if n == 3 {
-            check(&format!("sticking on {n} coplanar points A"), &jac.a, &fa);
-        } else {
-            // four corners: under a tilt the staggered passes converge slowly (500 passes do not reach 1e-14 on
-            // every perturbed state), so central differences in the two tilt columns measure the forward's
-            // noise (docs/gradients.md); the other columns are clean
-            let an = jac.a.columns(2, 10).into_owned();
-            check(&format!("sticking on {n} coplanar points A (no tilt)"), &an, &fa.columns(2, 10).into_owned());
-        }
+        // under a tilt the staggered passes converge slowly (500 passes do not reach 1e-14 on every perturbed
+        // state: 3 points, tilted by −1e-6, stop at max |Δλ| 8.5e-7), so central differences in the two tilt
+        // columns measure the forward's noise (v⁺ ~ 1e-11, docs/gradients.md) and are checked loosely; the other
+        // columns are clean
+        let an = jac.a.columns(2, 10).into_owned();
+        check(&format!("sticking on {n} coplanar points A (no tilt)"), &an, &fa.columns(2, 10).into_owned());
+        let tilt_err = rel_err(jac.a.columns(0, 2).into_owned().as_slice(), fa.columns(0, 2).into_owned().as_slice());
+        assert!(tilt_err < 1e-4, "sticking on {n} coplanar points A (tilt): {tilt_err:e}");
         let fb = fd_columns(
             &next,
             6,

@@ -321,15 +321,19 @@ mod tests {
         let mut branches = [0; 2];
         for i in 0..nc {
             let c = &contacts[i];
-            // restitution when closing within the step, the speculative gap otherwise (docs/decisions.md)
+            // the step: J_n v^p + φ⁺/Δt − K e; the impact: J_n v, plus φ⁺/Δt unless struck (touching, or ε > 0 and
+            // closing within the step; docs/decisions.md row 9a)
             let gap = c.distance.max(0.0);
-            let closing = c.distance <= 0.0 || jv[i] * 0.01 + gap <= 0.0;
-            branches[closing as usize] += 1;
-            let reach = if closing { 0.3 * jv[i] } else { gap / 0.01 };
-            let bn = jvp[i] + reach - 3.0 * (-c.distance).max(0.0);
+            let bn = jvp[i] + gap / 0.01 - 3.0 * (-c.distance).max(0.0);
             assert!((pre.bn[i] - bn).abs() < 1e-12 * bn.abs().max(1.0), "b_n[{i}]");
+            let struck = c.distance <= 0.0 || jv[i] * 0.01 + gap <= 0.0;
+            branches[struck as usize] += 1;
+            let bi = if struck { jv[i] } else { jv[i] + gap / 0.01 };
+            assert!((pre.bn_impact[i] - bi).abs() < 1e-12 * bi.abs().max(1.0), "impact b_n[{i}]");
         }
-        assert!(branches[0] > 0 && branches[1] > 0, "both offset branches: {branches:?}");
+        assert!(branches[0] > 0 && branches[1] > 0, "both impact offset branches: {branches:?}");
+        let jtv = &jt * nalgebra::DVector::from_column_slice(&v);
+        assert!((0..2 * nc).all(|r| (pre.bt_impact[r] - jtv[r]).abs() < 1e-12 * jtv[r].abs().max(1.0)), "impact b_t");
         let jtvp = &jt * &vp;
         assert!((0..2 * nc).all(|r| (pre.bt[r] - jtvp[r]).abs() < 1e-12 * jtvp[r].abs().max(1.0)), "b_t");
         // v⁺ = v^p + M⁻¹ Jᵀ λ

@@ -1,23 +1,26 @@
-//! The velocity-level contact step by extended staggered projections (spec 001 §3.2–3.5, Algorithm 1 cleaned):
+//! The velocity-level contact step by extended staggered projections (spec 001 §3.2–3.5, Algorithm 1 cleaned;
+//! restitution as amended in docs/decisions.md row 9a):
 //! ```text
-//! v^p = v + Δt M⁻¹ τ(q, v, u) (+ Δt ω × v_l, free joints)   τ = u − c(q, v) + passive (damping, springs)
+//! S(v) = v + Δt M⁻¹ τ(q, v, u) (+ Δt ω × v_l, free joints)   τ = u − c(q, v) + passive (damping, springs)
 //! G = J M⁻¹ Jᵀ = YᵀY, Y = L⁻ᵀ Jᵀ (M = Lᵀ L sparse over the DoF tree, M⁻¹ never formed; delassus.rs): G_n, G_t, G_nt
-//! b_n = J_n v^p + r − K e ,  r = ε ⊙ J_n v if φ ≤ 0 or ε > 0 and J_n v Δt + φ ≤ 0 (closing), else φ/Δt
-//! b_t = J_t v^p
-//! repeat n_step:  λ_n ← QP_ADMM(G_n, b_n + G_nt λ_t)   λ_t ← QCQP_ADMM(G_t, b_t + G_ntᵀ λ_n, r = μ ⊙ λ_n)
+//! passes(b_n, b_t), n_step times:  λ_n ← QP_ADMM(G_n, b_n + G_nt λ_t)   λ_t ← QCQP_ADMM(G_t, b_t + G_ntᵀ λ_n, r = μ ⊙ λ_n)
+//! impact (some ε > 0):  P_c = passes(J_n v + ρ, J_t v), ρ = 0 touching / struck, φ⁺/Δt otherwise;  P = (1 + ε) ⊙ P_c
+//! step:   v^p = S(v + M⁻¹ Jᵀ P)  (P = 0 without an impact);  λ = passes(J_n v^p + φ⁺/Δt − K e, J_t v^p)
 //! v⁺ = v^p + M⁻¹ (J_nᵀ λ_n + J_tᵀ λ_t) ,  q⁺ = q ⊕ Δt v⁺  (semi-implicit, on the manifold; a free joint moves
 //! its origin straight along its world velocity and carries that velocity into the new body frame, as MuJoCo's
 //! Euler integrator: `joints::add_free_frame_term`, `joints::advance_into`)
 //! ```
-//! Impulses λ in N·s. ε: Newton restitution per contact (the pair's, `ContactFrame::restitution`; applied at
-//! every active contact, §3.11 item 11); K e: optional
-//! Baumgarte on the penetration e = max(0, −φ) (§3.3); φ⁺/Δt with φ⁺ = max(φ, 0): a contact detected with a gap
-//! may close it within the step but not act across it (speculative contact; no force at a distance); one that
-//! would close it within the step gets the restitution law from its approach velocity, whatever the gap
-//! (docs/decisions.md: it may bounce up to one step early). The
-//! friction set is the exact disk (default) or a pyramid (§3.11 item 9). Warm starts by persistent contact id.
-//! Every step reports its ADMM results and the NCP residuals of §3.9; failures are reported, never hidden.
-//! Contacts sharing no moving body tree form independent problems (islands), solved one by one.
+//! Impulses λ in N·s. ε: restitution per contact (the pair's, `ContactFrame::restitution`): the impact is solved
+//! from the pre-step velocity (compression, inelastic, maximal dissipation) and its impulses scaled by 1 + ε
+//! (Poisson), then the step's solve adds the smooth forces and keeps contacts closed: with ε ≤ 1 a contact step
+//! never creates energy (tests/ncp_energy.rs). A contact touching, or with ε > 0 closing within the step
+//! (v_n Δt + φ⁺ ≤ 0), is struck from where it is (it may bounce up to one step early); K e: optional Baumgarte on
+//! the penetration e = max(0, −φ) (§3.3); φ⁺/Δt with φ⁺ = max(φ, 0): a contact detected with a gap may close it
+//! within the step but not act across it (speculative contact; no force at a distance). The friction set is the
+//! exact disk (default) or a pyramid (§3.11 item 9). The step's solve is warm-started by persistent contact id
+//! (`GenState::warm`); the impact's is cold. Every step reports its ADMM results and the NCP residuals of §3.9;
+//! failures are reported, never hidden. Contacts sharing no moving body tree form independent problems
+//! (islands), solved one by one.
 use super::admm::{Admm, AdmmInfo, AdmmOptions};
 use super::delassus::{assemble, ContactPattern};
 use super::kinematics::{body_joints, contact_jacobians, ContactFrame, ContactGeom};
@@ -109,6 +112,21 @@ pub struct NcpReport {
     /// max |Δλ| of the last staggered pass (and the passes made: `qp.len()`)
     pub last_change: f64,
     pub residuals: NcpResiduals,
+    /// each contact's impulse over the step (N·s): the impact's (`impact`) plus the step's solve (the step's
+    /// alone is the next step's warm start)
+    pub lambda_n: Vec<f64>,
+    pub lambda_t: Vec<f64>,
+    /// the impact, when a contact has ε > 0 (docs/decisions.md row 9a)
+    pub impact: Option<ImpactReport>,
+}
+
+/// What the impact solve reports (compression from the pre-step velocity, then restitution).
+#[derive(Clone, Debug, Default)]
+pub struct ImpactReport {
+    pub qp: Vec<AdmmInfo>,
+    pub qcqp: Vec<AdmmInfo>,
+    pub last_change: f64,
+    /// the impact's impulses P = (1 + ε) ⊙ P_c (N·s)
     pub lambda_n: Vec<f64>,
     pub lambda_t: Vec<f64>,
 }
@@ -292,20 +310,13 @@ impl NcpSolver {
         let nq = ws.dm.nq;
         ws.dm.gravity = torsion_math::scalar::cv(&model.gravity);
         let geoms: Vec<ContactGeom<f64>> = contacts.iter().map(ContactGeom::from_frame).collect();
-        let pre = prelude(model, &ws.dm, &mut ws.d, &ws.body_joint, &s.q, &s.v, u, dt, &geoms, o)?;
+        let mut pre = prelude(model, &ws.dm, &mut ws.d, &ws.body_joint, &s.q, &s.v, u, dt, &geoms, o)?;
         let nc = contacts.len();
         let mut report = NcpReport { contacts: nc, ..Default::default() };
         let mut vplus = pre.vp.clone();
-        let mut npass = 0;
+        let NcpWorkspace { dm, d, tape, islands, admm, buf, split_islands, .. } = ws;
+        tape.has_impact = false;
         if nc > 0 {
-            let NcpWorkspace { tape, islands, admm, buf, split_islands, .. } = ws;
-            // warm starts by contact id, from the input state
-            buf.ln.clear();
-            buf.ln.extend(contacts.iter().map(|c| s.warm.get(c.id).map_or(0.0, |w| w.normal)));
-            buf.lt.clear();
-            buf.lt.extend(contacts.iter().flat_map(|c| s.warm.get(c.id).map_or([0.0; 2], |w| w.tangent)));
-            tape.lt_warm.clone_from(&buf.lt);
-            buf.r.resize(nc, 0.0);
             // independent problems per island (the whole set when not split, or when it is one island)
             let all: Vec<Vec<usize>>;
             let groups = if *split_islands && pre.pattern.islands.len() > 1 {
@@ -320,62 +331,33 @@ impl NcpSolver {
             for (isl, idx) in islands.iter_mut().zip(groups) {
                 isl.gather(idx, &pre.gn, &pre.gt, whole);
             }
-            for _ in 0..o.n_step.max(1) {
-                let (ln, lt) = (&mut buf.ln, &mut buf.lt);
-                buf.ln_old.clone_from(ln);
-                buf.lt_old.clone_from(lt);
-                if npass == tape.passes.len() {
-                    tape.passes.push(Pass::default());
-                }
-                let pass = &mut tape.passes[npass];
-                npass += 1;
-                // QP: g_n = b_n + G_nt λ_t
-                pass.g_n.clear();
-                pass.g_n.extend((0..nc).map(|i| pre.bn[i] + (0..2 * nc).map(|k| pre.gnt[(i, k)] * lt[k]).sum::<f64>()));
-                let mut info = AdmmInfo::default();
-                for (n_isl, isl) in islands.iter_mut().enumerate() {
-                    let m = isl.idx.len();
-                    let (qp, _) = admm.entry(m).or_insert_with(|| (Admm::new(m), Admm::new(2 * m)));
-                    isl.load(&pass.g_n, ln, 1);
-                    let p = if whole { &pre.gn } else { &isl.gn };
-                    merge_info(&mut info, qp.solve(p, &isl.q, ConstraintSet::Nonneg, Some(&isl.warm), &o.admm)?, n_isl);
-                    isl.store(qp.solution(), ln, 1);
-                }
-                report.qp.push(info);
-                // QCQP: g_t = b_t + G_ntᵀ λ_n, disks of radius μ λ_n
-                pass.g_t.clear();
-                pass.g_t.extend((0..2 * nc).map(|k| pre.bt[k] + (0..nc).map(|i| pre.gnt[(i, k)] * ln[i]).sum::<f64>()));
-                for i in 0..nc {
-                    buf.r[i] = contacts[i].mu * ln[i];
-                }
-                let mut info = AdmmInfo::default();
-                for (n_isl, isl) in islands.iter_mut().enumerate() {
-                    let m = isl.idx.len();
-                    let (_, qcqp) = admm.entry(m).or_insert_with(|| (Admm::new(m), Admm::new(2 * m)));
-                    isl.load(&pass.g_t, lt, 2);
-                    isl.r.clear();
-                    isl.r.extend(isl.idx.iter().map(|&i| buf.r[i]));
-                    let p = if whole { &pre.gt } else { &isl.gt };
-                    let set = ConstraintSet::Friction { kind: o.friction_set, r: &isl.r };
-                    merge_info(&mut info, qcqp.solve(p, &isl.q, set, Some(&isl.warm), &o.admm)?, n_isl);
-                    isl.store(qcqp.solution(), lt, 2);
-                }
-                report.qcqp.push(info);
-                pass.lambda_n.clone_from(ln);
-                pass.lambda_t.clone_from(lt);
-                report.last_change = ln
-                    .iter()
-                    .zip(&buf.ln_old)
-                    .chain(lt.iter().zip(&buf.lt_old))
-                    .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-                let lmax = ln.iter().chain(lt.iter()).fold(0.0f64, |m, v| m.max(v.abs()));
-                if o.tolerance > 0.0 && report.last_change <= o.tolerance * (1.0 + lmax) {
-                    break;
-                }
+            let mut passes = Passes { o, contacts, islands, whole, admm, buf };
+            if !pre.bn_impact.is_empty() {
+                // the impact (docs/decisions.md row 9a): compression from v, cold-started (impacts do not persist)
+                passes.buf.ln.clear();
+                passes.buf.ln.resize(nc, 0.0);
+                passes.buf.lt.clear();
+                passes.buf.lt.resize(2 * nc, 0.0);
+                let mut info = ImpactReport::default();
+                passes.run(&pre, &pre.bn_impact, &pre.bt_impact, &mut tape.impact, &mut info.qp, &mut info.qcqp)?;
+                tape.has_impact = true;
+                let (ln, lt) = (&tape.impact.ln, &tape.impact.lt);
+                let (pn, pt) = restitution_impulses(&geoms, ln, lt);
+                pre.after_impact(model, dm, d, &s.q, &s.v, u, dt, &geoms, o, &pn, &pt)?;
+                info.last_change = tape.impact.last_change;
+                (info.lambda_n, info.lambda_t) = (pn, pt);
+                report.impact = Some(info);
             }
-            let (ln, lt) = (&buf.ln, &buf.lt);
+            // the step, warm-started by contact id from the input state
+            passes.buf.ln.clear();
+            passes.buf.ln.extend(contacts.iter().map(|c| s.warm.get(c.id).map_or(0.0, |w| w.normal)));
+            passes.buf.lt.clear();
+            passes.buf.lt.extend(contacts.iter().flat_map(|c| s.warm.get(c.id).map_or([0.0; 2], |w| w.tangent)));
+            passes.run(&pre, &pre.bn, &pre.bt, &mut tape.step, &mut report.qp, &mut report.qcqp)?;
+            report.last_change = tape.step.last_change;
+            let (ln, lt) = (&tape.step.ln, &tape.step.lt);
             vplus = apply_impulses(&pre, ln, lt);
-            report.residuals = residuals(&pre.jn, &pre.jt, &vplus, &pre.bn, &pre.vp, ln, lt, &buf.r, o);
+            report.residuals = residuals(&pre.jn, &pre.jt, &vplus, &pre.bn, &pre.vp, ln, lt, &passes.buf.r, o);
             out.warm.fill(contacts.iter().enumerate().map(|(i, c)| WarmImpulse {
                 id: c.id,
                 normal: ln[i],
@@ -384,15 +366,19 @@ impl NcpSolver {
             }));
             report.lambda_n = ln.clone();
             report.lambda_t = lt.clone();
+            if let Some(imp) = &report.impact {
+                report.lambda_n.iter_mut().zip(&imp.lambda_n).for_each(|(a, b)| *a += b);
+                report.lambda_t.iter_mut().zip(&imp.lambda_t).for_each(|(a, b)| *a += b);
+            }
         } else {
             out.warm.clear();
+            tape.step.passes.clear();
+            tape.step.ln.clear();
+            tape.step.lt.clear();
         }
-        ws.tape.passes.truncate(npass);
-        ws.tape.gn = pre.gn;
-        ws.tape.gt = pre.gt;
-        ws.tape.gnt = pre.gnt;
-        ws.tape.bn = pre.bn;
-        ws.tape.bt = pre.bt;
+        tape.gn = pre.gn;
+        tape.gt = pre.gt;
+        tape.gnt = pre.gnt;
         // (q⁺, v⁺) from v⁺ in the step's frame: q⁺ = q ⊕ Δt v⁺ (free joints: MuJoCo's Euler, `joints::advance_into`)
         out.q.resize(nq, 0.0);
         out.v.resize(vplus.len(), 0.0);
@@ -401,6 +387,96 @@ impl NcpSolver {
             return Err(SolverError::NonFinite { solver: "ncp", what: "(q or v)".into() });
         }
         Ok(report)
+    }
+}
+
+/// The staggered passes over the islands (spec 001 §3.5): λ_n ← QP(G_n, b_n + G_nt λ_t), λ_t ← QCQP(G_t,
+/// b_t + G_ntᵀ λ_n, μ λ_n), from the warm start in `buf`, recorded on a tape.
+struct Passes<'a> {
+    o: &'a NcpOptions,
+    contacts: &'a [ContactFrame],
+    islands: &'a mut Vec<Island>,
+    whole: bool,
+    admm: &'a mut HashMap<usize, (Admm, Admm)>,
+    buf: &'a mut StepBuffers,
+}
+
+impl Passes<'_> {
+    fn run(
+        &mut self,
+        pre: &Prelude<f64>,
+        bn: &[f64],
+        bt: &[f64],
+        tape: &mut PhaseTape,
+        qp_info: &mut Vec<AdmmInfo>,
+        qcqp_info: &mut Vec<AdmmInfo>,
+    ) -> Result<(), SolverError> {
+        let Passes { o, contacts, islands, whole, admm, buf } = self;
+        let (o, whole, nc) = (*o, *whole, contacts.len());
+        tape.lt_warm.clone_from(&buf.lt);
+        buf.r.resize(nc, 0.0);
+        let mut npass = 0;
+        for _ in 0..o.n_step.max(1) {
+            let (ln, lt) = (&mut buf.ln, &mut buf.lt);
+            buf.ln_old.clone_from(ln);
+            buf.lt_old.clone_from(lt);
+            if npass == tape.passes.len() {
+                tape.passes.push(Pass::default());
+            }
+            let pass = &mut tape.passes[npass];
+            npass += 1;
+            // QP: g_n = b_n + G_nt λ_t
+            pass.g_n.clear();
+            pass.g_n.extend((0..nc).map(|i| bn[i] + (0..2 * nc).map(|k| pre.gnt[(i, k)] * lt[k]).sum::<f64>()));
+            let mut info = AdmmInfo::default();
+            for (n_isl, isl) in islands.iter_mut().enumerate() {
+                let m = isl.idx.len();
+                let (qp, _) = admm.entry(m).or_insert_with(|| (Admm::new(m), Admm::new(2 * m)));
+                isl.load(&pass.g_n, ln, 1);
+                let p = if whole { &pre.gn } else { &isl.gn };
+                merge_info(&mut info, qp.solve(p, &isl.q, ConstraintSet::Nonneg, Some(&isl.warm), &o.admm)?, n_isl);
+                isl.store(qp.solution(), ln, 1);
+            }
+            qp_info.push(info);
+            // QCQP: g_t = b_t + G_ntᵀ λ_n, disks of radius μ λ_n
+            pass.g_t.clear();
+            pass.g_t.extend((0..2 * nc).map(|k| bt[k] + (0..nc).map(|i| pre.gnt[(i, k)] * ln[i]).sum::<f64>()));
+            for i in 0..nc {
+                buf.r[i] = contacts[i].mu * ln[i];
+            }
+            let mut info = AdmmInfo::default();
+            for (n_isl, isl) in islands.iter_mut().enumerate() {
+                let m = isl.idx.len();
+                let (_, qcqp) = admm.entry(m).or_insert_with(|| (Admm::new(m), Admm::new(2 * m)));
+                isl.load(&pass.g_t, lt, 2);
+                isl.r.clear();
+                isl.r.extend(isl.idx.iter().map(|&i| buf.r[i]));
+                let p = if whole { &pre.gt } else { &isl.gt };
+                let set = ConstraintSet::Friction { kind: o.friction_set, r: &isl.r };
+                merge_info(&mut info, qcqp.solve(p, &isl.q, set, Some(&isl.warm), &o.admm)?, n_isl);
+                isl.store(qcqp.solution(), lt, 2);
+            }
+            qcqp_info.push(info);
+            pass.lambda_n.clone_from(ln);
+            pass.lambda_t.clone_from(lt);
+            tape.last_change = ln
+                .iter()
+                .zip(&buf.ln_old)
+                .chain(lt.iter().zip(&buf.lt_old))
+                .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            let lmax = ln.iter().chain(lt.iter()).fold(0.0f64, |m, v| m.max(v.abs()));
+            if o.tolerance > 0.0 && tape.last_change <= o.tolerance * (1.0 + lmax) {
+                break;
+            }
+        }
+        tape.passes.truncate(npass);
+        tape.bn.clear();
+        tape.bn.extend_from_slice(bn);
+        tape.bt.clear();
+        tape.bt.extend_from_slice(bt);
+        tape.ln.clone_from(&buf.ln);
+        tape.lt.clone_from(&buf.lt);
+        Ok(())
     }
 }
 
@@ -413,18 +489,32 @@ pub(crate) struct Pass {
     pub lambda_t: Vec<f64>,
 }
 
-/// What the tangent Jacobians need from the last forward step.
+/// One solve of the staggered passes as executed (the impact's or the step's).
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Tape {
+pub(crate) struct PhaseTape {
     /// λ_t before the first pass (the warm start; its gradient is stopped, spec 001 §3.10)
     pub lt_warm: Vec<f64>,
     pub passes: Vec<Pass>,
-    pub gn: DMatrix<f64>,
-    pub gt: DMatrix<f64>,
-    /// the coupling block and the offsets (for the fixed-point derivative)
-    pub gnt: DMatrix<f64>,
+    /// the offsets and the solution
     pub bn: Vec<f64>,
     pub bt: Vec<f64>,
+    pub ln: Vec<f64>,
+    pub lt: Vec<f64>,
+    /// max |Δλ| of the last pass
+    pub last_change: f64,
+}
+
+/// What the tangent Jacobians need from the last forward step.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Tape {
+    pub gn: DMatrix<f64>,
+    pub gt: DMatrix<f64>,
+    /// the coupling block (for the fixed-point derivative)
+    pub gnt: DMatrix<f64>,
+    /// the impact's solve (when `has_impact`) and the step's
+    pub impact: PhaseTape,
+    pub has_impact: bool,
+    pub step: PhaseTape,
 }
 
 /// The smooth part of a step on any scalar T (f64 for the step, duals for its tangents): the sparse factor
@@ -442,13 +532,16 @@ pub(crate) struct Prelude<T: Scalar> {
     pub gn: DMatrix<T>,
     pub gt: DMatrix<T>,
     pub gnt: DMatrix<T>,
+    /// the step's offsets (from v^p)
     pub bn: Vec<T>,
     pub bt: Vec<T>,
+    /// the impact's offsets (from v; empty when no contact has ε > 0)
+    pub bn_impact: Vec<T>,
+    pub bt_impact: Vec<T>,
 }
 
-/// v^p = v + Δt M⁻¹ τ; G = YᵀY with Y = L⁻ᵀ Jᵀ (M = Lᵀ L); b_n = J_n v^p + r − K e with r = ε J_n v for a
-/// contact touching (φ ≤ 0) or, with ε > 0, closing within the step (J_n v Δt + φ ≤ 0), r = φ/Δt otherwise;
-/// b_t = J_t v^p.
+/// G = YᵀY with Y = L⁻ᵀ Jᵀ (M = Lᵀ L); v^p = S(v) (`smooth_velocity`) and the step's offsets
+/// (`step_offsets`); with a contact of ε > 0, the impact's offsets from v (`impact_offsets`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn prelude<T: Scalar>(
     model: &Model,
@@ -465,8 +558,6 @@ pub(crate) fn prelude<T: Scalar>(
     let nv = dm.nv;
     let mut l = DMatrix::zeros(nv, nv);
     crba_into(dm, q, d, &mut l).map_err(dyn_err)?;
-    let bias = nonlinear_effects(dm, q, v, d).map_err(dyn_err)?;
-    let passive = if o.passive { passive_forces_in(model, dm, d, q, v).map_err(dyn_err)? } else { vec![T::zero(); nv] };
     let mut lambda = vec![];
     dof_parents(dm, &mut lambda);
     if !ltl_in_place(&mut l, &lambda) {
@@ -475,14 +566,7 @@ pub(crate) fn prelude<T: Scalar>(
             problem: "the joint-space inertia matrix is not positive definite".into(),
         });
     }
-    let mut vp: Vec<T> = (0..nv).map(|k| u[k] - bias[k] + passive[k]).collect();
-    ltl_solve_in_place(&l, &lambda, &mut vp);
-    let h = T::c(dt);
-    for k in 0..nv {
-        vp[k] = v[k] + h * vp[k];
-    }
-    implicit_gyroscopic(dm, v, h, &mut vp);
-    add_free_frame_term(dm, v, h, &mut vp);
+    let vp = smooth_velocity(model, dm, d, &l, &lambda, q, v, u, dt, o)?;
     let nc = contacts.len();
     let (mut jn, mut jt) = (DMatrix::zeros(nc, nv), DMatrix::zeros(2 * nc, nv));
     forward_kinematics(dm, q, d);
@@ -492,36 +576,141 @@ pub(crate) fn prelude<T: Scalar>(
     let (mut gn, mut gt, mut gnt) =
         (DMatrix::zeros(nc, nc), DMatrix::zeros(2 * nc, 2 * nc), DMatrix::zeros(nc, 2 * nc));
     assemble(&l, &lambda, &jn, &jt, &pattern, &mut gn, &mut gt, &mut gnt);
-    let row_dot = |j: &DMatrix<T>, r: usize, c: usize, x: &[T]| -> T {
-        pattern.support(c).iter().fold(T::zero(), |acc, &k| acc + j[(r, k)] * x[k])
+    let mut pre = Prelude {
+        l,
+        lambda,
+        pattern,
+        vp,
+        jn,
+        jt,
+        gn,
+        gt,
+        gnt,
+        bn: vec![],
+        bt: vec![],
+        bn_impact: vec![],
+        bt_impact: vec![],
     };
-    let bn = (0..nc)
-        .map(|i| {
-            let c = &contacts[i];
-            let zero = T::zero();
-            let e = if c.distance.re() < 0.0 { -c.distance } else { zero };
-            let gap = if c.distance.re() > 0.0 { c.distance } else { zero };
-            // restitution from the approach velocity v_n = J_n v whatever the gap (docs/decisions.md): touching
-            // (φ ≤ 0), or with ε > 0 closing within the step (v_n Δt + φ ≤ 0, a primal branch): J_n v⁺ ≥ −ε v_n
-            // (closing: = max(−ε v_n, −φ⁺/Δt), as v_n ≤ −φ⁺/Δt ≤ 0: it bounces from where it is); a gap not
-            // closed this step: J_n v⁺ ≥ −φ⁺/Δt (no restitution, nor force, at a distance). Touching contacts keep
-            // ε v_n on both signs of v_n: smooth at rest (v_n = 0), where a switch would put every resting contact
-            // with ε > 0 on a kink. With ε = 0 exactly, J_n v⁺ ≥ −φ⁺/Δt: a closing contact lands on the surface
-            // instead of stopping up to |v_n| Δt short of it (held at a distance, the boxes of a jumbled stack
-            // hovered, and the friction solves stopped converging)
-            let vn = row_dot(&jn, i, i, v);
-            let closing = c.restitution.re() > 0.0 && vn.re() * dt + gap.re() <= 0.0;
-            let reach = if gap.re() <= 0.0 || closing { c.restitution * vn } else { gap / h };
-            row_dot(&jn, i, i, &vp) + reach - T::c(o.baumgarte) * e
-        })
-        .collect();
-    let bt = (0..2 * nc).map(|r| row_dot(&jt, r, r / 2, &vp)).collect();
-    Ok(Prelude { l, lambda, pattern, vp, jn, jt, gn, gt, gnt, bn, bt })
+    pre.step_offsets(contacts, dt, o);
+    if contacts.iter().any(|c| c.restitution.re() > 0.0) {
+        pre.impact_offsets(contacts, v, dt);
+    }
+    Ok(pre)
 }
 
-/// v⁺ = v^p + M⁻¹ (J_nᵀ λ_n + J_tᵀ λ_t) on any scalar.
-pub(crate) fn apply_impulses<T: Scalar>(pre: &Prelude<T>, ln: &[T], lt: &[T]) -> Vec<T> {
-    let nv = pre.vp.len();
+/// The smooth velocity update S (spec 001 §3.2): v^p = v + Δt M⁻¹ τ(q, v, u) with M = Lᵀ L factorised, the
+/// implicit gyroscopic torque of loose free bodies and the free joints' frame term.
+#[allow(clippy::too_many_arguments)]
+fn smooth_velocity<T: Scalar>(
+    model: &Model,
+    dm: &DynModel<T>,
+    d: &mut DynData<T>,
+    l: &DMatrix<T>,
+    lambda: &[usize],
+    q: &[T],
+    v: &[T],
+    u: &[T],
+    dt: f64,
+    o: &NcpOptions,
+) -> Result<Vec<T>, SolverError> {
+    let nv = dm.nv;
+    let bias = nonlinear_effects(dm, q, v, d).map_err(dyn_err)?;
+    let passive = if o.passive { passive_forces_in(model, dm, d, q, v).map_err(dyn_err)? } else { vec![T::zero(); nv] };
+    let mut vp: Vec<T> = (0..nv).map(|k| u[k] - bias[k] + passive[k]).collect();
+    ltl_solve_in_place(l, lambda, &mut vp);
+    let h = T::c(dt);
+    for k in 0..nv {
+        vp[k] = v[k] + h * vp[k];
+    }
+    implicit_gyroscopic(dm, v, h, &mut vp);
+    add_free_frame_term(dm, v, h, &mut vp);
+    Ok(vp)
+}
+
+impl<T: Scalar> Prelude<T> {
+    fn row_dot(&self, j: &DMatrix<T>, r: usize, c: usize, x: &[T]) -> T {
+        self.pattern.support(c).iter().fold(T::zero(), |acc, &k| acc + j[(r, k)] * x[k])
+    }
+
+    /// The step's offsets from v^p (docs/decisions.md row 9a): b_n = J_n v^p + φ⁺/Δt − K e (a gap may close
+    /// within the step but not be acted across; touching: J_n v⁺ ≥ K e), b_t = J_t v^p. Restitution is not here:
+    /// it is the impact's (`impact_offsets`, `restitution_impulses`), applied before the smooth forces.
+    fn step_offsets(&mut self, contacts: &[ContactGeom<T>], dt: f64, o: &NcpOptions) {
+        let h = T::c(dt);
+        let bn = (0..contacts.len())
+            .map(|i| {
+                let c = &contacts[i];
+                let zero = T::zero();
+                let e = if c.distance.re() < 0.0 { -c.distance } else { zero };
+                let gap = if c.distance.re() > 0.0 { c.distance } else { zero };
+                self.row_dot(&self.jn, i, i, &self.vp) + gap / h - T::c(o.baumgarte) * e
+            })
+            .collect();
+        let bt = (0..2 * contacts.len()).map(|r| self.row_dot(&self.jt, r, r / 2, &self.vp)).collect();
+        (self.bn, self.bt) = (bn, bt);
+    }
+
+    /// The impact's offsets from the pre-step velocity v (no smooth forces): b_n = J_n v + ρ, ρ = 0 for a contact
+    /// touching (φ ≤ 0) or, with ε > 0, closing within the step (J_n v Δt + φ⁺ ≤ 0, a primal branch: it is struck
+    /// from where it is), ρ = φ⁺/Δt otherwise; b_t = J_t v.
+    fn impact_offsets(&mut self, contacts: &[ContactGeom<T>], v: &[T], dt: f64) {
+        let h = T::c(dt);
+        let bn = (0..contacts.len())
+            .map(|i| {
+                let c = &contacts[i];
+                let vn = self.row_dot(&self.jn, i, i, v);
+                let gap = if c.distance.re() > 0.0 { c.distance } else { T::zero() };
+                let struck = gap.re() <= 0.0 || (c.restitution.re() > 0.0 && vn.re() * dt + gap.re() <= 0.0);
+                if struck {
+                    vn
+                } else {
+                    vn + gap / h
+                }
+            })
+            .collect();
+        let bt = (0..2 * contacts.len()).map(|r| self.row_dot(&self.jt, r, r / 2, v)).collect();
+        (self.bn_impact, self.bt_impact) = (bn, bt);
+    }
+
+    /// After the impact: v^p = S(v + M⁻¹ Jᵀ P) for the impact's impulses P (`restitution_impulses`), and the
+    /// step's offsets from it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn after_impact(
+        &mut self,
+        model: &Model,
+        dm: &DynModel<T>,
+        d: &mut DynData<T>,
+        q: &[T],
+        v: &[T],
+        u: &[T],
+        dt: f64,
+        contacts: &[ContactGeom<T>],
+        o: &NcpOptions,
+        pn: &[T],
+        pt: &[T],
+    ) -> Result<(), SolverError> {
+        let struck = impulse_velocity(self, v, pn, pt);
+        self.vp = smooth_velocity(model, dm, d, &self.l, &self.lambda, q, &struck, u, dt, o)?;
+        self.step_offsets(contacts, dt, o);
+        Ok(())
+    }
+}
+
+/// The impact's impulses from its compression impulses P_c (spec 001 eq. (3) as amended, docs/decisions.md row
+/// 9a): P = (1 + ε) ⊙ P_c per contact, normal and friction alike (Poisson's hypothesis). With one ε per island it
+/// never adds kinetic energy; with unequal ε (a bouncy ball on a box resting on the floor) the restitution may
+/// push a body into a resting contact, and the step's solve takes that velocity out (tested, tests/ncp_energy.rs).
+pub(crate) fn restitution_impulses<T: Scalar>(contacts: &[ContactGeom<T>], ln: &[T], lt: &[T]) -> (Vec<T>, Vec<T>) {
+    let one = T::one();
+    (
+        (0..ln.len()).map(|i| (one + contacts[i].restitution) * ln[i]).collect(),
+        (0..lt.len()).map(|k| (one + contacts[k / 2].restitution) * lt[k]).collect(),
+    )
+}
+
+/// base + M⁻¹ (J_nᵀ λ_n + J_tᵀ λ_t) on any scalar.
+fn impulse_velocity<T: Scalar>(pre: &Prelude<T>, base: &[T], ln: &[T], lt: &[T]) -> Vec<T> {
+    let nv = base.len();
     let mut f = vec![T::zero(); nv];
     for i in 0..ln.len() {
         for &k in pre.pattern.support(i) {
@@ -529,7 +718,12 @@ pub(crate) fn apply_impulses<T: Scalar>(pre: &Prelude<T>, ln: &[T], lt: &[T]) ->
         }
     }
     ltl_solve_in_place(&pre.l, &pre.lambda, &mut f);
-    (0..nv).map(|k| pre.vp[k] + f[k]).collect()
+    (0..nv).map(|k| base[k] + f[k]).collect()
+}
+
+/// v⁺ = v^p + M⁻¹ (J_nᵀ λ_n + J_tᵀ λ_t) on any scalar.
+pub(crate) fn apply_impulses<T: Scalar>(pre: &Prelude<T>, ln: &[T], lt: &[T]) -> Vec<T> {
+    impulse_velocity(pre, &pre.vp, ln, lt)
 }
 
 /// NCP residuals (§3.9) at v⁺: Signorini on u_n + (b_n − J_n v^p) (the same offsets as the QP), the friction

@@ -14,7 +14,10 @@ use super::backward::ReducedKkt;
 use super::fixed_point::FixedPointKkt;
 use super::kinematics::{pair_source, ContactFrame, ContactGeom};
 use super::sets::{friction_gauge, ConstraintSet};
-use super::staggered::{apply_impulses, dyn_err, prelude, NcpGradient, NcpReport, NcpSolver, NcpWorkspace};
+use super::staggered::{
+    apply_impulses, dyn_err, prelude, restitution_impulses, NcpGradient, NcpOptions, NcpReport, NcpSolver,
+    NcpWorkspace, PhaseTape, Tape,
+};
 use crate::generalized::{dual_tangent, GenState};
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
@@ -177,45 +180,13 @@ impl NcpSolver {
         forward_kinematics(&ws.dm, &s.q, &mut d0);
         let anchors: Vec<Anchor> =
             contacts.iter().map(|c| Anchor::new(c, &d0.o_m[c.body_a], &d0.o_m[c.body_b])).collect();
-        // the derivative: of the converged fixed point (one coupled system) or of the executed cascade (one
-        // reduced KKT system per recorded QP / QCQP); either is factorised once and shared by every direction
+        // the derivative of each solve (the impact's, the step's): of the converged fixed point (one coupled
+        // system) or of the executed cascade (one reduced KKT system per recorded QP / QCQP); either is
+        // factorised once and shared by every direction
         let tape = &ws.tape;
-        let lmax = report.lambda_n.iter().chain(&report.lambda_t).fold(0.0f64, |m, v| m.max(v.abs()));
-        let converged = report.last_change <= 1e-9 * (1.0 + lmax);
-        // a contact strictly inside its friction set with a normal impulse: the only case where Auto may need the
-        // fixed point of an unconverged step (its SVD is skipped otherwise)
-        let (ln, lt) = (&report.lambda_n, &report.lambda_t);
-        let may_stick = (0..nc).any(|i| {
-            let r = contacts[i].mu * ln[i];
-            r > 0.0 && friction_gauge(o.friction_set, lt[2 * i], lt[2 * i + 1]) < r * (1.0 - 1e-6)
-        });
-        let fp = match o.gradient {
-            NcpGradient::Cascade => None,
-            _ if nc == 0 => None,
-            NcpGradient::Auto if !converged && !may_stick => None,
-            g => {
-                let mu: Vec<f64> = contacts.iter().map(|c| c.mu).collect();
-                let k =
-                    FixedPointKkt::new(&tape.gn, &tape.gt, &tape.gnt, &tape.bn, &tape.bt, ln, lt, &mu, o.friction_set)?;
-                // Auto: the fixed point where it is the step's derivative and the cascade may not be — redundant
-                // impulses with a sticking contact (the passes' polished sub-problems move along their solution
-                // sets, and their chained derivatives follow: 2.1e-4 off under a tilt, docs/gradients.md) — or
-                // where both agree and it is cheaper (converged passes, unique impulses); the cascade otherwise
-                // (redundant sliding impulses: the executed passes choose among equivalent λ_n, and so must
-                // their derivative)
-                let use_fp = if k.rank_deficient { k.sticking } else { converged };
-                (g == NcpGradient::FixedPoint || use_fp).then_some(k)
-            }
-        };
-        let fixed_point = fp.is_some();
-        let mut kkts = Vec::with_capacity(tape.passes.len());
-        for p in tape.passes.iter().filter(|_| !fixed_point) {
-            let r: Vec<f64> = (0..nc).map(|i| contacts[i].mu * p.lambda_n[i]).collect();
-            let kn = ReducedKkt::new(&tape.gn, &p.g_n, &p.lambda_n, ConstraintSet::Nonneg)?;
-            let set = ConstraintSet::Friction { kind: o.friction_set, r: &r };
-            let kt = ReducedKkt::new(&tape.gt, &p.g_t, &p.lambda_t, set)?;
-            kkts.push((kn, kt));
-        }
+        let mu: Vec<f64> = contacts.iter().map(|c| c.mu).collect();
+        let impact = if tape.has_impact { Some(PhaseJvp::new(tape, &tape.impact, &mu, o)?) } else { None };
+        let step = PhaseJvp::new(tape, &tape.step, &mu, o)?;
         let table = model.param_table();
         let theta = model.param_vector();
         // the shape whose parameter supplies each contact's μ / ε (collision contacts whose value is still the
@@ -288,37 +259,17 @@ impl NcpSolver {
                     g
                 })
                 .collect();
-            let pre = prelude(model, dm, &mut d, &ws.body_joint, &q, &v, &uu, dt, &geoms, o)?;
-            // tangents of the impulses: at the fixed point, or through the staggered passes
-            let (mut dln, mut dlt) = (vec![0.0; nc], vec![0.0; 2 * nc]);
-            let (mut ln, mut lt) = (vec![0.0; nc], tape.lt_warm.clone());
+            let mut pre = prelude(model, dm, &mut d, &ws.body_joint, &q, &v, &uu, dt, &geoms, o)?;
             let (dgn, dgt, dgnt) = (eps_mat(&pre.gn), eps_mat(&pre.gt), eps_mat(&pre.gnt));
-            let gnt = pre.gnt.map(|x| x.re);
-            if let Some(fp) = &fp {
-                let dbn: Vec<f64> = pre.bn.iter().map(|v| v.eps).collect();
-                let dbt: Vec<f64> = pre.bt.iter().map(|v| v.eps).collect();
-                let dmu: Vec<f64> = geoms.iter().map(|g| g.mu.eps).collect();
-                (dln, dlt) = fp.jvp(&dgn, &dgt, &dgnt, &dbn, &dbt, &dmu);
-                ln.copy_from_slice(&report.lambda_n);
-                lt.copy_from_slice(&report.lambda_t);
+            let dmu: Vec<f64> = geoms.iter().map(|g| g.mu.eps).collect();
+            let g = PhaseGrads { contacts, gnt: &tape.gnt, dgn: &dgn, dgt: &dgt, dgnt: &dgnt, dmu: &dmu };
+            if let Some(imp) = &impact {
+                // the impact's impulses and restitution, then the step from S(v + M⁻¹ Jᵀ P)
+                let (ln, lt) = imp.jvp(&tape.impact, &g, &pre.bn_impact, &pre.bt_impact);
+                let (pn, pt) = restitution_impulses(&geoms, &ln, &lt);
+                pre.after_impact(model, dm, &mut d, &q, &v, &uu, dt, &geoms, o, &pn, &pt)?;
             }
-            for (p, (kn, kt)) in tape.passes.iter().zip(&kkts) {
-                let dg_n: Vec<f64> = (0..nc)
-                    .map(|i| {
-                        pre.bn[i].eps + (0..2 * nc).map(|k| dgnt[(i, k)] * lt[k] + gnt[(i, k)] * dlt[k]).sum::<f64>()
-                    })
-                    .collect();
-                dln = kn.jvp(Some(&dgn), &dg_n, &[]);
-                ln.copy_from_slice(&p.lambda_n);
-                let dg_t: Vec<f64> = (0..2 * nc)
-                    .map(|k| pre.bt[k].eps + (0..nc).map(|i| dgnt[(i, k)] * ln[i] + gnt[(i, k)] * dln[i]).sum::<f64>())
-                    .collect();
-                let dr: Vec<f64> = (0..nc).map(|i| geoms[i].mu.eps * ln[i] + contacts[i].mu * dln[i]).collect();
-                dlt = kt.jvp(Some(&dgt), &dg_t, &dr);
-                lt.copy_from_slice(&p.lambda_t);
-            }
-            let lnd: Vec<Dual64> = (0..nc).map(|i| Dual64::new(ln[i], dln[i])).collect();
-            let ltd: Vec<Dual64> = (0..2 * nc).map(|k| Dual64::new(lt[k], dlt[k])).collect();
+            let (lnd, ltd) = step.jvp(&tape.step, &g, &pre.bn, &pre.bt);
             let vplus = if nc > 0 { apply_impulses(&pre, &lnd, &ltd) } else { pre.vp.clone() };
             let (mut q1, mut v1) = (q.clone(), vplus.clone());
             advance_into(dm, &q, &vplus, Dual64::from(dt), &mut q1, &mut v1);
@@ -342,6 +293,95 @@ impl NcpSolver {
             d_restitution: cols.column(ndir - 1).iter().copied().collect(),
         };
         Ok((jac, next, report))
+    }
+}
+
+/// What a solve's tangents need beside its tape: the contacts, G_nt and the direction's block and μ tangents.
+struct PhaseGrads<'a> {
+    contacts: &'a [ContactFrame],
+    gnt: &'a DMatrix<f64>,
+    dgn: &'a DMatrix<f64>,
+    dgt: &'a DMatrix<f64>,
+    dgnt: &'a DMatrix<f64>,
+    dmu: &'a [f64],
+}
+
+/// The derivative of one solve of the staggered passes: the fixed point's, or the executed cascade's.
+struct PhaseJvp {
+    fp: Option<FixedPointKkt>,
+    kkts: Vec<(ReducedKkt, ReducedKkt)>,
+}
+
+impl PhaseJvp {
+    fn new(tape: &Tape, ph: &PhaseTape, mu: &[f64], o: &NcpOptions) -> Result<Self, SolverError> {
+        let nc = mu.len();
+        let lmax = ph.ln.iter().chain(&ph.lt).fold(0.0f64, |m, v| m.max(v.abs()));
+        let converged = ph.last_change <= 1e-9 * (1.0 + lmax);
+        // a contact strictly inside its friction set with a normal impulse: the only case where Auto may need the
+        // fixed point of an unconverged step (its SVD is skipped otherwise)
+        let (ln, lt) = (&ph.ln, &ph.lt);
+        let may_stick = (0..nc).any(|i| {
+            let r = mu[i] * ln[i];
+            r > 0.0 && friction_gauge(o.friction_set, lt[2 * i], lt[2 * i + 1]) < r * (1.0 - 1e-6)
+        });
+        let fp = match o.gradient {
+            NcpGradient::Cascade => None,
+            _ if nc == 0 => None,
+            NcpGradient::Auto if !converged && !may_stick => None,
+            g => {
+                let k = FixedPointKkt::new(&tape.gn, &tape.gt, &tape.gnt, &ph.bn, &ph.bt, ln, lt, mu, o.friction_set)?;
+                // Auto: the fixed point where it is the step's derivative and the cascade may not be — redundant
+                // impulses with a sticking contact (the passes' polished sub-problems move along their solution
+                // sets, and their chained derivatives follow: 2.1e-4 off under a tilt, docs/gradients.md) — or
+                // where both agree and it is cheaper (converged passes, unique impulses); the cascade otherwise
+                // (redundant sliding impulses: the executed passes choose among equivalent λ_n, and so must
+                // their derivative)
+                let use_fp = if k.rank_deficient { k.sticking } else { converged };
+                (g == NcpGradient::FixedPoint || use_fp).then_some(k)
+            }
+        };
+        let mut kkts = Vec::with_capacity(ph.passes.len());
+        for p in ph.passes.iter().filter(|_| fp.is_none()) {
+            let r: Vec<f64> = (0..nc).map(|i| mu[i] * p.lambda_n[i]).collect();
+            let kn = ReducedKkt::new(&tape.gn, &p.g_n, &p.lambda_n, ConstraintSet::Nonneg)?;
+            let set = ConstraintSet::Friction { kind: o.friction_set, r: &r };
+            let kt = ReducedKkt::new(&tape.gt, &p.g_t, &p.lambda_t, set)?;
+            kkts.push((kn, kt));
+        }
+        Ok(PhaseJvp { fp, kkts })
+    }
+
+    /// The impulses with their tangents for the offsets' tangents (dual `bn`, `bt`): at the fixed point, or
+    /// through the staggered passes (the warm start's tangent stopped).
+    fn jvp(&self, ph: &PhaseTape, g: &PhaseGrads, bn: &[Dual64], bt: &[Dual64]) -> (Vec<Dual64>, Vec<Dual64>) {
+        let nc = g.contacts.len();
+        let (mut dln, mut dlt) = (vec![0.0; nc], vec![0.0; 2 * nc]);
+        let (mut ln, mut lt) = (vec![0.0; nc], ph.lt_warm.clone());
+        let dbn: Vec<f64> = bn.iter().map(|v| v.eps).collect();
+        let dbt: Vec<f64> = bt.iter().map(|v| v.eps).collect();
+        if let Some(fp) = &self.fp {
+            (dln, dlt) = fp.jvp(g.dgn, g.dgt, g.dgnt, &dbn, &dbt, g.dmu);
+            ln.copy_from_slice(&ph.ln);
+            lt.copy_from_slice(&ph.lt);
+        }
+        let (gnt, dgnt) = (g.gnt, g.dgnt);
+        for (p, (kn, kt)) in ph.passes.iter().zip(&self.kkts) {
+            let dg_n: Vec<f64> = (0..nc)
+                .map(|i| dbn[i] + (0..2 * nc).map(|k| dgnt[(i, k)] * lt[k] + gnt[(i, k)] * dlt[k]).sum::<f64>())
+                .collect();
+            dln = kn.jvp(Some(g.dgn), &dg_n, &[]);
+            ln.copy_from_slice(&p.lambda_n);
+            let dg_t: Vec<f64> = (0..2 * nc)
+                .map(|k| dbt[k] + (0..nc).map(|i| dgnt[(i, k)] * ln[i] + gnt[(i, k)] * dln[i]).sum::<f64>())
+                .collect();
+            let dr: Vec<f64> = (0..nc).map(|i| g.dmu[i] * ln[i] + g.contacts[i].mu * dln[i]).collect();
+            dlt = kt.jvp(Some(g.dgt), &dg_t, &dr);
+            lt.copy_from_slice(&p.lambda_t);
+        }
+        (
+            (0..nc).map(|i| Dual64::new(ln[i], dln[i])).collect(),
+            (0..2 * nc).map(|k| Dual64::new(lt[k], dlt[k])).collect(),
+        )
     }
 }
 
