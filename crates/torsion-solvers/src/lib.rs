@@ -1,5 +1,6 @@
 #![allow(clippy::too_many_arguments, clippy::needless_range_loop)]
 //! torsion-solvers: the [`Solver`] / [`DiffSolver`] traits (design.md §3) and the steppers.
+pub mod contact;
 pub mod featherstone;
 pub mod generalized;
 pub mod ncp;

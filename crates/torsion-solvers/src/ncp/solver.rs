@@ -2,12 +2,12 @@
 //! detection (torsion-collision) at the step's configuration, then the staggered-projection step. The pair's
 //! friction coefficient is the larger of the two shapes' `friction[0]` (MuJoCo's default combination), its
 //! restitution the larger of their `restitution`: both are model parameters (`shape_friction[·]`,
-//! `shape_restitution[·]`), differentiated through the shape supplying the maximum (`kinematics::pair_source`).
+//! `shape_restitution[·]`), differentiated through the shape supplying the maximum (`contact::frames::pair_source`).
 //! The contact frames used by a step are recorded with it, so its derivatives see the same frames. The warm
 //! start (impulses and tangent t1 by contact id) is `GenState::warm`: read from the input state (the tangents
 //! continue from its t1), written to the output — nothing carries over in the workspace (design.md §3).
-use super::kinematics::{pair_source, ContactFrame};
 use super::staggered::{NcpReport, NcpSolver, NcpWorkspace};
+use crate::contact::frames::{contact_key, frames_from_collision, ContactFrame};
 use crate::generalized::{self, transposed_jacobian_product, ContactWarmStart, GenState};
 use crate::solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use torsion_collision::{CollisionWorld, Contacts};
@@ -35,23 +35,6 @@ pub struct NcpRecord {
 
 fn collision_err(e: torsion_collision::CollisionError) -> SolverError {
     SolverError::Unsupported { solver: "ncp", problem: e.to_string() }
-}
-
-/// A persistent u64 key of a collision contact id (for warm starts).
-fn key(id: &torsion_collision::ContactId) -> u64 {
-    let mut h = (id.geom_a as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    h ^= (id.geom_b as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F).rotate_left(21);
-    h ^ id.feature.wrapping_mul(0x1656_67B1_9E37_79F9).rotate_left(42)
-}
-
-/// A shape's radius of curvature at any contact point, when it is the same everywhere it can touch (spheres;
-/// capsules, whose contacts are on their hemispherical caps or rolling sides); 0 for polyhedral shapes and
-/// planes. Cylinders and ellipsoids (curved, but not with one radius) are treated as 0 (docs/gradients.md).
-fn surface_radius(kind: &torsion_model::ShapeKind) -> f64 {
-    match *kind {
-        torsion_model::ShapeKind::Sphere { radius } | torsion_model::ShapeKind::Capsule { radius, .. } => radius,
-        _ => 0.0,
-    }
 }
 
 impl NcpSolver {
@@ -107,28 +90,9 @@ impl NcpSolver {
         }
         let poses =
             model.forward_kinematics(q).map_err(|e| SolverError::BadInput { solver: "ncp", problem: e.to_string() })?;
-        let previous_t1 = |id: &torsion_collision::ContactId| warm.get(key(id)).map(|w| w.t1.into());
+        let previous_t1 = |id: &torsion_collision::ContactId| warm.get(contact_key(id)).map(|w| w.t1.into());
         ws.world.detect_with_tangents(&poses, &previous_t1, &mut ws.contacts).map_err(collision_err)?;
-        ws.frames.clear();
-        for c in &ws.contacts.contacts {
-            let (sa, sb) = (&model.shapes[c.geom_a], &model.shapes[c.geom_b]);
-            let shapes = [c.geom_a, c.geom_b];
-            let mu = model.shapes[pair_source(shapes, sa.friction[0], sb.friction[0])].friction[0];
-            let restitution = model.shapes[pair_source(shapes, sa.restitution, sb.restitution)].restitution;
-            ws.frames.push(ContactFrame {
-                body_a: c.body_a,
-                body_b: c.body_b,
-                point: c.point,
-                normal: c.normal,
-                tangents: c.tangents,
-                distance: c.distance,
-                mu,
-                restitution,
-                shapes: Some(shapes),
-                id: key(&c.id),
-                radius: [surface_radius(&model.shapes[c.geom_a].kind), surface_radius(&model.shapes[c.geom_b].kind)],
-            });
-        }
+        frames_from_collision(model, &ws.contacts, &mut ws.frames);
         Ok(())
     }
 }

@@ -9,15 +9,13 @@
 //! (material points) and normals / tangents with body B; the contact set itself is held fixed (a new or lost
 //! contact is a non-smooth point, docs/gradients.md). A selected contact-material parameter
 //! (`shape_friction[·]` / `shape_restitution[·]`) seeds the μ / ε tangent of exactly the contacts whose pair
-//! value it supplies (`kinematics::pair_source`); the dynamics model is then not rebuilt.
+//! value it supplies (`contact::frames::pair_source`); the dynamics model is then not rebuilt.
 use super::backward::ReducedKkt;
 use super::fixed_point::FixedPointKkt;
-use super::kinematics::{pair_source, ContactFrame, ContactGeom};
 use super::sets::{friction_gauge, ConstraintSet};
-use super::staggered::{
-    apply_impulses, dyn_err, prelude, restitution_impulses, NcpGradient, NcpOptions, NcpReport, NcpSolver,
-    NcpWorkspace, PhaseTape, Tape,
-};
+use super::staggered::{dyn_err, NcpGradient, NcpOptions, NcpReport, NcpSolver, NcpWorkspace, PhaseTape, Tape};
+use crate::contact::frames::{pair_source, ContactFrame, ContactGeom};
+use crate::contact::prelude::{apply_impulses, prelude, restitution_impulses};
 use crate::generalized::{dual_tangent, GenState};
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
@@ -174,6 +172,7 @@ impl NcpSolver {
         let mut next = s.clone();
         let report = self.step_with_contacts(model, ws, s, u, dt, contacts, &mut next)?;
         let o = &self.options;
+        let po = o.prelude();
         let (nv, nc) = (ws.dm.nv, contacts.len());
         // contact anchors at the base state, in body frames (see `Anchor`)
         let mut d0 = DynData::new(&ws.dm);
@@ -259,7 +258,7 @@ impl NcpSolver {
                     g
                 })
                 .collect();
-            let mut pre = prelude(model, dm, &mut d, &ws.body_joint, &q, &v, &uu, dt, &geoms, o)?;
+            let mut pre = prelude(model, dm, &mut d, &ws.body_joint, &q, &v, &uu, dt, &geoms, &po)?;
             let (dgn, dgt, dgnt) = (eps_mat(&pre.gn), eps_mat(&pre.gt), eps_mat(&pre.gnt));
             let dmu: Vec<f64> = geoms.iter().map(|g| g.mu.eps).collect();
             let g = PhaseGrads { contacts, gnt: &tape.gnt, dgn: &dgn, dgt: &dgt, dgnt: &dgnt, dmu: &dmu };
@@ -267,7 +266,7 @@ impl NcpSolver {
                 // the impact's impulses and restitution, then the step from S(v + M⁻¹ Jᵀ P)
                 let (ln, lt) = imp.jvp(&tape.impact, &g, &pre.bn_impact, &pre.bt_impact);
                 let (pn, pt) = restitution_impulses(&geoms, &ln, &lt);
-                pre.after_impact(model, dm, &mut d, &q, &v, &uu, dt, &geoms, o, &pn, &pt)?;
+                pre.after_impact(model, dm, &mut d, &q, &v, &uu, dt, &geoms, &po, &pn, &pt)?;
             }
             let (lnd, ltd) = step.jvp(&tape.step, &g, &pre.bn, &pre.bt);
             let vplus = if nc > 0 { apply_impulses(&pre, &lnd, &ltd) } else { pre.vp.clone() };

@@ -11,11 +11,11 @@ use torsion_dynamics::ltl::{lt_solve_on, NO_DOF};
 use torsion_dynamics::DynModel;
 use torsion_math::Scalar;
 
-use super::kinematics::ContactGeom;
+use super::frames::ContactGeom;
 
 /// Which DoFs each contact touches, and the islands.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct ContactPattern {
+pub struct ContactPattern {
     /// contact c's support: `dofs[start[c]..start[c + 1]]`, ascending
     pub start: Vec<usize>,
     pub dofs: Vec<usize>,
@@ -218,8 +218,8 @@ pub(crate) fn assemble<T: Scalar>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::kinematics::{body_joints, contact_jacobians};
-    use super::super::staggered::{apply_impulses, prelude, NcpOptions};
+    use super::super::frames::{body_joints, contact_jacobians};
+    use super::super::prelude::{apply_impulses, prelude, PreludeOptions};
     use super::*;
     use torsion_dynamics::{crba, forward_kinematics, nonlinear_effects, DynData};
     use torsion_math::Vec3;
@@ -286,7 +286,7 @@ mod tests {
         let pairs = [(1, 0), (2, 1), (3, 2), (2, 3), (4, 0), (8, 5), (7, 0), (8, 6), (11, 9), (10, 0), (6, 0), (0, 0)];
         let contacts: Vec<_> = pairs.iter().enumerate().map(|(k, &(a, b))| geom(a, b, k)).collect();
         let nc = contacts.len();
-        let o = NcpOptions { baumgarte: 3.0, ..Default::default() };
+        let o = PreludeOptions { solver: "test", passive: true, baumgarte: 3.0 };
         let pre = prelude(&m, &dm, &mut d, &bj, &q, &v, &u, 0.01, &contacts, &o).unwrap();
         // dense reference
         let mut dd = DynData::new(&dm);

@@ -3,9 +3,11 @@
 //! contact frame: J_n(i) = n_iᵀ J_i, J_t(i) = [t1_i t2_i]ᵀ J_i. n points from B to A, so J_n v > 0 separates.
 //! A fixed body (the ground) contributes nothing.
 use nalgebra::DMatrix;
+use torsion_collision::Contacts;
 use torsion_dynamics::{DynData, DynModel};
 use torsion_math::spatial::{ang, lin};
 use torsion_math::{Scalar, Vec3};
+use torsion_model::Model;
 
 /// One contact as the stepper sees it.
 #[derive(Clone, Debug, PartialEq)]
@@ -114,6 +116,49 @@ pub fn contact_jacobians<T: Scalar>(
                 b = dm.parent[j];
             }
         }
+    }
+}
+
+/// A persistent u64 key of a collision contact id (for warm starts).
+pub fn contact_key(id: &torsion_collision::ContactId) -> u64 {
+    let mut h = (id.geom_a as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    h ^= (id.geom_b as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F).rotate_left(21);
+    h ^ id.feature.wrapping_mul(0x1656_67B1_9E37_79F9).rotate_left(42)
+}
+
+/// A shape's radius of curvature at any contact point, when it is the same everywhere it can touch (spheres;
+/// capsules, whose contacts are on their hemispherical caps or rolling sides); 0 for polyhedral shapes and
+/// planes. Cylinders and ellipsoids (curved, but not with one radius) are treated as 0 (docs/gradients.md).
+fn surface_radius(kind: &torsion_model::ShapeKind) -> f64 {
+    match *kind {
+        torsion_model::ShapeKind::Sphere { radius } | torsion_model::ShapeKind::Capsule { radius, .. } => radius,
+        _ => 0.0,
+    }
+}
+
+/// The contact frames of detected contacts, converted once (the frames every contact solver takes): the pair's μ
+/// and ε are the larger of the two shapes' values (`pair_source`), the id a persistent key (`contact_key`), the
+/// radii those of the shapes' surfaces (`surface_radius`).
+pub fn frames_from_collision(model: &Model, contacts: &Contacts, frames: &mut Vec<ContactFrame>) {
+    frames.clear();
+    for c in &contacts.contacts {
+        let (sa, sb) = (&model.shapes[c.geom_a], &model.shapes[c.geom_b]);
+        let shapes = [c.geom_a, c.geom_b];
+        let mu = model.shapes[pair_source(shapes, sa.friction[0], sb.friction[0])].friction[0];
+        let restitution = model.shapes[pair_source(shapes, sa.restitution, sb.restitution)].restitution;
+        frames.push(ContactFrame {
+            body_a: c.body_a,
+            body_b: c.body_b,
+            point: c.point,
+            normal: c.normal,
+            tangents: c.tangents,
+            distance: c.distance,
+            mu,
+            restitution,
+            shapes: Some(shapes),
+            id: contact_key(&c.id),
+            radius: [surface_radius(&sa.kind), surface_radius(&sb.kind)],
+        });
     }
 }
 
