@@ -2,7 +2,8 @@
 //! exact cone) timed per call for BENCHMARKS.md "Contact step": a cube resting / sliding on a plane, and 20 boxes
 //! dropped in a jumbled stack, and in 4 stacks of 5 (4 independent contact islands; also timed with the islands
 //! not split) (timed after 100 settling steps, so most contacts are active). Single thread, median
-//! of batches. Usage: cargo run --release -p torsion-bench --bin ncp_step [-- --no-polish]
+//! of batches. The landing cube (1 m/s down, touching) is timed at its impact step: with ε = 0.5 a step makes the
+//! impact solve before the step's (docs/decisions.md row 9a). Usage: cargo run --release -p torsion-bench --bin ncp_step [-- --no-polish]
 use serde_json::json;
 use std::time::Instant;
 use torsion_model::io::mjcf::load_mjcf_str;
@@ -37,17 +38,28 @@ fn main() {
     for (name, n, stacks, vx, settle, split) in [
         ("cube resting", 1usize, 1usize, 0.0, 50usize, true),
         ("cube sliding", 1, 1, 2.0, 0, true),
+        ("cube landing at 1 m/s, ε = 0", 1, 1, -1.0, 0, true),
+        ("cube landing at 1 m/s, ε = 0.5 (impact solve)", 1, 1, -1.0, 0, true),
+        ("cube resting, ε = 0.5", 1, 1, 0.0, 50, true),
         ("20 boxes, jumbled stack", 20, 1, 0.0, 100, true),
         ("20 boxes, 4 stacks of 5", 20, 4, 0.0, 100, true),
         ("20 boxes, 4 stacks of 5, islands not split", 20, 4, 0.0, 100, false),
     ] {
-        let m = load_mjcf_str(&scene(n, stacks), "scene.xml", None).unwrap();
+        let mut m = load_mjcf_str(&scene(n, stacks), "scene.xml", None).unwrap();
+        if name.contains("ε = 0.5") {
+            m.shapes.iter_mut().for_each(|s| s.restitution = 0.5);
+        }
         let mut ws = solver.workspace(&m).unwrap();
         ws.ncp.split_islands = split;
         let mut s = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
         if n == 1 {
             s.q[2] = 0.0999;
-            s.v[3] = vx;
+            // landing: straight down (the free joint's linear velocity, body frame = world at identity)
+            if vx < 0.0 {
+                s.v[5] = vx;
+            } else {
+                s.v[3] = vx;
+            }
         }
         let u = Control::from_torques(&vec![0.0; m.nv()]);
         let mut next = s.clone();
@@ -78,7 +90,7 @@ fn main() {
         let r = &ws.report;
         out.push(json!({
             "scene": name, "polish": polish, "bodies": n, "islands_split": split, "nv": m.nv(), "contacts": contacts, "step_us": v[7], "detect_us": detect_us,
-            "passes": r.qp.len(), "qp_iterations_mean": r.qp.iter().map(|i| i.iterations).sum::<usize>() as f64 / r.qp.len().max(1) as f64,
+            "impact_solve": r.impact.is_some(), "passes": r.qp.len(), "qp_iterations_mean": r.qp.iter().map(|i| i.iterations).sum::<usize>() as f64 / r.qp.len().max(1) as f64,
             "qcqp_iterations_mean": r.qcqp.iter().map(|i| i.iterations).sum::<usize>() as f64 / r.qcqp.len().max(1) as f64,
             "residuals": {"signorini": r.residuals.signorini, "cone": r.residuals.cone, "mdp_sliding": r.residuals.mdp_sliding, "mdp_sticking": r.residuals.mdp_sticking},
         }));

@@ -18,7 +18,7 @@
 //! the penetration e = max(0, −φ) (§3.3); φ⁺/Δt with φ⁺ = max(φ, 0): a contact detected with a gap may close it
 //! within the step but not act across it (speculative contact; no force at a distance). The friction set is the
 //! exact disk (default) or a pyramid (§3.11 item 9). The step's solve is warm-started by persistent contact id
-//! (`GenState::warm`); the impact's is cold. Every step reports its ADMM results and the NCP residuals of §3.9;
+//! (`GenState::warm`); the impact's is cold, and skipped when no contact approaches (every impact offset ≥ 0). Every step reports its ADMM results and the NCP residuals of §3.9;
 //! failures are reported, never hidden. Contacts sharing no moving body tree form independent problems
 //! (islands), solved one by one.
 use super::admm::{Admm, AdmmInfo, AdmmOptions};
@@ -338,7 +338,11 @@ impl NcpSolver {
                 isl.gather(idx, &pre.gn, &pre.gt, whole);
             }
             let mut passes = Passes { o, contacts, islands, whole, admm, buf };
-            if !pre.bn_impact.is_empty() {
+            // no contact approaching (every impact offset b ≥ −1e-9 (1 + max |b|) m/s: resting contacts leave the
+            // previous step at J_n v = 0 to the solver's tolerance): the compression's impulses are 0 (λ = 0
+            // solves the QP, v⁺ is unique) to that tolerance, and the impact solve is skipped
+            let bmax = pre.bn_impact.iter().fold(0.0f64, |m, b| m.max(b.abs()));
+            if pre.bn_impact.iter().any(|&b| b < -1e-9 * (1.0 + bmax)) {
                 // the impact (docs/decisions.md row 9a): compression from v, cold-started (impacts do not persist)
                 passes.buf.ln.clear();
                 passes.buf.ln.resize(nc, 0.0);
