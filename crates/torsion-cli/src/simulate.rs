@@ -59,6 +59,10 @@ pub struct SimulateArgs {
     /// gravity magnitude along −z, m/s² (default: the model's, 9.81 for URDF)
     #[arg(long)]
     gravity: Option<f64>,
+    /// ncp: a folder where `package://NAME/…` mesh names are looked up (as DIR/NAME/… or DIR/…); repeatable.
+    /// Searched before ROS_PACKAGE_PATH, the folders above the model file and example-robot-data's install
+    #[arg(long = "package-dir", value_name = "DIR")]
+    package_dirs: Vec<PathBuf>,
     /// output JSON
     #[arg(long, default_value = "traj.json")]
     out: PathBuf,
@@ -107,7 +111,9 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
         return run_generalized(a, &model, &q0, &tau, &solver);
     }
     if a.solver == "ncp" {
-        let solver = NcpSolver::new(NcpOptions { passive: !a.no_damping, ..Default::default() });
+        let mut o = NcpOptions { passive: !a.no_damping, ..Default::default() };
+        o.collision.package_dirs = a.package_dirs.clone();
+        let solver = NcpSolver::new(o);
         for w in solver.initial_overlaps(&model, &q0)? {
             eprintln!("warning: {w}");
         }

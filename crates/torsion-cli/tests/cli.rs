@@ -248,6 +248,59 @@ fn simulate_baxter_left_arm() {
 }
 
 #[test]
+fn simulate_ncp_on_the_whole_baxter() {
+    // the README's robot with contact: its COLLADA meshes found above the URDF, adjacent links filtered
+    let traj = tmp("ncp-baxter").join("baxter.json");
+    let out = torsion()
+        .args(["simulate", "--model"])
+        .arg(baxter_urdf())
+        .args(["--solver", "ncp", "--steps", "5", "--out"])
+        .arg(&traj)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&traj).unwrap()).unwrap();
+    assert_eq!(j["joint_angles"].as_array().unwrap().len(), 6);
+    let nq = j["joint_names"].as_array().unwrap().len();
+    assert!(nq > 14, "the whole robot: {nq} joints");
+    assert!(j["joint_velocities"][5].as_array().unwrap().iter().all(|v| v.as_f64().unwrap().is_finite()));
+    // the base's children overlap the torso hull at q = 0 but are adjacent: not reported
+    for child in ["head", "left_upper_shoulder", "right_upper_shoulder"] {
+        assert!(!err.contains(&format!("(body '{child}') and 'torso/collision0'")), "{child}: {err}");
+    }
+}
+
+#[test]
+fn simulate_ncp_package_dir() {
+    // the Baxter URDF copied out of example-robot-data (no folder above it holds the package) and the
+    // example-robot-data fallback pointed nowhere: its package:// meshes need --package-dir
+    let dir = tmp("pkgdir");
+    let copy = dir.join("baxter.urdf");
+    std::fs::copy(baxter_urdf(), &copy).unwrap();
+    let share = baxter_urdf().ancestors().nth(4).unwrap().to_path_buf(); // …/share, holding example-robot-data/
+    let run = |extra: &[&std::ffi::OsStr]| {
+        torsion()
+            .env("TORSION_ROBOTS_DIR", dir.join("none"))
+            .env_remove("ROS_PACKAGE_PATH")
+            .args(["simulate", "--solver", "ncp", "--steps", "2", "--model"])
+            .arg(&copy)
+            .arg("--out")
+            .arg(dir.join("t.json"))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("base_link_collision.DAE") && err.contains("--package-dir"), "{err}");
+    assert!(err.contains(&format!("{} (above the model file)", dir.display())), "the folders tried: {err}");
+    let out = run(&["--package-dir".as_ref(), "/nonexistent".as_ref(), "--package-dir".as_ref(), share.as_os_str()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
 fn bad_inputs_give_clear_errors() {
     let err = |args: &[&str]| {
         let out = torsion().args(args).output().unwrap();

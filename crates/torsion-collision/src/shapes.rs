@@ -8,10 +8,9 @@
 //! is under-estimated by at most r·(1 − cos(π / segments)) ≈ 0.9% of the largest radius). Meshes are the convex
 //! hull of their vertices ([`crate::mesh`]).
 use crate::error::CollisionError;
-use crate::mesh::{load_mesh_vertices, MeshPolicy};
+use crate::mesh::{MeshHulls, MeshPolicy};
 use parry3d_f64::math::{Pose, Vector};
 use parry3d_f64::shape::SharedShape;
-use std::path::PathBuf;
 use torsion_math::{Quat, Vec3};
 use torsion_model::{Shape, ShapeKind};
 
@@ -75,7 +74,7 @@ pub(crate) fn build_shape(
     s: &Shape,
     index: usize,
     mesh_policy: MeshPolicy,
-    package_dirs: &[PathBuf],
+    meshes: &mut MeshHulls,
     warnings: &mut Vec<String>,
 ) -> Result<Option<BuiltShape>, CollisionError> {
     let (p, q) = &s.pose;
@@ -128,11 +127,7 @@ pub(crate) fn build_shape(
             })?
         }
         ShapeKind::Mesh { file } => {
-            let hull = load_mesh_vertices(file, package_dirs).and_then(|pts| {
-                SharedShape::convex_hull(&pts).ok_or_else(|| {
-                    format!("convex hull of its {} vertices failed (degenerate: flat or too few)", pts.len())
-                })
-            });
+            let hull = meshes.hull(file);
             match (hull, mesh_policy) {
                 (Ok(h), _) => h,
                 (Err(reason), MeshPolicy::Error) => {

@@ -3,7 +3,7 @@
 use crate::broad_phase::{Aabb, BroadPhase, SweepAndPrune};
 use crate::contact::{ContactId, Contacts};
 use crate::error::CollisionError;
-use crate::mesh::MeshPolicy;
+use crate::mesh::{MeshHulls, MeshPolicy, PackageSearch};
 use crate::narrow_phase::{emit_pair, PairScratch};
 use crate::shapes::{build_shape, pose_to_parry, BuiltShape};
 use parry3d_f64::math::{Pose, Vector};
@@ -24,11 +24,13 @@ pub struct CollisionOptions {
     /// MuJoCo's `filterparent`: skip pairs of a body and its parent (through massless "virtual" bodies of
     /// multi-joint MJCF bodies) unless the parent is fixed (MuJoCo exempts the world); default true
     pub filter_parent: bool,
-    /// extra body pairs never to collide (MJCF `<contact><exclude>` style), any order
+    /// extra body pairs never to collide (MJCF `<contact><exclude>` style), any order; added to the model's own
+    /// `Model::contact_exclude` (for URDF models: every joint's parent–child pair)
     pub exclude_bodies: Vec<(usize, usize)>,
     /// what to do with meshes that cannot be loaded; default [`MeshPolicy::Error`]
     pub mesh_policy: MeshPolicy,
-    /// where `package://` mesh names are looked up
+    /// where `package://` mesh names are looked up first; then `ROS_PACKAGE_PATH`, the folders above the model
+    /// file and example-robot-data's install folder (see [`crate::mesh::resolve_mesh_path`])
     pub package_dirs: Vec<PathBuf>,
     /// default [`BroadPhase::SweepAndPrune`]
     pub broad_phase: BroadPhase,
@@ -119,13 +121,14 @@ impl CollisionWorld {
             )));
         }
         let nb = model.body_count();
-        for &(a, b) in &opts.exclude_bodies {
-            if a >= nb || b >= nb {
-                return Err(CollisionError::BadOption(format!(
-                    "exclude_bodies has ({a}, {b}) but the model has {nb} bodies"
-                )));
+        for (what, list) in
+            [("exclude_bodies", &opts.exclude_bodies), ("Model::contact_exclude", &model.contact_exclude)]
+        {
+            if let Some((a, b)) = list.iter().find(|&&(a, b)| a >= nb || b >= nb) {
+                return Err(CollisionError::BadOption(format!("{what} has ({a}, {b}) but the model has {nb} bodies")));
             }
         }
+        let mut meshes = MeshHulls::new(PackageSearch::new(&opts.package_dirs, model.source_file.as_deref()));
         let mut warnings = Vec::new();
         let mut entries = Vec::with_capacity(model.shapes.len());
         for (i, s) in model.shapes.iter().enumerate() {
@@ -136,7 +139,7 @@ impl CollisionWorld {
                 entries.push(None); // visual only: not even built (its mesh need not exist)
                 continue;
             }
-            let built = build_shape(s, i, opts.mesh_policy, &opts.package_dirs, &mut warnings)?;
+            let built = build_shape(s, i, opts.mesh_policy, &mut meshes, &mut warnings)?;
             entries.push(built.map(|built| Entry {
                 built,
                 body: s.body,
@@ -175,7 +178,9 @@ impl CollisionWorld {
             body_fixed: model.body_fixed.clone(),
             filter_parent,
             welded,
-            excluded: opts.exclude_bodies.iter().map(|&(a, b)| (a.min(b), a.max(b))).collect(),
+            excluded: (opts.exclude_bodies.iter().chain(&model.contact_exclude))
+                .map(|&(a, b)| (a.min(b), a.max(b)))
+                .collect(),
             opts,
             entries,
             warnings,
@@ -221,7 +226,8 @@ impl CollisionWorld {
     }
 
     /// The filtering rules for shapes `i` and `j` (both collidable): different bodies, not two fixed bodies, not
-    /// welded, not excluded, MuJoCo's bitmask rule (ct_i & ca_j) || (ct_j & ca_i), and the parent filter.
+    /// welded, not excluded (options and `Model::contact_exclude`), MuJoCo's bitmask rule
+    /// (ct_i & ca_j) || (ct_j & ca_i), and the parent filter.
     pub fn allowed(&self, i: usize, j: usize) -> bool {
         let (Some(Some(a)), Some(Some(b))) = (self.entries.get(i), self.entries.get(j)) else { return false };
         let (ba, bb) = (a.body, b.body);

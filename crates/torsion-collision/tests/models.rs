@@ -107,12 +107,18 @@ fn urdf_collision_primitives() {
     </robot>"#;
     let m = load_urdf_str(urdf, "inline.urdf", &UrdfOptions::default()).unwrap();
     assert_eq!(m.shapes.len(), 3);
-    // at q = 0: the rod's top cap touches the base box bottom (fixed parent: kept, as MuJoCo); rod–palm overlap
-    // (parent–child: filtered)
+    // at q = 0 the rod's top cap touches the base box bottom and the rod overlaps the palm: both pairs are
+    // adjacent links (URDF joints), listed in Model::contact_exclude, so nothing is reported
+    assert_eq!(m.contact_exclude, vec![(0, 1), (1, 2)]);
     let c = detect(&m, CollisionOptions::default(), &m.qpos0);
+    assert!(c.is_empty(), "{c:#?}");
+    // without the list, MuJoCo's parent filter alone keeps the fixed parent's pair (rod–base) and drops rod–palm
+    let mut raw = m.clone();
+    raw.contact_exclude.clear();
+    let c = detect(&raw, CollisionOptions::default(), &m.qpos0);
     assert_eq!(names(&m, &c), BTreeSet::from([("rod".into(), "base/collision0".into())]), "{c:#?}");
     assert!(c.iter().all(|k| k.distance.abs() < 1e-9 && (k.normal + Vec3::z()).norm() < 1e-9));
-    let c = detect(&m, CollisionOptions { filter_parent: false, ..Default::default() }, &m.qpos0);
+    let c = detect(&raw, CollisionOptions { filter_parent: false, ..Default::default() }, &m.qpos0);
     assert!(names(&m, &c).contains(&("rod".into(), "palm".into())));
 }
 
@@ -124,14 +130,18 @@ fn panda_stl_collision_meshes() {
     let m = load_urdf(&dir.join("panda_description/urdf/panda.urdf"), &UrdfOptions::default()).unwrap();
     let meshes = m.shapes.iter().filter(|s| matches!(s.kind, torsion_model::ShapeKind::Mesh { .. })).count();
     assert!(meshes >= 8, "panda has STL collision meshes");
-    // package://example-robot-data/robots/... is resolved against the share/ folder above robots/
-    let e = CollisionWorld::new(&m, CollisionOptions::default()).err().expect("unresolved package:// must fail");
-    assert!(e.to_string().contains("package://example-robot-data/robots/panda_description/meshes/collision/"), "{e}");
-    let share = dir.parent().and_then(|d| d.parent()).unwrap().to_path_buf();
-    let opts = CollisionOptions { package_dirs: vec![share], ..Default::default() };
-    let mut w = CollisionWorld::new(&m, opts).unwrap();
+    // package://example-robot-data/robots/... is found in the folders above the URDF (share/ holds
+    // example-robot-data/), with no option set
+    assert_eq!(m.source_file.as_deref(), Some(dir.join("panda_description/urdf/panda.urdf").as_path()));
+    let mut w = CollisionWorld::new(&m, CollisionOptions::default()).unwrap();
     assert!(w.warnings().is_empty());
     assert!((0..m.shapes.len()).all(|i| w.is_collidable(i)));
+    // and through an explicit package directory: share/ (holds example-robot-data/) for a model with no file
+    let mut unfiled = m.clone();
+    unfiled.source_file = None;
+    let share = dir.parent().and_then(|d| d.parent()).unwrap().to_path_buf();
+    let opts = CollisionOptions { package_dirs: vec![share], ..Default::default() };
+    assert!(CollisionWorld::new(&unfiled, opts).is_ok());
     // at the neutral pose no parent–child pair is reported; detect runs on every shape
     let p = m.forward_kinematics(&m.qpos0).unwrap();
     let mut c = Contacts::default();
@@ -152,5 +162,32 @@ fn panda_stl_collision_meshes() {
         let p = m.forward_kinematics(&q).unwrap();
         w.detect(&p, &mut c).unwrap();
         assert!(c.iter().all(|k| k.distance <= 0.0 && k.normal.iter().all(|x| x.is_finite())));
+    }
+}
+
+#[test]
+fn baxter_collada_hulls_match_assimp() {
+    // the two COLLADA collision meshes of Baxter: the AABBs of their vertices as coal's assimp loader reads them
+    // (coal.MeshLoader().load(file).aabb_local, pip cmeel-coal): node transforms and units applied alike
+    let Some(dir) = torsion_model::io::example_robot_data_dir() else { panic!("example-robot-data not found") };
+    let cases = [
+        ("torso/base_link_collision.DAE", [-0.2177773, -0.33557031, -0.06152498], [0.1995137, 0.3351306, 0.87524998]),
+        (
+            "base/pedestal_link_collision.DAE",
+            [-0.5019719, -0.4156633, -0.92417997],
+            [0.41706771, 0.4156633, -0.06152498],
+        ),
+    ];
+    for (f, lo, hi) in cases {
+        let pts = torsion_collision::mesh::read_vertices(&dir.join("baxter_description/meshes").join(f)).unwrap();
+        for k in 0..3 {
+            let (mn, mx) = pts.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p[k]), b.max(p[k])));
+            assert!(
+                (mn - lo[k]).abs() < 1e-6 && (mx - hi[k]).abs() < 1e-6,
+                "{f} axis {k}: [{mn}, {mx}] vs [{}, {}]",
+                lo[k],
+                hi[k]
+            );
+        }
     }
 }

@@ -175,8 +175,8 @@ fn errors_name_the_culprit() {
     assert!(e.to_string().contains("package_dirs"), "{e}");
 }
 
-/// A unit cube (corners ±0.5) as ASCII STL and as OBJ.
-fn write_cube_meshes(dir: &std::path::Path) -> (String, String) {
+/// A unit cube (corners ±0.5) as ASCII STL, as OBJ and as COLLADA.
+fn write_cube_meshes(dir: &std::path::Path) -> (String, String, String) {
     let v: Vec<[f64; 3]> =
         (0..8).map(|i| [(i & 1) as f64 - 0.5, ((i >> 1) & 1) as f64 - 0.5, ((i >> 2) & 1) as f64 - 0.5]).collect();
     // 12 triangles (winding does not matter for the hull)
@@ -210,18 +210,43 @@ fn write_cube_meshes(dir: &std::path::Path) -> (String, String) {
     for t in &f {
         obj += &format!("f {} {} {}\n", t[0] + 1, t[1] + 1, t[2] + 1);
     }
-    let (s, o) = (dir.join("cube.stl"), dir.join("cube.obj"));
+    // COLLADA in units of 0.5 m (corners ±1 in the file), under a scene node
+    let pos: Vec<String> = v.iter().flat_map(|p| p.iter().map(|x| format!("{}", 2.0 * x))).collect();
+    let tri: Vec<String> = f.iter().flat_map(|t| t.iter().map(|k| k.to_string())).collect();
+    let dae = format!(
+        r##"<?xml version="1.0" encoding="utf-8"?>
+<COLLADA xmlns="http://www.collada.org/2005/11/COLLADASchema" version="1.4.1">
+  <asset><unit name="half" meter="0.5"/><up_axis>Z_UP</up_axis></asset>
+  <library_geometries><geometry id="cube-mesh" name="cube"><mesh>
+    <source id="cube-pos"><float_array id="cube-pos-array" count="24">{}</float_array>
+      <technique_common><accessor source="#cube-pos-array" count="8" stride="3">
+        <param name="X" type="float"/><param name="Y" type="float"/><param name="Z" type="float"/>
+      </accessor></technique_common></source>
+    <vertices id="cube-vtx"><input semantic="POSITION" source="#cube-pos"/></vertices>
+    <triangles count="12"><input semantic="VERTEX" source="#cube-vtx" offset="0"/><p>{}</p></triangles>
+  </mesh></geometry></library_geometries>
+  <library_visual_scenes><visual_scene id="Scene" name="Scene">
+    <node id="cube" name="cube"><matrix sid="transform">1 0 0 0 0 1 0 0 0 0 1 0 0 0 0 1</matrix>
+      <instance_geometry url="#cube-mesh"/></node>
+  </visual_scene></library_visual_scenes>
+  <scene><instance_visual_scene url="#Scene"/></scene>
+</COLLADA>"##,
+        pos.join(" "),
+        tri.join(" ")
+    );
+    let (s, o, d) = (dir.join("cube.stl"), dir.join("cube.obj"), dir.join("cube.dae"));
     std::fs::write(&s, stl).unwrap();
     std::fs::write(&o, obj).unwrap();
-    (s.display().to_string(), o.display().to_string())
+    std::fs::write(&d, dae).unwrap();
+    (s.display().to_string(), o.display().to_string(), d.display().to_string())
 }
 
 #[test]
 fn convex_mesh_plane_and_box() {
     let dir = std::env::temp_dir().join(format!("torsion-collision-mesh-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let (stl, obj) = write_cube_meshes(&dir);
-    for file in [stl, obj] {
+    let (stl, obj, dae) = write_cube_meshes(&dir);
+    for file in [stl, obj, dae] {
         let m = scene(true, &[ShapeKind::Mesh { file: file.clone() }, bx(0.5, 0.5, 0.5)]);
         // the mesh cube 0.02 into the floor, tilted slightly: 4 corners, distances = corner heights
         let q = rot(Vec3::y(), 0.02);
@@ -240,6 +265,44 @@ fn convex_mesh_plane_and_box() {
         assert!(mb.iter().all(|k| (k.distance + 0.01).abs() < 1e-9 && (k.normal - Vec3::z()).norm() < 1e-9));
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn package_uris_are_found_in_each_search_folder() {
+    use std::path::PathBuf;
+    use torsion_collision::mesh::PackageSearch;
+    // <root>/ws/src/arm_description/{meshes/cube.stl, urdf/arm.urdf}
+    let root = std::env::temp_dir().join(format!("torsion-collision-pkg-{}", std::process::id()));
+    let pkg = root.join("ws/src/arm_description");
+    std::fs::create_dir_all(pkg.join("meshes")).unwrap();
+    write_cube_meshes(&pkg.join("meshes"));
+    let uri = "package://arm_description/meshes/cube.stl";
+    let want = pkg.join("meshes/cube.stl");
+    let (src, nowhere) = (root.join("ws/src"), root.join("nowhere"));
+    let found = |dirs: &[PathBuf], model: Option<&std::path::Path>, ros: Option<&str>| {
+        PackageSearch::with_ros_package_path(dirs, model, ros.map(std::ffi::OsStr::new)).resolve(uri)
+    };
+    // (a) explicit: the folder holding the package, or the package folder itself
+    assert_eq!(found(&[nowhere.clone(), src.clone()], None, None).unwrap(), want);
+    assert_eq!(found(std::slice::from_ref(&pkg), None, None).unwrap(), want);
+    // (b) ROS_PACKAGE_PATH, colon-separated
+    let ros = format!("{}:{}", nowhere.display(), src.display());
+    assert_eq!(found(&[], None, Some(&ros)).unwrap(), want);
+    // (c) the folders above the model file (it need not exist to be searched above)
+    assert_eq!(found(&[], Some(&pkg.join("urdf/arm.urdf")), None).unwrap(), want);
+    // nowhere: the error lists every folder tried, with where it came from
+    let e = found(std::slice::from_ref(&nowhere), Some(&root.join("elsewhere/arm.urdf")), Some("/also/nowhere"))
+        .unwrap_err();
+    for part in [
+        format!("{} (package_dirs)", nowhere.display()),
+        "/also/nowhere (ROS_PACKAGE_PATH)".to_string(),
+        format!("{} (above the model file)", root.join("elsewhere").display()),
+        format!("{} (above the model file)", root.display()),
+        "--package-dir".to_string(),
+    ] {
+        assert!(e.contains(&part), "{part} not in: {e}");
+    }
+    std::fs::remove_dir_all(&root).ok();
 }
 
 /// A deterministic jumble of n boxes over a floor (some stacked, some penetrating).

@@ -144,6 +144,12 @@ pub struct Model {
     pub contact_enabled: bool,
     /// collision / visual shapes attached to bodies (MJCF geoms, URDF collisions), in file order
     pub shapes: Vec<Shape>,
+    /// body pairs whose shapes never collide, any order (MJCF `<contact><exclude>` style); the URDF loader lists
+    /// every joint's (parent, child) pair: adjacent links never collide, the fixed base included (docs/decisions.md)
+    pub contact_exclude: Vec<(usize, usize)>,
+    /// the file the model was loaded from (set by `load_urdf`); `package://` mesh names are also looked up in
+    /// the folders above it
+    pub source_file: Option<std::path::PathBuf>,
     /// sites, actuators, tendons and loader warnings (parsed, not used by solvers yet)
     pub extras: ModelExtras,
 }
@@ -183,6 +189,8 @@ impl Model {
             wind: Vec3::zeros(),
             contact_enabled: true,
             shapes: vec![],
+            contact_exclude: vec![],
+            source_file: None,
             extras: ModelExtras::default(),
         }
     }
@@ -398,6 +406,11 @@ impl Model {
         }
         if let Some(s) = self.shapes.iter().find(|s| s.body >= nb) {
             return Err(ModelError::Invalid(format!("shape '{}': body index {} out of range", s.name, s.body)));
+        }
+        if let Some((a, b)) = self.contact_exclude.iter().find(|&&(a, b)| a >= nb || b >= nb) {
+            return Err(ModelError::Invalid(format!(
+                "contact_exclude has the body pair ({a}, {b}) but the model has {nb} bodies"
+            )));
         }
         for s in &self.shapes {
             let mu = s.friction[0];

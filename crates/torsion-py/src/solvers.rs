@@ -418,9 +418,11 @@ solver_methods!(PyNcp, {
     /// friction and restitution are the larger of its two shapes' parameters `shape_friction[shape]`,
     /// `shape_restitution[shape]` (model parameters, differentiable). `gradient`: 'auto', 'fixed_point' (implicit
     /// derivative of the NCP solution) or 'cascade' (chain rule through the executed passes), docs/gradients.md.
+    /// `package_dirs`: folders (str or path) where `package://NAME/…` mesh names are looked up first (as
+    /// DIR/NAME/… or DIR/…), before ROS_PACKAGE_PATH, the folders above the model file and example-robot-data.
     #[new]
     #[pyo3(signature = (n_step=10, friction_set="cone", baumgarte=0.0, tolerance=0.0, margin=0.01, passive=true,
-                        gradient="auto"))]
+                        gradient="auto", package_dirs=Vec::new()))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         n_step: usize,
@@ -430,6 +432,7 @@ solver_methods!(PyNcp, {
         margin: f64,
         passive: bool,
         gradient: &str,
+        package_dirs: Vec<std::path::PathBuf>,
     ) -> PyResult<Self> {
         let gradient = match gradient {
             "auto" => NcpGradient::Auto,
@@ -451,6 +454,7 @@ solver_methods!(PyNcp, {
         }
         let mut o = NcpOptions { n_step, friction_set, baumgarte, tolerance, passive, gradient, ..Default::default() };
         o.collision.margin = margin;
+        o.collision.package_dirs = package_dirs;
         Ok(PyNcp { solver: NcpSolver::new(o), cache: Mutex::new(None) })
     }
     #[getter]

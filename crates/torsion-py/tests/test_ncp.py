@@ -4,6 +4,7 @@ and out-of-range contact parameters raise."""
 import os
 import subprocess
 import sys
+import sysconfig
 
 import numpy as np
 import pytest
@@ -152,3 +153,23 @@ np.save(sys.argv[1], torsion.rollout_batch(m, s, np.stack([x0] * 3), np.stack(us
     np.testing.assert_array_equal(outs[0], outs[1])
     m, s, x0, us = _boxes()
     np.testing.assert_array_equal(outs[0][1], torsion.rollout(m, s, x0, us[1]))
+
+
+def test_package_dirs_find_meshes_of_a_copied_urdf(tmp_path, monkeypatch):
+    # the Panda URDF copied out of example-robot-data: its package:// meshes are found only through package_dirs
+    share = os.path.join(sysconfig.get_paths()["purelib"], "cmeel.prefix", "share")
+    urdf = os.path.join(share, "example-robot-data", "robots", "panda_description", "urdf", "panda.urdf")
+    if not os.path.isfile(urdf):
+        pytest.skip("example-robot-data is not installed")
+    copy = tmp_path / "panda.urdf"
+    copy.write_text(open(urdf).read())
+    monkeypatch.setenv("TORSION_ROBOTS_DIR", str(tmp_path / "no-robots"))  # no example-robot-data fallback
+    monkeypatch.delenv("ROS_PACKAGE_PATH", raising=False)
+    m = torsion.load_urdf(str(copy))
+    u = np.zeros((3, m.nv))
+    s = torsion.NcpSolver()
+    with pytest.raises(Exception, match="package_dirs"):
+        torsion.rollout(m, s, s.initial_state(m), u)
+    s = torsion.NcpSolver(package_dirs=[share])
+    xs = torsion.rollout(m, s, s.initial_state(m), u)
+    assert xs.shape == (4, m.nq + m.nv) and np.isfinite(xs).all()

@@ -56,7 +56,9 @@ pub struct UrdfOptions {
 pub fn load_urdf(path: &Path, opts: &UrdfOptions) -> Result<Model, ModelError> {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| perr(&file, "file", format!("cannot read: {e}")))?;
-    load_urdf_str(&text, &file, opts)
+    let mut m = load_urdf_str(&text, &file, opts)?;
+    m.source_file = Some(path.to_path_buf());
+    Ok(m)
 }
 
 /// Load URDF text; `file_label` stands for the file in error messages.
@@ -324,6 +326,8 @@ pub fn load_urdf_str(text: &str, file_label: &str, opts: &UrdfOptions) -> Result
             }
         }
     }
+    // adjacent links (a joint's parent and child bodies) never collide, as URDF tools expect (docs/decisions.md)
+    m.contact_exclude = (0..m.joint_count()).map(|j| (m.joint_parent[j], m.joint_child[j])).collect();
     m.qpos0 = m.zero_q();
     m.body_pose0 = m.forward_kinematics(&m.zero_q())?;
     m.validate()?;

@@ -127,9 +127,11 @@ class NcpSolver(_SolverBase):
     `shape_friction[shape]` / `shape_restitution[shape]` (differentiable: `rollout_vjp`, `step_jacobians`)."""
     def __init__(self, n_step: int = 10, friction_set: str = "cone", baumgarte: float = 0.0,
                  tolerance: float = 0.0, margin: float = 0.01, passive: bool = True,
-                 gradient: str = "auto") -> None:
+                 gradient: str = "auto", package_dirs: Sequence[Union[str, PathLike[str]]] = ()) -> None:
         """gradient: 'auto', 'fixed_point' (implicit derivative of the NCP solution) or 'cascade' (through the
-        executed passes)."""
+        executed passes). package_dirs: folders where `package://NAME/...` mesh names are looked up first (as
+        DIR/NAME/... or DIR/...), before ROS_PACKAGE_PATH, the folders above the model file and
+        example-robot-data's install folder."""
     n_step: int
     friction_set: str
     def initial_state(self, model: Model, q: Optional[ArrayLike] = None, v: Optional[ArrayLike] = None) -> F64: ...
