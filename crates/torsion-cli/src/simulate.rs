@@ -32,8 +32,9 @@ pub struct SimulateArgs {
     /// constant joint torques, comma separated (default zeros)
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     torque: Option<Vec<f64>>,
-    #[arg(long, default_value_t = 0.01)]
-    dt: f64,
+    /// time step, s (default: the model's: MJCF `timestep`, 0.01 for URDF)
+    #[arg(long)]
+    dt: Option<f64>,
     #[arg(long, default_value_t = 100)]
     steps: usize,
     /// time stepper: xpbd, featherstone, ncp (contact)
@@ -63,8 +64,8 @@ pub struct SimulateArgs {
     /// Searched before ROS_PACKAGE_PATH, the folders above the model file and example-robot-data's install
     #[arg(long = "package-dir", value_name = "DIR")]
     package_dirs: Vec<PathBuf>,
-    /// output JSON
-    #[arg(long, default_value = "traj.json")]
+    /// output JSON (its folder is created; `results/` is ignored by git)
+    #[arg(long, default_value = "results/traj.json")]
     out: PathBuf,
 }
 
@@ -88,6 +89,10 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
     } else {
         load_urdf(&a.model, &opts)?
     };
+    let dt = a.dt.unwrap_or(model.dt);
+    if !(dt > 0.0 && dt.is_finite()) {
+        bail!("--dt must be positive, got {dt}");
+    }
     if let Some(g) = a.gravity {
         model.gravity = torsion_math::Vec3::new(0.0, 0.0, -g);
     }
@@ -136,7 +141,7 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
     let u = Control::from_torques(&tau);
     let (mut t, mut ang, mut vel, mut poses, mut viol) = (vec![], vec![], vec![], vec![], vec![]);
     let mut record = |k: usize, s: &MaximalState| {
-        t.push(k as f64 * a.dt);
+        t.push(k as f64 * dt);
         ang.push(solver.joint_angles(&model, s));
         vel.push(joint_rates(&model, s));
         poses.push(
@@ -151,19 +156,19 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
     };
     record(0, &s);
     for k in 1..=a.steps {
-        solver.step(&model, &s, &u, a.dt, &mut next, &mut ws, None).with_context(|| format!("step {k}"))?;
+        solver.step(&model, &s, &u, dt, &mut next, &mut ws, None).with_context(|| format!("step {k}"))?;
         std::mem::swap(&mut s, &mut next);
         record(k, &s);
     }
     let out = json!({
-        "model": a.model.display().to_string(), "solver": a.solver, "dt": a.dt, "steps": a.steps,
+        "model": a.model.display().to_string(), "solver": a.solver, "dt": dt, "steps": a.steps,
         "gravity": [model.gravity.x, model.gravity.y, model.gravity.z],
         "joint_names": model.joint_name, "body_names": model.body_name,
         "time": t, "joint_angles": ang, "joint_velocities": vel,
         "body_poses": poses, "body_pose_layout": "x y z qw qx qy qz (COM frame, world)",
         "max_position_violation": viol,
     });
-    std::fs::write(&a.out, serde_json::to_string(&out)?).with_context(|| format!("writing {}", a.out.display()))?;
+    write_out(&a.out, serde_json::to_string(&out)?).with_context(|| format!("writing {}", a.out.display()))?;
     eprintln!("wrote {} ({} steps, {} joints)", a.out.display(), a.steps, model.joint_count());
     Ok(())
 }
@@ -177,6 +182,7 @@ fn run_generalized<S: Solver<State = GenState>>(
     tau: &[f64],
     solver: &S,
 ) -> Result<()> {
+    let dt = a.dt.unwrap_or(model.dt);
     let mut ws = solver.workspace(model)?;
     let v0 = a.v0.clone().unwrap_or_else(|| vec![0.0; model.nv()]);
     if v0.len() != model.nv() {
@@ -187,7 +193,7 @@ fn run_generalized<S: Solver<State = GenState>>(
     let u = Control::from_torques(tau);
     let (mut t, mut ang, mut vel, mut poses) = (vec![], vec![], vec![], vec![]);
     let mut record = |k: usize, s: &GenState| -> Result<()> {
-        t.push(k as f64 * a.dt);
+        t.push(k as f64 * dt);
         ang.push(s.q.clone());
         vel.push(s.v.clone());
         let fk = model.forward_kinematics(&s.q)?;
@@ -203,18 +209,27 @@ fn run_generalized<S: Solver<State = GenState>>(
     };
     record(0, &s)?;
     for k in 1..=a.steps {
-        solver.step(model, &s, &u, a.dt, &mut next, &mut ws, None).with_context(|| format!("step {k}"))?;
+        solver.step(model, &s, &u, dt, &mut next, &mut ws, None).with_context(|| format!("step {k}"))?;
         std::mem::swap(&mut s, &mut next);
         record(k, &s)?;
     }
     let out = json!({
-        "model": a.model.display().to_string(), "solver": a.solver, "dt": a.dt, "steps": a.steps,
+        "model": a.model.display().to_string(), "solver": a.solver, "dt": dt, "steps": a.steps,
         "gravity": [model.gravity.x, model.gravity.y, model.gravity.z],
         "joint_names": model.joint_name, "body_names": model.body_name,
         "time": t, "joint_angles": ang, "joint_velocities": vel,
         "body_poses": poses, "body_pose_layout": "x y z qw qx qy qz (COM frame, world)",
     });
-    std::fs::write(&a.out, serde_json::to_string(&out)?).with_context(|| format!("writing {}", a.out.display()))?;
+    write_out(&a.out, serde_json::to_string(&out)?).with_context(|| format!("writing {}", a.out.display()))?;
     eprintln!("wrote {} ({} steps, {} joints)", a.out.display(), a.steps, model.joint_count());
+    Ok(())
+}
+
+/// Write the output JSON, creating its folder.
+fn write_out(path: &std::path::Path, text: String) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(path, text)?;
     Ok(())
 }

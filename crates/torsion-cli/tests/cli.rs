@@ -349,25 +349,27 @@ fn simulate_featherstone_agrees_with_xpbd_at_small_dt() {
 #[test]
 fn simulate_ncp_hopper_stays_above_the_floor() {
     // dm_control's hopper (its floor plane and capsule geoms) falls over under gravity with the contact stepper:
-    // every body stays above the floor (no tunnelling) and the state stays finite
+    // every body stays above the floor (no tunnelling) and the state stays finite; no --dt: the MJCF's timestep
+    // (0.005 s; issue 21 item 4: the CLI's 0.01 used to override it)
     let xml = torsion_model::io::robots::dm_control_suite_dir().expect("dm_control suite").join("hopper.xml");
     let traj = tmp("ncp").join("hopper.json");
     let out = torsion()
         .args(["simulate", "--model"])
         .arg(&xml)
-        .args(["--solver", "ncp", "--steps", "200", "--out"])
+        .args(["--solver", "ncp", "--steps", "400", "--out"])
         .arg(&traj)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&traj).unwrap()).unwrap();
+    assert_eq!(j["dt"].as_f64(), Some(0.005), "the model's timestep");
     let poses = j["body_poses"].as_array().unwrap();
-    assert_eq!(poses.len(), 201);
+    assert_eq!(poses.len(), 401);
     let lowest = poses
         .iter()
         .flat_map(|s| s.as_array().unwrap().iter().skip(1).map(|p| p[2].as_f64().unwrap()))
         .fold(f64::INFINITY, f64::min);
-    let fell = j["joint_angles"][200][2].as_f64().unwrap().abs();
+    let fell = j["joint_angles"][400][2].as_f64().unwrap().abs();
     eprintln!("ncp hopper: lowest body COM {lowest:.3} m, torso pitch after 2 s {fell:.2} rad");
     assert!(lowest > 0.0, "a body went through the floor: {lowest}");
     assert!(fell > 0.5, "the unactuated hopper falls over");
