@@ -17,29 +17,17 @@
 //! Usage: cargo run --release -p torsion-bench --bin featherstone_mujoco -- [--repeats N] [--models a,b,c]
 use nalgebra::DMatrix;
 use serde_json::{json, Value};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
+use torsion_math::alloc_count::{thread_allocations, CountingAlloc};
 use torsion_model::io::robots::dm_control_model;
 use torsion_model::{Control, JointType, Model, ParamSelection};
 use torsion_solvers::featherstone::TransitionJacobians;
 use torsion_solvers::{DiffSolver, FeatherstoneSolver, GenState, Solver};
 
-struct Counting;
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) }
-    }
-}
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: CountingAlloc = CountingAlloc;
 
 /// Median per-call time in µs of `f` over `repeats` batches of calls sized to about 2 ms.
 fn time_us(repeats: usize, mut f: impl FnMut()) -> f64 {
@@ -96,9 +84,9 @@ fn run(name: &str, repeats: usize) -> Result<Value, String> {
     let mut ws = solver.workspace(&m).map_err(|e| e.to_string())?;
     let mut out = s.clone();
     solver.step(&m, &s, &u, dt, &mut out, &mut ws, None).map_err(|e| e.to_string())?;
-    let a0 = ALLOCS.load(Relaxed);
+    let a0 = thread_allocations();
     solver.step(&m, &s, &u, dt, &mut out, &mut ws, None).map_err(|e| e.to_string())?;
-    let step_allocs = ALLOCS.load(Relaxed) - a0;
+    let step_allocs = thread_allocations() - a0;
     let step_us = time_us(repeats, || {
         solver.step(&m, black_box(&s), &u, dt, &mut out, &mut ws, None).unwrap();
         black_box(&out);
@@ -113,9 +101,9 @@ fn run(name: &str, repeats: usize) -> Result<Value, String> {
     if tj.a() != jac.a || tj.b() != jac.b {
         return Err(format!("{name}: transition_jacobians_into differs from step_jacobians"));
     }
-    let a0 = ALLOCS.load(Relaxed);
+    let a0 = thread_allocations();
     solver.transition_jacobians_into(&m, &s, &u, dt, &mut ws, &mut tj).map_err(|e| e.to_string())?;
-    let jac_allocs = ALLOCS.load(Relaxed) - a0;
+    let jac_allocs = thread_allocations() - a0;
     let jac_us = time_us(repeats, || {
         solver.transition_jacobians_into(&m, black_box(&s), &u, dt, &mut ws, &mut tj).unwrap();
         black_box(&tj.ab);
