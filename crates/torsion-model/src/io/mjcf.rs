@@ -67,6 +67,7 @@
 //! attributes `rgba`, `material`, `group` (except for the inertia group range), `user`, and site
 //! `type`/`size`, compiler `texturedir`, `strippath`, `discardvisual`, `fusestatic`, `usethread`,
 //! `exactmeshinertia`, `coordinate="local"` (`"global"` is an error).
+use super::transform::Tf;
 use crate::error::ModelError;
 use crate::extras::{Actuator, ActuatorTarget, Attrs, ModelExtras, Site, Tendon, TendonKind};
 use crate::model::{JointType, Model};
@@ -266,22 +267,6 @@ impl<'a> Item<'a> {
             Some("auto") => Ok(None),
             _ => self.bool_opt(a),
         }
-    }
-}
-
-/// A rigid transform x ↦ q x + p.
-#[derive(Clone, Copy, Debug)]
-struct Tf {
-    p: Vec3,
-    q: Quat,
-}
-
-impl Tf {
-    fn identity() -> Self {
-        Tf { p: Vec3::zeros(), q: Quat::identity() }
-    }
-    fn mul(&self, b: &Tf) -> Tf {
-        Tf { p: self.p + self.q.rotate(&b.p), q: self.q.mul(&b.q).normalize() }
     }
 }
 
