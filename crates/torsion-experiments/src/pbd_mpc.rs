@@ -21,7 +21,7 @@ use torsion_dynamics::{crba, gravity, DynData, DynModel};
 use torsion_math::Vec3;
 use torsion_model::io::robots::baxter_left_arm_spec000;
 use torsion_model::{Control, MaximalState, Model};
-use torsion_opt::Adam;
+use torsion_opt::{gauss_newton, Adam, GnOptions};
 use torsion_solvers::xpbd::step::XpbdRecord;
 use torsion_solvers::xpbd::XpbdWorkspace;
 use torsion_solvers::{DiffSolver, FeatherstoneSolver, GenState, Solver, XpbdSolver};
@@ -380,33 +380,15 @@ impl Mpc {
         max_iters: usize,
     ) -> Result<(Vec<f64>, f64, usize), ExperimentError> {
         let tg = std::slice::from_ref(target);
-        let mut u = u0.to_vec();
-        let mut loss = self.loss(model, s0, &u, u_prev, tg, w, None)?;
-        let mut iters = 0;
-        for _ in 0..max_iters {
-            let (rho, jac) = self.residual_jacobian(model, s0, &u, u_prev, target, w)?;
-            let du = jac.svd(true, true).solve(&rho, 1e-300).map_err(|e| ExperimentError::Failed(e.to_string()))?;
-            let mut accepted = None;
-            let mut alpha = 1.0;
-            for _ in 0..30 {
-                let trial: Vec<f64> = u.iter().zip(du.iter()).map(|(a, b)| a - alpha * b).collect();
-                let lt = self.loss(model, s0, &trial, u_prev, tg, w, None)?;
-                if lt < loss {
-                    accepted = Some((trial, lt));
-                    break;
-                }
-                alpha *= 0.5;
-            }
-            let Some((trial, lt)) = accepted else { break };
-            iters += 1;
-            let small = alpha * du.amax() < 1e-10 || lt > loss * (1.0 - 1e-12);
-            u = trial;
-            loss = lt;
-            if small {
-                break;
-            }
-        }
-        Ok((u, loss, iters))
+        let o = GnOptions { max_iter: max_iters, step_tol: 1e-10, ..GnOptions::default() };
+        let rep = gauss_newton(
+            self,
+            u0,
+            &o,
+            |m, u| m.loss(model, s0, u, u_prev, tg, w, None),
+            |m, u| m.residual_jacobian(model, s0, u, u_prev, target, w),
+        )?;
+        Ok((rep.x, rep.loss, rep.iterations))
     }
 
     /// Add ∂L/∂s_i (angle and ω terms of state i = k + 1) into `g_next`.
