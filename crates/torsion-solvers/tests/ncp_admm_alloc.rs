@@ -3,25 +3,16 @@
 //! own thread is counted (torsion-math's count is per thread): the test harness's threads may allocate meanwhile
 //! (seen once on a loaded CI machine: 4 allocations outside the solves).
 use nalgebra::DMatrix;
+use torsion_diff::gradcheck::XorShift;
 use torsion_math::alloc_count::{thread_allocations, CountingAlloc};
 use torsion_solvers::ncp::{Admm, AdmmOptions, ConstraintSet, FrictionSet};
 
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
 
-struct Rng(u64);
-impl Rng {
-    fn u(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 #[test]
 fn admm_solve_with_polish_allocates_nothing() {
-    let mut rng = Rng(0xa110_c000_0000_0001);
+    let mut rng = XorShift(0xa110_c000_0000_0001);
     let opt = AdmmOptions { eps_abs: 1e-10, ..AdmmOptions::default() };
     let (mut qcqp, mut qp) = (Admm::new(8), Admm::new(4));
     let mut polished = 0;

@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
+use torsion_diff::gradcheck::XorShift;
 use torsion_math::alloc_count::{thread_allocations, CountingAlloc};
 use torsion_model::io::robots::dm_control_model;
 use torsion_model::{Control, JointType, Model, ParamSelection};
@@ -53,16 +54,6 @@ fn time_us(repeats: usize, mut f: impl FnMut()) -> f64 {
 }
 
 /// Deterministic uniform numbers in [−1, 1] (xorshift).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-    }
-}
-
 fn rows(m: &DMatrix<f64>) -> Value {
     json!((0..m.nrows()).map(|r| (0..m.ncols()).map(|c| m[(r, c)]).collect::<Vec<_>>()).collect::<Vec<_>>())
 }
@@ -75,8 +66,8 @@ fn run(name: &str, repeats: usize) -> Result<Value, String> {
     let m: Model = dm_control_model(name).map_err(|e| format!("{name}: {e}"))?;
     let solver = FeatherstoneSolver::default();
     let (nq, nv, dt) = (m.nq(), m.nv(), m.dt);
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ name.len() as u64);
-    let d: Vec<f64> = (0..2 * nv).map(|_| 0.1 * rng.next()).collect();
+    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ name.len() as u64);
+    let d: Vec<f64> = (0..2 * nv).map(|_| 0.1 * rng.sym()).collect();
     let s = solver.retract(&m, &GenState::rest(&m), &d);
     let u = Control::from_torques(&vec![0.0; nv]);
     let none = ParamSelection::none();

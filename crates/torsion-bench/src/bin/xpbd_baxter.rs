@@ -11,6 +11,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
+use torsion_bench::median;
 use torsion_diff::{rel_err, rollout, rollout_vjp};
 use torsion_math::alloc_count::{thread_allocations, CountingAlloc};
 use torsion_model::io::robots::baxter_left_arm_spec000;
@@ -78,17 +79,6 @@ fn read_npz(path: &PathBuf, name: &str) -> Result<Vec<f64>, String> {
         .into_vec::<f64>()
         .map_err(|e| format!("{}[{name}]: {e}", path.display()));
     v
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        0.5 * (s[n / 2 - 1] + s[n / 2])
-    }
 }
 
 fn min(v: &[f64]) -> f64 {

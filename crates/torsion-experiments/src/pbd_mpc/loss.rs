@@ -134,17 +134,7 @@ impl Mpc {
         self.solver.clear_grad(&mut self.g_next);
         for k in (0..h).rev() {
             self.state_grad(model, k + 1, &targets[k], w, norm);
-            self.solver.clear_grad(&mut self.g_prev);
-            self.g_u.iter_mut().for_each(|g| *g = 0.0);
-            self.solver.step_vjp(
-                model,
-                &self.recs[k],
-                &self.g_next,
-                &mut self.g_prev,
-                &mut self.g_u,
-                &mut self.g_theta,
-                &mut self.ws,
-            )?;
+            self.reverse_step(model, k)?;
             grad[k * nj..(k + 1) * nj].copy_from_slice(&self.g_u);
             std::mem::swap(&mut self.g_next, &mut self.g_prev);
         }
@@ -199,17 +189,7 @@ impl Mpc {
                 rho[i] = a2 * (s.w[b][d] - target.omega[b][d]);
                 self.g_next.w[b][d] = a2;
             }
-            self.solver.clear_grad(&mut self.g_prev);
-            self.g_u.iter_mut().for_each(|g| *g = 0.0);
-            self.solver.step_vjp(
-                model,
-                &self.recs[0],
-                &self.g_next,
-                &mut self.g_prev,
-                &mut self.g_u,
-                &mut self.g_theta,
-                &mut self.ws,
-            )?;
+            self.reverse_step(model, 0)?;
             for j in 0..nj {
                 jac[(i, j)] = self.g_u[j];
             }
@@ -246,6 +226,22 @@ impl Mpc {
             |m, u| m.residual_jacobian(model, s0, u, u_prev, target, w),
         )?;
         Ok((rep.x, rep.loss, rep.iterations))
+    }
+
+    /// Back through step k (record k): `g_u` ← ∂(ḡ_next · s_{k+1})/∂u^k, `g_prev` ← the state cotangent.
+    fn reverse_step(&mut self, model: &Model, k: usize) -> Result<(), ExperimentError> {
+        self.solver.clear_grad(&mut self.g_prev);
+        self.g_u.iter_mut().for_each(|g| *g = 0.0);
+        self.solver.step_vjp(
+            model,
+            &self.recs[k],
+            &self.g_next,
+            &mut self.g_prev,
+            &mut self.g_u,
+            &mut self.g_theta,
+            &mut self.ws,
+        )?;
+        Ok(())
     }
 
     /// Add ∂L/∂s_i (angle and ω terms of state i = k + 1) into `g_next`.
