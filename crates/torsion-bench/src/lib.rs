@@ -1,4 +1,19 @@
 //! Helpers shared by the benchmark binaries.
+use std::process::ExitCode;
+
+/// A benchmark's exit: its JSON report pretty-printed on stdout, or `name: error` on stderr and a failure.
+pub fn finish(name: &str, report: Result<serde_json::Value, String>) -> ExitCode {
+    match report.and_then(|v| serde_json::to_string_pretty(&v).map_err(|e| e.to_string())) {
+        Ok(s) => {
+            println!("{s}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
 
 /// Median of `v` (the mean of the two middle values for an even count).
 pub fn median(v: &[f64]) -> f64 {

@@ -259,14 +259,5 @@ fn run() -> Result<serde_json::Value, String> {
 }
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(v) => {
-            println!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("xpbd_baxter: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    torsion_bench::finish("xpbd_baxter", run())
 }
