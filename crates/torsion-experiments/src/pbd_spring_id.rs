@@ -17,6 +17,7 @@ use plotters::prelude::*;
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 use torsion_model::{JointSpring, Model};
+use torsion_opt::GnOptions;
 use torsion_solvers::xpbd::spring::{spring_torque, spring_torque_grad};
 use torsion_solvers::{XpbdOptions, XpbdSolver};
 
@@ -46,39 +47,23 @@ fn tau_s(theta: f64, k: f64, alpha2: f64) -> f64 {
     spring_torque(theta, &[k, a1, alpha2, l1, l2, xr], SIGN, false)
 }
 
-/// Gauss–Newton with backtracking on a least-squares problem r(p) (columns scaled by `scale`). Returns (p, loss).
+/// Gauss–Newton with backtracking (torsion-opt's; stops when the loss stops decreasing) on a least-squares problem
+/// r(p) given by `resid(p, want_jacobian)`. Returns (p, loss, iterations).
 fn gauss_newton(
-    mut p: Vec<f64>,
+    p0: Vec<f64>,
     mut resid: impl FnMut(&[f64], bool) -> Result<(DVector<f64>, Option<DMatrix<f64>>), ExperimentError>,
 ) -> Result<(Vec<f64>, f64, usize), ExperimentError> {
-    let (r0, _) = resid(&p, false)?;
-    let mut loss = r0.norm_squared();
-    let mut it = 0;
-    for _ in 0..50 {
-        let (r, j) = resid(&p, true)?;
-        let j = j.ok_or_else(|| ExperimentError::Failed("missing Jacobian".into()))?;
-        let d = j.svd(true, true).solve(&r, 1e-300).map_err(|e| ExperimentError::Failed(e.to_string()))?;
-        let mut alpha = 1.0;
-        let mut acc = None;
-        for _ in 0..30 {
-            let t: Vec<f64> = p.iter().zip(d.iter()).map(|(a, b)| a - alpha * b).collect();
-            let lt = resid(&t, false)?.0.norm_squared();
-            if lt < loss {
-                acc = Some((t, lt));
-                break;
-            }
-            alpha *= 0.5;
-        }
-        let Some((t, lt)) = acc else { break };
-        it += 1;
-        let done = lt > loss * (1.0 - 1e-12);
-        p = t;
-        loss = lt;
-        if done {
-            break;
-        }
-    }
-    Ok((p, loss, it))
+    let rep = torsion_opt::gauss_newton(
+        &mut resid,
+        &p0,
+        &GnOptions::default(),
+        |f, p| Ok::<_, ExperimentError>(f(p, false)?.0.norm_squared()),
+        |f, p| {
+            let (r, j) = f(p, true)?;
+            Ok((r, j.ok_or_else(|| ExperimentError::Failed("missing Jacobian".into()))?))
+        },
+    )?;
+    Ok((rep.x, rep.loss, rep.iterations))
 }
 
 /// (a) curve fit of (k, α2) to τ_s data at the s1 angles.

@@ -7,6 +7,7 @@ use crate::result::ExperimentError;
 use nalgebra::{DMatrix, DVector};
 use torsion_dynamics::{gravity, DynData, DynModel};
 use torsion_model::{Control, MaximalState, Model};
+use torsion_opt::{gauss_newton, GnOptions};
 use torsion_solvers::xpbd::step::XpbdRecord;
 use torsion_solvers::xpbd::XpbdWorkspace;
 use torsion_solvers::{DiffSolver, Solver, XpbdOptions, XpbdSolver};
@@ -216,35 +217,17 @@ impl StayStill {
         target: &[f64],
         u0: &[f64],
     ) -> Result<(Vec<f64>, f64, usize), ExperimentError> {
-        let mut u = u0.to_vec();
-        let mut loss = self.eval(s0, target, &u, false)?;
-        let mut iters = 0;
-        for _ in 0..50 {
-            let (rho, jac) = self.residual_jacobian(s0, target, &u)?;
-            // least squares J δ = ρ by SVD (JᵀJ would square a condition number of ~1e3–1e4)
-            let du = jac.svd(true, true).solve(&rho, 1e-300).map_err(|e| ExperimentError::Failed(e.to_string()))?;
-            // backtracking: the unconverged 30-iteration projection makes the map mildly nonlinear far from the optimum
-            let mut accepted = None;
-            let mut alpha = 1.0;
-            for _ in 0..30 {
-                let trial: Vec<f64> = u.iter().zip(du.iter()).map(|(a, b)| a - alpha * b).collect();
-                let lt = self.eval(s0, target, &trial, false)?;
-                if lt < loss {
-                    accepted = Some((trial, lt));
-                    break;
-                }
-                alpha *= 0.5;
-            }
-            let Some((trial, lt)) = accepted else { break };
-            iters += 1;
-            let small = alpha * du.amax() < 1e-10 || lt > loss * (1.0 - 1e-12);
-            u = trial;
-            loss = lt;
-            if small {
-                break;
-            }
-        }
-        Ok((u, loss, iters))
+        // least squares J δ = ρ by SVD (JᵀJ would square a condition number of ~1e3–1e4); backtracking: the
+        // unconverged 30-iteration projection makes the map mildly nonlinear far from the optimum
+        let o = GnOptions { step_tol: 1e-10, ..GnOptions::default() };
+        let rep = gauss_newton(
+            self,
+            u0,
+            &o,
+            |ss, u| ss.eval(s0, target, u, false),
+            |ss, u| ss.residual_jacobian(s0, target, u),
+        )?;
+        Ok((rep.x, rep.loss, rep.iterations))
     }
 }
 

@@ -3,6 +3,7 @@
 //! Every kernel is generic over [`Scalar`] (f64 for simulation, num-dual duals for forward-mode derivatives of
 //! the *same* code); reverse-mode adjoints (`*_vjp`) sit beside their kernel and are tested against duals and
 //! central finite differences.
+pub mod alloc_count;
 pub mod linalg;
 pub mod quat;
 pub mod scalar;

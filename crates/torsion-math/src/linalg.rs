@@ -1,42 +1,69 @@
 //! Small dense factorisations shared by the dynamics (M⁻¹ in the ABA derivatives) and the contact solvers
 //! (ADMM, KKT systems): Cholesky in place, solves, inverse. Generic over the scalar; no allocation.
+//!
+//! The factor keeps 1/L_jj on its diagonal (the solves and the inverse multiply instead of dividing); the slice
+//! forms work on the leading n × n block of a column-major buffer, so a workspace can reuse one buffer for
+//! systems of varying size (the ncp KKT and ADMM factors).
 use crate::Scalar;
 use nalgebra::DMatrix;
 
-/// M = L Lᵀ: L overwrites the lower triangle of `m` (the strict upper triangle is left as it was). False if
-/// a pivot is not positive (on the primal values).
-pub fn cholesky_in_place<T: Scalar>(m: &mut DMatrix<T>) -> bool {
-    let n = m.nrows();
+/// A = L Lᵀ for the column-major n × n matrix in `a[..n * n]`: L overwrites the lower triangle, its diagonal
+/// stored as 1/L_jj (the strict upper triangle is left as it was). False if a pivot is not positive (on the
+/// primal values).
+pub fn cholesky_factor<T: Scalar>(a: &mut [T], n: usize) -> bool {
     for j in 0..n {
-        let mut djj = m[(j, j)];
+        let mut djj = a[j + j * n];
         for k in 0..j {
-            djj -= m[(j, k)] * m[(j, k)];
+            djj -= a[j + k * n] * a[j + k * n];
         }
         if djj.re() <= 0.0 || !djj.re().is_finite() {
             return false;
         }
-        let ljj = djj.sqrt();
-        m[(j, j)] = ljj;
-        let r = T::one() / ljj;
+        let r = T::one() / djj.sqrt();
+        a[j + j * n] = r;
         for i in j + 1..n {
-            let mut s = m[(i, j)];
+            let mut s = a[i + j * n];
             for k in 0..j {
-                s -= m[(i, k)] * m[(j, k)];
+                s -= a[i + k * n] * a[j + k * n];
             }
-            m[(i, j)] = s * r;
+            a[i + j * n] = s * r;
         }
     }
     true
 }
 
-/// M⁻¹ = L⁻ᵀ L⁻¹ from the Cholesky factor in the lower triangle of `l` (overwritten by L⁻¹); `out` gets the
-/// full symmetric inverse.
+/// Solve L Lᵀ x = b in place (`b[..n]`) for the factor of [`cholesky_factor`] in `l[..n * n]`.
+pub fn cholesky_solve<T: Scalar>(l: &[T], n: usize, b: &mut [T]) {
+    let (l, b) = (&l[..n * n], &mut b[..n]);
+    // L y = b, column-oriented (axpy over contiguous columns)
+    for j in 0..n {
+        let yj = b[j] * l[j + j * n];
+        b[j] = yj;
+        for (x, &lij) in b[j + 1..n].iter_mut().zip(&l[j * n + j + 1..(j + 1) * n]) {
+            *x -= yj * lij;
+        }
+    }
+    // Lᵀ x = y: row j of Lᵀ is column j of L
+    for j in (0..n).rev() {
+        let mut s = b[j];
+        for (&lij, &xi) in l[j * n + j + 1..(j + 1) * n].iter().zip(&b[j + 1..n]) {
+            s -= lij * xi;
+        }
+        b[j] = s * l[j + j * n];
+    }
+}
+
+/// [`cholesky_factor`] of a square matrix (diagonal 1/L_jj).
+pub fn cholesky_in_place<T: Scalar>(m: &mut DMatrix<T>) -> bool {
+    let n = m.nrows();
+    cholesky_factor(m.as_mut_slice(), n)
+}
+
+/// M⁻¹ = L⁻ᵀ L⁻¹ from the factor of [`cholesky_in_place`] in the lower triangle of `l` (overwritten by L⁻¹);
+/// `out` gets the full symmetric inverse.
 pub fn inverse_from_cholesky<T: Scalar>(l: &mut DMatrix<T>, out: &mut DMatrix<T>) {
     let n = l.nrows();
-    // L⁻¹ in place (lower triangular), column by column from the left: the diagonal first
-    for j in 0..n {
-        l[(j, j)] = T::one() / l[(j, j)];
-    }
+    // L⁻¹ in place (lower triangular), column by column from the left: its diagonal 1/L_jj is already stored
     for j in 0..n {
         for i in j + 1..n {
             // (L⁻¹)_{ij} = −(Σ_{k=j}^{i−1} L_{ik} (L⁻¹)_{kj}) / L_{ii}
@@ -61,26 +88,9 @@ pub fn inverse_from_cholesky<T: Scalar>(l: &mut DMatrix<T>, out: &mut DMatrix<T>
     }
 }
 
-/// Solve L Lᵀ x = b in place (L in the lower triangle of `l`, from [`cholesky_in_place`]).
+/// Solve L Lᵀ x = b in place for the factor of [`cholesky_in_place`] in `l`.
 pub fn cholesky_solve_in_place<T: Scalar>(l: &DMatrix<T>, b: &mut [T]) {
-    let n = l.nrows();
-    let ls = l.as_slice();
-    // L y = b, column-oriented (axpy over contiguous columns)
-    for j in 0..n {
-        let yj = b[j] / ls[j + j * n];
-        b[j] = yj;
-        for (x, &lij) in b[j + 1..n].iter_mut().zip(&ls[j * n + j + 1..(j + 1) * n]) {
-            *x -= yj * lij;
-        }
-    }
-    // Lᵀ x = y: row j of Lᵀ is column j of L
-    for j in (0..n).rev() {
-        let mut s = b[j];
-        for (&lij, &xi) in ls[j * n + j + 1..(j + 1) * n].iter().zip(&b[j + 1..n]) {
-            s -= lij * xi;
-        }
-        b[j] = s / ls[j + j * n];
-    }
+    cholesky_solve(l.as_slice(), l.nrows(), b);
 }
 
 #[cfg(test)]
@@ -108,5 +118,16 @@ mod tests {
         cholesky_solve_in_place(&l, &mut x);
         let r = &a * nalgebra::DVector::from_column_slice(&x) - nalgebra::DVector::from_column_slice(&[1.0, -2.0, 0.5]);
         assert!(r.amax() < 1e-15);
+    }
+
+    #[test]
+    fn slice_forms_use_the_leading_block_of_a_larger_buffer() {
+        // a 2 × 2 system in a 3 × 3 buffer (a workspace reused for a smaller system): the stale tail is ignored
+        let mut buf = [4.0, 1.0, 1.0, 3.0, 7.0, 7.0, 7.0, 7.0, 7.0];
+        assert!(cholesky_factor(&mut buf, 2));
+        let mut x = [1.0, 2.0, 9.0];
+        cholesky_solve(&buf, 2, &mut x);
+        assert!((4.0 * x[0] + x[1] - 1.0).abs() < 1e-15 && (x[0] + 3.0 * x[1] - 2.0).abs() < 1e-15);
+        assert_eq!(x[2], 9.0);
     }
 }

@@ -2,24 +2,12 @@
 //! references and KKT conditions; VJP / JVP against central finite differences of an exact solve (the E0
 //! random family) and of the solver itself (general P, pyramids, the QP).
 use nalgebra::DMatrix;
+use torsion_diff::gradcheck::XorShift;
 use torsion_solvers::ncp::exact::qcqp_diagonal_exact;
 use torsion_solvers::ncp::{Admm, AdmmOptions, ConstraintSet, FrictionSet, ReducedKkt};
 
-struct Rng(u64);
-impl Rng {
-    fn u(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn sym(&mut self) -> f64 {
-        2.0 * self.u() - 1.0
-    }
-}
-
 /// The E0 family: 4 contacts, P = diag(exp(U[−10, 10])), q ~ U[−1, 1]⁸, r = μ λ_n with μ, λ_n ~ U[0, 1].
-fn e0(rng: &mut Rng) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+fn e0(rng: &mut XorShift) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let d: Vec<f64> = (0..8).map(|_| (20.0 * rng.u() - 10.0).exp()).collect();
     let q: Vec<f64> = (0..8).map(|_| rng.sym()).collect();
     let r: Vec<f64> = (0..4).map(|_| rng.u() * rng.u()).collect();
@@ -50,7 +38,7 @@ fn median(v: &mut [f64]) -> f64 {
 /// ≤ 1e-7, worst ≤ 1e-4) over 300 problems.
 #[test]
 fn qcqp_e0_family_solution_and_gradients() {
-    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    let mut rng = XorShift(0x5eed_1234_abcd_0001);
     let (mut errs, mut sol_err) = (vec![], 0.0f64);
     for _ in 0..300 {
         let (d, q, r) = e0(&mut rng);
@@ -99,7 +87,7 @@ fn qcqp_e0_family_solution_and_gradients() {
 /// VJP against central differences of the solver itself, and VJP/JVP duality.
 #[test]
 fn general_problems_kkt_and_gradients() {
-    let mut rng = Rng(0x0bad_cafe_0000_0042);
+    let mut rng = XorShift(0x0bad_cafe_0000_0042);
     for (kind, nc) in [
         (Some(FrictionSet::Cone), 3),
         (Some(FrictionSet::BoxPyramid), 3),

@@ -1,53 +1,18 @@
 //! `Admm::solve` allocates nothing (design.md §7), the Newton polish included: a counting global allocator
 //! around repeated QCQP (E0 family, every friction set) and QP solves with one solver per size. Only the test's
-//! own thread is counted (a thread-local switch): the test harness's threads may allocate meanwhile (seen once on
-//! a loaded CI machine: 4 allocations outside the solves).
+//! own thread is counted (torsion-math's count is per thread): the test harness's threads may allocate meanwhile
+//! (seen once on a loaded CI machine: 4 allocations outside the solves).
 use nalgebra::DMatrix;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use torsion_diff::gradcheck::XorShift;
+use torsion_math::alloc_count::{thread_allocations, CountingAlloc};
 use torsion_solvers::ncp::{Admm, AdmmOptions, ConstraintSet, FrictionSet};
 
-struct Counting;
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
-thread_local! {
-    // const-initialised, no destructor: safe to read inside the allocator
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-fn count() {
-    if COUNTING.with(|c| c.get()) {
-        ALLOCS.fetch_add(1, Relaxed);
-    }
-}
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        count();
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        count();
-        unsafe { System.realloc(p, l, n) }
-    }
-}
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-struct Rng(u64);
-impl Rng {
-    fn u(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+static GLOBAL: CountingAlloc = CountingAlloc;
 
 #[test]
 fn admm_solve_with_polish_allocates_nothing() {
-    let mut rng = Rng(0xa110_c000_0000_0001);
+    let mut rng = XorShift(0xa110_c000_0000_0001);
     let opt = AdmmOptions { eps_abs: 1e-10, ..AdmmOptions::default() };
     let (mut qcqp, mut qp) = (Admm::new(8), Admm::new(4));
     let mut polished = 0;
@@ -63,13 +28,11 @@ fn admm_solve_with_polish_allocates_nothing() {
         let qn: Vec<f64> = (0..4).map(|_| 2.0 * rng.u() - 1.0).collect();
         let kind = [FrictionSet::Cone, FrictionSet::BoxPyramid, FrictionSet::DiamondPyramid][round % 3];
         let set = ConstraintSet::Friction { kind, r: &r };
-        let before = ALLOCS.load(Relaxed);
-        COUNTING.with(|c| c.set(true));
+        let before = thread_allocations();
         let info = qcqp.solve(&p, &q, set, Some(&warm), &opt);
         let info_n = qp.solve(&pn, &qn, ConstraintSet::Nonneg, None, &opt);
-        COUNTING.with(|c| c.set(false));
+        let count = thread_allocations() - before;
         let (info, info_n) = (info.unwrap(), info_n.unwrap());
-        let count = ALLOCS.load(Relaxed) - before;
         assert_eq!(count, 0, "round {round} ({kind:?}): {count} allocations");
         polished += info.polished as usize + info_n.polished as usize;
     }

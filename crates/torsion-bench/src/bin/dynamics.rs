@@ -17,37 +17,20 @@
 //! Usage: cargo run --release -p torsion-bench --bin dynamics -- [--repeats N] [--calls N] [--robots DIR]
 //!        [--only NAME]
 use nalgebra::DMatrix;
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 use torsion_dynamics::aba_derivatives::{aba_derivatives_into, AbaDerivatives};
 use torsion_dynamics::rnea_derivatives::{rnea_derivatives_into, RneaDerivatives};
 use torsion_dynamics::{aba_into, crba_into, rnea_into, DynData, DynModel};
+use torsion_math::alloc_count::{thread_allocations, CountingAlloc};
 use torsion_model::io::robots::{example_robot_data_dir, BAXTER_URDF, PANDA_URDF};
 use torsion_model::io::urdf::{load_urdf_str, UrdfOptions};
 use torsion_model::Model;
 
-/// Counts heap allocations (design.md §7: no allocation per call).
-struct Counting;
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Relaxed);
-        unsafe { System.realloc(p, l, n) }
-    }
-}
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: CountingAlloc = CountingAlloc;
 
 struct Args {
     repeats: usize,
@@ -165,11 +148,11 @@ fn time_us(repeats: usize, calls: usize, mut f: impl FnMut(usize)) -> (f64, f64)
 fn allocs_per_call(mut f: impl FnMut(usize)) -> f64 {
     f(0);
     let n = 100;
-    let a0 = ALLOCS.load(Relaxed);
+    let a0 = thread_allocations();
     for i in 0..n {
         f(i);
     }
-    (ALLOCS.load(Relaxed) - a0) as f64 / n as f64
+    (thread_allocations() - a0) as f64 / n as f64
 }
 
 fn bench_model(name: &str, m: &Model, a: &Args) -> Result<serde_json::Value, String> {

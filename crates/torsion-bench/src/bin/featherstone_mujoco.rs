@@ -17,29 +17,18 @@
 //! Usage: cargo run --release -p torsion-bench --bin featherstone_mujoco -- [--repeats N] [--models a,b,c]
 use nalgebra::DMatrix;
 use serde_json::{json, Value};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
+use torsion_diff::gradcheck::XorShift;
+use torsion_math::alloc_count::{thread_allocations, CountingAlloc};
 use torsion_model::io::robots::dm_control_model;
 use torsion_model::{Control, JointType, Model, ParamSelection};
 use torsion_solvers::featherstone::TransitionJacobians;
 use torsion_solvers::{DiffSolver, FeatherstoneSolver, GenState, Solver};
 
-struct Counting;
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) }
-    }
-}
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: CountingAlloc = CountingAlloc;
 
 /// Median per-call time in µs of `f` over `repeats` batches of calls sized to about 2 ms.
 fn time_us(repeats: usize, mut f: impl FnMut()) -> f64 {
@@ -65,16 +54,6 @@ fn time_us(repeats: usize, mut f: impl FnMut()) -> f64 {
 }
 
 /// Deterministic uniform numbers in [−1, 1] (xorshift).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-    }
-}
-
 fn rows(m: &DMatrix<f64>) -> Value {
     json!((0..m.nrows()).map(|r| (0..m.ncols()).map(|c| m[(r, c)]).collect::<Vec<_>>()).collect::<Vec<_>>())
 }
@@ -87,8 +66,8 @@ fn run(name: &str, repeats: usize) -> Result<Value, String> {
     let m: Model = dm_control_model(name).map_err(|e| format!("{name}: {e}"))?;
     let solver = FeatherstoneSolver::default();
     let (nq, nv, dt) = (m.nq(), m.nv(), m.dt);
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ name.len() as u64);
-    let d: Vec<f64> = (0..2 * nv).map(|_| 0.1 * rng.next()).collect();
+    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ name.len() as u64);
+    let d: Vec<f64> = (0..2 * nv).map(|_| 0.1 * rng.sym()).collect();
     let s = solver.retract(&m, &GenState::rest(&m), &d);
     let u = Control::from_torques(&vec![0.0; nv]);
     let none = ParamSelection::none();
@@ -96,9 +75,9 @@ fn run(name: &str, repeats: usize) -> Result<Value, String> {
     let mut ws = solver.workspace(&m).map_err(|e| e.to_string())?;
     let mut out = s.clone();
     solver.step(&m, &s, &u, dt, &mut out, &mut ws, None).map_err(|e| e.to_string())?;
-    let a0 = ALLOCS.load(Relaxed);
+    let a0 = thread_allocations();
     solver.step(&m, &s, &u, dt, &mut out, &mut ws, None).map_err(|e| e.to_string())?;
-    let step_allocs = ALLOCS.load(Relaxed) - a0;
+    let step_allocs = thread_allocations() - a0;
     let step_us = time_us(repeats, || {
         solver.step(&m, black_box(&s), &u, dt, &mut out, &mut ws, None).unwrap();
         black_box(&out);
@@ -113,9 +92,9 @@ fn run(name: &str, repeats: usize) -> Result<Value, String> {
     if tj.a() != jac.a || tj.b() != jac.b {
         return Err(format!("{name}: transition_jacobians_into differs from step_jacobians"));
     }
-    let a0 = ALLOCS.load(Relaxed);
+    let a0 = thread_allocations();
     solver.transition_jacobians_into(&m, &s, &u, dt, &mut ws, &mut tj).map_err(|e| e.to_string())?;
-    let jac_allocs = ALLOCS.load(Relaxed) - a0;
+    let jac_allocs = thread_allocations() - a0;
     let jac_us = time_us(repeats, || {
         solver.transition_jacobians_into(&m, black_box(&s), &u, dt, &mut ws, &mut tj).unwrap();
         black_box(&tj.ab);

@@ -12,18 +12,9 @@ use nalgebra::DMatrix;
 use serde_json::json;
 use std::hint::black_box;
 use std::time::Instant;
+use torsion_diff::gradcheck::XorShift;
 use torsion_solvers::ncp::exact::qcqp_diagonal_exact;
 use torsion_solvers::ncp::{Admm, AdmmOptions, ConstraintSet, FrictionSet, ReducedKkt};
-
-struct Rng(u64);
-impl Rng {
-    fn u(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
 
 /// Median per-call µs of `f` (batches of ~0.2 ms, 9 repeats).
 fn time_us(mut f: impl FnMut()) -> f64 {
@@ -64,7 +55,7 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|s| s.parse().ok())
         .unwrap_or(1000usize);
-    let mut rng = Rng(0xE0E0_1234_5678_9ABC);
+    let mut rng = XorShift(0xE0E0_1234_5678_9ABC);
     let (mut fwd, mut fwd_nopolish, mut bwd, mut clar) = (vec![], vec![], vec![], vec![]);
     let (mut sol_err, mut sol_err_nopolish, mut clar_err, mut grad_err, mut iters) =
         (vec![], vec![], vec![], vec![], vec![]);

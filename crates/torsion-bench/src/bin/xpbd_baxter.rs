@@ -7,35 +7,19 @@
 //! Prints one JSON object: the figures, the loss, the gradient norm and the agreement with the PyTorch reference
 //! `tests/data/pbd_torch_ref.npz` (final angles, gradient).
 //! Usage: cargo run --release -p torsion-bench --bin xpbd_baxter -- [--repeats N] [--warmup N] [--data DIR]
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
+use torsion_bench::median;
 use torsion_diff::{rel_err, rollout, rollout_vjp};
+use torsion_math::alloc_count::{thread_allocations, CountingAlloc};
 use torsion_model::io::robots::baxter_left_arm_spec000;
 use torsion_model::{Control, MaximalState, Model};
 use torsion_solvers::{DiffSolver, Solver, XpbdOptions, XpbdSolver};
 
-/// Counts heap allocations, to check design.md §7 (no allocation inside `step` / `step_vjp`).
-struct Counting;
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Relaxed);
-        unsafe { System.realloc(p, l, n) }
-    }
-}
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: CountingAlloc = CountingAlloc;
 
 const DT: f64 = 0.01;
 
@@ -97,17 +81,6 @@ fn read_npz(path: &PathBuf, name: &str) -> Result<Vec<f64>, String> {
     v
 }
 
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        0.5 * (s[n / 2 - 1] + s[n / 2])
-    }
-}
-
 fn min(v: &[f64]) -> f64 {
     v.iter().copied().fold(f64::INFINITY, f64::min)
 }
@@ -158,18 +131,18 @@ fn allocations(solver: &XpbdSolver, m: &Model, s0: &MaximalState, us: &[Control]
     // one call of each first, so that lazily grown buffers are in place
     solver.step(m, &a, &us[0], DT, &mut b, &mut ws, Some(&mut rec)).map_err(e)?;
     solver.step_vjp(m, &rec, &g_out, &mut g_s, &mut g_u, &mut g_th, &mut ws).map_err(e)?;
-    let n0 = ALLOCS.load(Relaxed);
+    let n0 = thread_allocations();
     for u in us {
         solver.step(m, &a, u, DT, &mut b, &mut ws, None).map_err(e)?;
         std::mem::swap(&mut a, &mut b);
     }
-    let n1 = ALLOCS.load(Relaxed);
+    let n1 = thread_allocations();
     for u in us {
         solver.step(m, &a, u, DT, &mut b, &mut ws, Some(&mut rec)).map_err(e)?;
         solver.step_vjp(m, &rec, &g_out, &mut g_s, &mut g_u, &mut g_th, &mut ws).map_err(e)?;
         std::mem::swap(&mut a, &mut b);
     }
-    let n2 = ALLOCS.load(Relaxed);
+    let n2 = thread_allocations();
     let t = us.len() as f64;
     Ok(((n1 - n0) as f64 / t, (n2 - n1) as f64 / t))
 }
@@ -286,14 +259,5 @@ fn run() -> Result<serde_json::Value, String> {
 }
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(v) => {
-            println!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("xpbd_baxter: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    torsion_bench::finish("xpbd_baxter", run())
 }

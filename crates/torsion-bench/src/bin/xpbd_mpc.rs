@@ -10,20 +10,10 @@
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
+use torsion_bench::median;
 use torsion_experiments::pbd_mpc::{
     nominal_model, reference, step_target, Mpc, StepTarget, Weights, BOTH, MPC3, Q_CENTRE,
 };
-
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        0.5 * (s[n / 2 - 1] + s[n / 2])
-    }
-}
 
 fn run() -> Result<serde_json::Value, String> {
     let (mut repeats, mut warmup, mut export) = (201usize, 20usize, None::<String>);
@@ -96,14 +86,5 @@ fn run() -> Result<serde_json::Value, String> {
 }
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(v) => {
-            println!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("xpbd_mpc: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    torsion_bench::finish("xpbd_mpc", run())
 }

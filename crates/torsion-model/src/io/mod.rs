@@ -1,6 +1,7 @@
 //! Model loaders. Every error names the file, the element and the problem.
 pub mod mjcf;
 pub mod robots;
+mod transform;
 pub mod urdf;
 
 pub use mjcf::{load_mjcf, load_mjcf_str};

@@ -32,6 +32,7 @@
 //!   their axis along the shape z, mesh by file name, `<mesh scale>` ignored), posed in the body (COM) frame,
 //!   with MuJoCo's default friction and contype = conaffinity = 1. `qpos0` = [`Model::zero_q`]; armature,
 //!   stiffness, spring reference and friction loss are 0.
+use super::transform::Tf;
 use crate::error::ModelError;
 use crate::model::{JointType, Model};
 use crate::shape::{Shape, ShapeKind, DEFAULT_FRICTION};
@@ -386,26 +387,10 @@ fn merge_inertials(
     Ok((mass, com, inertia))
 }
 
-/// A rigid transform x ↦ q x + p.
-#[derive(Clone, Copy, Debug)]
-struct Tf {
-    p: Vec3,
-    q: Quat,
-}
-
 impl Tf {
-    fn identity() -> Self {
-        Tf { p: Vec3::zeros(), q: Quat::identity() }
-    }
     /// URDF `<origin xyz rpy>` (R = Rz(y) Ry(p) Rx(r)).
     fn pose(o: &urdf_rs::Pose) -> Self {
         Tf { p: Vec3::from(o.xyz.0), q: Quat::from_rpy(o.rpy[0], o.rpy[1], o.rpy[2]) }
-    }
-    fn mul(&self, b: &Tf) -> Tf {
-        Tf { p: self.p + self.q.rotate(&b.p), q: self.q.mul(&b.q).normalize() }
-    }
-    fn inv(&self) -> Tf {
-        Tf { p: -self.q.rotate_inv(&self.p), q: self.q.conj() }
     }
 }
 

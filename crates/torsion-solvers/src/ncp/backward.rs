@@ -52,49 +52,9 @@ fn shape(problem: String) -> SolverError {
     SolverError::BadInput { solver: "ncp", problem }
 }
 
-/// Cholesky L Lᵀ of the n × n column-major `a` in place (lower triangle), the algorithm of
-/// `torsion_math::linalg::cholesky_in_place` on a slice, except that the diagonal holds 1/L_jj (the solves
-/// multiply instead of dividing); false if not positive definite.
-pub(crate) fn chol(a: &mut [f64], n: usize) -> bool {
-    for j in 0..n {
-        let mut djj = a[j + j * n];
-        for k in 0..j {
-            djj -= a[j + k * n] * a[j + k * n];
-        }
-        if djj <= 0.0 || !djj.is_finite() {
-            return false;
-        }
-        let r = 1.0 / djj.sqrt();
-        a[j + j * n] = r;
-        for i in j + 1..n {
-            let mut s = a[i + j * n];
-            for k in 0..j {
-                s -= a[i + k * n] * a[j + k * n];
-            }
-            a[i + j * n] = s * r;
-        }
-    }
-    true
-}
-
-/// Solve L Lᵀ x = b in place for the factor of [`chol`] (diagonal 1/L_jj).
-pub(crate) fn chol_solve(l: &[f64], n: usize, b: &mut [f64]) {
-    let (l, b) = (&l[..n * n], &mut b[..n]);
-    for j in 0..n {
-        let yj = b[j] * l[j + j * n];
-        b[j] = yj;
-        for (x, &lij) in b[j + 1..n].iter_mut().zip(&l[j * n + j + 1..(j + 1) * n]) {
-            *x -= yj * lij;
-        }
-    }
-    for j in (0..n).rev() {
-        let mut s = b[j];
-        for (&lij, &xi) in l[j * n + j + 1..(j + 1) * n].iter().zip(&b[j + 1..n]) {
-            s -= lij * xi;
-        }
-        b[j] = s * l[j + j * n];
-    }
-}
+/// Cholesky with 1/L_jj on the diagonal on the leading n × n block of a reused column-major buffer (the one
+/// implementation, torsion-math's).
+pub(crate) use torsion_math::linalg::{cholesky_factor as chol, cholesky_solve as chol_solve};
 
 impl ReducedKkt {
     /// Build at the solution `z` of (P, q, set): identify the active set and the multipliers from the
