@@ -1,7 +1,7 @@
 //! The differentiation contract every time stepper implements (design.md §3).
 use nalgebra::DMatrix;
 use thiserror::Error;
-use torsion_model::{Control, Model, ParamSelection};
+use torsion_model::{Control, Model, ParamSelection, StateSpace};
 
 #[derive(Debug, Error)]
 pub enum SolverError {
@@ -36,7 +36,9 @@ pub struct StepJacobians {
 }
 
 pub trait Solver {
-    type State: Clone;
+    /// The solver's state space (`torsion_model::StateSpace`): `MaximalState` for XPBD, `GenState` for the
+    /// generalized-coordinate steppers (Featherstone, contact).
+    type State: StateSpace;
     type Workspace;
     /// what `step` saves for `step_vjp` (reused buffers, allocated once)
     type Record;
@@ -87,12 +89,25 @@ pub trait DiffSolver: Solver {
         model.joint_count()
     }
 
-    /// Manifold helpers used by the `diff` machinery (gradcheck, tangent Jacobians).
-    fn tangent_dim(&self, model: &Model) -> usize;
-    fn retract(&self, model: &Model, s: &Self::State, d: &[f64]) -> Self::State;
-    fn local_diff(&self, model: &Model, s: &Self::State, other: &Self::State) -> Vec<f64>;
-    fn grad_to_tangent(&self, model: &Model, s: &Self::State, g: &Self::State) -> Vec<f64>;
-    fn zero_grad(&self, model: &Model) -> Self::State;
+    /// Manifold helpers used by the `diff` machinery (gradcheck, tangent Jacobians): the state space's own
+    /// (`StateSpace`), which a solver has no reason to override.
+    fn tangent_dim(&self, model: &Model) -> usize {
+        Self::State::tangent_dim(model)
+    }
+    fn retract(&self, model: &Model, s: &Self::State, d: &[f64]) -> Self::State {
+        StateSpace::retract(s, model, d)
+    }
+    fn local_diff(&self, model: &Model, s: &Self::State, other: &Self::State) -> Vec<f64> {
+        StateSpace::local_diff(s, model, other)
+    }
+    fn grad_to_tangent(&self, model: &Model, s: &Self::State, g: &Self::State) -> Vec<f64> {
+        StateSpace::grad_to_tangent(s, model, g)
+    }
+    fn zero_grad(&self, model: &Model) -> Self::State {
+        Self::State::zero_grad(model)
+    }
     /// Reset a gradient buffer to zero without reallocating it.
-    fn clear_grad(&self, g: &mut Self::State);
+    fn clear_grad(&self, g: &mut Self::State) {
+        g.clear_grad()
+    }
 }
