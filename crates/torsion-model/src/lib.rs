@@ -14,7 +14,7 @@ pub mod shape;
 pub mod state;
 pub mod state_space;
 
-pub use control::Control;
+pub use control::{Control, ControlLayout};
 pub use error::ModelError;
 pub use extras::{Actuator, ActuatorTarget, ModelExtras, Site, Tendon, TendonKind};
 pub use joint_maps::JointLayout;

@@ -207,7 +207,8 @@ impl FeatherstoneSolver {
         }
         if u.joint_torque.len() != model.nv() {
             return Err(bad(format!(
-                "control has {} entries; the featherstone solver takes one generalized force per DoF (nv = {})",
+                "control has {} entries; the featherstone solver takes one generalized force per DoF (nv = {}; \
+                 `Control::to_per_dof` converts a per-joint control)",
                 u.joint_torque.len(),
                 model.nv()
             )));
@@ -783,7 +784,7 @@ impl DiffSolver for FeatherstoneSolver {
         Ok(split_jacobian(&jac, nv, sel.len()))
     }
 
-    /// one generalized force per DoF
+    /// one generalized force per DoF (`ControlLayout::PerDof`)
     fn control_dim(&self, model: &Model) -> usize {
         model.nv()
     }

@@ -61,7 +61,7 @@ pub trait Solver {
 
 pub trait DiffSolver: Solver {
     /// Reverse mode: given ∂L/∂out (ambient, same shape as the state), *accumulate* ∂L/∂s into `g_s`,
-    /// ∂L/∂u into `g_u` (one per joint) and ∂L/∂θ into `g_theta` (the full parameter table) using `rec`.
+    /// ∂L/∂u into `g_u` (`control_dim` entries) and ∂L/∂θ into `g_theta` (the full parameter table) using `rec`.
     #[allow(clippy::too_many_arguments)]
     fn step_vjp(
         &self,
@@ -84,7 +84,9 @@ pub trait DiffSolver: Solver {
         sel: &ParamSelection,
     ) -> Result<StepJacobians, SolverError>;
 
-    /// Entries of a `Control` (and of a control gradient) the solver takes: one per joint by default.
+    /// Entries of a `Control` (and of a control gradient) the solver takes: one per joint by default
+    /// (`ControlLayout::PerJoint`, XPBD); the generalized-coordinate steppers take one per DoF
+    /// (`ControlLayout::PerDof`, nv). `Control::to_per_dof` / `to_per_joint` convert.
     fn control_dim(&self, model: &Model) -> usize {
         model.joint_count()
     }
