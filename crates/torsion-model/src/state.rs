@@ -178,7 +178,7 @@ impl ContactWarmStart {
         self.impulses.clear();
         self.impulses.extend(it);
         // unstable sort: in place, no allocation
-        self.impulses.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        self.impulses.sort_unstable_by_key(|w| w.id);
         self.impulses.dedup_by_key(|w| w.id);
     }
 }

@@ -32,6 +32,10 @@ pub trait StateSpace: Clone + std::fmt::Debug + Sized {
     fn grad_to_ambient(&self, model: &Model, t: &[f64]) -> Self;
     /// The flat ambient encoding (`ambient_dim` entries).
     fn encode(&self) -> Vec<f64>;
+    /// `encode` into `out` (`ambient_dim` entries), without allocating.
+    fn encode_into(&self, out: &mut [f64]);
+    /// self += a for a gradient of the state's shape and a flat row `a` in the encoding's layout.
+    fn add_encoded(&mut self, a: &[f64]);
     /// The inverse of `encode`; an error names the expected length.
     fn decode(model: &Model, flat: &[f64]) -> Result<Self, ModelError>;
     /// A zero gradient of the state's shape.
@@ -77,6 +81,27 @@ impl StateSpace for MaximalState {
     }
     fn encode(&self) -> Vec<f64> {
         self.to_ambient()
+    }
+    fn encode_into(&self, out: &mut [f64]) {
+        for k in 0..self.x.len() {
+            let o = &mut out[k * AMBIENT_PER_BODY..(k + 1) * AMBIENT_PER_BODY];
+            o[..3].copy_from_slice(self.x[k].as_slice());
+            o[3..7].copy_from_slice(&self.q[k].to_array());
+            o[7..10].copy_from_slice(self.v[k].as_slice());
+            o[10..13].copy_from_slice(self.w[k].as_slice());
+        }
+    }
+    fn add_encoded(&mut self, a: &[f64]) {
+        for k in 0..self.x.len() {
+            let o = &a[k * AMBIENT_PER_BODY..(k + 1) * AMBIENT_PER_BODY];
+            for i in 0..3 {
+                self.x[k][i] += o[i];
+                self.q[k].v[i] += o[4 + i];
+                self.v[k][i] += o[7 + i];
+                self.w[k][i] += o[10 + i];
+            }
+            self.q[k].w += o[3];
+        }
     }
     fn decode(model: &Model, flat: &[f64]) -> Result<Self, ModelError> {
         check_len("MaximalState (13 per body: x q v w)", flat.len(), Self::ambient_dim(model))?;
@@ -127,6 +152,16 @@ impl StateSpace for GenState {
     /// [q, v]; the warm start is not encoded.
     fn encode(&self) -> Vec<f64> {
         self.q.iter().chain(&self.v).copied().collect()
+    }
+    fn encode_into(&self, out: &mut [f64]) {
+        let nq = self.q.len();
+        out[..nq].copy_from_slice(&self.q);
+        out[nq..nq + self.v.len()].copy_from_slice(&self.v);
+    }
+    fn add_encoded(&mut self, a: &[f64]) {
+        let nq = self.q.len();
+        self.q.iter_mut().zip(&a[..nq]).for_each(|(x, y)| *x += y);
+        self.v.iter_mut().zip(&a[nq..]).for_each(|(x, y)| *x += y);
     }
     fn decode(model: &Model, flat: &[f64]) -> Result<Self, ModelError> {
         check_len("GenState (q then v: nq + nv)", flat.len(), Self::ambient_dim(model))?;
@@ -192,9 +227,16 @@ mod tests {
         // right inverse
         let ga = s.grad_to_ambient(m, &dd);
         assert!(max_abs(&s.grad_to_tangent(m, &ga), &dd) < 1e-13, "{name}: grad_to_ambient not a right inverse");
-        // encode / decode, zero / clear
+        // encode / decode / encode_into / add_encoded, zero / clear
         let r = S::decode(m, &s.encode()).unwrap();
         assert_eq!(r.encode(), s.encode(), "{name}: decode ∘ encode");
+        let mut buf = vec![f64::NAN; S::ambient_dim(m)];
+        s.encode_into(&mut buf);
+        assert_eq!(buf, s.encode(), "{name}: encode_into");
+        let mut acc = g.clone();
+        acc.add_encoded(&s.encode());
+        let sum: Vec<f64> = g.encode().iter().zip(s.encode()).map(|(a, b)| a + b).collect();
+        assert_eq!(acc.encode(), sum, "{name}: add_encoded");
         let mut z = g.clone();
         z.clear_grad();
         assert_eq!(z.encode(), S::zero_grad(m).encode(), "{name}: clear_grad");
