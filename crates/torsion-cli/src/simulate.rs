@@ -4,7 +4,7 @@ use clap::Args;
 use serde_json::json;
 use std::path::PathBuf;
 use torsion_model::io::urdf::{load_urdf, UrdfOptions};
-use torsion_model::{Control, JointType, MaximalState, Model};
+use torsion_model::{Control, ControlLayout, JointType, MaximalState, Model};
 use torsion_solvers::ncp::{NcpOptions, NcpSolver};
 use torsion_solvers::{FeatherstoneSolver, GenState, Ordering, Solver, XpbdOptions, XpbdSolver};
 
@@ -104,8 +104,9 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
     if q0.len() != nq {
         bail!("--q0 has {} values, the model needs {nq} (joints: {})", q0.len(), model.joint_name.join(", "));
     }
-    // one torque per joint (XPBD) or per DoF (featherstone); equal for hinge-only models
-    let nu = if a.solver == "xpbd" { model.joint_count() } else { model.nv() };
+    // one torque per joint (XPBD) or per DoF (featherstone, ncp); equal for hinge-only models
+    let layout = if a.solver == "xpbd" { ControlLayout::PerJoint } else { ControlLayout::PerDof };
+    let nu = layout.dim(&model);
     let tau = a.torque.clone().unwrap_or_else(|| vec![0.0; nu]);
     if tau.len() != nu {
         bail!("--torque has {} values, the {} solver needs {nu}", tau.len(), a.solver);

@@ -42,6 +42,16 @@ pub struct DynModel<T: Scalar> {
     pub nb: usize,
 }
 
+/// q and v are laid out by the model's joints in order (`q_start` / `v_start` are the running sums).
+impl<T: Scalar> torsion_model::JointLayout for DynModel<T> {
+    fn joint_count(&self) -> usize {
+        self.joint.len()
+    }
+    fn joint_kind(&self, j: usize) -> JointType {
+        self.joint[j].kind
+    }
+}
+
 impl<T: Scalar> DynModel<T> {
     /// Build from the model and a full parameter vector θ (table order of `Model::param_table`).
     pub fn build(model: &Model, table: &ParamTable, theta: &[T]) -> Result<Self, DynError> {

@@ -1,5 +1,8 @@
-//! Dynamic state of the maximal-coordinate family (spec 000 §3.1): per body the COM position, orientation,
-//! linear and angular velocity (world frame). Fixed bodies are stored too and never change.
+//! The dynamic states, one per family: [`MaximalState`] of the maximal-coordinate family (spec 000 §3.1): per
+//! body the COM position, orientation, linear and angular velocity (world frame), fixed bodies stored too and
+//! never changed; [`GenState`] of the generalized-coordinate family (Featherstone, contact): (q, v) and the
+//! contact warm start. Both are [`crate::StateSpace`]s (`state_space.rs`).
+use crate::Model;
 use torsion_math::{Quat, Scalar, Vec3};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -110,5 +113,80 @@ impl MaximalState<f64> {
             v: self.v.iter().map(cv).collect(),
             w: self.w.iter().map(cv).collect(),
         }
+    }
+}
+
+/// Generalized state: q (nq, layouts of `JointType::nq`) and v (nv), and the contact warm start.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GenState {
+    pub q: Vec<f64>,
+    pub v: Vec<f64>,
+    /// the contact impulses of the step that produced this state, the next contact step's warm start (design.md
+    /// §3: an explicit input and output of a step, never hidden solver state). Not differentiated (spec 001
+    /// §3.10: stop-gradient) and not in the tangent or flat encodings; contact-free steppers leave it empty.
+    pub warm: ContactWarmStart,
+}
+
+impl GenState {
+    /// (q, v) with no warm start.
+    pub fn new(q: Vec<f64>, v: Vec<f64>) -> Self {
+        GenState { q, v, warm: ContactWarmStart::default() }
+    }
+    /// At rest at the model's reference configuration (`Model::neutral_q`).
+    pub fn rest(model: &Model) -> Self {
+        GenState::new(model.neutral_q(), vec![0.0; model.nv()])
+    }
+}
+
+/// One contact's impulses (N·s) by persistent contact id: normal λ_n and the two tangential λ_t along the
+/// tangents (t1, n × t1) of that step, with t1 (world) — the next step's frame continues from it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WarmImpulse {
+    pub id: u64,
+    pub normal: f64,
+    pub tangent: [f64; 2],
+    pub t1: [f64; 3],
+}
+
+/// Contact impulses sorted by id (looked up by binary search; refilled in place, so a step allocates nothing
+/// once its capacity has grown).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ContactWarmStart {
+    impulses: Vec<WarmImpulse>,
+}
+
+impl ContactWarmStart {
+    /// The impulses of contact `id`, if it has any.
+    pub fn get(&self, id: u64) -> Option<&WarmImpulse> {
+        self.impulses.binary_search_by_key(&id, |w| w.id).ok().map(|k| &self.impulses[k])
+    }
+    /// All impulses, sorted by id.
+    pub fn as_slice(&self) -> &[WarmImpulse] {
+        &self.impulses
+    }
+    pub fn len(&self) -> usize {
+        self.impulses.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.impulses.is_empty()
+    }
+    pub fn clear(&mut self) {
+        self.impulses.clear();
+    }
+    /// Replace the contents by `it` (any order; of repeated ids the one sorting first is kept).
+    pub fn fill(&mut self, it: impl IntoIterator<Item = WarmImpulse>) {
+        self.impulses.clear();
+        self.impulses.extend(it);
+        // unstable sort: in place, no allocation
+        self.impulses.sort_unstable_by_key(|w| w.id);
+        self.impulses.dedup_by_key(|w| w.id);
+    }
+}
+
+impl FromIterator<WarmImpulse> for ContactWarmStart {
+    fn from_iter<I: IntoIterator<Item = WarmImpulse>>(it: I) -> Self {
+        let mut w = ContactWarmStart::default();
+        w.fill(it);
+        w
     }
 }

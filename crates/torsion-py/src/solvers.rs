@@ -10,8 +10,7 @@ use numpy::PyArrayDyn;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::sync::Mutex;
-use torsion_model::state::AMBIENT_PER_BODY;
-use torsion_model::{MaximalState, Model};
+use torsion_model::{MaximalState, Model, StateSpace};
 use torsion_solvers::featherstone::FeatherstoneWorkspace;
 use torsion_solvers::ncp::{FrictionSet, NcpGradient, NcpOptions, NcpSimWorkspace, NcpSolver};
 use torsion_solvers::xpbd::XpbdWorkspace;
@@ -19,17 +18,25 @@ use torsion_solvers::{
     DiffSolver, FeatherstoneOptions, FeatherstoneSolver, GenState, Ordering, XpbdOptions, XpbdSolver,
 };
 
-/// A solver whose state flattens to one f64 vector.
+/// A solver whose state flattens to one f64 vector: the state space's own encoding (`StateSpace`).
 pub(crate) trait Codec: DiffSolver + Sync
 where
     Self::State: Send,
 {
-    fn state_dim(&self, m: &Model) -> usize;
+    fn state_dim(&self, m: &Model) -> usize {
+        Self::State::ambient_dim(m)
+    }
     /// `a` has `state_dim` entries (checked by the caller)
-    fn decode(&self, m: &Model, a: &[f64]) -> Self::State;
-    fn encode(&self, s: &Self::State, out: &mut [f64]);
+    fn decode(&self, m: &Model, a: &[f64]) -> Self::State {
+        StateSpace::decode(m, a).expect("flat state length checked by the caller")
+    }
+    fn encode(&self, s: &Self::State, out: &mut [f64]) {
+        s.encode_into(out)
+    }
     /// g += a for a state gradient and a flat row `a` (same layout as the state)
-    fn add_flat(&self, g: &mut Self::State, a: &[f64]);
+    fn add_flat(&self, g: &mut Self::State, a: &[f64]) {
+        g.add_encoded(a)
+    }
     /// The state holds a part that flat rows do not: the contact warm start (`GenState::warm`)
     fn has_warm(&self) -> bool {
         false
@@ -38,67 +45,11 @@ where
     fn carry_warm(&self, _from: &Self::State, _to: &mut Self::State) {}
 }
 
-impl Codec for XpbdSolver {
-    fn state_dim(&self, m: &Model) -> usize {
-        AMBIENT_PER_BODY * m.body_count()
-    }
-    fn decode(&self, _m: &Model, a: &[f64]) -> MaximalState {
-        MaximalState::from_ambient(a)
-    }
-    fn encode(&self, s: &MaximalState, out: &mut [f64]) {
-        for k in 0..s.x.len() {
-            let o = &mut out[k * AMBIENT_PER_BODY..(k + 1) * AMBIENT_PER_BODY];
-            o[..3].copy_from_slice(s.x[k].as_slice());
-            o[3..7].copy_from_slice(&s.q[k].to_array());
-            o[7..10].copy_from_slice(s.v[k].as_slice());
-            o[10..13].copy_from_slice(s.w[k].as_slice());
-        }
-    }
-    fn add_flat(&self, g: &mut MaximalState, a: &[f64]) {
-        for k in 0..g.x.len() {
-            let o = &a[k * AMBIENT_PER_BODY..(k + 1) * AMBIENT_PER_BODY];
-            for i in 0..3 {
-                g.x[k][i] += o[i];
-                g.q[k].v[i] += o[4 + i];
-                g.v[k][i] += o[7 + i];
-                g.w[k][i] += o[10 + i];
-            }
-            g.q[k].w += o[3];
-        }
-    }
-}
+impl Codec for XpbdSolver {}
 
-impl Codec for FeatherstoneSolver {
-    fn state_dim(&self, m: &Model) -> usize {
-        m.nq() + m.nv()
-    }
-    fn decode(&self, m: &Model, a: &[f64]) -> GenState {
-        GenState::new(a[..m.nq()].to_vec(), a[m.nq()..].to_vec())
-    }
-    fn encode(&self, s: &GenState, out: &mut [f64]) {
-        out[..s.q.len()].copy_from_slice(&s.q);
-        out[s.q.len()..s.q.len() + s.v.len()].copy_from_slice(&s.v);
-    }
-    fn add_flat(&self, g: &mut GenState, a: &[f64]) {
-        let nq = g.q.len();
-        g.q.iter_mut().zip(&a[..nq]).for_each(|(x, y)| *x += y);
-        g.v.iter_mut().zip(&a[nq..]).for_each(|(x, y)| *x += y);
-    }
-}
+impl Codec for FeatherstoneSolver {}
 
 impl Codec for NcpSolver {
-    fn state_dim(&self, m: &Model) -> usize {
-        m.nq() + m.nv()
-    }
-    fn decode(&self, m: &Model, a: &[f64]) -> GenState {
-        FeatherstoneSolver::default().decode(m, a)
-    }
-    fn encode(&self, s: &GenState, out: &mut [f64]) {
-        FeatherstoneSolver::default().encode(s, out)
-    }
-    fn add_flat(&self, g: &mut GenState, a: &[f64]) {
-        FeatherstoneSolver::default().add_flat(g, a)
-    }
     fn has_warm(&self) -> bool {
         true
     }

@@ -9,9 +9,7 @@
 //! (its small Jacobians by dual numbers of `advance_joint`); C (w.r.t. θ) by forward-mode duals of the same
 //! generic step, one Dual64 pass per parameter. `step_jacobians_dual` keeps the all-dual reference (one
 //! pass per input direction), against which the analytic path is tested. The VJP uses the same Jacobians.
-use crate::generalized::{self, dual_tangent, dyn_model_f64, dyn_params, transposed_jacobian_product};
-/// the state space, re-exported where callers found it before it moved (`generalized.rs`)
-pub use crate::generalized::{ContactWarmStart, GenState, WarmImpulse};
+use crate::generalized::{dual_tangent, dyn_model_f64, dyn_params, transposed_jacobian_product};
 use crate::solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use nalgebra::DMatrix;
 use num_dual::Dual64;
@@ -24,6 +22,8 @@ use torsion_dynamics::joints::{
 use torsion_dynamics::{aba_into, DynData, DynModel};
 use torsion_math::scalar::cv;
 use torsion_math::{Scalar, Vec3};
+/// the state space (`torsion_model::GenState`), re-exported where callers found it before it moved
+pub use torsion_model::{ContactWarmStart, GenState, WarmImpulse};
 use torsion_model::{Control, JointType, Model, ParamSelection, ParamTable};
 
 #[derive(Clone, Debug)]
@@ -207,7 +207,8 @@ impl FeatherstoneSolver {
         }
         if u.joint_torque.len() != model.nv() {
             return Err(bad(format!(
-                "control has {} entries; the featherstone solver takes one generalized force per DoF (nv = {})",
+                "control has {} entries; the featherstone solver takes one generalized force per DoF (nv = {}; \
+                 `Control::to_per_dof` converts a per-joint control)",
                 u.joint_torque.len(),
                 model.nv()
             )));
@@ -783,27 +784,9 @@ impl DiffSolver for FeatherstoneSolver {
         Ok(split_jacobian(&jac, nv, sel.len()))
     }
 
-    /// one generalized force per DoF
+    /// one generalized force per DoF (`ControlLayout::PerDof`)
     fn control_dim(&self, model: &Model) -> usize {
         model.nv()
-    }
-    fn tangent_dim(&self, model: &Model) -> usize {
-        2 * model.nv()
-    }
-    fn retract(&self, model: &Model, s: &GenState, d: &[f64]) -> GenState {
-        generalized::retract(model, s, d)
-    }
-    fn local_diff(&self, model: &Model, s: &GenState, other: &GenState) -> Vec<f64> {
-        generalized::local_diff(model, s, other)
-    }
-    fn grad_to_tangent(&self, model: &Model, s: &GenState, g: &GenState) -> Vec<f64> {
-        generalized::grad_to_tangent(model, s, g)
-    }
-    fn zero_grad(&self, model: &Model) -> GenState {
-        generalized::zero_grad(model)
-    }
-    fn clear_grad(&self, g: &mut GenState) {
-        generalized::clear_grad(g)
     }
 }
 

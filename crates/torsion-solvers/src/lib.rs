@@ -8,6 +8,6 @@ pub mod solver;
 pub mod xpbd;
 
 pub use featherstone::{FeatherstoneOptions, FeatherstoneSolver};
-pub use generalized::{ContactWarmStart, GenState, WarmImpulse};
 pub use solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
+pub use torsion_model::{ContactWarmStart, GenState, MaximalState, StateSpace, WarmImpulse};
 pub use xpbd::{Ordering, XpbdOptions, XpbdSolver};

@@ -1,7 +1,7 @@
 //! The differentiation contract every time stepper implements (design.md §3).
 use nalgebra::DMatrix;
 use thiserror::Error;
-use torsion_model::{Control, Model, ParamSelection};
+use torsion_model::{Control, Model, ParamSelection, StateSpace};
 
 #[derive(Debug, Error)]
 pub enum SolverError {
@@ -36,7 +36,9 @@ pub struct StepJacobians {
 }
 
 pub trait Solver {
-    type State: Clone;
+    /// The solver's state space (`torsion_model::StateSpace`): `MaximalState` for XPBD, `GenState` for the
+    /// generalized-coordinate steppers (Featherstone, contact).
+    type State: StateSpace;
     type Workspace;
     /// what `step` saves for `step_vjp` (reused buffers, allocated once)
     type Record;
@@ -59,7 +61,7 @@ pub trait Solver {
 
 pub trait DiffSolver: Solver {
     /// Reverse mode: given ∂L/∂out (ambient, same shape as the state), *accumulate* ∂L/∂s into `g_s`,
-    /// ∂L/∂u into `g_u` (one per joint) and ∂L/∂θ into `g_theta` (the full parameter table) using `rec`.
+    /// ∂L/∂u into `g_u` (`control_dim` entries) and ∂L/∂θ into `g_theta` (the full parameter table) using `rec`.
     #[allow(clippy::too_many_arguments)]
     fn step_vjp(
         &self,
@@ -82,17 +84,32 @@ pub trait DiffSolver: Solver {
         sel: &ParamSelection,
     ) -> Result<StepJacobians, SolverError>;
 
-    /// Entries of a `Control` (and of a control gradient) the solver takes: one per joint by default.
+    /// Entries of a `Control` (and of a control gradient) the solver takes: one per joint by default
+    /// (`ControlLayout::PerJoint`, XPBD); the generalized-coordinate steppers take one per DoF
+    /// (`ControlLayout::PerDof`, nv). `Control::to_per_dof` / `to_per_joint` convert.
     fn control_dim(&self, model: &Model) -> usize {
         model.joint_count()
     }
 
-    /// Manifold helpers used by the `diff` machinery (gradcheck, tangent Jacobians).
-    fn tangent_dim(&self, model: &Model) -> usize;
-    fn retract(&self, model: &Model, s: &Self::State, d: &[f64]) -> Self::State;
-    fn local_diff(&self, model: &Model, s: &Self::State, other: &Self::State) -> Vec<f64>;
-    fn grad_to_tangent(&self, model: &Model, s: &Self::State, g: &Self::State) -> Vec<f64>;
-    fn zero_grad(&self, model: &Model) -> Self::State;
+    /// Manifold helpers used by the `diff` machinery (gradcheck, tangent Jacobians): the state space's own
+    /// (`StateSpace`), which a solver has no reason to override.
+    fn tangent_dim(&self, model: &Model) -> usize {
+        Self::State::tangent_dim(model)
+    }
+    fn retract(&self, model: &Model, s: &Self::State, d: &[f64]) -> Self::State {
+        StateSpace::retract(s, model, d)
+    }
+    fn local_diff(&self, model: &Model, s: &Self::State, other: &Self::State) -> Vec<f64> {
+        StateSpace::local_diff(s, model, other)
+    }
+    fn grad_to_tangent(&self, model: &Model, s: &Self::State, g: &Self::State) -> Vec<f64> {
+        StateSpace::grad_to_tangent(s, model, g)
+    }
+    fn zero_grad(&self, model: &Model) -> Self::State {
+        Self::State::zero_grad(model)
+    }
     /// Reset a gradient buffer to zero without reallocating it.
-    fn clear_grad(&self, g: &mut Self::State);
+    fn clear_grad(&self, g: &mut Self::State) {
+        g.clear_grad()
+    }
 }

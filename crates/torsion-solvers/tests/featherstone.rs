@@ -122,7 +122,7 @@ fn baxter_rollout_gradient_matches_finite_differences() {
 /// the output carries none.
 #[test]
 fn contact_warm_start_is_ignored_and_cleared() {
-    use torsion_solvers::featherstone::{ContactWarmStart, WarmImpulse};
+    use torsion_solvers::{ContactWarmStart, WarmImpulse};
     let m = tree();
     let solver = FeatherstoneSolver::default();
     let s = state(&m);

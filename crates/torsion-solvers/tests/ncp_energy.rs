@@ -5,8 +5,8 @@
 use torsion_dynamics::{crba, forward_kinematics, DynData, DynModel};
 use torsion_model::io::mjcf::load_mjcf_str;
 use torsion_model::{Control, Model};
-use torsion_solvers::featherstone::GenState;
 use torsion_solvers::ncp::{NcpOptions, NcpSolver};
+use torsion_solvers::GenState;
 use torsion_solvers::Solver;
 
 /// A floor and one free body with the given MJCF geom (friction μ on both, restitution ε by parameter).

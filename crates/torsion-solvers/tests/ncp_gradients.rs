@@ -7,8 +7,8 @@ use torsion_diff::rel_err;
 use torsion_math::{Mat3, Quat, Vec3};
 use torsion_model::builder::{JointDesc, ModelBuilder};
 use torsion_model::{JointType, Model, ParamSelection};
-use torsion_solvers::featherstone::GenState;
 use torsion_solvers::ncp::{ContactFrame, NcpOptions, NcpSolver};
+use torsion_solvers::GenState;
 use torsion_solvers::{DiffSolver, FeatherstoneSolver};
 
 const HE: f64 = 0.1;

@@ -6,8 +6,8 @@
 use torsion_math::{Mat3, Quat, Vec3};
 use torsion_model::builder::{JointDesc, ModelBuilder};
 use torsion_model::{JointType, Model};
-use torsion_solvers::featherstone::GenState;
 use torsion_solvers::ncp::{ContactFrame, FrictionSet, NcpOptions, NcpSolver};
+use torsion_solvers::GenState;
 
 const HE: f64 = 0.1;
 const MASS: f64 = 2.0;

@@ -4,8 +4,8 @@
 use torsion_diff::{rollout, rollout_vjp};
 use torsion_model::io::mjcf::load_mjcf_str;
 use torsion_model::{Control, Model};
-use torsion_solvers::featherstone::GenState;
 use torsion_solvers::ncp::{AdmmOptions, NcpOptions, NcpSolver, StopRule};
+use torsion_solvers::GenState;
 use torsion_solvers::{DiffSolver, Solver};
 
 const MU: f64 = 0.3;

@@ -8,8 +8,8 @@ use serde_json::json;
 use std::time::Instant;
 use torsion_model::io::mjcf::load_mjcf_str;
 use torsion_model::Control;
-use torsion_solvers::featherstone::GenState;
 use torsion_solvers::ncp::NcpSolver;
+use torsion_solvers::GenState;
 use torsion_solvers::Solver;
 
 /// n boxes in `stacks` leaning columns 1 m apart

@@ -346,27 +346,6 @@ impl DiffSolver for XpbdSolver {
             c: jac.columns(n + nu, sel.len()).into_owned(),
         })
     }
-
-    fn tangent_dim(&self, model: &Model) -> usize {
-        model.dynamic_bodies().len() * TANGENT_PER_BODY
-    }
-    fn retract(&self, model: &Model, s: &MaximalState, d: &[f64]) -> MaximalState {
-        s.retract(&model.dynamic_bodies(), d)
-    }
-    fn local_diff(&self, model: &Model, s: &MaximalState, other: &MaximalState) -> Vec<f64> {
-        s.local_diff(&model.dynamic_bodies(), other)
-    }
-    fn grad_to_tangent(&self, model: &Model, s: &MaximalState, g: &MaximalState) -> Vec<f64> {
-        s.grad_to_tangent(&model.dynamic_bodies(), g)
-    }
-    fn zero_grad(&self, model: &Model) -> MaximalState {
-        let mut g = MaximalState::zeros(model.body_count());
-        g.set_zero();
-        g
-    }
-    fn clear_grad(&self, g: &mut MaximalState) {
-        g.set_zero();
-    }
 }
 
 fn set_eps_q(q: &mut Quat<Dual64>, i: usize, e: f64) {
