@@ -1,7 +1,7 @@
 //! Reverse-mode gradient of a scalar trajectory loss L(s_0, …, s_T) w.r.t. the initial state, every control
 //! and the model parameters. Only the states are stored; each step's record is recomputed on the way back
 //! (memory O(T × state) + one step record).
-use torsion_model::{Control, Model};
+use torsion_model::{Control, Model, ParamSelection};
 use torsion_solvers::{DiffSolver, SolverError};
 
 pub struct RolloutGrad<St> {
@@ -11,17 +11,20 @@ pub struct RolloutGrad<St> {
     pub g_s0_tangent: Vec<f64>,
     /// ∂L/∂u_t per step, `DiffSolver::control_dim` entries (one per joint; per DoF for featherstone)
     pub g_u: Vec<Vec<f64>>,
-    /// ∂L/∂θ over the full parameter table (`Model::param_table`)
+    /// ∂L/∂θ of the selected parameters, in the selection's order (`ParamSelection::all` for the full
+    /// `Model::param_table`)
     pub g_theta: Vec<f64>,
 }
 
-/// `dloss(t, s_t, g)` must *add* ∂L/∂s_t (ambient) into `g`, for t = 0..=T.
+/// `dloss(t, s_t, g)` must *add* ∂L/∂s_t (ambient) into `g`, for t = 0..=T. Parameter gradients for the
+/// selection `sel` only (a solver differentiating by tangent passes computes only those).
 pub fn rollout_vjp<S: DiffSolver>(
     solver: &S,
     model: &Model,
     states: &[S::State],
     controls: &[Control],
     dt: f64,
+    sel: &ParamSelection,
     mut dloss: impl FnMut(usize, &S::State, &mut S::State),
 ) -> Result<RolloutGrad<S::State>, SolverError> {
     let t_len = controls.len();
@@ -33,7 +36,7 @@ pub fn rollout_vjp<S: DiffSolver>(
     }
     let mut ws = solver.workspace(model)?;
     let mut rec = solver.record(model);
-    let mut g_theta = vec![0.0; model.param_table().len()];
+    let mut g_theta = vec![0.0; sel.len()];
     let mut g_u = vec![vec![0.0; solver.control_dim(model)]; t_len];
     let mut g_next = solver.zero_grad(model);
     dloss(t_len, &states[t_len], &mut g_next);
@@ -44,7 +47,7 @@ pub fn rollout_vjp<S: DiffSolver>(
         solver.step(model, &states[t], &controls[t], dt, &mut scratch, &mut ws, Some(&mut rec))?;
         solver.clear_grad(&mut g_prev);
         dloss(t, &states[t], &mut g_prev);
-        solver.step_vjp(model, &rec, &g_next, &mut g_prev, &mut g_u[t], &mut g_theta, &mut ws)?;
+        solver.step_vjp(model, &rec, &g_next, &mut g_prev, &mut g_u[t], sel, &mut g_theta, &mut ws)?;
         std::mem::swap(&mut g_next, &mut g_prev);
     }
     let g_s0_tangent = solver.grad_to_tangent(model, &states[0], &g_next);
@@ -69,7 +72,7 @@ mod tests {
         let us: Vec<Control> = (0..20).map(|t| Control::from_torques(&[(t as f64 * 0.3).sin(), 0.2])).collect();
         let loss = |st: &[MaximalState]| st.iter().map(|s| s.x[2].x + s.w[1].z * 0.1).sum::<f64>();
         let states = rollout(&solver, &m, &s0, &us, 0.01).unwrap();
-        let g = rollout_vjp(&solver, &m, &states, &us, 0.01, |_, _, g: &mut MaximalState| {
+        let g = rollout_vjp(&solver, &m, &states, &us, 0.01, &ParamSelection::none(), |_, _, g: &mut MaximalState| {
             g.x[2].x += 1.0;
             g.w[1].z += 0.1;
         })

@@ -1,6 +1,6 @@
 //! torsion-diff: machinery shared by every solver (design.md §3): `rollout` keeps one state per step,
 //! `rollout_vjp` runs the adjoint backwards recomputing each step's record (memory O(T × state)),
-//! `trajectory_jacobians` gives (A, B, C) along a trajectory, and `gradcheck` compares derivatives with
+//! `trajectory_jacobians` gives (A, B, C) along a trajectory and `forward_sensitivities` chains them, and `gradcheck` compares derivatives with
 //! central finite differences (on the manifold for quaternions). No physics lives here.
 pub mod adjoint;
 pub mod gradcheck;
@@ -9,5 +9,5 @@ pub mod rollout;
 
 pub use adjoint::{rollout_vjp, RolloutGrad};
 pub use gradcheck::{fd_gradient, fd_jacobian, gradcheck, rel_err, GradCheck};
-pub use jacobians::trajectory_jacobians;
-pub use rollout::rollout;
+pub use jacobians::{forward_sensitivities, trajectory_jacobians};
+pub use rollout::{rollout, rollout_each};

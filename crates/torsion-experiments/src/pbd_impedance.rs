@@ -110,8 +110,9 @@ impl OneStep {
         let theta = self.solver.joint_angles(m, &out)[0];
         let mut g = self.solver.zero_grad(m);
         self.solver.joint_angles_vjp(m, &out, &[1.0], &mut g);
-        let (mut gs, mut gu, mut gth) = (self.solver.zero_grad(m), [0.0], vec![0.0; m.param_table().len()]);
-        self.solver.step_vjp(m, &self.rec, &g, &mut gs, &mut gu, &mut gth, &mut self.ws)?;
+        let (mut gs, mut gu) = (self.solver.zero_grad(m), [0.0]);
+        let none = torsion_model::ParamSelection::none();
+        self.solver.step_vjp(m, &self.rec, &g, &mut gs, &mut gu, &none, &mut [], &mut self.ws)?;
         Ok((theta, gu[0]))
     }
 }

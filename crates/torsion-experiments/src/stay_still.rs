@@ -86,7 +86,9 @@ pub struct StayStill {
     /// ∂L/∂u after [`StayStill::eval`] with `grad = true`
     pub g_u: Vec<f64>,
     /// ∂L/∂θ over the full parameter table
+    /// ∂L/∂θ over the whole parameter table (`sel`: all of it, in table order)
     pub g_theta: Vec<f64>,
+    sel: torsion_model::ParamSelection,
 }
 
 impl StayStill {
@@ -107,6 +109,7 @@ impl StayStill {
             u: Control::zeros(nj),
             g_u: vec![0.0; nj],
             g_theta: vec![0.0; np],
+            sel: torsion_model::ParamSelection::all(&model),
             model,
         })
     }
@@ -150,6 +153,7 @@ impl StayStill {
             &self.g_out,
             &mut self.g_s,
             &mut self.g_u,
+            &self.sel,
             &mut self.g_theta,
             &mut self.ws,
         )?;

@@ -5,7 +5,7 @@
 //! Featherstone); Jacobians are in tangent coordinates.
 use crate::arrays::{batched, mat2, out, out_mats, vec1};
 use crate::model::{selection, PyModel};
-use crate::solvers::{dispatch, solver_ref, state_vec, Cache, Codec, SolverRef};
+use crate::solvers::{dispatch, solver_ref, state_vec, Cache, Codec};
 use crate::{guard, solver_err};
 use numpy::PyArrayDyn;
 use pyo3::exceptions::PyValueError;
@@ -53,7 +53,7 @@ where
     }
 }
 
-/// T steps from `s0`, every state written into `buf` ((T + 1) × n, row-major).
+/// T steps from `s0` (`torsion_diff::rollout_each`), every state written into `buf` ((T + 1) × n, row-major).
 #[allow(clippy::too_many_arguments)]
 fn rollout_into<S: Codec>(
     s: &S,
@@ -70,16 +70,11 @@ where
 {
     let n = s.state_dim(m);
     s.encode(s0, &mut buf[..n]);
-    let mut cur = s0.clone();
-    let mut next = s0.clone();
-    let mut u = Control::zeros(nu);
-    for t in 0..t_len {
-        u.joint_torque.copy_from_slice(&us[t * nu..(t + 1) * nu]);
-        s.step(m, &cur, &u, dt, &mut next, ws, None)?;
-        s.encode(&next, &mut buf[(t + 1) * n..(t + 2) * n]);
-        std::mem::swap(&mut cur, &mut next);
-    }
-    Ok(())
+    let fill = |t: usize, u: &mut Control| {
+        u.joint_torque.clear();
+        u.joint_torque.extend_from_slice(&us[t * nu..(t + 1) * nu]);
+    };
+    torsion_diff::rollout_each(s, m, s0, t_len, dt, ws, fill, |t, st| s.encode(st, &mut buf[t * n..(t + 1) * n]))
 }
 
 /// States decoded from flat rows of a trajectory, each given the contact warm start its step had in the rollout
@@ -275,31 +270,19 @@ fn rollout_vjp<'py>(
         let (t_len, us) = mat2(controls, "controls", None, nu)?;
         let (_, xs) = mat2(states, "states", Some(t_len + 1), n)?;
         let (_, gs) = mat2(dloss_dstates, "dloss_dstates", Some(t_len + 1), n)?;
-        if let (SolverRef::Fs(f), true) = (&sref, sel.len() < m.param_table().len() && m.nq() == m.nv()) {
-            let g = py.detach(|| guard(|| fs_vjp_selected(&f.solver, m, &xs, &us, &gs, t_len, &sel, dt)))?;
-            let (x0, gu, gp) = g;
-            let k = gp.len();
-            return Ok(PyRolloutGrad {
-                x0: out(py, &[n], x0.clone())?.unbind(),
-                x0_tangent: out(py, &[n], x0)?.unbind(),
-                controls: out(py, &[t_len, nu], gu)?.unbind(),
-                params: out(py, &[k], gp)?.unbind(),
-                param_names: names,
-            });
-        }
         let mut st: Vec<_> = xs.chunks(n.max(1)).take(t_len + 1).map(|r| s.decode(m, r)).collect();
         let ctl: Vec<Control> = (0..t_len).map(|t| Control::from_torques(&us[t * nu..(t + 1) * nu])).collect();
         let g = py.detach(|| {
             guard(|| {
                 rewarm(s, m, &mut st, &ctl, dt).map_err(solver_err)?;
-                torsion_diff::rollout_vjp(s, m, &st, &ctl, dt, |t, _, g| s.add_flat(g, &gs[t * n..(t + 1) * n]))
+                torsion_diff::rollout_vjp(s, m, &st, &ctl, dt, &sel, |t, _, g| s.add_flat(g, &gs[t * n..(t + 1) * n]))
                     .map_err(solver_err)
             })
         })?;
         let mut x0 = vec![0.0; n];
         s.encode(&g.g_s0, &mut x0);
         let gu: Vec<f64> = g.g_u.concat();
-        let gp: Vec<f64> = sel.indices.iter().map(|&i| g.g_theta[i]).collect();
+        let gp = g.g_theta;
         let k = gp.len();
         Ok(PyRolloutGrad {
             x0: out(py, &[n], x0)?.unbind(),
@@ -309,49 +292,6 @@ fn rollout_vjp<'py>(
             param_names: names,
         })
     })
-}
-
-/// Featherstone on models whose joints all have nq = nv (no ball / free joints: tangent = ambient), for a
-/// parameter subset: the adjoint recursion over per-step Jacobians computed for the selected parameters only
-/// (`DiffSolver::step_vjp` differentiates w.r.t. the whole parameter table, one dual pass each), steps in
-/// parallel. g_t = ∂L/∂x_t + A_tᵀ g_{t+1}, ∂L/∂u_t = B_tᵀ g_{t+1}, ∂L/∂θ = Σ C_tᵀ g_{t+1}.
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
-fn fs_vjp_selected(
-    s: &torsion_solvers::FeatherstoneSolver,
-    m: &Model,
-    xs: &[f64],
-    us: &[f64],
-    gs: &[f64],
-    t_len: usize,
-    sel: &ParamSelection,
-    dt: f64,
-) -> PyResult<(Vec<f64>, Vec<f64>, Vec<f64>)> {
-    let (n, nu, k) = (s.state_dim(m), s.control_dim(m), sel.len());
-    let js = (0..t_len)
-        .into_par_iter()
-        .map(|t| {
-            let st = s.decode(m, &xs[t * n..(t + 1) * n]);
-            s.step_jacobians(m, &st, &Control::from_torques(&us[t * nu..(t + 1) * nu]), dt, sel).map_err(solver_err)
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    let mut g = gs[t_len * n..(t_len + 1) * n].to_vec();
-    let mut gu = vec![0.0; t_len * nu];
-    let mut gp = vec![0.0; k];
-    let mut next = vec![0.0; n];
-    for t in (0..t_len).rev() {
-        let j = &js[t];
-        for c in 0..nu {
-            gu[t * nu + c] = (0..n).map(|r| j.b[(r, c)] * g[r]).sum();
-        }
-        for (c, p) in gp.iter_mut().enumerate() {
-            *p += (0..n).map(|r| j.c[(r, c)] * g[r]).sum::<f64>();
-        }
-        for c in 0..n {
-            next[c] = gs[t * n + c] + (0..n).map(|r| j.a[(r, c)] * g[r]).sum::<f64>();
-        }
-        std::mem::swap(&mut g, &mut next);
-    }
-    Ok((g, gu, gp))
 }
 
 /// Transition Jacobians of one step in tangent coordinates: A = ∂x'/∂x (nt, nt), B = ∂x'/∂u (nt, nu),

@@ -10,7 +10,7 @@
 //! generic step, one Dual64 pass per parameter. `step_jacobians_dual` keeps the all-dual reference (one
 //! pass per input direction), against which the analytic path is tested. The VJP uses the same Jacobians.
 use crate::generalized::{dual_tangent, dyn_model_f64, dyn_params, transposed_jacobian_product};
-use crate::solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
+use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use nalgebra::DMatrix;
 use num_dual::Dual64;
 use torsion_dynamics::aba_derivatives::{aba_derivatives_into, AbaDerivatives};
@@ -748,6 +748,8 @@ impl Solver for FeatherstoneSolver {
 }
 
 impl DiffSolver for FeatherstoneSolver {
+    /// Jᵀ ḡ with the analytic A, B and a dual pass per *selected* parameter (`sel`).
+    #[allow(clippy::too_many_arguments)]
     fn step_vjp(
         &self,
         model: &Model,
@@ -755,6 +757,7 @@ impl DiffSolver for FeatherstoneSolver {
         g_out: &GenState,
         g_s: &mut GenState,
         g_u: &mut [f64],
+        sel: &ParamSelection,
         g_theta: &mut [f64],
         _ws: &mut FeatherstoneWorkspace,
     ) -> Result<(), SolverError> {
@@ -762,26 +765,29 @@ impl DiffSolver for FeatherstoneSolver {
             solver: "featherstone",
             problem: "step_vjp needs a record filled by step".into(),
         })?;
-        let sel = ParamSelection::all(model);
-        let (jac, q1) = self.jacobian(model, s, &rec.u, rec.dt, &sel)?;
+        check_grad_sizes("featherstone", model.nv(), g_u, sel, g_theta)?;
+        let (jac, q1) = self.jacobian(model, s, &rec.u, rec.dt, sel)?;
         let nv = model.nv();
         let j = split_jacobian(&jac, nv, sel.len());
-        transposed_jacobian_product(model, &s.q, &q1, &j, &sel, g_out, g_s, g_u, g_theta);
+        transposed_jacobian_product(model, &s.q, &q1, &j, g_out, g_s, g_u, g_theta);
         Ok(())
     }
 
-    fn step_jacobians(
+    fn step_jacobians_into(
         &self,
         model: &Model,
         s: &GenState,
         u: &Control,
         dt: f64,
         sel: &ParamSelection,
-    ) -> Result<StepJacobians, SolverError> {
+        _ws: &mut FeatherstoneWorkspace,
+        out: &mut StepJacobians,
+    ) -> Result<(), SolverError> {
         self.check(model, s, u, dt)?;
         let nv = model.nv();
         let (jac, _) = self.jacobian(model, s, &u.joint_torque, dt, sel)?;
-        Ok(split_jacobian(&jac, nv, sel.len()))
+        out.assign(&split_jacobian(&jac, nv, sel.len()));
+        Ok(())
     }
 
     /// one generalized force per DoF (`ControlLayout::PerDof`)

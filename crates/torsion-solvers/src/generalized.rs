@@ -9,7 +9,7 @@ use torsion_dynamics::DynModel;
 use torsion_model::joint_maps::{ambient_to_tangent, tangent_to_ambient};
 use torsion_model::params::ParamKind;
 pub use torsion_model::{ContactWarmStart, GenState, WarmImpulse};
-use torsion_model::{JointType, Model, ParamSelection, ParamTable, StateSpace};
+use torsion_model::{JointType, Model, ParamTable};
 
 /// The parameters `DynModel::build` reads (masses, inertias, joint anchors), in one fixed order: each
 /// with its kind and current value, read straight from the model's fields. The one walker behind the
@@ -51,32 +51,6 @@ pub(crate) fn dyn_model_f64(
     Ok((dm, table, theta))
 }
 
-/// `StateSpace::retract` of [`GenState`] (this and the four below delegate; kept for the contact solver's
-/// `DiffSolver` methods, which the trait's defaults now provide).
-pub fn retract(model: &Model, s: &GenState, d: &[f64]) -> GenState {
-    StateSpace::retract(s, model, d)
-}
-
-/// `StateSpace::local_diff` of [`GenState`].
-pub fn local_diff(model: &Model, s: &GenState, other: &GenState) -> Vec<f64> {
-    StateSpace::local_diff(s, model, other)
-}
-
-/// `StateSpace::grad_to_tangent` of [`GenState`].
-pub fn grad_to_tangent(model: &Model, s: &GenState, g: &GenState) -> Vec<f64> {
-    StateSpace::grad_to_tangent(s, model, g)
-}
-
-/// `StateSpace::zero_grad` of [`GenState`].
-pub fn zero_grad(model: &Model) -> GenState {
-    GenState::zero_grad(model)
-}
-
-/// `StateSpace::clear_grad` of [`GenState`].
-pub fn clear_grad(g: &mut GenState) {
-    g.clear_grad()
-}
-
 /// The tangent (at q1, right perturbation) of the first-order variation carried by the dual parts of `x`
 /// (x.re = q1): rotation 2 vec(q̄1 ⊗ ẋ), free-joint translation R1ᵀ ṗ (the first-order `difference`).
 pub(crate) fn dual_tangent(kind: JointType, q1: &[f64], x: &[Dual64]) -> [f64; 6] {
@@ -109,7 +83,6 @@ pub(crate) fn transposed_jacobian_product(
     q: &[f64],
     q1: &[f64],
     jac: &StepJacobians,
-    sel: &ParamSelection,
     g_out: &GenState,
     g_s: &mut GenState,
     g_u: &mut [f64],
@@ -127,7 +100,7 @@ pub(crate) fn transposed_jacobian_product(
         g_s.v[i] += ra[nv + i];
         g_u[i] += rb[i];
     }
-    for (k, &i) in sel.indices.iter().enumerate() {
-        g_theta[i] += rc[k];
+    for (g, r) in g_theta.iter_mut().zip(rc.iter()) {
+        *g += r;
     }
 }

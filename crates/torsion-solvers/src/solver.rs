@@ -35,6 +35,30 @@ pub struct StepJacobians {
     pub c: DMatrix<f64>,
 }
 
+impl StepJacobians {
+    /// Zero Jacobians for nt tangent rows, nu controls and k selected parameters (the buffers of
+    /// `DiffSolver::step_jacobians_into`).
+    pub fn zeros(nt: usize, nu: usize, k: usize) -> Self {
+        StepJacobians { a: DMatrix::zeros(nt, nt), b: DMatrix::zeros(nt, nu), c: DMatrix::zeros(nt, k) }
+    }
+
+    /// Zero buffers shaped for `solver` on `model` with the selection `sel`.
+    pub fn for_solver<S: DiffSolver + ?Sized>(solver: &S, model: &Model, sel: &ParamSelection) -> Self {
+        Self::zeros(solver.tangent_dim(model), solver.control_dim(model), sel.len())
+    }
+
+    /// Copy `other` in (resizing only if the shapes differ).
+    pub fn assign(&mut self, other: &StepJacobians) {
+        for (d, s) in [(&mut self.a, &other.a), (&mut self.b, &other.b), (&mut self.c, &other.c)] {
+            if d.shape() != s.shape() {
+                *d = s.clone();
+            } else {
+                d.copy_from(s);
+            }
+        }
+    }
+}
+
 pub trait Solver {
     /// The solver's state space (`torsion_model::StateSpace`): `MaximalState` for XPBD, `GenState` for the
     /// generalized-coordinate steppers (Featherstone, contact).
@@ -61,7 +85,8 @@ pub trait Solver {
 
 pub trait DiffSolver: Solver {
     /// Reverse mode: given ∂L/∂out (ambient, same shape as the state), *accumulate* ∂L/∂s into `g_s`,
-    /// ∂L/∂u into `g_u` (`control_dim` entries) and ∂L/∂θ into `g_theta` (the full parameter table) using `rec`.
+    /// ∂L/∂u into `g_u` (`control_dim` entries) and ∂L/∂θ of the selected parameters into `g_theta` (`sel.len()`
+    /// entries, in `sel`'s order; a solver differentiating by tangent passes computes only those) using `rec`.
     #[allow(clippy::too_many_arguments)]
     fn step_vjp(
         &self,
@@ -70,11 +95,26 @@ pub trait DiffSolver: Solver {
         g_out: &Self::State,
         g_s: &mut Self::State,
         g_u: &mut [f64],
+        sel: &ParamSelection,
         g_theta: &mut [f64],
         ws: &mut Self::Workspace,
     ) -> Result<(), SolverError>;
 
-    /// Forward mode: transition Jacobians in tangent coordinates.
+    /// Forward mode: the transition Jacobians in tangent coordinates at (s, u), w.r.t. the selected parameters,
+    /// written into caller-owned buffers (`StepJacobians::for_solver`) with the caller's workspace.
+    #[allow(clippy::too_many_arguments)]
+    fn step_jacobians_into(
+        &self,
+        model: &Model,
+        s: &Self::State,
+        u: &Control,
+        dt: f64,
+        sel: &ParamSelection,
+        ws: &mut Self::Workspace,
+        out: &mut StepJacobians,
+    ) -> Result<(), SolverError>;
+
+    /// `step_jacobians_into` with a fresh workspace and buffers (convenience for one-off calls).
     fn step_jacobians(
         &self,
         model: &Model,
@@ -82,7 +122,12 @@ pub trait DiffSolver: Solver {
         u: &Control,
         dt: f64,
         sel: &ParamSelection,
-    ) -> Result<StepJacobians, SolverError>;
+    ) -> Result<StepJacobians, SolverError> {
+        let mut ws = self.workspace(model)?;
+        let mut out = StepJacobians::for_solver(self, model, sel);
+        self.step_jacobians_into(model, s, u, dt, sel, &mut ws, &mut out)?;
+        Ok(out)
+    }
 
     /// Entries of a `Control` (and of a control gradient) the solver takes: one per joint by default
     /// (`ControlLayout::PerJoint`, XPBD); the generalized-coordinate steppers take one per DoF
@@ -112,4 +157,26 @@ pub trait DiffSolver: Solver {
     fn clear_grad(&self, g: &mut Self::State) {
         g.clear_grad()
     }
+}
+
+/// `step_vjp`'s buffer sizes: `nu` control entries, one parameter entry per selected parameter.
+pub(crate) fn check_grad_sizes(
+    solver: &'static str,
+    nu: usize,
+    g_u: &[f64],
+    sel: &ParamSelection,
+    g_theta: &[f64],
+) -> Result<(), SolverError> {
+    if g_u.len() != nu || g_theta.len() != sel.len() {
+        return Err(SolverError::BadInput {
+            solver,
+            problem: format!(
+                "step_vjp buffers: g_u has {} entries (needs {nu}), g_theta {} (needs one per selected parameter, {})",
+                g_u.len(),
+                g_theta.len(),
+                sel.len()
+            ),
+        });
+    }
+    Ok(())
 }

@@ -82,6 +82,49 @@ fn spinning_sphere_keeps_its_energy_and_does_not_sink() {
     }
 }
 
+/// The largest relative energy change over the contact steps seen so far.
+struct EnergyWatch {
+    checked: usize,
+    worst: f64,
+    case: String,
+}
+
+impl EnergyWatch {
+    fn new() -> Self {
+        EnergyWatch { checked: 0, worst: f64::NEG_INFINITY, case: String::new() }
+    }
+
+    /// `steps` unactuated steps from `s`; every step with an active contact is checked.
+    fn run(&mut self, solver: &NcpSolver, m: &Model, mut s: GenState, dt: f64, steps: usize, label: &str) {
+        let dm = DynModel::from_model(m).unwrap();
+        let mut d = DynData::new(&dm);
+        let mut ws = solver.workspace(m).unwrap();
+        let u = Control::from_torques(&vec![0.0; m.nv()]);
+        let mut out = s.clone();
+        for t in 0..steps {
+            let e0 = energy(m, &dm, &mut d, &s);
+            solver.step(m, &s, &u, dt, &mut out, &mut ws, None).unwrap();
+            let e1 = energy(m, &dm, &mut d, &out);
+            if ws.report.lambda_n.iter().any(|&l| l > 0.0) {
+                self.checked += 1;
+                let gain = (e1 - e0) / e0.abs().max(1e-3);
+                if gain > self.worst {
+                    self.worst = gain;
+                    self.case = format!("{label} step {t}: {e0} → {e1}");
+                }
+            }
+            std::mem::swap(&mut s, &mut out);
+        }
+    }
+
+    fn check(&self, min_checked: usize) {
+        let (checked, worst) = (self.checked, self.worst);
+        eprintln!("{checked} contact steps; worst relative energy change {worst:.2e} ({})", self.case);
+        assert!(checked > min_checked, "contact steps checked: {checked}");
+        assert!(worst <= 1e-10, "energy created: {}", self.case);
+    }
+}
+
 /// xorshift64*: a reproducible stream of uniforms in [0, 1).
 struct Rng(u64);
 impl Rng {
@@ -113,7 +156,7 @@ fn contact_steps_never_create_energy() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     // converged staggered passes (the paper's fixed 10 passes leave up to 2e-7 of relative energy unconverged)
     let solver = NcpSolver::new(NcpOptions { n_step: 200, tolerance: 1e-13, ..Default::default() });
-    let (mut checked, mut worst, mut worst_case) = (0usize, f64::NEG_INFINITY, String::new());
+    let mut watch = EnergyWatch::new();
     for (k, dt) in [0.001, 0.002, 0.005, 0.01].into_iter().enumerate() {
         for n in 0..300 {
             let kind = (n + k) % 3;
@@ -138,8 +181,6 @@ fn contact_steps_never_create_energy() {
                 _ => rng.range(0.0, 1.0),
             };
             let m = scene(&geom, mu, eps);
-            let dm = DynModel::from_model(&m).unwrap();
-            let mut d = DynData::new(&dm);
             let quat = [rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0)];
             let r = torsion_math::Quat::new(quat[0], quat[1], quat[2], quat[3]).normalize();
             // the lowest point's depth below the centre: the sphere radius; the lowest box corner; the capsule's
@@ -164,30 +205,11 @@ fn contact_steps_never_create_energy() {
             let z = depth + rng.range(-0.002, 0.005);
             let w = [rng.range(-15.0, 15.0), rng.range(-15.0, 15.0), rng.range(-15.0, 15.0)];
             let vw = [rng.range(-3.0, 3.0), rng.range(-3.0, 3.0), rng.range(-3.0, 0.5)];
-            let mut s = state([0.0, 0.0, z], quat, w, vw);
-            let mut ws = solver.workspace(&m).unwrap();
-            let u = Control::from_torques(&[0.0; 6]);
-            let mut out = s.clone();
-            for t in 0..30 {
-                let e0 = energy(&m, &dm, &mut d, &s);
-                solver.step(&m, &s, &u, dt, &mut out, &mut ws, None).unwrap();
-                let active = ws.report.lambda_n.iter().any(|&l| l > 0.0);
-                let e1 = energy(&m, &dm, &mut d, &out);
-                if active {
-                    checked += 1;
-                    let gain = (e1 - e0) / e0.abs().max(1e-3);
-                    if gain > worst {
-                        worst = gain;
-                        worst_case = format!("dt {dt} scene {n} ({geom}, μ {mu:.2}, ε {eps:.2}) step {t}: {e0} → {e1}");
-                    }
-                }
-                std::mem::swap(&mut s, &mut out);
-            }
+            let label = format!("dt {dt} scene {n} ({geom}, μ {mu:.2}, ε {eps:.2})");
+            watch.run(&solver, &m, state([0.0, 0.0, z], quat, w, vw), dt, 30, &label);
         }
     }
-    eprintln!("{checked} contact steps; worst relative energy change {worst:.2e} ({worst_case})");
-    assert!(checked > 5000, "contact steps checked: {checked}");
-    assert!(worst <= 1e-10, "energy created: {worst_case}");
+    watch.check(5000);
 }
 
 fn geom_radius(geom: &str) -> f64 {
@@ -306,7 +328,7 @@ fn bouncy_ball_on_a_resting_box_rebounds_fully() {
 fn unequal_restitution_in_one_island_never_creates_energy() {
     let mut rng = Rng(0x5851_f42d_4c95_7f2d);
     let solver = NcpSolver::new(NcpOptions { n_step: 200, tolerance: 1e-13, ..Default::default() });
-    let (mut checked, mut worst, mut worst_case) = (0usize, f64::NEG_INFINITY, String::new());
+    let mut watch = EnergyWatch::new();
     for dt in [0.002, 0.01] {
         for n in 0..200 {
             let r = rng.range(0.03, 0.1);
@@ -321,8 +343,6 @@ fn unequal_restitution_in_one_island_never_creates_energy() {
                 };
             }
             let m = stacked(r, h, mu, eps);
-            let dm = DynModel::from_model(&m).unwrap();
-            let mut d = DynData::new(&dm);
             let (bx, by) = (rng.range(-0.5, 0.5) * h[0], rng.range(-0.5, 0.5) * h[1]);
             let mut s = GenState::new(
                 vec![
@@ -352,27 +372,8 @@ fn unequal_restitution_in_one_island_never_creates_energy() {
             s.v[9] = rng.range(-1.0, 1.0);
             s.v[10] = rng.range(-1.0, 1.0);
             s.v[11] = rng.range(-3.0, 0.0);
-            let mut ws = solver.workspace(&m).unwrap();
-            let u = Control::from_torques(&[0.0; 12]);
-            let mut out = s.clone();
-            for t in 0..30 {
-                let e0 = energy(&m, &dm, &mut d, &s);
-                solver.step(&m, &s, &u, dt, &mut out, &mut ws, None).unwrap();
-                let active = ws.report.lambda_n.iter().any(|&l| l > 0.0);
-                let e1 = energy(&m, &dm, &mut d, &out);
-                if active {
-                    checked += 1;
-                    let gain = (e1 - e0) / e0.abs().max(1e-3);
-                    if gain > worst {
-                        worst = gain;
-                        worst_case = format!("dt {dt} scene {n} (μ {mu:.2}, ε {eps:?}) step {t}: {e0} → {e1}");
-                    }
-                }
-                std::mem::swap(&mut s, &mut out);
-            }
+            watch.run(&solver, &m, s, dt, 30, &format!("dt {dt} scene {n} (μ {mu:.2}, ε {eps:?})"));
         }
     }
-    eprintln!("{checked} contact steps; worst relative energy change {worst:.2e} ({worst_case})");
-    assert!(checked > 2000, "contact steps checked: {checked}");
-    assert!(worst <= 1e-10, "energy created: {worst_case}");
+    watch.check(2000);
 }

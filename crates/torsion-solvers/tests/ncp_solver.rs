@@ -3,7 +3,7 @@
 //! contact matches finite differences.
 use torsion_diff::{rollout, rollout_vjp};
 use torsion_model::io::mjcf::load_mjcf_str;
-use torsion_model::{Control, Model};
+use torsion_model::{Control, Model, ParamSelection};
 use torsion_solvers::ncp::{AdmmOptions, NcpOptions, NcpSolver, StopRule};
 use torsion_solvers::GenState;
 use torsion_solvers::{DiffSolver, Solver};
@@ -71,7 +71,7 @@ fn sliding_rollout_gradient_matches_finite_differences() {
         (0..steps).map(|t| Control::from_torques(&[0.0, 0.0, 0.0, 1.0 + 0.1 * t as f64, 0.5, 0.0])).collect();
     let states = rollout(&solver, &m, &s0, &controls, 0.01).unwrap();
     assert!(states.iter().all(|s| s.v[3] > 0.1), "sliding throughout");
-    let g = rollout_vjp(&solver, &m, &states, &controls, 0.01, |t, _, gs| {
+    let g = rollout_vjp(&solver, &m, &states, &controls, 0.01, &ParamSelection::none(), |t, _, gs: &mut GenState| {
         if t == steps {
             gs.q[0] += 1.0;
         }
@@ -195,7 +195,8 @@ fn material_rollout_gradient_matches_finite_differences() {
     let states = rollout(&solver, &m, &s0, &controls, 0.01).unwrap();
     // L = x_T + z_T + v_z at step 1 (the bounce)
     let loss = |st: &[GenState]| st[steps].q[0] + st[steps].q[2] + st[1].v[5];
-    let g = rollout_vjp(&solver, &m, &states, &controls, 0.01, |t, _, gs| {
+    let sel = ParamSelection::by_names(&m, &MATERIAL).unwrap();
+    let g = rollout_vjp(&solver, &m, &states, &controls, 0.01, &sel, |t, _, gs: &mut GenState| {
         if t == steps {
             gs.q[0] += 1.0;
             gs.q[2] += 1.0;
@@ -205,10 +206,7 @@ fn material_rollout_gradient_matches_finite_differences() {
         }
     })
     .unwrap();
-    let table = m.param_table();
-    let idx: Vec<usize> = MATERIAL.iter().map(|n| table.index(n).unwrap()).collect();
-    let an: Vec<f64> = idx.iter().map(|&i| g.g_theta[i]).collect();
-    let sel = torsion_model::ParamSelection { indices: idx };
+    let an: Vec<f64> = g.g_theta.clone();
     let v0 = m.params_get(&sel);
     let fd = torsion_diff::fd_gradient(
         |d| {
@@ -406,8 +404,9 @@ fn step_vjp_recomputes_from_the_recorded_warm_start() {
     let g_out = GenState::new(vec![0.3, -0.2, 1.0, 0.1, 0.2, -0.1, 0.4], vec![0.5, -1.0, 0.2, 1.0, 0.7, -0.3]);
     let vjp = |w: &mut torsion_solvers::ncp::NcpSimWorkspace| {
         let mut g_s = solver.zero_grad(&m);
-        let (mut g_u, mut g_th) = (vec![0.0; 6], vec![0.0; m.param_table().len()]);
-        solver.step_vjp(&m, &recs[1], &g_out, &mut g_s, &mut g_u, &mut g_th, w).unwrap();
+        let sel = ParamSelection::all(&m);
+        let (mut g_u, mut g_th) = (vec![0.0; 6], vec![0.0; sel.len()]);
+        solver.step_vjp(&m, &recs[1], &g_out, &mut g_s, &mut g_u, &sel, &mut g_th, w).unwrap();
         (g_s, g_u, g_th)
     };
     let (a, b) = (vjp(&mut ws), vjp(&mut Solver::workspace(&solver, &m).unwrap()));

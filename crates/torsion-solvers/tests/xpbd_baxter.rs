@@ -3,7 +3,7 @@
 //! to tests/data/pbd_torch_ref.npz), and the 100-step rollout gradient against finite differences.
 use torsion_diff::{gradcheck, rel_err, rollout, rollout_vjp};
 use torsion_model::io::robots::baxter_left_arm_spec000;
-use torsion_model::{Control, MaximalState, Model};
+use torsion_model::{Control, MaximalState, Model, ParamSelection};
 use torsion_solvers::{XpbdOptions, XpbdSolver};
 
 fn baxter() -> Model {
@@ -77,7 +77,7 @@ fn baxter_matches_the_pytorch_reference() {
     let reference = npz("angles");
     let max_diff = angles.iter().zip(&reference).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
     // loss = Σ φ_T², its gradient w.r.t. all 700 torques by the adjoint rollout
-    let g = rollout_vjp(&solver, &m, &states, &us, 0.01, |t, s, g: &mut MaximalState| {
+    let g = rollout_vjp(&solver, &m, &states, &us, 0.01, &ParamSelection::none(), |t, s, g: &mut MaximalState| {
         if t == 100 {
             let phi = solver.joint_angles(&m, s);
             let gphi: Vec<f64> = phi.iter().map(|p| 2.0 * p).collect();
@@ -111,7 +111,7 @@ fn baxter_rollout_gradient_matches_finite_differences() {
             .sum()
     };
     let states = rollout(&solver, &m, &s0, &us, 0.01).unwrap();
-    let g = rollout_vjp(&solver, &m, &states, &us, 0.01, |_, s, g: &mut MaximalState| {
+    let g = rollout_vjp(&solver, &m, &states, &us, 0.01, &ParamSelection::all(&m), |_, s, g: &mut MaximalState| {
         let phi = solver.joint_angles(&m, s);
         let gphi: Vec<f64> = phi.iter().map(|p| p.cos()).collect();
         solver.joint_angles_vjp(&m, s, &gphi, g);

@@ -31,7 +31,12 @@ fn check_step_vjp(m: &Model, solver: &XpbdSolver, s0: &MaximalState, u: &[f64], 
     let mut g_u = vec![0.0; m.joint_count()];
     let table = m.param_table();
     let mut g_th = vec![0.0; table.len()];
-    solver.step_vjp(m, &rec, &g_out, &mut g_s, &mut g_u, &mut g_th, &mut ws).unwrap();
+    solver.step_vjp(m, &rec, &g_out, &mut g_s, &mut g_u, &ParamSelection::all(m), &mut g_th, &mut ws).unwrap();
+    // a selection gets exactly its entries of the whole table's gradient, in its order
+    let part = ParamSelection { indices: (0..table.len()).rev().step_by(3).collect() };
+    let (mut g_s2, mut g_u2, mut g_part) = (solver.zero_grad(m), vec![0.0; m.joint_count()], vec![0.0; part.len()]);
+    solver.step_vjp(m, &rec, &g_out, &mut g_s2, &mut g_u2, &part, &mut g_part, &mut ws).unwrap();
+    assert!(part.indices.iter().zip(&g_part).all(|(&i, &g)| g == g_th[i]), "{label}: selected entries");
     assert!(g_u.iter().chain(&g_th).all(|v| v.is_finite()), "{label}: NaN");
 
     let step_loss = |mm: &Model, s: &MaximalState, uu: &[f64]| {
@@ -126,7 +131,7 @@ fn check_jacobians(m: &Model, solver: &XpbdSolver, s0: &MaximalState, u: &[f64],
     let mut g_s = solver.zero_grad(m);
     let mut g_u = vec![0.0; m.joint_count()];
     let mut g_th = vec![0.0; m.param_table().len()];
-    solver.step_vjp(m, &rec, &g_out, &mut g_s, &mut g_u, &mut g_th, &mut ws).unwrap();
+    solver.step_vjp(m, &rec, &g_out, &mut g_s, &mut g_u, &ParamSelection::all(m), &mut g_th, &mut ws).unwrap();
     let gv = nalgebra::DVector::from_vec(gt_out);
     let fwd_s = jac.a.transpose() * &gv;
     let fwd_u = jac.b.transpose() * &gv;
@@ -201,7 +206,8 @@ fn no_nan_when_constraints_are_exactly_satisfied() {
     let mut g_s = solver.zero_grad(&m);
     let mut g_u = vec![0.0; 3];
     let mut g_th = vec![0.0; m.param_table().len()];
-    solver.step_vjp(&m, &rec, &MaximalState::from_ambient(&w), &mut g_s, &mut g_u, &mut g_th, &mut ws).unwrap();
+    let all = ParamSelection::all(&m);
+    solver.step_vjp(&m, &rec, &MaximalState::from_ambient(&w), &mut g_s, &mut g_u, &all, &mut g_th, &mut ws).unwrap();
     assert!(g_s.to_ambient().iter().chain(&g_u).chain(&g_th).all(|v| v.is_finite()));
     let jac = solver.step_jacobians(&m, &s0, &Control::zeros(3), 0.01, &ParamSelection::all(&m)).unwrap();
     assert!(jac.a.iter().chain(jac.b.iter()).chain(jac.c.iter()).all(|v| v.is_finite()));

@@ -15,7 +15,7 @@ use torsion_bench::median;
 use torsion_diff::{rel_err, rollout, rollout_vjp};
 use torsion_math::alloc_count::{thread_allocations, CountingAlloc};
 use torsion_model::io::robots::baxter_left_arm_spec000;
-use torsion_model::{Control, MaximalState, Model};
+use torsion_model::{Control, MaximalState, Model, ParamSelection};
 use torsion_solvers::{DiffSolver, Solver, XpbdOptions, XpbdSolver};
 
 #[global_allocator]
@@ -107,7 +107,7 @@ fn loss_and_grad(
     let t_end = us.len();
     let phi = solver.joint_angles(m, &states[t_end]);
     let loss: f64 = phi.iter().map(|p| p * p).sum();
-    let g = rollout_vjp(solver, m, &states, us, DT, |t, s, g: &mut MaximalState| {
+    let g = rollout_vjp(solver, m, &states, us, DT, &ParamSelection::none(), |t, s, g: &mut MaximalState| {
         if t == t_end {
             let phi = solver.joint_angles(m, s);
             let gphi: Vec<f64> = phi.iter().map(|p| 2.0 * p).collect();
@@ -127,10 +127,11 @@ fn allocations(solver: &XpbdSolver, m: &Model, s0: &MaximalState, us: &[Control]
     let (mut a, mut b) = (s0.clone(), s0.clone());
     let (g_out, mut g_s) = (solver.zero_grad(m), solver.zero_grad(m));
     let mut g_u = vec![0.0; m.joint_count()];
-    let mut g_th = vec![0.0; m.param_table().len()];
+    let sel = ParamSelection::all(m);
+    let mut g_th = vec![0.0; sel.len()];
     // one call of each first, so that lazily grown buffers are in place
     solver.step(m, &a, &us[0], DT, &mut b, &mut ws, Some(&mut rec)).map_err(e)?;
-    solver.step_vjp(m, &rec, &g_out, &mut g_s, &mut g_u, &mut g_th, &mut ws).map_err(e)?;
+    solver.step_vjp(m, &rec, &g_out, &mut g_s, &mut g_u, &sel, &mut g_th, &mut ws).map_err(e)?;
     let n0 = thread_allocations();
     for u in us {
         solver.step(m, &a, u, DT, &mut b, &mut ws, None).map_err(e)?;
@@ -139,7 +140,7 @@ fn allocations(solver: &XpbdSolver, m: &Model, s0: &MaximalState, us: &[Control]
     let n1 = thread_allocations();
     for u in us {
         solver.step(m, &a, u, DT, &mut b, &mut ws, Some(&mut rec)).map_err(e)?;
-        solver.step_vjp(m, &rec, &g_out, &mut g_s, &mut g_u, &mut g_th, &mut ws).map_err(e)?;
+        solver.step_vjp(m, &rec, &g_out, &mut g_s, &mut g_u, &sel, &mut g_th, &mut ws).map_err(e)?;
         std::mem::swap(&mut a, &mut b);
     }
     let n2 = thread_allocations();

@@ -51,7 +51,6 @@ pub struct Mpc {
     g_next: MaximalState,
     g_prev: MaximalState,
     g_u: Vec<f64>,
-    g_theta: Vec<f64>,
     gphi: Vec<f64>,
     controls: Vec<Control>,
 }
@@ -67,7 +66,6 @@ impl Mpc {
             g_next: solver.zero_grad(model),
             g_prev: solver.zero_grad(model),
             g_u: vec![0.0; nj],
-            g_theta: vec![0.0; model.param_table().len()],
             gphi: vec![0.0; nj],
             controls: vec![Control::zeros(nj); capacity],
             solver,
@@ -148,7 +146,6 @@ impl Mpc {
                 }
             }
         }
-        self.g_theta.iter_mut().for_each(|g| *g = 0.0);
         Ok(loss * norm)
     }
 
@@ -198,7 +195,6 @@ impl Mpc {
             rho[na + nw + j] = a3 * (u[j] - u_prev[j]);
             jac[(na + nw + j, j)] = a3;
         }
-        self.g_theta.iter_mut().for_each(|g| *g = 0.0);
         Ok((rho, jac))
     }
 
@@ -238,7 +234,8 @@ impl Mpc {
             &self.g_next,
             &mut self.g_prev,
             &mut self.g_u,
-            &mut self.g_theta,
+            &torsion_model::ParamSelection::none(),
+            &mut [],
             &mut self.ws,
         )?;
         Ok(())

@@ -8,8 +8,8 @@
 //! continue from its t1), written to the output — nothing carries over in the workspace (design.md §3).
 use super::staggered::{NcpReport, NcpSolver, NcpWorkspace};
 use crate::contact::frames::{contact_key, frames_from_collision, ContactFrame};
-use crate::generalized::{self, transposed_jacobian_product, ContactWarmStart, GenState};
-use crate::solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
+use crate::generalized::{transposed_jacobian_product, ContactWarmStart, GenState};
+use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use torsion_collision::{CollisionWorld, Contacts};
 use torsion_model::{Control, Model, ParamSelection};
 
@@ -150,8 +150,9 @@ impl Solver for NcpSolver {
 }
 
 impl DiffSolver for NcpSolver {
-    /// Jᵀ ḡ with J from the forward-mode Jacobians (`tangent.rs`; one tangent pass per input, model parameter
-    /// included: use `step_jacobians_with_contacts` directly for few-parameter problems).
+    /// Jᵀ ḡ with J from the forward-mode Jacobians (`tangent.rs`; one tangent pass per input and per *selected*
+    /// parameter), at the recorded contact frames and the input state's warm start.
+    #[allow(clippy::too_many_arguments)]
     fn step_vjp(
         &self,
         model: &Model,
@@ -159,6 +160,7 @@ impl DiffSolver for NcpSolver {
         g_out: &GenState,
         g_s: &mut GenState,
         g_u: &mut [f64],
+        sel: &ParamSelection,
         g_theta: &mut [f64],
         ws: &mut NcpSimWorkspace,
     ) -> Result<(), SolverError> {
@@ -166,45 +168,33 @@ impl DiffSolver for NcpSolver {
             solver: "ncp",
             problem: "step_vjp needs a record filled by step".into(),
         })?;
-        let sel = ParamSelection::all(model);
-        let (jac, next, _) = self.jacobians(model, &mut ws.ncp, s, &rec.u, rec.dt, &rec.frames, &sel, false)?;
+        check_grad_sizes("ncp", model.nv(), g_u, sel, g_theta)?;
+        let (jac, next, _) = self.jacobians(model, &mut ws.ncp, s, &rec.u, rec.dt, &rec.frames, sel, false)?;
         let j = StepJacobians { a: jac.a, b: jac.b, c: jac.c };
-        transposed_jacobian_product(model, &s.q, &next.q, &j, &sel, g_out, g_s, g_u, g_theta);
+        transposed_jacobian_product(model, &s.q, &next.q, &j, g_out, g_s, g_u, g_theta);
         Ok(())
     }
 
-    fn step_jacobians(
+    /// Collision detection at s.q in the caller's workspace (its frames and report are the step's), then the
+    /// tangent Jacobians.
+    #[allow(clippy::too_many_arguments)]
+    fn step_jacobians_into(
         &self,
         model: &Model,
         s: &GenState,
         u: &Control,
         dt: f64,
         sel: &ParamSelection,
-    ) -> Result<StepJacobians, SolverError> {
-        let mut ws = Solver::workspace(self, model)?;
-        self.detect(model, &mut ws, &s.q, &s.warm)?;
-        let (jac, _, _) = self.jacobians(model, &mut ws.ncp, s, &u.joint_torque, dt, &ws.frames, sel, false)?;
-        Ok(StepJacobians { a: jac.a, b: jac.b, c: jac.c })
+        ws: &mut NcpSimWorkspace,
+        out: &mut StepJacobians,
+    ) -> Result<(), SolverError> {
+        self.detect(model, ws, &s.q, &s.warm)?;
+        let (jac, _, report) = self.jacobians(model, &mut ws.ncp, s, &u.joint_torque, dt, &ws.frames, sel, false)?;
+        ws.report = report;
+        out.assign(&StepJacobians { a: jac.a, b: jac.b, c: jac.c });
+        Ok(())
     }
 
-    fn tangent_dim(&self, model: &Model) -> usize {
-        2 * model.nv()
-    }
-    fn retract(&self, model: &Model, s: &GenState, d: &[f64]) -> GenState {
-        generalized::retract(model, s, d)
-    }
-    fn local_diff(&self, model: &Model, s: &GenState, other: &GenState) -> Vec<f64> {
-        generalized::local_diff(model, s, other)
-    }
-    fn grad_to_tangent(&self, model: &Model, s: &GenState, g: &GenState) -> Vec<f64> {
-        generalized::grad_to_tangent(model, s, g)
-    }
-    fn zero_grad(&self, model: &Model) -> GenState {
-        generalized::zero_grad(model)
-    }
-    fn clear_grad(&self, g: &mut GenState) {
-        generalized::clear_grad(g)
-    }
     fn control_dim(&self, model: &Model) -> usize {
         model.nv()
     }

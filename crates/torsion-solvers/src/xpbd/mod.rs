@@ -9,7 +9,7 @@ pub mod predict;
 pub mod spring;
 pub mod step;
 
-use crate::solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
+use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use data::XpbdData;
 use nalgebra::DMatrix;
 use num_dual::Dual64;
@@ -69,6 +69,8 @@ pub struct XpbdWorkspace {
     pub(crate) data: XpbdData<f64>,
     pub(crate) scratch: Scratch<f64>,
     pub(crate) grad: step::VjpScratch,
+    /// ∂L/∂θ over the whole table (the adjoint's), gathered into the selected entries by `step_vjp`
+    pub(crate) g_theta_full: Vec<f64>,
 }
 
 impl XpbdSolver {
@@ -227,6 +229,7 @@ impl Solver for XpbdSolver {
             table,
             scratch: Scratch::new(model),
             grad: step::VjpScratch::new(model),
+            g_theta_full: vec![0.0; theta.len()],
         })
     }
     fn record(&self, model: &Model) -> XpbdRecord {
@@ -259,6 +262,7 @@ impl Solver for XpbdSolver {
 }
 
 impl DiffSolver for XpbdSolver {
+    #[allow(clippy::too_many_arguments)]
     fn step_vjp(
         &self,
         model: &Model,
@@ -266,29 +270,50 @@ impl DiffSolver for XpbdSolver {
         g_out: &MaximalState,
         g_s: &mut MaximalState,
         g_u: &mut [f64],
+        sel: &ParamSelection,
         g_theta: &mut [f64],
         ws: &mut XpbdWorkspace,
     ) -> Result<(), SolverError> {
-        if g_u.len() != model.joint_count() || g_theta.len() != ws.table.len() {
+        check_grad_sizes("xpbd", model.joint_count(), g_u, sel, g_theta)?;
+        if ws.g_theta_full.len() != ws.table.len() || sel.indices.iter().any(|&i| i >= ws.table.len()) {
             return Err(SolverError::BadInput {
                 solver: "xpbd",
-                problem: "gradient buffer sizes do not match the model".into(),
+                problem: "the parameter selection or workspace does not match the model".into(),
             });
         }
         ws.data.refresh(model, &ws.table);
-        step::step_vjp(model, &self.options, &ws.data, &ws.table, rec, g_out, g_s, g_u, g_theta, &mut ws.grad);
+        // the hand-written adjoint covers the whole table at the cost of one reverse pass
+        ws.g_theta_full.fill(0.0);
+        step::step_vjp(
+            model,
+            &self.options,
+            &ws.data,
+            &ws.table,
+            rec,
+            g_out,
+            g_s,
+            g_u,
+            &mut ws.g_theta_full,
+            &mut ws.grad,
+        );
+        for (g, &i) in g_theta.iter_mut().zip(&sel.indices) {
+            *g += ws.g_theta_full[i];
+        }
         Ok(())
     }
 
     /// One Dual64 forward pass per input direction (tangent state, each control, each selected parameter).
-    fn step_jacobians(
+    #[allow(clippy::too_many_arguments)]
+    fn step_jacobians_into(
         &self,
         model: &Model,
         s: &MaximalState,
         u: &Control,
         dt: f64,
         sel: &ParamSelection,
-    ) -> Result<StepJacobians, SolverError> {
+        _ws: &mut XpbdWorkspace,
+        out: &mut StepJacobians,
+    ) -> Result<(), SolverError> {
         self.check(model)?;
         self.check_inputs(model, s, u, dt)?;
         let table = model.param_table();
@@ -340,11 +365,12 @@ impl DiffSolver for XpbdSolver {
                 }
             }
         }
-        Ok(StepJacobians {
+        out.assign(&StepJacobians {
             a: jac.columns(0, n).into_owned(),
             b: jac.columns(n, nu).into_owned(),
             c: jac.columns(n + nu, sel.len()).into_owned(),
-        })
+        });
+        Ok(())
     }
 }
 

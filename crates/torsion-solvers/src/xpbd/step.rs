@@ -785,7 +785,10 @@ mod tests {
         let w: Vec<f64> = (0..out.to_ambient().len()).map(|i| ((i * 37) % 11) as f64 / 5.0 - 1.0).collect();
         let mut g_s = solver.zero_grad(&m);
         let (mut g_u, mut g_th) = (vec![0.0; 2], vec![0.0; m.param_table().len()]);
-        solver.step_vjp(&m, &rec, &MaximalState::from_ambient(&w), &mut g_s, &mut g_u, &mut g_th, &mut ws).unwrap();
+        let all = torsion_model::ParamSelection::all(&m);
+        solver
+            .step_vjp(&m, &rec, &MaximalState::from_ambient(&w), &mut g_s, &mut g_u, &all, &mut g_th, &mut ws)
+            .unwrap();
         let f = |s: &MaximalState| {
             let mut o = s.clone();
             let mut ws = solver.workspace(&m).unwrap();
