@@ -78,6 +78,7 @@ fn validity_rates_on_random_lcps() {
     let p = PgsOptions::default();
     let n = 1000;
     let mut valid = [0usize; 3];
+    let mut chain = 0;
     let mut times = [0f64; 3];
     let mut jade_fail = vec![];
     for seed in 0..n as u64 {
@@ -98,13 +99,15 @@ fn validity_rates_on_random_lcps() {
         if !j.ok() {
             jade_fail.push((seed, j.failure.clone()));
         }
+        chain += solve_chain(&lcp, &ChainOptions::default()).is_ok() as usize;
     }
     let rate = |k: usize| 100.0 * valid[k] as f64 / n as f64;
     eprintln!(
-        "validity on {n} random LCPs (3–6 contacts): baseline Dantzig {:.1} %, PGS {:.1} %, Jade {:.1} %; mean solve {:.0} / {:.0} / {:.0} µs; Jade failures {:?}",
+        "validity on {n} random LCPs (3–6 contacts): baseline Dantzig {:.1} %, PGS {:.1} %, Jade {:.1} %, chain Jade → PGS {:.1} %; mean solve {:.0} / {:.0} / {:.0} µs; Jade failures {:?}",
         rate(0),
         rate(1),
         rate(2),
+        100.0 * chain as f64 / n as f64,
         1e6 * times[0] / n as f64,
         1e6 * times[1] / n as f64,
         1e6 * times[2] / n as f64,
@@ -127,6 +130,15 @@ fn chain_reports_the_solver() {
     assert_eq!(e.attempts.len(), 2);
     assert!(e.attempts.iter().all(|a| !a.ok()));
     assert!(e.to_string().contains("no valid solution"), "{e}");
+    // a problem Jade's Dantzig does not solve (random scene 50 022, 5 contacts): PGS answers, and says so
+    let lcp = random_contact_lcp(50_022, 5);
+    let c = solve_chain(&lcp, &ChainOptions::default()).unwrap();
+    assert_eq!(c.solution.solver, LcpSolverKind::Pgs);
+    assert!(c.solution.ok() && c.failed.len() == 1 && c.failed[0].0 == LcpSolverKind::JadeDantzig, "{:?}", c.failed);
+    // without the PGS fallback the chain fails, naming Jade's failure
+    let e = solve_chain(&lcp, &ChainOptions { pgs: None, ..Default::default() }).unwrap_err();
+    assert_eq!(e.attempts.len(), 1);
+    assert_eq!(e.attempts[0].solver, LcpSolverKind::JadeDantzig);
 }
 
 /// The Nimble failure case (issue 17, spec §4.3): a free 1 kg box (half size 0.1 m) sliding along x at 2 m/s on its
@@ -177,6 +189,8 @@ fn sliding_box_four_contacts_jade_is_valid() {
         base.failure, base.validity.worst, pgs.failure, pgs.iterations, jade.failure, jade.iterations
     );
     assert!(jade.ok(), "{:?} {:?}", jade.failure, jade.validity);
+    // the baseline's frozen bounds fail here (Nimble's failure, which it then hid behind a frictionless solve)
+    assert!(!base.ok(), "the baseline Dantzig is expected to fail on this LCP");
     let (ln, lt) = split_impulses(&jade.lambda);
     let vplus = apply_impulses(&pre, &ln, &lt);
     let want = 2.0 - mu * g * dt;
