@@ -200,3 +200,28 @@ fn sliding_box_four_contacts_jade_is_valid() {
     let (sn, st) = (ln.iter().sum::<f64>(), lt.iter().step_by(2).sum::<f64>());
     assert!((st + mu * sn).abs() < 1e-9 * sn, "total friction −μ Σλ_n: {st} vs {}", -mu * sn);
 }
+
+/// The baseline is a sound Dantzig where its frozen bounds do not matter: with μ = 0 on the same random scenes it
+/// answers (almost) every LCP, so its failures above come from the frozen friction bounds (spec §3.9).
+#[test]
+fn baseline_answers_frictionless_lcps() {
+    let o = JadeOptions::default();
+    let n = 300;
+    let (mut base, mut jade) = (0, 0);
+    for seed in 0..n as u64 {
+        let l = random_contact_lcp(50_000 + seed, 3 + (seed % 4) as usize);
+        let rows = l
+            .rows
+            .iter()
+            .map(|r| match *r {
+                Row::Friction { normal, .. } => Row::Friction { normal, mu: 0.0 },
+                x => x,
+            })
+            .collect();
+        let l = BoxedLcp::new(l.a.clone(), l.b.clone(), rows).unwrap();
+        base += solve_baseline(&l, &o).ok() as usize;
+        jade += solve_jade(&l, &o).ok() as usize;
+    }
+    eprintln!("μ = 0: baseline {base} / {n}, Jade {jade} / {n}");
+    assert!(base * 100 >= 99 * n && jade * 100 >= 99 * n, "baseline {base}, Jade {jade} of {n}");
+}
