@@ -3,6 +3,7 @@
 pub mod contact;
 pub mod featherstone;
 pub mod generalized;
+pub mod lcp;
 pub mod ncp;
 pub mod solver;
 pub mod xpbd;

@@ -1,0 +1,167 @@
+//! Row classes and the active-set system of spec 004 §3.3 (Eq. 15), shared by Jade's Dantzig, the oracle and
+//! the implicit derivative: S = C ∪ C_f (rows with w = 0), bound frictions N_h / N_l follow their normal
+//! (λ_h = ±μ λ_n), λ = E λ_S, Ã_SS = (A E)_{S,:}. Least squares when Ã_SS is singular (D11).
+use super::problem::{BoxedLcp, Row};
+use nalgebra::{DMatrix, DVector};
+
+/// The class of a row (§3.3): C / N for normals, C_f / N_h / N_l for frictions; `Unset` before the pivoting
+/// reaches the row (λ = 0, not in the system).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    Unset,
+    /// normal, clamping: w = 0, λ ≥ 0
+    C,
+    /// normal, separating (or friction of a zero normal, kept as N_h / N_l): λ = 0, w ≥ 0
+    N,
+    /// friction sticking: w = 0, |λ| < μ λ_n
+    Cf,
+    /// friction at +μ λ_n, w ≤ 0
+    Nh,
+    /// friction at −μ λ_n, w ≥ 0
+    Nl,
+}
+
+impl Class {
+    pub fn in_s(self) -> bool {
+        matches!(self, Class::C | Class::Cf)
+    }
+}
+
+/// S (rows with w = 0, in row order) and each row's column in S (usize::MAX outside).
+pub fn s_set(classes: &[Class]) -> (Vec<usize>, Vec<usize>) {
+    let mut col = vec![usize::MAX; classes.len()];
+    let s: Vec<usize> = (0..classes.len()).filter(|&i| classes[i].in_s()).collect();
+    for (c, &i) in s.iter().enumerate() {
+        col[i] = c;
+    }
+    (s, col)
+}
+
+/// ±μ of a bound friction row (+ for N_h, − for N_l) and its normal; None for other rows.
+pub fn bound_coupling(lcp: &BoxedLcp, classes: &[Class], h: usize) -> Option<(usize, f64)> {
+    match (lcp.rows[h], classes[h]) {
+        (Row::Friction { normal, mu }, Class::Nh) => Some((normal, mu)),
+        (Row::Friction { normal, mu }, Class::Nl) => Some((normal, -mu)),
+        _ => None,
+    }
+}
+
+/// Δλ = E x + d₀: x on S, bound frictions ±μ times their normal's value (x, or σ for the driven row), the
+/// driven row (i, σ) itself, 0 elsewhere.
+pub fn expand(
+    lcp: &BoxedLcp,
+    classes: &[Class],
+    col: &[usize],
+    x: &DVector<f64>,
+    driven: Option<(usize, f64)>,
+) -> DVector<f64> {
+    let m = lcp.len();
+    let mut out = DVector::zeros(m);
+    let value = |j: usize| {
+        if col[j] != usize::MAX {
+            x[col[j]]
+        } else {
+            match driven {
+                Some((i, s)) if i == j => s,
+                _ => 0.0,
+            }
+        }
+    };
+    for j in 0..m {
+        if let Some((n, smu)) = bound_coupling(lcp, classes, j) {
+            out[j] = smu * value(n);
+        } else {
+            out[j] = value(j);
+        }
+    }
+    out
+}
+
+/// Ã_SS = A_SS + A_SB E_BS (§3.3), column j: A_{S,j} + Σ_{h bound, nidx(h) = j} ±μ A_{S,h}.
+pub fn reduced_matrix(lcp: &BoxedLcp, classes: &[Class], s: &[usize], col: &[usize]) -> DMatrix<f64> {
+    let k = s.len();
+    let mut at = DMatrix::zeros(k, k);
+    for (c, &j) in s.iter().enumerate() {
+        for (r, &i) in s.iter().enumerate() {
+            at[(r, c)] = lcp.a[(i, j)];
+        }
+    }
+    for h in 0..lcp.len() {
+        if let Some((n, smu)) = bound_coupling(lcp, classes, h) {
+            if col[n] != usize::MAX {
+                for (r, &i) in s.iter().enumerate() {
+                    at[(r, col[n])] += smu * lcp.a[(i, h)];
+                }
+            }
+        }
+    }
+    at
+}
+
+/// The outcome of a square solve.
+pub struct Solved {
+    pub x: DVector<f64>,
+    /// the system was (numerically) singular and x is the least-squares minimum-norm solution
+    pub singular: bool,
+}
+
+/// Solve M x = r: LU with full pivoting when its pivots are well above roundoff (ratio 1e-11), otherwise the
+/// SVD's least-squares minimum-norm solution (the spec's complete orthogonal decomposition, D11). None only
+/// when the SVD fails.
+pub fn solve(m: &DMatrix<f64>, r: &DVector<f64>) -> Option<Solved> {
+    if m.nrows() == 0 {
+        return Some(Solved { x: DVector::zeros(0), singular: false });
+    }
+    let lu = m.clone().full_piv_lu();
+    let d = lu.u().diagonal().abs();
+    if d.min() > 1e-11 * d.max() && d.max() > 0.0 {
+        if let Some(x) = lu.solve(r) {
+            return Some(Solved { x, singular: false });
+        }
+    }
+    let svd = m.clone().svd(true, true);
+    let tol = 1e-11 * svd.singular_values.max().max(f64::MIN_POSITIVE);
+    svd.solve(r, tol).ok().map(|x| Solved { x, singular: true })
+}
+
+/// The active-set solution λ = E λ_S, Ã_SS λ_S = −b_S, of given classes (the oracle's and the warm start's
+/// one-solve answer).
+pub fn solve_classes(lcp: &BoxedLcp, classes: &[Class]) -> Option<(DVector<f64>, bool)> {
+    let (s, col) = s_set(classes);
+    let at = reduced_matrix(lcp, classes, &s, &col);
+    let rhs = DVector::from_iterator(s.len(), s.iter().map(|&i| -lcp.b[i]));
+    let sol = solve(&at, &rhs)?;
+    Some((expand(lcp, classes, &col, &sol.x, None), sol.singular))
+}
+
+/// Classes read off a solution (λ, w) with tolerance `tol` (for a solver that keeps none, e.g. PGS): normal C
+/// if λ > tol; friction N_h / N_l at its bound (or by the sign of w when the bound is ≈ 0), else C_f.
+pub fn classify(lcp: &BoxedLcp, lambda: &DVector<f64>, w: &DVector<f64>, tol: f64) -> Vec<Class> {
+    (0..lcp.len())
+        .map(|i| match lcp.rows[i] {
+            Row::Normal => {
+                if lambda[i] > tol {
+                    Class::C
+                } else {
+                    Class::N
+                }
+            }
+            Row::Friction { normal, mu } => {
+                let r = mu * lambda[normal].max(0.0);
+                if r <= tol {
+                    if w[i] <= 0.0 {
+                        Class::Nh
+                    } else {
+                        Class::Nl
+                    }
+                } else if lambda[i] >= r - tol {
+                    Class::Nh
+                } else if lambda[i] <= -r + tol {
+                    Class::Nl
+                } else {
+                    Class::Cf
+                }
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,215 @@
+//! The implicit derivative of the boxed-LCP solution at its active set (spec 004 §3.6, Nimble's formulas in
+//! LCP form): with the classes fixed, λ = E λ_S + 0, Ã_SS λ_S = −b_S, Ã_SS = (A E)_{S,:} and bound frictions
+//! λ_h = ±μ_h λ_nidx(h). Differentiating,
+//!   dλ_S = −Ã_SS⁻¹ (db_S + (dA λ)_S + (A δ)_S),   δ_h = ±dμ_h λ_nidx(h) (N_h +, N_l −; 0 elsewhere),
+//!   dλ = E dλ_S + δ,   dw = dA λ + A dλ + db.
+//! The JVP and its adjoint (VJP) w.r.t. A, b and the per-row μ (the findex bounds). Piecewise: valid where the
+//! classes are strict (docs/gradients.md); a singular Ã_SS gives the least-squares branch (D11, flagged).
+use super::active_set::{bound_coupling, expand, reduced_matrix, s_set, solve, Class};
+use super::problem::{BoxedLcp, LcpError, Row};
+use nalgebra::{DMatrix, DVector};
+
+/// A tangent of the problem: dA, db, and dμ per row (read on friction rows only).
+pub struct LcpTangent<'a> {
+    pub da: &'a DMatrix<f64>,
+    pub db: &'a DVector<f64>,
+    pub dmu: &'a [f64],
+}
+
+/// Cotangents of the problem.
+pub struct LcpCotangent {
+    pub ga: DMatrix<f64>,
+    pub gb: DVector<f64>,
+    /// per row (0 on normal rows); a contact's μ is the sum over its two friction rows
+    pub gmu: Vec<f64>,
+    /// Ã_SS was singular (least-squares branch)
+    pub singular: bool,
+}
+
+fn check_sizes(lcp: &BoxedLcp, lambda: &DVector<f64>, classes: &[Class]) -> Result<(), LcpError> {
+    if lambda.len() != lcp.len() || classes.len() != lcp.len() || classes.contains(&Class::Unset) {
+        return Err(LcpError::BadInput {
+            field: "lambda / classes".into(),
+            problem: "sizes differ from the LCP's, or a row is unclassified (a failed solve)".into(),
+        });
+    }
+    Ok(())
+}
+
+fn factor(lcp: &BoxedLcp, classes: &[Class]) -> (Vec<usize>, Vec<usize>, DMatrix<f64>) {
+    let (s, col) = s_set(classes);
+    let at = reduced_matrix(lcp, classes, &s, &col);
+    (s, col, at)
+}
+
+/// JVP: (dλ, dw, singular) along `t`, at the solution λ with its classes.
+pub fn lcp_jvp(
+    lcp: &BoxedLcp,
+    lambda: &DVector<f64>,
+    classes: &[Class],
+    t: &LcpTangent,
+) -> Result<(DVector<f64>, DVector<f64>, bool), LcpError> {
+    check_sizes(lcp, lambda, classes)?;
+    let m = lcp.len();
+    let (s, col, at) = factor(lcp, classes);
+    let mut delta = DVector::zeros(m);
+    for h in 0..m {
+        if let Some((n, smu)) = bound_coupling(lcp, classes, h) {
+            delta[h] = smu.signum() * t.dmu[h] * lambda[n];
+        }
+    }
+    let r = t.db + t.da * lambda + &lcp.a * &delta;
+    let rhs = DVector::from_iterator(s.len(), s.iter().map(|&i| -r[i]));
+    let sol =
+        solve(&at, &rhs).ok_or_else(|| LcpError::Unsupported { solver: "lcp_jvp", problem: "SVD failed".into() })?;
+    let dl = expand(lcp, classes, &col, &sol.x, None) + delta;
+    let dw = t.da * lambda + &lcp.a * &dl + t.db;
+    Ok((dl, dw, sol.singular))
+}
+
+/// VJP: given ḡ_λ, ḡ_w, the cotangents of A, b, μ (the adjoint of `lcp_jvp`).
+pub fn lcp_vjp(
+    lcp: &BoxedLcp,
+    lambda: &DVector<f64>,
+    classes: &[Class],
+    g_lambda: &DVector<f64>,
+    g_w: &DVector<f64>,
+) -> Result<LcpCotangent, LcpError> {
+    check_sizes(lcp, lambda, classes)?;
+    let m = lcp.len();
+    let (s, col, at) = factor(lcp, classes);
+    // dw = dA λ + A dλ + db
+    let mut ga = g_w * lambda.transpose();
+    let mut gb = g_w.clone();
+    let gl = g_lambda + lcp.a.transpose() * g_w;
+    // dλ = E dλ_S + δ ⇒ ḡ_S = Eᵀ ḡ_λ
+    let mut gs = DVector::zeros(s.len());
+    for j in 0..m {
+        if col[j] != usize::MAX {
+            gs[col[j]] += gl[j];
+        } else if let Some((n, smu)) = bound_coupling(lcp, classes, j) {
+            if col[n] != usize::MAX {
+                gs[col[n]] += smu * gl[j];
+            }
+        }
+    }
+    // dλ_S = −Ã⁻¹ r ⇒ r̄ = −Ã⁻ᵀ ḡ_S (on S)
+    let rhs = -gs;
+    let sol = solve(&at.transpose(), &rhs)
+        .ok_or_else(|| LcpError::Unsupported { solver: "lcp_vjp", problem: "SVD failed".into() })?;
+    let mut rbar = DVector::zeros(m);
+    for (c, &i) in s.iter().enumerate() {
+        rbar[i] = sol.x[c];
+    }
+    // r = db + dA λ + A δ
+    gb += &rbar;
+    ga += &rbar * lambda.transpose();
+    let gdelta = lcp.a.transpose() * &rbar + &gl;
+    let mut gmu = vec![0.0; m];
+    for h in 0..m {
+        if let Some((n, smu)) = bound_coupling(lcp, classes, h) {
+            gmu[h] = smu.signum() * lambda[n] * gdelta[h];
+        }
+    }
+    debug_assert!(lcp.rows.iter().zip(&gmu).all(|(r, g)| *r != Row::Normal || *g == 0.0));
+    Ok(LcpCotangent { ga, gb, gmu, singular: sol.singular })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::dantzig_jade::{solve_jade, JadeOptions};
+    use super::super::problem::BoxedLcp;
+    use super::super::random::{random_contact_lcp, Rng};
+    use super::*;
+
+    /// The LCP with μ of every friction row shifted by `dmu[row]`.
+    fn with(lcp: &BoxedLcp, da: &DMatrix<f64>, db: &DVector<f64>, dmu: &[f64], h: f64) -> BoxedLcp {
+        let rows = lcp
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| match *r {
+                Row::Friction { normal, mu } => Row::Friction { normal, mu: mu + h * dmu[i] },
+                Row::Normal => Row::Normal,
+            })
+            .collect();
+        BoxedLcp::new(&lcp.a + da * h, &lcp.b + db * h, rows).unwrap()
+    }
+
+    /// Strict classes: every clamping normal's λ, every sticking friction's slack, every separating / bound
+    /// row's |w| well away from 0 (relative 1e-3), so ±h stays on one active set.
+    fn strict(lcp: &BoxedLcp, l: &DVector<f64>, w: &DVector<f64>, cl: &[Class]) -> bool {
+        let t = 1e-3 * lcp.scale().max(l.amax());
+        (0..lcp.len()).all(|i| match (cl[i], lcp.rows[i]) {
+            (Class::C, _) => l[i] > t,
+            (Class::N, _) => w[i] > t,
+            (Class::Cf, Row::Friction { normal, mu }) => mu * l[normal] - l[i].abs() > t,
+            (Class::Nh, Row::Friction { normal, .. }) => w[i] < -t && l[normal] > t,
+            (Class::Nl, Row::Friction { normal, .. }) => w[i] > t && l[normal] > t,
+            _ => false,
+        })
+    }
+
+    /// dλ, dw w.r.t. A (symmetric directions), b and μ against central differences of Jade's solve on random
+    /// frictional LCPs with strict classes; the VJP against the JVP (⟨ḡ, J d⟩ = ⟨Jᵀ ḡ, d⟩) and a VJP column
+    /// against FD.
+    #[test]
+    fn lcp_derivatives_match_finite_differences() {
+        let o = JadeOptions::default();
+        let (mut tested, mut worst, mut worst_dual): (usize, f64, f64) = (0, 0.0, 0.0);
+        let mut with_bound = 0;
+        let mut rng = Rng::new(7);
+        for seed in 0..400u64 {
+            let lcp = random_contact_lcp(1000 + seed, 1 + (seed % 3) as usize);
+            let sol = solve_jade(&lcp, &o);
+            if !sol.ok() || !strict(&lcp, &sol.lambda, &sol.w, &sol.classes) {
+                continue;
+            }
+            let m = lcp.len();
+            let r = DMatrix::from_fn(m, m, |_, _| rng.uniform(-1.0, 1.0));
+            let da = (&r + r.transpose()) * 0.5;
+            let db = DVector::from_fn(m, |_, _| rng.uniform(-1.0, 1.0));
+            let dmu: Vec<f64> = (0..m).map(|_| rng.uniform(-1.0, 1.0)).collect();
+            let (dl, dw, singular) =
+                lcp_jvp(&lcp, &sol.lambda, &sol.classes, &LcpTangent { da: &da, db: &db, dmu: &dmu }).unwrap();
+            if singular {
+                continue;
+            }
+            let h = 1e-6;
+            let (p, q) =
+                (solve_jade(&with(&lcp, &da, &db, &dmu, h), &o), solve_jade(&with(&lcp, &da, &db, &dmu, -h), &o));
+            assert!(p.ok() && q.ok());
+            let fd_l = (&p.lambda - &q.lambda) / (2.0 * h);
+            let fd_w = (&p.w - &q.w) / (2.0 * h);
+            let scale = fd_l.amax().max(fd_w.amax()).max(1e-12);
+            let e = (&dl - &fd_l).amax().max((&dw - &fd_w).amax()) / scale;
+            worst = worst.max(e);
+            assert!(e < 1e-6, "seed {seed}: JVP vs FD {e:e}\n an {dl}\n fd {fd_l}");
+            // VJP: ⟨ḡ_λ, dλ⟩ + ⟨ḡ_w, dw⟩ = ⟨Ā, dA⟩ + ⟨b̄, db⟩ + ⟨μ̄, dμ⟩
+            let gl = DVector::from_fn(m, |_, _| rng.uniform(-1.0, 1.0));
+            let gw = DVector::from_fn(m, |_, _| rng.uniform(-1.0, 1.0));
+            let ct = lcp_vjp(&lcp, &sol.lambda, &sol.classes, &gl, &gw).unwrap();
+            let lhs = gl.dot(&dl) + gw.dot(&dw);
+            let rhs = ct.ga.dot(&da) + ct.gb.dot(&db) + ct.gmu.iter().zip(&dmu).map(|(a, b)| a * b).sum::<f64>();
+            let ed = (lhs - rhs).abs() / lhs.abs().max(1e-12);
+            worst_dual = worst_dual.max(ed);
+            assert!(ed < 1e-10, "seed {seed}: VJP vs JVP {ed:e}");
+            // the μ cotangent alone against FD (the findex path)
+            let zero_a = DMatrix::zeros(m, m);
+            let zero_b = DVector::zeros(m);
+            let (p, q) = (
+                solve_jade(&with(&lcp, &zero_a, &zero_b, &dmu, h), &o),
+                solve_jade(&with(&lcp, &zero_a, &zero_b, &dmu, -h), &o),
+            );
+            let fd = (gl.dot(&p.lambda) + gw.dot(&p.w) - gl.dot(&q.lambda) - gw.dot(&q.w)) / (2.0 * h);
+            let an: f64 = ct.gmu.iter().zip(&dmu).map(|(a, b)| a * b).sum();
+            if sol.classes.iter().any(|c| matches!(c, Class::Nh | Class::Nl)) {
+                with_bound += 1;
+                assert!((an - fd).abs() <= 1e-6 * fd.abs().max(1e-9), "seed {seed}: μ̄ {an} vs FD {fd}");
+            }
+            tested += 1;
+        }
+        eprintln!("LCP derivative: {tested} problems ({with_bound} with sliding frictions), JVP vs FD worst {worst:.1e}, VJP–JVP {worst_dual:.1e}");
+        assert!(tested >= 30 && with_bound >= 10, "{tested} / {with_bound} strict problems");
+    }
+}

@@ -1,0 +1,72 @@
+//! The boxed LCP of Jade (spec 004): the problem, its validity check and its assembly from the shared contact
+//! layer (`problem.rs`), row classes and the active-set system (`active_set.rs`), the solvers — baseline
+//! ODE-style Dantzig (`dantzig_baseline.rs`), Jade's modified Dantzig (`dantzig_jade.rs`), PGS (`pgs.rs`), the
+//! enumeration oracle (`oracle.rs`) —, what they return (`solution.rs`), the implicit derivative at the active
+//! set (`backward.rs`) and random contact LCPs for tests and experiments (`random.rs`). Imports nothing from
+//! the other steppers (ncp, xpbd).
+pub mod active_set;
+pub mod backward;
+pub mod dantzig_baseline;
+pub mod dantzig_jade;
+pub mod oracle;
+pub mod pgs;
+pub mod problem;
+pub mod random;
+pub mod solution;
+
+pub use active_set::Class;
+pub use dantzig_baseline::solve_baseline;
+pub use dantzig_jade::{solve_jade, JadeOptions};
+pub use pgs::{solve_pgs, PgsOptions};
+pub use problem::{BoxedLcp, Condition, LcpError, Offsets, Row, ValidityReport, Violation};
+pub use solution::{LcpFailure, LcpSolution, LcpSolverKind};
+
+/// The fallback chain (D10): Jade's Dantzig, then (if enabled) PGS from Jade's answer; the first valid answer
+/// is returned, naming its solver, with every earlier attempt's failure. No frictionless fallback: when every
+/// solver fails the last answer is returned as an error carrying all attempts.
+#[derive(Clone, Copy, Debug)]
+pub struct ChainOptions {
+    pub jade: JadeOptions,
+    /// PGS after a failed Jade solve (None: no fallback)
+    pub pgs: Option<PgsOptions>,
+}
+
+impl Default for ChainOptions {
+    fn default() -> Self {
+        ChainOptions { jade: JadeOptions::default(), pgs: Some(PgsOptions::default()) }
+    }
+}
+
+/// An answer from the chain, with the failed attempts before it.
+#[derive(Clone, Debug)]
+pub struct ChainSolution {
+    pub solution: LcpSolution,
+    /// (solver, failure) of each attempt that did not answer
+    pub failed: Vec<(LcpSolverKind, LcpFailure)>,
+}
+
+/// Every solver of the chain failed: the attempts, last one's answer included.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("boxed LCP: no valid solution ({} attempts; last: {:?} {:?})", .attempts.len(), .attempts.last().map(|a| a.solver), .attempts.last().and_then(|a| a.failure.clone()))]
+pub struct ChainFailure {
+    pub attempts: Vec<LcpSolution>,
+}
+
+/// Solve with the chain (see [`ChainOptions`]).
+pub fn solve_chain(lcp: &BoxedLcp, o: &ChainOptions) -> Result<ChainSolution, ChainFailure> {
+    let mut attempts = vec![solve_jade(lcp, &o.jade)];
+    if !attempts[0].ok() {
+        if let Some(p) = &o.pgs {
+            let start = attempts[0].lambda.clone();
+            attempts.push(solve_pgs(lcp, p, Some(&start)));
+        }
+    }
+    match attempts.iter().position(|a| a.ok()) {
+        Some(k) => {
+            let failed =
+                attempts[..k].iter().map(|a| (a.solver, a.failure.clone().unwrap_or(LcpFailure::Invalid))).collect();
+            Ok(ChainSolution { solution: attempts.swap_remove(k), failed })
+        }
+        None => Err(ChainFailure { attempts }),
+    }
+}
