@@ -217,26 +217,6 @@ pub fn example_configuration(model: &Model, seed: u64) -> Vec<f64> {
     q
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    #[test]
-    fn two_link_fk_places_links() {
-        let m = two_link_arm(1.0, 0.5, 1.0, Vec3::zeros(), 0.01).unwrap();
-        let p = m.forward_kinematics(&[std::f64::consts::FRAC_PI_2, 0.0]).unwrap();
-        assert!((p[1].0 - Vec3::new(0.0, 0.5, 0.0)).norm() < 1e-12);
-        assert!((p[2].0 - Vec3::new(0.0, 1.25, 0.0)).norm() < 1e-12);
-        let t = m.param_table();
-        assert_eq!(t.len(), 2 * 7 + 2 * 6);
-        assert!(t.index("joint_anchor_parent[joint2].x").is_ok());
-        let mut m2 = m.clone();
-        assert!(m2.param_set_by_name("body_mass[link1]", -1.0).is_err());
-        assert_eq!(m2.body_mass[1], 1.0);
-        assert_eq!(m.qpos0, m.zero_q());
-        assert_eq!(m.joint_armature, [0.0, 0.0]);
-    }
-}
-
 /// The 3-bar tensegrity prism (spec 003 §4.0, its proposal; the paper gives no geometry): three capsule rods
 /// (L = 1.684 m, r = 0.02 m, 10 kg, MuJoCo capsule inertia, body z along the rod) on free joints, bottom nodes
 /// b_i on a circle of radius 1/√3 m at z = 1 m (unit triangle), top nodes t_i twisted by 150° at height
@@ -310,4 +290,24 @@ pub fn tensegrity_prism() -> Model {
     }
     m.validate().expect("valid prism");
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn two_link_fk_places_links() {
+        let m = two_link_arm(1.0, 0.5, 1.0, Vec3::zeros(), 0.01).unwrap();
+        let p = m.forward_kinematics(&[std::f64::consts::FRAC_PI_2, 0.0]).unwrap();
+        assert!((p[1].0 - Vec3::new(0.0, 0.5, 0.0)).norm() < 1e-12);
+        assert!((p[2].0 - Vec3::new(0.0, 1.25, 0.0)).norm() < 1e-12);
+        let t = m.param_table();
+        assert_eq!(t.len(), 2 * 7 + 2 * 6);
+        assert!(t.index("joint_anchor_parent[joint2].x").is_ok());
+        let mut m2 = m.clone();
+        assert!(m2.param_set_by_name("body_mass[link1]", -1.0).is_err());
+        assert_eq!(m2.body_mass[1], 1.0);
+        assert_eq!(m.qpos0, m.zero_q());
+        assert_eq!(m.joint_armature, [0.0, 0.0]);
+    }
 }

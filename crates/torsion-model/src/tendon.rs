@@ -101,7 +101,7 @@ impl crate::Model {
                 }
             }
             if let Some((lo, hi)) = a.ctrlrange {
-                if !(lo < hi) {
+                if lo >= hi || lo.is_nan() || hi.is_nan() {
                     return bad(format!("actuator '{}': ctrlrange lower {lo} must be below upper {hi}", a.name));
                 }
             }

@@ -87,16 +87,16 @@ impl Compiler {
                 }
                 let k = m.extras.actuators.len();
                 let name = a.get("name").map_or_else(|| format!("actuator{k}"), str::to_string);
-                match &target {
-                    ActuatorTarget::Tendon(t) => match m.cable_index(t) {
+                // joint / site / body actuators: extras only (module doc of mjcf/mod.rs)
+                if let ActuatorTarget::Tendon(t) = &target {
+                    match m.cable_index(t) {
                         Some(c) => {
                             self.promote_actuator(&it, &a.tag, name.clone(), c, gear[0], ctrllimited, range, m)?
                         }
                         None => {
                             self.warn(format!("actuator on tendon '{t}' kept in extras: the tendon is not a cable"))
                         }
-                    },
-                    _ => {} // joint / site / body actuators: extras only (module doc of mjcf/mod.rs)
+                    }
                 }
                 m.extras.actuators.push(Actuator {
                     name,
