@@ -32,6 +32,10 @@ pub struct SimulateArgs {
     /// constant joint torques, comma separated (default zeros)
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     torque: Option<Vec<f64>>,
+    /// featherstone: the cable actuators' controls (MuJoCo ctrl), a JSON array with one array of nu numbers per
+    /// step (row k drives the step from state k; spec 003 §3.3); default zeros
+    #[arg(long, value_name = "FILE")]
+    controls: Option<PathBuf>,
     /// time step, s (default: the model's: MJCF `timestep`, 0.01 for URDF)
     #[arg(long)]
     dt: Option<f64>,
@@ -111,6 +115,12 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
     if tau.len() != nu {
         bail!("--torque has {} values, the {} solver needs {nu}", tau.len(), a.solver);
     }
+    if (!model.cables.is_empty() || a.controls.is_some()) && a.solver != "featherstone" {
+        bail!(
+            "{}: cables, cable actuators and --controls are simulated by --solver featherstone only (issue 16)",
+            a.model.display()
+        );
+    }
     if a.solver == "featherstone" {
         let solver =
             FeatherstoneSolver { options: torsion_solvers::FeatherstoneOptions { joint_damping: !a.no_damping } };
@@ -189,14 +199,19 @@ fn run_generalized<S: Solver<State = GenState>>(
     if v0.len() != model.nv() {
         bail!("--v0 has {} values, the model needs nv = {}", v0.len(), model.nv());
     }
-    let mut s = GenState::new(q0.to_vec(), v0);
+    let mut s = GenState::with_act(q0.to_vec(), v0, vec![0.0; model.na()]);
     let mut next = s.clone();
-    let u = Control::from_torques(tau);
-    let (mut t, mut ang, mut vel, mut poses) = (vec![], vec![], vec![], vec![]);
+    let mut u = Control::from_torques(tau);
+    let ctrl = match &a.controls {
+        Some(p) => read_controls(p, model.nu(), a.steps)?,
+        None => vec![],
+    };
+    let (mut t, mut ang, mut vel, mut poses, mut act) = (vec![], vec![], vec![], vec![], vec![]);
     let mut record = |k: usize, s: &GenState| -> Result<()> {
         t.push(k as f64 * dt);
         ang.push(s.q.clone());
         vel.push(s.v.clone());
+        act.push(s.act.clone());
         let fk = model.forward_kinematics(&s.q)?;
         poses.push(
             fk.iter()
@@ -210,6 +225,9 @@ fn run_generalized<S: Solver<State = GenState>>(
     };
     record(0, &s)?;
     for k in 1..=a.steps {
+        if let Some(row) = ctrl.get(k - 1) {
+            u.ctrl.clone_from(row);
+        }
         solver.step(model, &s, &u, dt, &mut next, &mut ws, None).with_context(|| format!("step {k}"))?;
         std::mem::swap(&mut s, &mut next);
         record(k, &s)?;
@@ -220,10 +238,26 @@ fn run_generalized<S: Solver<State = GenState>>(
         "joint_names": model.joint_name, "body_names": model.body_name,
         "time": t, "joint_angles": ang, "joint_velocities": vel,
         "body_poses": poses, "body_pose_layout": "x y z qw qx qy qz (COM frame, world)",
+        "actuator_activations": act,
     });
     write_out(&a.out, serde_json::to_string(&out)?).with_context(|| format!("writing {}", a.out.display()))?;
     eprintln!("wrote {} ({} steps, {} joints)", a.out.display(), a.steps, model.joint_count());
     Ok(())
+}
+
+/// `--controls FILE`: a JSON array of at least `steps` rows of `nu` numbers.
+fn read_controls(path: &std::path::Path, nu: usize, steps: usize) -> Result<Vec<Vec<f64>>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let rows: Vec<Vec<f64>> = serde_json::from_str(&text).with_context(|| {
+        format!("{}: expected a JSON array of arrays of numbers (one row per step)", path.display())
+    })?;
+    if rows.len() < steps {
+        bail!("{}: {} rows of controls for {steps} steps", path.display(), rows.len());
+    }
+    if let Some((k, r)) = rows.iter().enumerate().find(|(_, r)| r.len() != nu) {
+        bail!("{}: row {k} has {} controls, the model has {nu} cable actuators", path.display(), r.len());
+    }
+    Ok(rows)
 }
 
 /// Write the output JSON, creating its folder.

@@ -40,6 +40,8 @@ pub struct DynModel<T: Scalar> {
     pub armature: Vec<T>,
     pub damping: Vec<T>,
     pub nb: usize,
+    /// cables and cable actuators (`passive::cable_forces_into`), their parameters on T
+    pub cables: crate::passive::Cables<T>,
 }
 
 /// q and v are laid out by the model's joints in order (`q_start` / `v_start` are the running sums).
@@ -109,6 +111,7 @@ impl<T: Scalar> DynModel<T> {
             armature: per_dof(model, &model.joint_armature),
             damping: vec![T::zero(); model.nv()],
             nb,
+            cables: crate::passive::Cables::build(model, table, theta),
         })
     }
 
@@ -144,6 +147,7 @@ impl<T: Scalar> DynModel<T> {
             armature: vec(&self.armature),
             damping: vec(&self.damping),
             nb: self.nb,
+            cables: self.cables.lift(),
         }
     }
 

@@ -217,6 +217,81 @@ pub fn example_configuration(model: &Model, seed: u64) -> Vec<f64> {
     q
 }
 
+/// The 3-bar tensegrity prism (spec 003 §4.0, its proposal; the paper gives no geometry): three capsule rods
+/// (L = 1.684 m, r = 0.02 m, 10 kg, MuJoCo capsule inertia, body z along the rod) on free joints, bottom nodes
+/// b_i on a circle of radius 1/√3 m at z = 1 m (unit triangle), top nodes t_i twisted by 150° at height
+/// sqrt(L² − 2R²(1 − cos 150°)) above them, rod i from b_i to t_i; 9 cables (k = 10000 N/m, c = 1000 N·s/m, rest
+/// length 0.95 × the built length: pretensioned): bottom triangle c0–c2, top triangle c3–c5, sides c6–c8 (b_i to
+/// t_{i+1}); filter actuators a0–a2 on the side cables (gain 1000, τ = 1 s, ctrl in [−100, 100]: the SUPERball
+/// motor); gravity 0.1 g (the paper's 3-bar experiment), Δt = 1 ms.
+pub fn tensegrity_prism() -> Model {
+    use crate::tendon::{Cable, CableActuator};
+    let (len, radius, mass) = (1.684, 0.02, 10.0);
+    let i = crate::shape::ShapeKind::Capsule { radius, half_length: len / 2.0 }.inertia_diag(mass).expect("capsule");
+    let r = 1.0 / 3f64.sqrt();
+    let twist = 150f64.to_radians();
+    let h = (len * len - 2.0 * r * r * (1.0 - twist.cos())).sqrt();
+    let node = |a: f64, z: f64| Vec3::new(r * a.cos(), r * a.sin(), z);
+    let ang = |k: usize| 2.0 * std::f64::consts::PI * k as f64 / 3.0;
+    let bottom: Vec<Vec3> = (0..3).map(|k| node(ang(k), 1.0)).collect();
+    let top: Vec<Vec3> = (0..3).map(|k| node(ang(k) + twist, 1.0 + h)).collect();
+    let mut b = ModelBuilder::new("tensegrity_prism").gravity(Vec3::new(0.0, 0.0, -0.981)).dt(0.001);
+    let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
+    let mut q0 = vec![];
+    for k in 0..3 {
+        let rod = b.add_body(&format!("rod{k}"), mass, Mat3::from_diagonal(&i));
+        let mut f = JointDesc::hinge(&format!("rod{k}"), w, rod, Vec3::zeros(), Vec3::zeros(), Vec3::z());
+        f.kind = JointType::Free;
+        b.add_joint(f);
+        let axis = (top[k] - bottom[k]).normalize();
+        let c = (top[k] + bottom[k]) * 0.5;
+        // shortest rotation taking body z onto the rod axis
+        let ax = Vec3::z().cross(&axis);
+        let q = Quat::from_axis_angle(&ax.normalize(), ax.norm().atan2(axis.z));
+        q0.extend_from_slice(&[c.x, c.y, c.z]);
+        q0.extend_from_slice(&q.to_array());
+    }
+    let mut m = b.build().expect("valid prism");
+    m.qpos0 = q0;
+    m.body_pose0 = m.forward_kinematics(&m.qpos0.clone()).expect("prism placement");
+    // node k of rod i: 0 = bottom (−L/2 on body z), 1 = top
+    let end = |e: usize| Vec3::new(0.0, 0.0, if e == 0 { -len / 2.0 } else { len / 2.0 });
+    let pos = |rod: usize, e: usize| if e == 0 { bottom[rod] } else { top[rod] };
+    let mut pairs = vec![];
+    for k in 0..3 {
+        pairs.push(((k, 0), ((k + 1) % 3, 0)));
+    }
+    for k in 0..3 {
+        pairs.push(((k, 1), ((k + 1) % 3, 1)));
+    }
+    for k in 0..3 {
+        pairs.push(((k, 0), ((k + 1) % 3, 1)));
+    }
+    for (c, ((ra, ea), (rb, eb))) in pairs.into_iter().enumerate() {
+        let l = 0.95 * (pos(rb, eb) - pos(ra, ea)).norm();
+        m.cables.push(Cable {
+            name: format!("c{c}"),
+            body: [ra + 1, rb + 1],
+            site: [end(ea), end(eb)],
+            stiffness: 10000.0,
+            damping: 1000.0,
+            springlength: (l, l),
+        });
+    }
+    for a in 0..3 {
+        m.cable_actuators.push(CableActuator {
+            name: format!("a{a}"),
+            cable: 6 + a,
+            gain: 1000.0,
+            bias: [0.0; 3],
+            timeconst: Some(1.0),
+            ctrlrange: Some((-100.0, 100.0)),
+        });
+    }
+    m.validate().expect("valid prism");
+    m
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

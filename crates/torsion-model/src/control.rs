@@ -31,14 +31,21 @@ impl ControlLayout {
 pub struct Control<T: Scalar = f64> {
     /// shape (joint_count,) or (nv,) by the solver's layout; N·m or N
     pub joint_torque: Vec<T>,
+    /// MuJoCo `ctrl` of the model's cable actuators (`Model::cable_actuators`, nu entries; spec 003 §3.3),
+    /// clamped to their `ctrlrange` by the stepper; empty = all zero (and for models without them)
+    pub ctrl: Vec<T>,
 }
 
 impl<T: Scalar> Control<T> {
     pub fn zeros(n: usize) -> Self {
-        Self { joint_torque: vec![T::zero(); n] }
+        Self { joint_torque: vec![T::zero(); n], ctrl: vec![] }
     }
     pub fn from_torques(t: &[T]) -> Self {
-        Self { joint_torque: t.to_vec() }
+        Self { joint_torque: t.to_vec(), ctrl: vec![] }
+    }
+    /// Generalized forces and actuator controls.
+    pub fn with_ctrl(t: &[T], ctrl: &[T]) -> Self {
+        Self { joint_torque: t.to_vec(), ctrl: ctrl.to_vec() }
     }
     /// A zero control of `layout` for `model`.
     pub fn zeros_for(model: &Model, layout: ControlLayout) -> Self {
@@ -50,6 +57,7 @@ impl<T: Scalar> Control<T> {
     pub fn to_per_dof(&self, model: &Model) -> Result<Self, ModelError> {
         check_len(&self.joint_torque, ControlLayout::PerJoint, model)?;
         let mut out = Self::zeros(model.nv());
+        out.ctrl = self.ctrl.clone();
         for (j, vs) in model.joint_v_start().into_iter().enumerate() {
             if let JointType::Revolute | JointType::Prismatic = model.joint_type[j] {
                 out.joint_torque[vs] = self.joint_torque[j];
@@ -63,6 +71,7 @@ impl<T: Scalar> Control<T> {
     pub fn to_per_joint(&self, model: &Model) -> Result<Self, ModelError> {
         check_len(&self.joint_torque, ControlLayout::PerDof, model)?;
         let mut out = Self::zeros(model.joint_count());
+        out.ctrl = self.ctrl.clone();
         for (j, vs) in model.joint_v_start().into_iter().enumerate() {
             let kind = model.joint_type[j];
             match kind {

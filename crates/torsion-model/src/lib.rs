@@ -1,7 +1,7 @@
 //! torsion-model: everything static about a robot ([`Model`]), the dynamic states of the maximal- and
 //! generalized-coordinate families ([`MaximalState`], [`GenState`]) under one [`StateSpace`] contract, the joint
 //! configuration maps they retract by ([`joint_maps`]), per-step inputs ([`Control`]) and the named, flat view of differentiable
-//! quantities ([`params`]); shapes ([`shape`]) and parsed-but-unused elements ([`extras`]).
+//! quantities ([`params`]); shapes ([`shape`]), cables and their actuators ([`tendon`]) and parsed-but-unused elements ([`extras`]).
 pub mod builder;
 pub mod control;
 pub mod error;
@@ -13,6 +13,7 @@ pub mod params;
 pub mod shape;
 pub mod state;
 pub mod state_space;
+pub mod tendon;
 
 pub use control::{Control, ControlLayout};
 pub use error::ModelError;
@@ -23,3 +24,4 @@ pub use params::{ParamKind, ParamSelection, ParamTable};
 pub use shape::{Shape, ShapeKind};
 pub use state::{ContactWarmStart, GenState, MaximalState, WarmImpulse};
 pub use state_space::StateSpace;
+pub use tendon::{Cable, CableActuator};

@@ -150,7 +150,12 @@ pub struct Model {
     /// the file the model was loaded from (set by `load_urdf`); `package://` mesh names are also looked up in
     /// the folders above it
     pub source_file: Option<std::path::PathBuf>,
-    /// sites, actuators, tendons and loader warnings (parsed, not used by solvers yet)
+    /// spring-damper cables between body points (MJCF two-site `<spatial>` tendons; spec 003 §3.4, `tendon.rs`)
+    pub cables: Vec<crate::tendon::Cable>,
+    /// actuators on cables (MJCF `<general>` / `<motor>` with `tendon=`; spec 003 §3.3): the controls (nu) and
+    /// activation states (na) of the generalized-coordinate steppers
+    pub cable_actuators: Vec<crate::tendon::CableActuator>,
+    /// sites, actuators, tendons (raw, as parsed) and loader warnings
     pub extras: ModelExtras,
 }
 
@@ -191,6 +196,8 @@ impl Model {
             shapes: vec![],
             contact_exclude: vec![],
             source_file: None,
+            cables: vec![],
+            cable_actuators: vec![],
             extras: ModelExtras::default(),
         }
     }
@@ -435,6 +442,7 @@ impl Model {
         if !self.wind.iter().all(|w| w.is_finite()) {
             return Err(ModelError::Invalid(format!("wind must be finite, got {:?}", self.wind.as_slice())));
         }
+        self.validate_cables()?;
         if !(self.dt > 0.0 && self.dt.is_finite()) {
             return Err(ModelError::Invalid(format!("dt must be positive and finite, got {}", self.dt)));
         }

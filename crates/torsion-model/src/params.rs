@@ -6,7 +6,9 @@
 //! `shape_restitution[shape]` (read by the contact solvers, which combine a pair's two shapes by the maximum;
 //! the other solvers do not read them: their columns are zero). Shapes are named by `Shape::name`; a name
 //! that several shapes share gets the shape's index appended (`shape_friction[geom#3]`) so every entry has one
-//! name. Joint axes and limits are not differentiable. A `ModelGrad` is a `Vec<f64>` of the table's length.
+//! name. Cables contribute `tendon_stiffness[cable]` and `tendon_damping[cable]`, their actuators
+//! `actuator_gain[actuator]` and, for filter actuators, `actuator_timeconst[actuator]` (spec 003's k/m, c/m, b, a:
+//! see `tendon.rs`). Joint axes and limits are not differentiable. A `ModelGrad` is a `Vec<f64>` of the table's length.
 use crate::error::ModelError;
 use crate::model::Model;
 
@@ -30,6 +32,14 @@ pub enum ParamKind {
     ShapeFriction(usize),
     /// shape: Newton restitution coefficient `shapes[k].restitution` (∈ [0, 1])
     ShapeRestitution(usize),
+    /// cable k: stiffness `cables[k].stiffness` (`tendon_stiffness[name]`, N/m; spec 003's k, k/m per rod mass)
+    TendonStiffness(usize),
+    /// cable k: damping `cables[k].damping` (`tendon_damping[name]`, N·s/m; spec 003's c)
+    TendonDamping(usize),
+    /// cable actuator a: gain `cable_actuators[a].gain` (`actuator_gain[name]`; spec 003's b = gain / k)
+    ActuatorGain(usize),
+    /// cable actuator a (filter): time constant τ (`actuator_timeconst[name]`, s; spec 003's a = Δt / τ)
+    ActuatorTimeconst(usize),
 }
 
 impl ParamKind {
@@ -37,6 +47,17 @@ impl ParamKind {
     /// the rigid-body dynamics (`scatter_params` ignores it).
     pub fn is_contact_material(&self) -> bool {
         matches!(self, ParamKind::ShapeFriction(_) | ParamKind::ShapeRestitution(_))
+    }
+    /// A cable or cable-actuator parameter (read by the cable kernel, `torsion_dynamics::passive`, not by
+    /// `scatter_params`).
+    pub fn is_cable(&self) -> bool {
+        matches!(
+            self,
+            ParamKind::TendonStiffness(_)
+                | ParamKind::TendonDamping(_)
+                | ParamKind::ActuatorGain(_)
+                | ParamKind::ActuatorTimeconst(_)
+        )
     }
 }
 
@@ -133,6 +154,20 @@ impl Model {
             names.push(format!("shape_restitution[{n}]"));
             kinds.push(ParamKind::ShapeRestitution(k));
         }
+        for (k, c) in self.cables.iter().enumerate() {
+            names.push(format!("tendon_stiffness[{}]", c.name));
+            kinds.push(ParamKind::TendonStiffness(k));
+            names.push(format!("tendon_damping[{}]", c.name));
+            kinds.push(ParamKind::TendonDamping(k));
+        }
+        for (k, a) in self.cable_actuators.iter().enumerate() {
+            names.push(format!("actuator_gain[{}]", a.name));
+            kinds.push(ParamKind::ActuatorGain(k));
+            if a.timeconst.is_some() {
+                names.push(format!("actuator_timeconst[{}]", a.name));
+                kinds.push(ParamKind::ActuatorTimeconst(k));
+            }
+        }
         ParamTable { names, kinds }
     }
 
@@ -161,6 +196,10 @@ impl Model {
             }
             ParamKind::ShapeFriction(k) => self.shapes[k].friction[0],
             ParamKind::ShapeRestitution(k) => self.shapes[k].restitution,
+            ParamKind::TendonStiffness(k) => self.cables[k].stiffness,
+            ParamKind::TendonDamping(k) => self.cables[k].damping,
+            ParamKind::ActuatorGain(k) => self.cable_actuators[k].gain,
+            ParamKind::ActuatorTimeconst(k) => self.cable_actuators[k].timeconst.unwrap_or(0.0),
         }
     }
 
@@ -188,6 +227,14 @@ impl Model {
             }
             ParamKind::ShapeFriction(k) => self.shapes[k].friction[0] = v,
             ParamKind::ShapeRestitution(k) => self.shapes[k].restitution = v,
+            ParamKind::TendonStiffness(k) => self.cables[k].stiffness = v,
+            ParamKind::TendonDamping(k) => self.cables[k].damping = v,
+            ParamKind::ActuatorGain(k) => self.cable_actuators[k].gain = v,
+            ParamKind::ActuatorTimeconst(k) => {
+                if let Some(t) = self.cable_actuators[k].timeconst.as_mut() {
+                    *t = v
+                }
+            }
         }
     }
 
@@ -259,7 +306,13 @@ pub fn scatter_params<T: torsion_math::Scalar>(
                     s[f] = v
                 }
             }
-            ParamKind::ShapeFriction(_) | ParamKind::ShapeRestitution(_) => {}
+            // contact material: the contact solvers; cables: `DynModel::build` (torsion-dynamics)
+            ParamKind::ShapeFriction(_)
+            | ParamKind::ShapeRestitution(_)
+            | ParamKind::TendonStiffness(_)
+            | ParamKind::TendonDamping(_)
+            | ParamKind::ActuatorGain(_)
+            | ParamKind::ActuatorTimeconst(_) => {}
         }
     }
 }

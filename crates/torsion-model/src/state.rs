@@ -116,11 +116,16 @@ impl MaximalState<f64> {
     }
 }
 
-/// Generalized state: q (nq, layouts of `JointType::nq`) and v (nv), and the contact warm start.
+/// Generalized state: q (nq, layouts of `JointType::nq`), v (nv), the actuator activations `act` (na, MuJoCo's
+/// `act`: the motor filter states of spec 003 §3.3; empty for models without stateful actuators) and the contact
+/// warm start.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GenState {
     pub q: Vec<f64>,
     pub v: Vec<f64>,
+    /// activation of each filter actuator (`Model::na`, in `Model::cable_actuators` order); a coordinate of the
+    /// state (tangent and flat encodings: after v)
+    pub act: Vec<f64>,
     /// the contact impulses of the step that produced this state, the next contact step's warm start (design.md
     /// §3: an explicit input and output of a step, never hidden solver state). Not differentiated (spec 001
     /// §3.10: stop-gradient) and not in the tangent or flat encodings; contact-free steppers leave it empty.
@@ -128,13 +133,17 @@ pub struct GenState {
 }
 
 impl GenState {
-    /// (q, v) with no warm start.
+    /// (q, v) with no activations and no warm start (models without stateful actuators).
     pub fn new(q: Vec<f64>, v: Vec<f64>) -> Self {
-        GenState { q, v, warm: ContactWarmStart::default() }
+        GenState { q, v, act: vec![], warm: ContactWarmStart::default() }
     }
-    /// At rest at the model's reference configuration (`Model::neutral_q`).
+    /// (q, v, act) with no warm start.
+    pub fn with_act(q: Vec<f64>, v: Vec<f64>, act: Vec<f64>) -> Self {
+        GenState { q, v, act, warm: ContactWarmStart::default() }
+    }
+    /// At rest at the model's reference configuration (`Model::neutral_q`), activations 0.
     pub fn rest(model: &Model) -> Self {
-        GenState::new(model.neutral_q(), vec![0.0; model.nv()])
+        GenState::with_act(model.neutral_q(), vec![0.0; model.nv()], vec![0.0; model.na()])
     }
 }
 

@@ -1,7 +1,7 @@
 //! One contract for a solver's state space (issue 13): the manifold a state lives on, its tangent coordinates and
 //! the maps the differentiation machinery needs (design.md §3). Implemented by [`MaximalState`] (XPBD: 12 tangent
 //! entries per non-fixed body, left perturbations of the orientations) and [`GenState`] (Featherstone, contact:
-//! 2 nv tangent entries, q ⊕ δ per joint of `joint_maps`). A solver names its space as `Solver::State`.
+//! 2 nv + na tangent entries, q ⊕ δ per joint of `joint_maps`, then v and the actuator activations). A solver names its space as `Solver::State`.
 //!
 //! Contract, for s on the manifold, tangent vectors d and ambient cotangents g (the state's own shape):
 //! - `retract(s, 0) = s`, `retract(s, local_diff(s, o)) = o` and `local_diff(s, retract(s, d)) = d` (exact
@@ -119,60 +119,69 @@ impl StateSpace for MaximalState {
 
 impl StateSpace for GenState {
     fn ambient_dim(model: &Model) -> usize {
-        model.nq() + model.nv()
+        model.nq() + model.nv() + model.na()
     }
     fn tangent_dim(model: &Model) -> usize {
-        2 * model.nv()
+        2 * model.nv() + model.na()
     }
-    /// q ⊕ d_q per joint (`joint_maps::integrate`), v + d_v. The warm start is not a coordinate: a perturbed
-    /// state keeps it.
+    /// q ⊕ d_q per joint (`joint_maps::integrate`), v + d_v, act + d_act. The warm start is not a coordinate: a
+    /// perturbed state keeps it.
     fn retract(&self, model: &Model, d: &[f64]) -> Self {
         let nv = model.nv();
         GenState {
             q: integrate(model, &self.q, &d[..nv]),
             v: self.v.iter().zip(&d[nv..]).map(|(a, b)| a + b).collect(),
+            act: self.act.iter().zip(&d[2 * nv..]).map(|(a, b)| a + b).collect(),
             warm: self.warm.clone(),
         }
     }
-    /// `joint_maps::difference` (exact logs for ball and free joints), then v differences.
+    /// `joint_maps::difference` (exact logs for ball and free joints), then v and act differences.
     fn local_diff(&self, model: &Model, other: &Self) -> Vec<f64> {
         let mut d = difference(model, &self.q, &other.q);
         d.extend(other.v.iter().zip(&self.v).map(|(a, b)| a - b));
+        d.extend(other.act.iter().zip(&self.act).map(|(a, b)| a - b));
         d
     }
     fn grad_to_tangent(&self, model: &Model, g: &Self) -> Vec<f64> {
         let mut t = ambient_to_tangent(model, &self.q, &g.q);
         t.extend_from_slice(&g.v);
+        t.extend_from_slice(&g.act);
         t
     }
     fn grad_to_ambient(&self, model: &Model, t: &[f64]) -> Self {
         let nv = model.nv();
-        GenState::new(tangent_to_ambient(model, &self.q, &t[..nv]), t[nv..2 * nv].to_vec())
+        GenState::with_act(
+            tangent_to_ambient(model, &self.q, &t[..nv]),
+            t[nv..2 * nv].to_vec(),
+            t[2 * nv..2 * nv + self.act.len()].to_vec(),
+        )
     }
-    /// [q, v]; the warm start is not encoded.
+    /// [q, v, act]; the warm start is not encoded.
     fn encode(&self) -> Vec<f64> {
-        self.q.iter().chain(&self.v).copied().collect()
+        self.q.iter().chain(&self.v).chain(&self.act).copied().collect()
     }
     fn encode_into(&self, out: &mut [f64]) {
-        let nq = self.q.len();
+        let (nq, nv) = (self.q.len(), self.v.len());
         out[..nq].copy_from_slice(&self.q);
-        out[nq..nq + self.v.len()].copy_from_slice(&self.v);
+        out[nq..nq + nv].copy_from_slice(&self.v);
+        out[nq + nv..nq + nv + self.act.len()].copy_from_slice(&self.act);
     }
     fn add_encoded(&mut self, a: &[f64]) {
-        let nq = self.q.len();
+        let (nq, nv) = (self.q.len(), self.v.len());
         self.q.iter_mut().zip(&a[..nq]).for_each(|(x, y)| *x += y);
-        self.v.iter_mut().zip(&a[nq..]).for_each(|(x, y)| *x += y);
+        self.v.iter_mut().zip(&a[nq..nq + nv]).for_each(|(x, y)| *x += y);
+        self.act.iter_mut().zip(&a[nq + nv..]).for_each(|(x, y)| *x += y);
     }
     fn decode(model: &Model, flat: &[f64]) -> Result<Self, ModelError> {
-        check_len("GenState (q then v: nq + nv)", flat.len(), Self::ambient_dim(model))?;
-        let nq = model.nq();
-        Ok(GenState::new(flat[..nq].to_vec(), flat[nq..].to_vec()))
+        check_len("GenState (q, v then act: nq + nv + na)", flat.len(), Self::ambient_dim(model))?;
+        let (nq, nv) = (model.nq(), model.nv());
+        Ok(GenState::with_act(flat[..nq].to_vec(), flat[nq..nq + nv].to_vec(), flat[nq + nv..].to_vec()))
     }
     fn zero_grad(model: &Model) -> Self {
-        GenState::new(vec![0.0; model.nq()], vec![0.0; model.nv()])
+        GenState::with_act(vec![0.0; model.nq()], vec![0.0; model.nv()], vec![0.0; model.na()])
     }
     fn clear_grad(&mut self) {
-        self.q.iter_mut().chain(self.v.iter_mut()).for_each(|x| *x = 0.0);
+        self.q.iter_mut().chain(self.v.iter_mut()).chain(self.act.iter_mut()).for_each(|x| *x = 0.0);
     }
 }
 
@@ -259,5 +268,14 @@ mod tests {
             }
             check_contract(&m, &ms, &format!("{} MaximalState", m.name));
         }
+    }
+
+    /// GenState with actuator activations (the 3-bar prism: free rods, 3 filter actuators): act is a coordinate.
+    #[test]
+    fn gen_state_with_activations_honours_the_contract() {
+        let m = crate::builder::tensegrity_prism();
+        let s = GenState::with_act(m.qpos0.clone(), det(m.nv(), 2, 0.7), vec![3.0, -20.0, 0.5]);
+        assert_eq!((GenState::tangent_dim(&m), GenState::ambient_dim(&m)), (39, 21 + 18 + 3));
+        check_contract(&m, &s, "prism GenState");
     }
 }

@@ -3,7 +3,10 @@
 //! joints; a free joint as MuJoCo's Euler: its origin moves straight along its world velocity,
 //! `joints::advance_into`; a loose body's gyroscopic torque implicit, `gyroscopic.rs`). A = armature, D = joint
 //! damping (implicit, as MuJoCo's Euler integrator: h D enters ABA as armature, so stiff damping on light links
-//! stays stable), K = hinge/slide joint springs (explicit). Same `Solver` / `DiffSolver` contract as XPBD.
+//! stays stable), K = hinge/slide joint springs (explicit). Cables and their motor filters (spec 003 §3.3–3.5,
+//! `passive::cable_forces_into`) enter u explicitly from the activation act, then act' = act + h (ctrl − act)/τ
+//! (MuJoCo's Euler); the state carries act, the control the actuators' ctrl. Same `Solver` / `DiffSolver`
+//! contract as XPBD.
 //! Derivatives: A and B from the analytic ABA derivatives (Carpentier–Mansard, `aba_derivatives`: ∂q̈/∂q,
 //! ∂q̈/∂v, M̃⁻¹ in one sweep plus a Cholesky) chained through the step and the per-joint integration map
 //! (its small Jacobians by dual numbers of `advance_joint`); C (w.r.t. θ) by forward-mode duals of the same
@@ -19,6 +22,7 @@ use torsion_dynamics::gyroscopic::{gyroscopic_joint, implicit_gyroscopic, is_loo
 use torsion_dynamics::joints::{
     add_free_frame_term, advance_into, advance_joint, difference, integrate, integrate_joint,
 };
+use torsion_dynamics::passive::{activation_step, cable_forces_into};
 use torsion_dynamics::{aba_into, DynData, DynModel};
 use torsion_math::scalar::cv;
 use torsion_math::{Scalar, Vec3};
@@ -86,7 +90,7 @@ impl FeatherstoneWorkspace {
 /// The step's inputs, for `step_vjp`.
 pub struct FeatherstoneRecord {
     s: Option<GenState>,
-    u: Vec<f64>,
+    u: Control,
     dt: f64,
 }
 
@@ -134,38 +138,50 @@ impl Passive {
     }
 }
 
-/// One step on any scalar; `u` has nv generalized forces. Sets `dm.armature` to A + h D.
+/// The step's inputs on one scalar: (q, v, act) and the controls (u: nv generalized forces, ctrl: the cable
+/// actuators' controls, nu or empty).
+pub struct StepIn<'a, T: Scalar> {
+    pub q: &'a [T],
+    pub v: &'a [T],
+    pub act: &'a [T],
+    pub u: &'a [T],
+    pub ctrl: &'a [T],
+}
+
+/// (q1, v1, act1) of [`step_generic`].
+pub type StepOut<T> = (Vec<T>, Vec<T>, Vec<T>);
+
+/// One step on any scalar; `u` has nv generalized forces. Sets `dm.armature` to A + h D. Returns (q1, v1, act1).
 pub fn step_generic<T: Scalar>(
     dm: &mut DynModel<T>,
     passive: &Passive,
-    q: &[T],
-    v: &[T],
-    u: &[T],
+    x: &StepIn<T>,
     dt: f64,
     d: &mut DynData<T>,
-) -> Result<(Vec<T>, Vec<T>), torsion_dynamics::DynError> {
+) -> Result<StepOut<T>, torsion_dynamics::DynError> {
     let (mut tau, mut acc) = (vec![T::zero(); dm.nv], vec![T::zero(); dm.nv]);
-    let (mut q1, mut v1) = (q.to_vec(), vec![T::zero(); dm.nv]);
-    step_generic_into(dm, passive, q, v, u, dt, d, &mut tau, &mut acc, &mut q1, &mut v1)?;
-    Ok((q1, v1))
+    let (mut q1, mut v1, mut act1) = (x.q.to_vec(), vec![T::zero(); dm.nv], x.act.to_vec());
+    step_generic_into(dm, passive, x, dt, d, &mut tau, &mut acc, &mut q1, &mut v1, &mut act1)?;
+    Ok((q1, v1, act1))
 }
 
-/// [`step_generic`] into preallocated buffers: `tau`, `acc` (nv scratch), `q1` (nq), `v1` (nv); no heap
-/// allocation.
+/// [`step_generic`] into preallocated buffers: `tau`, `acc` (nv scratch), `q1` (nq), `v1` (nv), `act1` (na); no
+/// heap allocation. The cable forces (`passive::cable_forces_into`) enter τ explicitly with the fluid's, from
+/// act (not act1), and act1 is act's explicit Euler step (`passive::activation_step`), as MuJoCo's Euler.
 #[allow(clippy::too_many_arguments)]
 pub fn step_generic_into<T: Scalar>(
     dm: &mut DynModel<T>,
     passive: &Passive,
-    q: &[T],
-    v: &[T],
-    u: &[T],
+    x: &StepIn<T>,
     dt: f64,
     d: &mut DynData<T>,
     tau: &mut [T],
     acc: &mut [T],
     q1: &mut [T],
     v1: &mut [T],
+    act1: &mut [T],
 ) -> Result<(), torsion_dynamics::DynError> {
+    let StepIn { q, v, act, u, ctrl } = *x;
     dm.check_v("u", u)?;
     dm.check_v("v1 (output)", v1)?;
     dm.check_q(q1)?;
@@ -178,6 +194,11 @@ pub fn step_generic_into<T: Scalar>(
         dm.armature[k] = T::c(passive.armature[k] + dt * passive.damping[k]);
     }
     fluid_forces_into(&passive.fluid, dm, q, v, d, tau)?;
+    cable_forces_into(&dm.cables, dm, q, v, act, ctrl, d, tau)?;
+    if act1.len() != act.len() {
+        return Err(torsion_dynamics::DynError::Shape { what: "act1 (output)", got: act1.len(), expected: act.len() });
+    }
+    activation_step(&dm.cables, act, ctrl, dt, act1);
     aba_into(dm, q, v, tau, d, acc)?;
     let h = T::c(dt);
     // v̂ = v + h q̈ (+ the free joints' frame term), then (q1, v1) from v̂ (MuJoCo's Euler for free joints)
@@ -213,6 +234,20 @@ impl FeatherstoneSolver {
                 model.nv()
             )));
         }
+        if s.act.len() != model.na() {
+            return Err(bad(format!(
+                "state has {} activations; the model's filter actuators need na = {} (`GenState::rest` / `with_act`)",
+                s.act.len(),
+                model.na()
+            )));
+        }
+        if !u.ctrl.is_empty() && u.ctrl.len() != model.nu() {
+            return Err(bad(format!(
+                "control has {} actuator controls (ctrl); the model has {} cable actuators (or pass none: zeros)",
+                u.ctrl.len(),
+                model.nu()
+            )));
+        }
         if !(dt > 0.0 && dt.is_finite()) {
             return Err(bad(format!("dt must be positive, got {dt}")));
         }
@@ -223,72 +258,106 @@ impl FeatherstoneSolver {
     }
 
     /// All-dual reference Jacobian of the step w.r.t. (tangent state, controls, selected θ), in tangent
-    /// coordinates: one Dual64 pass of the generic step per column.
+    /// coordinates: one Dual64 pass of the generic step per column. Rows (q, v, act), columns (q, v, act),
+    /// (u, ctrl), θ (`Dims`).
     fn jacobian_dual(
         &self,
         model: &Model,
         s: &GenState,
-        u: &[f64],
+        u: &Control,
         dt: f64,
         sel: &ParamSelection,
     ) -> Result<DMatrix<f64>, SolverError> {
-        let nv = model.nv();
-        let ncols = 3 * nv + sel.len();
-        let mut jac = DMatrix::zeros(2 * nv, ncols);
+        let n = Dims::of(model);
+        let mut jac = DMatrix::zeros(n.nx, n.nx + n.ncu + sel.len());
         self.state_columns_dual(model, s, u, dt, &mut jac)?;
         self.theta_columns_dual(model, s, u, dt, sel, &mut jac)?;
         Ok(jac)
     }
 
-    /// Columns 0..3nv (tangent q, v, u) of the Jacobian by dual passes; the dual model (all tangents zero)
-    /// is built once and shared by the columns.
+    /// The f64 step (q1) and the lifted inputs (q, q1, v, act, u, ctrl; ctrl padded to nu).
+    #[allow(clippy::type_complexity)]
+    fn dual_inputs(&self, model: &Model, s: &GenState, u: &Control, dt: f64) -> Result<[Vec<Dual64>; 6], SolverError> {
+        let passive = self.damping(model);
+        let (mut dmf, _, _) = dyn_model_f64(model).map_err(Self::dyn_err)?;
+        let mut df = DynData::new(&dmf);
+        let ctrl = padded_ctrl(model, u);
+        let x = StepIn { q: &s.q, v: &s.v, act: &s.act, u: &u.joint_torque, ctrl: &ctrl };
+        let (q1, _, _) = step_generic(&mut dmf, &passive, &x, dt, &mut df).map_err(Self::dyn_err)?;
+        let lift = |x: &[f64]| x.iter().map(|&v| Dual64::from(v)).collect::<Vec<_>>();
+        Ok([lift(&s.q), lift(&q1), lift(&s.v), lift(&s.act), lift(&u.joint_torque), lift(&ctrl)])
+    }
+
+    /// Writes the dual parts of a step's output (tangent at q1) into column `col`.
+    fn write_column(
+        dm: &DynModel<Dual64>,
+        q1d: &[Dual64],
+        out: (&[Dual64], &[Dual64], &[Dual64]),
+        col: usize,
+        jac: &mut DMatrix<f64>,
+    ) {
+        let nv = dm.nv;
+        let dq = difference(dm, q1d, out.0);
+        for i in 0..nv {
+            jac[(i, col)] = dq[i].eps;
+            jac[(nv + i, col)] = out.1[i].eps;
+        }
+        for (i, a) in out.2.iter().enumerate() {
+            jac[(2 * nv + i, col)] = a.eps;
+        }
+    }
+
+    /// Columns of (tangent q, v, act, u, ctrl) of the Jacobian by dual passes; the dual model (all tangents
+    /// zero) is built once and shared by the columns.
     fn state_columns_dual(
         &self,
         model: &Model,
         s: &GenState,
-        u: &[f64],
+        u: &Control,
         dt: f64,
         jac: &mut DMatrix<f64>,
     ) -> Result<(), SolverError> {
-        let nv = model.nv();
+        let n = Dims::of(model);
+        let nv = n.nv;
         let passive = self.damping(model);
-        let (mut dmf, table, theta) = dyn_model_f64(model).map_err(Self::dyn_err)?;
-        let mut df = DynData::new(&dmf);
-        let (q1, _) = step_generic(&mut dmf, &passive, &s.q, &s.v, u, dt, &mut df).map_err(Self::dyn_err)?;
+        let (_, table, theta) = dyn_model_f64(model).map_err(Self::dyn_err)?;
+        let [q0d, q1d, v0d, a0d, u0d, c0d] = self.dual_inputs(model, s, u, dt)?;
         let lift = |x: &[f64]| x.iter().map(|&v| Dual64::from(v)).collect::<Vec<_>>();
         let mut dm: DynModel<Dual64> = DynModel::build(model, &table, &lift(&theta)).map_err(Self::dyn_err)?;
         let mut d = DynData::new(&dm);
-        let (q0d, q1d, v0d, u0d) = (lift(&s.q), lift(&q1), lift(&s.v), lift(u));
         let (mut tau, mut acc) = (vec![Dual64::from(0.0); nv], vec![Dual64::from(0.0); nv]);
-        let (mut qn, mut vn) = (q0d.clone(), vec![Dual64::from(0.0); nv]);
-        for col in 0..3 * nv {
-            let (mut qd, mut vd, mut ud) = (q0d.clone(), v0d.clone(), u0d.clone());
+        let (mut qn, mut vn, mut an) = (q0d.clone(), vec![Dual64::from(0.0); nv], a0d.clone());
+        for col in 0..n.nx + n.ncu {
+            let (mut qd, mut vd, mut ad, mut ud, mut cd) =
+                (q0d.clone(), v0d.clone(), a0d.clone(), u0d.clone(), c0d.clone());
             if col < nv {
                 let mut e = vec![Dual64::from(0.0); nv];
                 e[col].eps = 1.0;
                 qd = integrate(&dm, &q0d, &e);
             } else if col < 2 * nv {
                 vd[col - nv].eps = 1.0;
+            } else if col < n.nx {
+                ad[col - 2 * nv].eps = 1.0;
+            } else if col < n.nx + nv {
+                ud[col - n.nx].eps = 1.0;
             } else {
-                ud[col - 2 * nv].eps = 1.0;
+                cd[col - n.nx - nv].eps = 1.0;
             }
-            step_generic_into(&mut dm, &passive, &qd, &vd, &ud, dt, &mut d, &mut tau, &mut acc, &mut qn, &mut vn)
+            let x = StepIn { q: &qd, v: &vd, act: &ad, u: &ud, ctrl: &cd };
+            step_generic_into(&mut dm, &passive, &x, dt, &mut d, &mut tau, &mut acc, &mut qn, &mut vn, &mut an)
                 .map_err(Self::dyn_err)?;
-            let dq = difference(&dm, &q1d, &qn);
-            for i in 0..nv {
-                jac[(i, col)] = dq[i].eps;
-                jac[(nv + i, col)] = vn[i].eps;
-            }
+            Self::write_column(&dm, &q1d, (&qn, &vn, &an), col, jac);
         }
         Ok(())
     }
 
-    /// Columns 3nv.. (selected θ) by dual passes, one dual model per parameter.
+    /// Columns of the selected θ by dual passes, one dual model per parameter (the cable parameters ride in
+    /// `DynModel::cables`).
     fn theta_columns_dual(
         &self,
         model: &Model,
         s: &GenState,
-        u: &[f64],
+        u: &Control,
         dt: f64,
         sel: &ParamSelection,
         jac: &mut DMatrix<f64>,
@@ -296,16 +365,14 @@ impl FeatherstoneSolver {
         if sel.is_empty() {
             return Ok(());
         }
-        let nv = model.nv();
+        let n = Dims::of(model);
         let table = model.param_table();
         let theta = model.param_vector();
         let passive = self.damping(model);
-        let (mut dmf, _, _) = dyn_model_f64(model).map_err(Self::dyn_err)?;
-        let mut df = DynData::new(&dmf);
-        let (q1, _) = step_generic(&mut dmf, &passive, &s.q, &s.v, u, dt, &mut df).map_err(Self::dyn_err)?;
+        let [q0d, q1d, vd, ad, ud, cd] = self.dual_inputs(model, s, u, dt)?;
         let lift = |x: &[f64]| x.iter().map(|&v| Dual64::from(v)).collect::<Vec<_>>();
-        let (q0d, q1d, vd, ud) = (lift(&s.q), lift(&q1), lift(&s.v), lift(u));
         let mut th = lift(&theta);
+        let x = StepIn { q: &q0d, v: &vd, act: &ad, u: &ud, ctrl: &cd };
         for (k, &i) in sel.indices.iter().enumerate() {
             if table.kinds[i].is_contact_material() {
                 continue; // not read by the contact-free dynamics: a zero column
@@ -314,12 +381,8 @@ impl FeatherstoneSolver {
             let mut dm: DynModel<Dual64> = DynModel::build(model, &table, &th).map_err(Self::dyn_err)?;
             th[i].eps = 0.0;
             let mut d = DynData::new(&dm);
-            let (qn, vn) = step_generic(&mut dm, &passive, &q0d, &vd, &ud, dt, &mut d).map_err(Self::dyn_err)?;
-            let dq = difference(&dm, &q1d, &qn);
-            for r in 0..nv {
-                jac[(r, 3 * nv + k)] = dq[r].eps;
-                jac[(nv + r, 3 * nv + k)] = vn[r].eps;
-            }
+            let (qn, vn, an) = step_generic(&mut dm, &passive, &x, dt, &mut d).map_err(Self::dyn_err)?;
+            Self::write_column(&dm, &q1d, (&qn, &vn, &an), n.nx + n.ncu + k, jac);
         }
         Ok(())
     }
@@ -327,17 +390,23 @@ impl FeatherstoneSolver {
     /// Jacobian of the step w.r.t. (tangent state, controls, selected θ) in tangent coordinates, and the
     /// next configuration q1: columns 0..3nv analytic (`aba_derivatives` chained through the step and the
     /// integration map), θ columns by dual passes.
+    /// Models with cables: every column by dual passes (`jacobian_dual`; docs/gradients.md).
     fn jacobian(
         &self,
         model: &Model,
         s: &GenState,
-        u: &[f64],
+        u: &Control,
         dt: f64,
         sel: &ParamSelection,
     ) -> Result<(DMatrix<f64>, Vec<f64>), SolverError> {
+        if !model.cables.is_empty() {
+            let jac = self.jacobian_dual(model, s, u, dt, sel)?;
+            let [_, q1, ..] = self.dual_inputs(model, s, u, dt)?;
+            return Ok((jac, q1.iter().map(|x| x.re).collect()));
+        }
         let nv = model.nv();
         let mut jac = DMatrix::zeros(2 * nv, 3 * nv + sel.len());
-        let q1 = self.state_columns(model, s, u, dt, &mut jac)?;
+        let q1 = self.state_columns(model, s, &u.joint_torque, dt, &mut jac)?;
         self.theta_columns_dual(model, s, u, dt, sel, &mut jac)?;
         Ok((jac, q1))
     }
@@ -375,6 +444,12 @@ impl FeatherstoneSolver {
     ) -> Result<(), SolverError> {
         self.check(model, s, u, dt)?;
         let nv = model.nv();
+        if !model.cables.is_empty() {
+            return Err(SolverError::Unsupported {
+                solver: "featherstone",
+                problem: "transition_jacobians_into does not cover cables yet: use step_jacobians".into(),
+            });
+        }
         if ws.tau.len() != nv || out.ab.nrows() != 2 * nv || out.ab.ncols() != 3 * nv || out.q1.len() != model.nq() {
             return Err(SolverError::BadInput {
                 solver: "featherstone",
@@ -657,12 +732,37 @@ fn advance_jacobians(kind: JointType, q: &[f64], vhat: &[f64], h: f64, q1: &[f64
     (jq, jv, kv)
 }
 
-/// [∂/∂s (2nv) | ∂/∂u (nv) | ∂/∂θ_sel] → (A, B, C).
-fn split_jacobian(jac: &DMatrix<f64>, nv: usize, nsel: usize) -> StepJacobians {
+/// Sizes of the step's Jacobian: state rows / columns nx = 2nv + na (tangent q, v, then the activations),
+/// control columns ncu = nv + nu (generalized forces, then the cable actuators' controls).
+#[derive(Clone, Copy, Debug)]
+struct Dims {
+    nv: usize,
+    nx: usize,
+    ncu: usize,
+}
+
+impl Dims {
+    fn of(model: &Model) -> Self {
+        let nv = model.nv();
+        Dims { nv, nx: 2 * nv + model.na(), ncu: nv + model.nu() }
+    }
+}
+
+/// The cable actuators' controls, zeros when `u.ctrl` is empty.
+fn padded_ctrl(model: &Model, u: &Control) -> Vec<f64> {
+    if u.ctrl.is_empty() {
+        vec![0.0; model.nu()]
+    } else {
+        u.ctrl.clone()
+    }
+}
+
+/// [∂/∂s (nx) | ∂/∂u (ncu) | ∂/∂θ_sel] → (A, B, C).
+fn split_jacobian(jac: &DMatrix<f64>, n: Dims, nsel: usize) -> StepJacobians {
     StepJacobians {
-        a: jac.columns(0, 2 * nv).into_owned(),
-        b: jac.columns(2 * nv, nv).into_owned(),
-        c: jac.columns(3 * nv, nsel).into_owned(),
+        a: jac.columns(0, n.nx).into_owned(),
+        b: jac.columns(n.nx, n.ncu).into_owned(),
+        c: jac.columns(n.nx + n.ncu, nsel).into_owned(),
     }
 }
 
@@ -678,9 +778,8 @@ impl FeatherstoneSolver {
         sel: &ParamSelection,
     ) -> Result<StepJacobians, SolverError> {
         self.check(model, s, u, dt)?;
-        let nv = model.nv();
-        let jac = self.jacobian_dual(model, s, &u.joint_torque, dt, sel)?;
-        Ok(split_jacobian(&jac, nv, sel.len()))
+        let jac = self.jacobian_dual(model, s, u, dt, sel)?;
+        Ok(split_jacobian(&jac, Dims::of(model), sel.len()))
     }
 }
 
@@ -707,7 +806,7 @@ impl Solver for FeatherstoneSolver {
         })
     }
     fn record(&self, _model: &Model) -> FeatherstoneRecord {
-        FeatherstoneRecord { s: None, u: vec![], dt: 0.0 }
+        FeatherstoneRecord { s: None, u: Control::zeros(0), dt: 0.0 }
     }
     fn step(
         &self,
@@ -730,17 +829,19 @@ impl Solver for FeatherstoneSolver {
         ws.refresh(model, self.options.joint_damping).map_err(Self::dyn_err)?;
         out.q.resize(model.nq(), 0.0);
         out.v.resize(model.nv(), 0.0);
+        out.act.resize(model.na(), 0.0);
         let FeatherstoneWorkspace { dm, data, passive, tau, acc, .. } = ws;
-        step_generic_into(dm, passive, &s.q, &s.v, &u.joint_torque, dt, data, tau, acc, &mut out.q, &mut out.v)
+        let x = StepIn { q: &s.q, v: &s.v, act: &s.act, u: &u.joint_torque, ctrl: &u.ctrl };
+        step_generic_into(dm, passive, &x, dt, data, tau, acc, &mut out.q, &mut out.v, &mut out.act)
             .map_err(Self::dyn_err)?;
-        if out.q.iter().chain(&out.v).any(|x| !x.is_finite()) {
+        if out.q.iter().chain(&out.v).chain(&out.act).any(|x| !x.is_finite()) {
             return Err(SolverError::NonFinite { solver: "featherstone", what: "(q or v)".into() });
         }
         // no contacts: no warm start to pass on
         out.warm.clear();
         if let Some(r) = rec {
             r.s = Some(s.clone());
-            r.u = u.joint_torque.clone();
+            r.u.clone_from(u);
             r.dt = dt;
         }
         Ok(StepInfo::default())
@@ -765,10 +866,9 @@ impl DiffSolver for FeatherstoneSolver {
             solver: "featherstone",
             problem: "step_vjp needs a record filled by step".into(),
         })?;
-        check_grad_sizes("featherstone", model.nv(), g_u, sel, g_theta)?;
+        check_grad_sizes("featherstone", self.control_dim(model), g_u, sel, g_theta)?;
         let (jac, q1) = self.jacobian(model, s, &rec.u, rec.dt, sel)?;
-        let nv = model.nv();
-        let j = split_jacobian(&jac, nv, sel.len());
+        let j = split_jacobian(&jac, Dims::of(model), sel.len());
         transposed_jacobian_product(model, &s.q, &q1, &j, g_out, g_s, g_u, g_theta);
         Ok(())
     }
@@ -784,15 +884,14 @@ impl DiffSolver for FeatherstoneSolver {
         out: &mut StepJacobians,
     ) -> Result<(), SolverError> {
         self.check(model, s, u, dt)?;
-        let nv = model.nv();
-        let (jac, _) = self.jacobian(model, s, &u.joint_torque, dt, sel)?;
-        out.assign(&split_jacobian(&jac, nv, sel.len()));
+        let (jac, _) = self.jacobian(model, s, u, dt, sel)?;
+        out.assign(&split_jacobian(&jac, Dims::of(model), sel.len()));
         Ok(())
     }
 
-    /// one generalized force per DoF (`ControlLayout::PerDof`)
+    /// one generalized force per DoF (`ControlLayout::PerDof`), then one control per cable actuator (nu)
     fn control_dim(&self, model: &Model) -> usize {
-        model.nv()
+        model.nv() + model.nu()
     }
 }
 
@@ -889,8 +988,8 @@ mod tests {
         solver.step(&m, &s, &u, 0.01, &mut out, &mut ws, None).unwrap();
         let mut dm = DynModel::from_model(&m).unwrap();
         let mut d = DynData::new(&dm);
-        let (q1, v1) =
-            step_generic(&mut dm, &Passive::from_model(&m, true), &s.q, &s.v, &u.joint_torque, 0.01, &mut d).unwrap();
+        let x = StepIn { q: &s.q, v: &s.v, act: &[], u: &u.joint_torque, ctrl: &[] };
+        let (q1, v1, _) = step_generic(&mut dm, &Passive::from_model(&m, true), &x, 0.01, &mut d).unwrap();
         assert_eq!((out.q, out.v), (q1, v1));
     }
 

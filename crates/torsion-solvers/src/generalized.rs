@@ -90,7 +90,8 @@ pub(crate) fn transposed_jacobian_product(
 ) {
     let nv = model.nv();
     let gq_t = ambient_to_tangent(model, q1, &g_out.q);
-    let g = DVector::from_iterator(2 * nv, gq_t.iter().copied().chain(g_out.v.iter().copied()));
+    let nx = 2 * nv + g_out.act.len();
+    let g = DVector::from_iterator(nx, gq_t.iter().chain(&g_out.v).chain(&g_out.act).copied());
     let (ra, rb, rc) = (jac.a.transpose() * &g, jac.b.transpose() * &g, jac.c.transpose() * &g);
     let gq_in = tangent_to_ambient(model, q, &ra.as_slice()[..nv]);
     for (a, b) in g_s.q.iter_mut().zip(&gq_in) {
@@ -98,7 +99,13 @@ pub(crate) fn transposed_jacobian_product(
     }
     for i in 0..nv {
         g_s.v[i] += ra[nv + i];
-        g_u[i] += rb[i];
+    }
+    // the activations (rows / columns after v) and the actuator controls (after the nv generalized forces)
+    for (i, a) in g_s.act.iter_mut().enumerate() {
+        *a += ra[2 * nv + i];
+    }
+    for (i, x) in rb.iter().enumerate() {
+        g_u[i] += x;
     }
     for (g, r) in g_theta.iter_mut().zip(rc.iter()) {
         *g += r;

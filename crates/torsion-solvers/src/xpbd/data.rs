@@ -142,7 +142,12 @@ impl DataGrad {
                 ParamKind::AnchorChild(j, a) => self.t[j][a],
                 ParamKind::Spring(j, f) => self.spring[j][f],
                 // contact material: not read by XPBD
-                ParamKind::ShapeFriction(_) | ParamKind::ShapeRestitution(_) => 0.0,
+                ParamKind::ShapeFriction(_)
+                | ParamKind::ShapeRestitution(_)
+                | ParamKind::TendonStiffness(_)
+                | ParamKind::TendonDamping(_)
+                | ParamKind::ActuatorGain(_)
+                | ParamKind::ActuatorTimeconst(_) => 0.0,
             };
         }
     }

@@ -1,9 +1,16 @@
-//! `<tendon>` and `<actuator>` sections (kept in the model's extras).
+//! `<tendon>` and `<actuator>` sections: all kept raw in the model's extras; two-site `<spatial>` tendons become
+//! [`Cable`]s and the `<general>` / `<motor>` actuators on them [`CableActuator`]s (MuJoCo semantics in
+//! `tendon.rs`). Not simulated (warned): fixed tendons, spatial tendons through more than two sites or around
+//! geoms, tendon limits / friction loss / armature, actuators on joints, sites or bodies (extras only), other
+//! actuator shortcuts, dynamics other than `none` / `filter`, gain types other than `fixed`, bias types other
+//! than `none` / `affine`, force and activation limits, `actearly`.
 use super::parse::El;
 use super::{Compiler, MBody, ACTUATORS};
 use crate::error::ModelError;
 use crate::extras::{Actuator, ActuatorTarget, Tendon, TendonKind};
 use crate::model::Model;
+use crate::tendon::{Cable, CableActuator};
+use torsion_math::Vec3;
 
 impl Compiler {
     // ----- tendons and actuators
@@ -20,6 +27,11 @@ impl Compiler {
                     }
                 };
                 let it = self.item(t, "tendon", "main")?;
+                if kind == TendonKind::Spatial {
+                    self.promote_cable(t, &it, m)?;
+                } else {
+                    self.warn("tendon/fixed kept in extras, not simulated".to_string());
+                }
                 let k = m.extras.tendons.len();
                 m.extras.tendons.push(Tendon {
                     name: t.get("name").map_or_else(|| format!("tendon{k}"), str::to_string),
@@ -74,8 +86,20 @@ impl Compiler {
                     return Err(it.err(format!("ctrlrange lower {} must be below upper {}", range.0, range.1)));
                 }
                 let k = m.extras.actuators.len();
+                let name = a.get("name").map_or_else(|| format!("actuator{k}"), str::to_string);
+                // joint / site / body actuators: extras only (module doc of mjcf/mod.rs)
+                if let ActuatorTarget::Tendon(t) = &target {
+                    match m.cable_index(t) {
+                        Some(c) => {
+                            self.promote_actuator(&it, &a.tag, name.clone(), c, gear[0], ctrllimited, range, m)?
+                        }
+                        None => {
+                            self.warn(format!("actuator on tendon '{t}' kept in extras: the tendon is not a cable"))
+                        }
+                    }
+                }
                 m.extras.actuators.push(Actuator {
-                    name: a.get("name").map_or_else(|| format!("actuator{k}"), str::to_string),
+                    name,
                     kind: a.tag.clone(),
                     target,
                     gear,
@@ -85,6 +109,114 @@ impl Compiler {
                 });
             }
         }
+        Ok(())
+    }
+
+    /// A two-site `<spatial>` tendon → a [`Cable`] (spec 003 §3.4); anything else is warned and skipped.
+    fn promote_cable(&self, t: &El, it: &super::parse::Item, m: &mut Model) -> Result<(), ModelError> {
+        let name = t.get("name").map_or_else(|| format!("tendon{}", m.extras.tendons.len()), str::to_string);
+        let sites: Vec<&str> = t.children.iter().filter(|c| c.tag == "site").filter_map(|c| c.get("site")).collect();
+        if sites.len() != 2 || t.children.len() != 2 {
+            self.warn(format!("tendon/spatial '{name}' (not exactly two sites) kept in extras, not simulated"));
+            return Ok(());
+        }
+        let mut body = [0; 2];
+        let mut site = [Vec3::zeros(); 2];
+        for (e, s) in sites.iter().enumerate() {
+            let k = m.extras.site_index(s).ok_or_else(|| it.err(format!("unknown site '{s}'")))?;
+            body[e] = m.extras.sites[k].body;
+            site[e] = m.extras.sites[k].pose.0;
+        }
+        for a in ["frictionloss", "armature"] {
+            if it.f64_or(a, 0.0)? != 0.0 {
+                self.warn(format!("tendon@{a} ignored"));
+            }
+        }
+        if it.tri("limited")? == Some(true) || (it.tri("limited")?.is_none() && it.get("range").is_some()) {
+            self.warn("tendon@range ignored".to_string());
+        }
+        let stiffness = it.f64_or("stiffness", 0.0)?;
+        let damping = it.f64_or("damping", 0.0)?;
+        // MuJoCo: "-1 -1" (default) = the length at qpos0; one value = a plain spring (lo = hi)
+        let sl = it.nums("springlength", 1, 2)?.unwrap_or(vec![-1.0, -1.0]);
+        let springlength = if sl.len() == 1 {
+            (sl[0], sl[0])
+        } else if sl[0] == -1.0 && sl[1] == -1.0 {
+            let pose = m.forward_kinematics(&m.neutral_q()).map_err(|e| it.err(e))?;
+            let x = |e: usize| pose[body[e]].0 + pose[body[e]].1.rotate(&site[e]);
+            let l = (x(1) - x(0)).norm();
+            (l, l)
+        } else {
+            (sl[0], sl[1])
+        };
+        if stiffness < 0.0 || damping < 0.0 || springlength.0 > springlength.1 {
+            return Err(it.err("stiffness and damping must be ≥ 0 and springlength lower ≤ upper"));
+        }
+        m.cables.push(Cable { name, body, site, stiffness, damping, springlength });
+        Ok(())
+    }
+
+    /// A `<general>` / `<motor>` actuator on a cable → a [`CableActuator`] (spec 003 §3.3): gain × gear,
+    /// affine bias × (gear, gear², gear²), filter time constant dynprm[0].
+    #[allow(clippy::too_many_arguments)]
+    fn promote_actuator(
+        &self,
+        it: &super::parse::Item,
+        tag: &str,
+        name: String,
+        cable: usize,
+        gear: f64,
+        ctrllimited: bool,
+        range: (f64, f64),
+        m: &mut Model,
+    ) -> Result<(), ModelError> {
+        let (mut gain, mut bias, mut timeconst) = (gear, [0.0; 3], None);
+        match tag {
+            "motor" => {}
+            "general" => {
+                match it.get("dyntype").unwrap_or("none") {
+                    "none" => {}
+                    "filter" => {
+                        let tau = it.nums_over("dynprm", &[1.0; 1])?[0];
+                        if tau <= 0.0 {
+                            return Err(it.err(format!("dynprm: the filter time constant must be > 0, got {tau}")));
+                        }
+                        timeconst = Some(tau)
+                    }
+                    d => {
+                        self.warn(format!("actuator '{name}' (dyntype {d}) kept in extras, not simulated"));
+                        return Ok(());
+                    }
+                }
+                if it.get("gaintype").unwrap_or("fixed") != "fixed" {
+                    self.warn(format!("actuator '{name}' (gaintype) kept in extras, not simulated"));
+                    return Ok(());
+                }
+                gain = gear * it.nums_over("gainprm", &[1.0; 10])?[0];
+                match it.get("biastype").unwrap_or("none") {
+                    "none" => {}
+                    "affine" => {
+                        let b = it.nums_over("biasprm", &[0.0; 10])?;
+                        bias = [gear * b[0], gear * gear * b[1], gear * gear * b[2]];
+                    }
+                    b => {
+                        self.warn(format!("actuator '{name}' (biastype {b}) kept in extras, not simulated"));
+                        return Ok(());
+                    }
+                }
+            }
+            other => {
+                self.warn(format!("actuator/{other} on a cable kept in extras, not simulated"));
+                return Ok(());
+            }
+        }
+        for a in ["forcelimited", "actlimited", "actearly"] {
+            if it.tri(a)? == Some(true) {
+                self.warn(format!("actuator@{a} ignored"));
+            }
+        }
+        let ctrlrange = ctrllimited.then_some(range);
+        m.cable_actuators.push(CableActuator { name, cable, gain, bias, timeconst, ctrlrange });
         Ok(())
     }
 }

@@ -1,0 +1,216 @@
+//! Cables and their motors as model elements (spec 003 §3.3–3.4), with MuJoCo's semantics for a two-site
+//! `<spatial>` tendon and a `<general>` actuator on it:
+//! - tendon length L = |x_B − x_A|, velocity L̇ = û·(ẋ_B − ẋ_A), û = (x_B − x_A)/L;
+//! - tendon force f = −k (L − l_hi) if L > l_hi, −k (L − l_lo) if L < l_lo, else 0 (MuJoCo `springlength`
+//!   "lo hi", one value = both), minus c L̇ (damping acts also inside the dead band), plus the actuator force
+//!   gain · w (+ bias₀ + bias₁ L + bias₂ L̇ for `biastype="affine"`), w = act for `dyntype="filter"`, ctrl for
+//!   `dyntype="none"`; the generalized force is J_Lᵀ f (J_L = ûᵀ (J_B − J_A));
+//! - filter state (MuJoCo `act`): ẇ = (clamp(ctrl) − w)/τ, τ = dynprm[0], integrated by explicit Euler after
+//!   the force used w (`actearly="false"`): w' = w + h (ctrl − w)/τ. Spec 003's a = h/τ, b = gain/k.
+use torsion_math::Vec3;
+
+/// A straight spring-damper cable between two sites (MJCF `<spatial>` with two `<site>` children).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cable {
+    pub name: String,
+    /// the bodies of the two end sites (A, B)
+    pub body: [usize; 2],
+    /// end points in their body's COM frame, m
+    pub site: [Vec3; 2],
+    /// stiffness k, N/m (parameter `tendon_stiffness[name]`)
+    pub stiffness: f64,
+    /// damping c, N·s/m (parameter `tendon_damping[name]`)
+    pub damping: f64,
+    /// rest length dead band [lo, hi], m: no spring force for lo ≤ L ≤ hi (lo = hi: a plain spring)
+    pub springlength: (f64, f64),
+}
+
+/// An actuator on a cable (MJCF `<general>` / `<motor>` with `tendon=`): force gain · w along the cable.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CableActuator {
+    pub name: String,
+    /// index into `Model::cables`
+    pub cable: usize,
+    /// gain (MuJoCo gainprm[0] × gear), N per unit of w (parameter `actuator_gain[name]`)
+    pub gain: f64,
+    /// affine bias (bias₀, bias₁ per m, bias₂ per m/s) × gear; zero for `biastype="none"`
+    pub bias: [f64; 3],
+    /// filter time constant τ, s (`dyntype="filter"`, dynprm[0]; parameter `actuator_timeconst[name]`);
+    /// None: no activation state, the force uses the control directly (`dyntype="none"`)
+    pub timeconst: Option<f64>,
+    /// control clamp (MuJoCo `ctrllimited` + `ctrlrange`)
+    pub ctrlrange: Option<(f64, f64)>,
+}
+
+/// Length of the cable's end-to-end vector below which its direction is taken as zero (no NaN at L = 0).
+pub const MIN_CABLE_LENGTH: f64 = 1e-12;
+
+impl crate::Model {
+    /// Controls of the cable actuators (MuJoCo nu), one per `cable_actuators` entry.
+    pub fn nu(&self) -> usize {
+        self.cable_actuators.len()
+    }
+    /// Activation states (MuJoCo na): one per filter actuator, in actuator order.
+    pub fn na(&self) -> usize {
+        self.cable_actuators.iter().filter(|a| a.timeconst.is_some()).count()
+    }
+    /// The activation index of each actuator (None for stateless ones).
+    pub fn act_index(&self) -> Vec<Option<usize>> {
+        let mut k = 0;
+        self.cable_actuators
+            .iter()
+            .map(|a| {
+                a.timeconst.map(|_| {
+                    k += 1;
+                    k - 1
+                })
+            })
+            .collect()
+    }
+    pub fn cable_index(&self, name: &str) -> Option<usize> {
+        self.cables.iter().position(|c| c.name == name)
+    }
+
+    /// Cable / actuator invariants (called by `validate`).
+    pub(crate) fn validate_cables(&self) -> Result<(), crate::ModelError> {
+        let bad = |m: String| Err(crate::ModelError::Invalid(m));
+        for c in &self.cables {
+            if c.body.iter().any(|&b| b >= self.body_count()) {
+                return bad(format!("cable '{}': body index out of range", c.name));
+            }
+            for (what, x) in [("tendon_stiffness", c.stiffness), ("tendon_damping", c.damping)] {
+                if !(x >= 0.0 && x.is_finite()) {
+                    return bad(format!("cable '{}': {what} must be ≥ 0 and finite, got {x}", c.name));
+                }
+            }
+            let (lo, hi) = c.springlength;
+            if !(lo.is_finite() && hi.is_finite() && lo <= hi) {
+                return bad(format!("cable '{}': springlength lower {lo} must be ≤ upper {hi}", c.name));
+            }
+        }
+        for a in &self.cable_actuators {
+            if a.cable >= self.cables.len() {
+                return bad(format!("actuator '{}': cable index out of range", a.name));
+            }
+            if !a.gain.is_finite() || a.bias.iter().any(|b| !b.is_finite()) {
+                return bad(format!("actuator '{}': actuator_gain and bias must be finite", a.name));
+            }
+            if let Some(t) = a.timeconst {
+                if !(t > 0.0 && t.is_finite()) {
+                    return bad(format!("actuator '{}': actuator_timeconst must be > 0, got {t}", a.name));
+                }
+            }
+            if let Some((lo, hi)) = a.ctrlrange {
+                if lo >= hi || lo.is_nan() || hi.is_nan() {
+                    return bad(format!("actuator '{}': ctrlrange lower {lo} must be below upper {hi}", a.name));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::io::mjcf::{load_mjcf, load_mjcf_str};
+    use crate::{ParamSelection, StateSpace};
+
+    fn superball(name: &str) -> crate::Model {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/mjcf").join(name);
+        load_mjcf(&p).unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    /// Both SUPERball files (copies of shared/models, spec 003 §4.0) load unchanged: 24 cables with the
+    /// default class's stiffness, damping and rest length, 24 filter actuators, named parameters.
+    #[test]
+    fn superball_files_load_cables_and_filter_actuators() {
+        for (file, free) in [("superball.xml", 6), ("superball_air.xml", 5)] {
+            let m = superball(file);
+            assert_eq!(m.joint_count(), free, "{file}");
+            assert_eq!((m.cables.len(), m.nu(), m.na()), (24, 24, 24), "{file}");
+            let c = &m.cables[16]; // n4–n8: both ends on free rods
+            assert_eq!((c.stiffness, c.damping, c.springlength), (10000.0, 1000.0, (0.95, 0.95)));
+            assert!((c.site[0].norm() - 0.842).abs() < 1e-12 && (c.site[1].norm() - 0.842).abs() < 1e-12);
+            let a = &m.cable_actuators[23];
+            assert_eq!((a.cable, a.gain, a.timeconst, a.ctrlrange), (23, 1000.0, Some(1.0), Some((-100.0, 100.0))));
+            let sel = ParamSelection::by_names(
+                &m,
+                &["tendon_stiffness[c0]", "tendon_damping[c23]", "actuator_gain[a3]", "actuator_timeconst[a7]"],
+            )
+            .unwrap();
+            assert_eq!(m.params_get(&sel), vec![10000.0, 1000.0, 1000.0, 1.0]);
+            assert_eq!(crate::GenState::rest(&m).act.len(), 24);
+            assert_eq!(crate::GenState::tangent_dim(&m), 2 * m.nv() + 24);
+        }
+        // rod0 is welded to the world in the air model: its cables end on the fixed world body
+        let m = superball("superball_air.xml");
+        assert!(m.body_fixed[m.cables[0].body[0]]);
+    }
+
+    /// MuJoCo's defaults and forms: springlength "-1 -1" = the length at qpos0, two values = a dead band, a
+    /// `<motor>` (gain = gear, no state), affine bias × gear; unsupported forms are warned and left in extras;
+    /// bad values are errors naming the element.
+    #[test]
+    fn cable_forms_defaults_and_errors() {
+        let xml = |extra: &str| {
+            format!(
+                r#"<mujoco><worldbody><site name="w" pos="0 0 2"/>
+                <body name="b" pos="0 0 1"><freejoint/><geom type="sphere" size="0.1" mass="1"/>
+                <site name="s" pos="0.3 0 0"/></body></worldbody>
+                <tendon><spatial name="t0"><site site="w"/><site site="s"/></spatial>
+                <spatial name="t1" stiffness="5" springlength="0.5 1.5" damping="2"><site site="w"/><site site="s"/></spatial>
+                <fixed name="f"><joint joint="j" coef="1"/></fixed></tendon>
+                <actuator><motor name="m" tendon="t0" gear="3"/>
+                <general name="g" tendon="t1" gear="2" gainprm="4" biastype="affine" biasprm="1 2 3" dyntype="filter" dynprm="0.5"/>
+                {extra}</actuator></mujoco>"#
+            )
+        };
+        let m = load_mjcf_str(
+            &xml("").replace(r#"<fixed name="f"><joint joint="j" coef="1"/></fixed>"#, ""),
+            "c.xml",
+            None,
+        )
+        .unwrap();
+        let l0 = (0.3f64 * 0.3 + 1.0).sqrt();
+        assert!(
+            (m.cables[0].springlength.0 - l0).abs() < 1e-12 && m.cables[0].springlength.0 == m.cables[0].springlength.1
+        );
+        assert_eq!((m.cables[1].springlength, m.cables[1].stiffness, m.cables[1].damping), ((0.5, 1.5), 5.0, 2.0));
+        let (mo, g) = (&m.cable_actuators[0], &m.cable_actuators[1]);
+        assert_eq!((mo.gain, mo.timeconst, mo.bias), (3.0, None, [0.0; 3]));
+        assert_eq!((g.gain, g.timeconst, g.bias), (8.0, Some(0.5), [2.0, 8.0, 12.0]));
+        assert_eq!((m.nu(), m.na()), (2, 1));
+        assert_eq!(m.act_index(), vec![None, Some(0)]);
+        // a joint tendon is kept raw only
+        let xml_j = xml("").replace(r#"<freejoint/>"#, r#"<joint name="j" type="slide"/>"#);
+        let m = load_mjcf_str(&xml_j, "c.xml", None).unwrap();
+        assert_eq!(m.cables.len(), 2);
+        assert!(m.extras.warnings.iter().any(|w| w.contains("tendon/fixed")), "{:?}", m.extras.warnings);
+        // a filter with τ = 0: an error naming the element
+        let bad = xml("")
+            .replace(r#"dynprm="0.5""#, r#"dynprm="0""#)
+            .replace(r#"<fixed name="f"><joint joint="j" coef="1"/></fixed>"#, "");
+        let e = load_mjcf_str(&bad, "c.xml", None).unwrap_err().to_string();
+        assert!(e.contains("general") && e.contains("time constant"), "{e}");
+        // parameters are validated: negative stiffness is refused, the model unchanged
+        let mut m = crate::builder::tensegrity_prism();
+        let e = m.param_set_by_name("tendon_stiffness[c2]", -1.0).unwrap_err().to_string();
+        assert!(e.contains("tendon_stiffness") && e.contains("'c2'"), "{e}");
+        assert_eq!(m.cables[2].stiffness, 10000.0);
+        m.param_set_by_name("actuator_timeconst[a1]", 0.25).unwrap();
+        assert_eq!(m.cable_actuators[1].timeconst, Some(0.25));
+    }
+
+    /// The 3-bar prism: 9 pretensioned cables (every one longer than its rest length), 3 filter actuators.
+    #[test]
+    fn prism_is_pretensioned() {
+        let m = crate::builder::tensegrity_prism();
+        assert_eq!((m.cables.len(), m.nu(), m.na(), m.nv()), (9, 3, 3, 18));
+        let pose = m.forward_kinematics(&m.qpos0).unwrap();
+        for c in &m.cables {
+            let x = |e: usize| pose[c.body[e]].0 + pose[c.body[e]].1.rotate(&c.site[e]);
+            let l = (x(1) - x(0)).norm();
+            assert!((l * 0.95 - c.springlength.0).abs() < 1e-12, "{}: {l}", c.name);
+        }
+    }
+}
