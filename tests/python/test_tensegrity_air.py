@@ -13,7 +13,8 @@ import numpy as np
 import mujoco
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MODEL = os.environ.get("SUPERBALL_AIR", os.path.join(os.path.dirname(ROOT), "shared", "models", "superball_air.xml"))
+# the committed copy of ../shared/models/superball_air.xml (unchanged)
+MODEL = os.environ.get("SUPERBALL_AIR", os.path.join(ROOT, "crates", "torsion-model", "tests", "data", "mjcf", "superball_air.xml"))
 TOL = 1e-9
 
 
