@@ -12,7 +12,7 @@
 //! (its small Jacobians by dual numbers of `advance_joint`); C (w.r.t. θ) by forward-mode duals of the same
 //! generic step, one Dual64 pass per parameter. `step_jacobians_dual` keeps the all-dual reference (one
 //! pass per input direction), against which the analytic path is tested. The VJP uses the same Jacobians.
-use crate::generalized::{dual_tangent, dyn_model_f64, dyn_params, transposed_jacobian_product};
+use crate::generalized::{dual_tangent, dyn_model_f64, dyn_params, recorded, transposed_jacobian_product};
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use nalgebra::DMatrix;
 use num_dual::Dual64;
@@ -844,7 +844,7 @@ impl Solver for FeatherstoneSolver {
             r.u.clone_from(u);
             r.dt = dt;
         }
-        Ok(StepInfo::default())
+        Ok(StepInfo::new("featherstone"))
     }
 }
 
@@ -862,10 +862,7 @@ impl DiffSolver for FeatherstoneSolver {
         g_theta: &mut [f64],
         _ws: &mut FeatherstoneWorkspace,
     ) -> Result<(), SolverError> {
-        let s = rec.s.as_ref().ok_or_else(|| SolverError::BadInput {
-            solver: "featherstone",
-            problem: "step_vjp needs a record filled by step".into(),
-        })?;
+        let s = recorded(&rec.s, "featherstone")?;
         check_grad_sizes("featherstone", self.control_dim(model), g_u, sel, g_theta)?;
         let (jac, q1) = self.jacobian(model, s, &rec.u, rec.dt, sel)?;
         let j = split_jacobian(&jac, Dims::of(model), sel.len());

@@ -2,7 +2,7 @@
 //! from a sibling (issue 13): the dynamics parameters they read, the tangent of a dual-number configuration, and
 //! Jᵀḡ for a step's transition Jacobians. Their state space, [`GenState`] with its contact warm start and its
 //! manifold maps (`StateSpace`), lives in `torsion-model` beside `MaximalState` and is re-exported here.
-use crate::solver::StepJacobians;
+use crate::solver::{SolverError, StepJacobians};
 use nalgebra::DVector;
 use num_dual::Dual64;
 use torsion_dynamics::DynModel;
@@ -110,4 +110,9 @@ pub(crate) fn transposed_jacobian_product(
     for (g, r) in g_theta.iter_mut().zip(rc.iter()) {
         *g += r;
     }
+}
+
+/// The input state that `step` recorded for `step_vjp`.
+pub(crate) fn recorded<'a>(s: &'a Option<GenState>, solver: &'static str) -> Result<&'a GenState, SolverError> {
+    s.as_ref().ok_or_else(|| SolverError::BadInput { solver, problem: "step_vjp needs a record filled by step".into() })
 }

@@ -13,17 +13,43 @@ pub enum SolverError {
     NonFinite { solver: &'static str, what: String },
 }
 
-/// What a step reports (per-step diagnostics; never hides a failure).
-#[derive(Clone, Debug, Default)]
+/// What a step reports, the same for every solver (issue 13 item 5). A failure is an `Err`, never a field here;
+/// these say how the step was reached. The solver-specific detail stays with the solver (ncp: `NcpReport` in its
+/// workspace, with each ADMM solve's result and the impulses).
+#[derive(Clone, Debug)]
 pub struct StepInfo {
-    /// largest positional joint violation ‖c‖ after the step, m
-    pub max_position_violation: f64,
-    /// largest angular joint violation ‖b_w × a_w‖ after the step
-    pub max_angular_violation: f64,
-    /// number of projections skipped by the ‖c‖ < ε guard (exactly satisfied constraints)
+    /// the solver that produced the step ("xpbd", "featherstone", "ncp"; a fallback chain names the one that
+    /// answered)
+    pub solver: &'static str,
+    /// iterations made: XPBD projection sweeps (iterations × substeps), ncp staggered passes (the impact's and the
+    /// step's), 0 for a direct solve (Featherstone)
+    pub iterations: usize,
+    /// contacts in the step (the contact solvers; 0 otherwise)
+    pub contacts: usize,
+    /// the step's own convergence measure at its end: ncp the largest NCP residual (§3.9: Signorini, friction set,
+    /// maximum dissipation, in N·s and m/s); 0 for a direct solve and for XPBD's fixed sweeps
+    pub residual: f64,
+    /// every inner solve met its tolerance (ncp: all ADMM QP / QCQP solves); a direct solve: true
+    pub converged: bool,
+    /// XPBD: projections skipped by the ‖c‖ < ε guard (exactly satisfied constraints)
     pub skipped_projections: usize,
-    /// number of limit projections applied
+    /// XPBD: limit projections applied
     pub active_limits: usize,
+}
+
+impl StepInfo {
+    /// A step by `solver`, converged, nothing counted yet.
+    pub fn new(solver: &'static str) -> Self {
+        StepInfo {
+            solver,
+            iterations: 0,
+            contacts: 0,
+            residual: 0.0,
+            converged: true,
+            skipped_projections: 0,
+            active_limits: 0,
+        }
+    }
 }
 
 /// Transition Jacobians in tangent coordinates (quaternions through the left exponential map):

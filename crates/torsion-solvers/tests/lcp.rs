@@ -8,7 +8,7 @@ use torsion_math::{Mat3, Quat, Vec3};
 use torsion_model::builder::{JointDesc, ModelBuilder};
 use torsion_model::JointType;
 use torsion_solvers::contact::frames::body_joints;
-use torsion_solvers::contact::prelude::{apply_impulses, prelude};
+use torsion_solvers::contact::prelude::{apply_impulses, prelude, StepInputs};
 use torsion_solvers::contact::{ContactGeom, PreludeOptions};
 use torsion_solvers::lcp::oracle::enumerate;
 use torsion_solvers::lcp::problem::split_impulses;
@@ -177,7 +177,8 @@ fn sliding_box_four_contacts_jade_is_valid() {
         })
         .collect();
     let po = PreludeOptions { solver: "lcp-test", passive: false, baumgarte: 0.0 };
-    let pre = prelude(&m, &dm, &mut d, &bj, &q, &v, &u, dt, &contacts, &po).unwrap();
+    let x = StepInputs { model: &m, dm: &dm, body_joint: &bj, q: &q, v: &v, u: &u, dt, contacts: &contacts, o: &po };
+    let pre = prelude(&x, &mut d).unwrap();
     let lcp = BoxedLcp::from_prelude(&pre, &contacts, Offsets::Step).unwrap();
     assert_eq!(lcp.len(), 12);
     let o = JadeOptions::default();

@@ -219,7 +219,7 @@ pub(crate) fn assemble<T: Scalar>(
 #[cfg(test)]
 mod tests {
     use super::super::frames::{body_joints, contact_jacobians};
-    use super::super::prelude::{apply_impulses, prelude, PreludeOptions};
+    use super::super::prelude::{apply_impulses, prelude, PreludeOptions, StepInputs};
     use super::*;
     use torsion_dynamics::{crba, forward_kinematics, nonlinear_effects, DynData};
     use torsion_math::Vec3;
@@ -287,7 +287,18 @@ mod tests {
         let contacts: Vec<_> = pairs.iter().enumerate().map(|(k, &(a, b))| geom(a, b, k)).collect();
         let nc = contacts.len();
         let o = PreludeOptions { solver: "test", passive: true, baumgarte: 3.0 };
-        let pre = prelude(&m, &dm, &mut d, &bj, &q, &v, &u, 0.01, &contacts, &o).unwrap();
+        let x = StepInputs {
+            model: &m,
+            dm: &dm,
+            body_joint: &bj,
+            q: &q,
+            v: &v,
+            u: &u,
+            dt: 0.01,
+            contacts: &contacts,
+            o: &o,
+        };
+        let pre = prelude(&x, &mut d).unwrap();
         // dense reference
         let mut dd = DynData::new(&dm);
         let mm = crba(&dm, &q, &mut dd).unwrap();

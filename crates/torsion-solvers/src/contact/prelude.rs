@@ -54,21 +54,25 @@ pub struct Prelude<T: Scalar> {
     pub bt_impact: Vec<T>,
 }
 
+/// The inputs of a step's contact problem, shared by `prelude` and `Prelude::after_impact`.
+pub struct StepInputs<'a, T: Scalar> {
+    pub model: &'a Model,
+    pub dm: &'a DynModel<T>,
+    /// the joint moving each body (`frames::body_joints`)
+    pub body_joint: &'a [usize],
+    pub q: &'a [T],
+    pub v: &'a [T],
+    /// nv generalized forces
+    pub u: &'a [T],
+    pub dt: f64,
+    pub contacts: &'a [ContactGeom<T>],
+    pub o: &'a PreludeOptions,
+}
+
 /// G = YᵀY with Y = L⁻ᵀ Jᵀ (M = Lᵀ L); v^p = S(v) (`smooth_velocity`) and the step's offsets
 /// (`step_offsets`); with a contact of ε > 0, the impact's offsets from v (`impact_offsets`).
-#[allow(clippy::too_many_arguments)]
-pub fn prelude<T: Scalar>(
-    model: &Model,
-    dm: &DynModel<T>,
-    d: &mut DynData<T>,
-    body_joint: &[usize],
-    q: &[T],
-    v: &[T],
-    u: &[T],
-    dt: f64,
-    contacts: &[ContactGeom<T>],
-    o: &PreludeOptions,
-) -> Result<Prelude<T>, SolverError> {
+pub fn prelude<T: Scalar>(x: &StepInputs<T>, d: &mut DynData<T>) -> Result<Prelude<T>, SolverError> {
+    let StepInputs { model, dm, body_joint, q, v, u, dt, contacts, o } = *x;
     let nv = dm.nv;
     let mut l = DMatrix::zeros(nv, nv);
     crba_into(dm, q, d, &mut l).map_err(dyn_err(o.solver))?;
@@ -189,21 +193,14 @@ impl<T: Scalar> Prelude<T> {
 
     /// After the impact: v^p = S(v + M⁻¹ Jᵀ P) for the impact's impulses P (`restitution_impulses`), and the
     /// step's offsets from it.
-    #[allow(clippy::too_many_arguments)]
     pub fn after_impact(
         &mut self,
-        model: &Model,
-        dm: &DynModel<T>,
+        x: &StepInputs<T>,
         d: &mut DynData<T>,
-        q: &[T],
-        v: &[T],
-        u: &[T],
-        dt: f64,
-        contacts: &[ContactGeom<T>],
-        o: &PreludeOptions,
         pn: &[T],
         pt: &[T],
     ) -> Result<(), SolverError> {
+        let StepInputs { model, dm, q, v, u, dt, contacts, o, .. } = *x;
         let struck = impulse_velocity(self, v, pn, pt);
         self.vp = smooth_velocity(model, dm, d, &self.l, &self.lambda, q, &struck, u, dt, o)?;
         self.step_offsets(contacts, dt, o);

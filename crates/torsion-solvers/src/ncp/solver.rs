@@ -8,7 +8,7 @@
 //! continue from its t1), written to the output — nothing carries over in the workspace (design.md §3).
 use super::staggered::{NcpReport, NcpSolver, NcpWorkspace};
 use crate::contact::frames::{contact_key, frames_from_collision, ContactFrame};
-use crate::generalized::{transposed_jacobian_product, ContactWarmStart, GenState};
+use crate::generalized::{recorded, transposed_jacobian_product, ContactWarmStart, GenState};
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use torsion_collision::{CollisionWorld, Contacts};
 use torsion_model::{Control, Model, ParamSelection};
@@ -145,7 +145,21 @@ impl Solver for NcpSolver {
             r.frames = frames.clone();
         }
         *report = self.step_with_contacts(model, ncp, s, &u.joint_torque, dt, frames, out)?;
-        Ok(StepInfo::default())
+        let r = &*report;
+        let passes = r.qp.len() + r.impact.as_ref().map_or(0, |i| i.qp.len());
+        let mut admm = r.qp.iter().chain(&r.qcqp).chain(r.impact.iter().flat_map(|i| i.qp.iter().chain(&i.qcqp)));
+        Ok(StepInfo {
+            iterations: passes,
+            contacts: r.contacts,
+            residual: r
+                .residuals
+                .signorini
+                .max(r.residuals.cone)
+                .max(r.residuals.mdp_sliding)
+                .max(r.residuals.mdp_sticking),
+            converged: admm.all(|i| i.converged),
+            ..StepInfo::new("ncp")
+        })
     }
 }
 
@@ -164,10 +178,7 @@ impl DiffSolver for NcpSolver {
         g_theta: &mut [f64],
         ws: &mut NcpSimWorkspace,
     ) -> Result<(), SolverError> {
-        let s = rec.s.as_ref().ok_or_else(|| SolverError::BadInput {
-            solver: "ncp",
-            problem: "step_vjp needs a record filled by step".into(),
-        })?;
+        let s = recorded(&rec.s, "ncp")?;
         check_grad_sizes("ncp", model.nv(), g_u, sel, g_theta)?;
         let (jac, next, _) = self.jacobians(model, &mut ws.ncp, s, &rec.u, rec.dt, &rec.frames, sel, false)?;
         let j = StepJacobians { a: jac.a, b: jac.b, c: jac.c };

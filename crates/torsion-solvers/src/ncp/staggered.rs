@@ -25,7 +25,7 @@ use super::admm::{Admm, AdmmInfo, AdmmOptions};
 use super::sets::{ConstraintSet, FrictionSet};
 use crate::contact::frames::{body_joints, ContactFrame, ContactGeom};
 use crate::contact::prelude::{
-    apply_impulses, dyn_err as dyn_err_of, prelude, restitution_impulses, Prelude, PreludeOptions,
+    apply_impulses, dyn_err as dyn_err_of, prelude, restitution_impulses, Prelude, PreludeOptions, StepInputs,
 };
 use crate::generalized::{GenState, WarmImpulse};
 use crate::solver::SolverError;
@@ -316,11 +316,12 @@ impl NcpSolver {
         ws.dm.gravity = torsion_math::scalar::cv(&model.gravity);
         let geoms: Vec<ContactGeom<f64>> = contacts.iter().map(ContactGeom::from_frame).collect();
         let po = o.prelude();
-        let mut pre = prelude(model, &ws.dm, &mut ws.d, &ws.body_joint, &s.q, &s.v, u, dt, &geoms, &po)?;
+        let NcpWorkspace { dm, d, body_joint, tape, islands, admm, buf, split_islands } = ws;
+        let x = StepInputs { model, dm, body_joint, q: &s.q, v: &s.v, u, dt, contacts: &geoms, o: &po };
+        let mut pre = prelude(&x, d)?;
         let nc = contacts.len();
         let mut report = NcpReport { contacts: nc, ..Default::default() };
         let mut vplus = pre.vp.clone();
-        let NcpWorkspace { dm, d, tape, islands, admm, buf, split_islands, .. } = ws;
         tape.has_impact = false;
         if nc > 0 {
             // independent problems per island (the whole set when not split, or when it is one island)
@@ -353,7 +354,7 @@ impl NcpSolver {
                 tape.has_impact = true;
                 let (ln, lt) = (&tape.impact.ln, &tape.impact.lt);
                 let (pn, pt) = restitution_impulses(&geoms, ln, lt);
-                pre.after_impact(model, dm, d, &s.q, &s.v, u, dt, &geoms, &po, &pn, &pt)?;
+                pre.after_impact(&x, d, &pn, &pt)?;
                 info.last_change = tape.impact.last_change;
                 (info.lambda_n, info.lambda_t) = (pn, pt);
                 report.impact = Some(info);

@@ -15,7 +15,7 @@ use super::fixed_point::FixedPointKkt;
 use super::sets::{friction_gauge, ConstraintSet};
 use super::staggered::{dyn_err, NcpGradient, NcpOptions, NcpReport, NcpSolver, NcpWorkspace, PhaseTape, Tape};
 use crate::contact::frames::{pair_source, ContactFrame, ContactGeom};
-use crate::contact::prelude::{apply_impulses, prelude, restitution_impulses};
+use crate::contact::prelude::{apply_impulses, prelude, restitution_impulses, StepInputs};
 use crate::generalized::{dual_tangent, GenState};
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
@@ -258,7 +258,18 @@ impl NcpSolver {
                     g
                 })
                 .collect();
-            let mut pre = prelude(model, dm, &mut d, &ws.body_joint, &q, &v, &uu, dt, &geoms, &po)?;
+            let x = StepInputs {
+                model,
+                dm,
+                body_joint: &ws.body_joint,
+                q: &q,
+                v: &v,
+                u: &uu,
+                dt,
+                contacts: &geoms,
+                o: &po,
+            };
+            let mut pre = prelude(&x, &mut d)?;
             let (dgn, dgt, dgnt) = (eps_mat(&pre.gn), eps_mat(&pre.gt), eps_mat(&pre.gnt));
             let dmu: Vec<f64> = geoms.iter().map(|g| g.mu.eps).collect();
             let g = PhaseGrads { contacts, gnt: &tape.gnt, dgn: &dgn, dgt: &dgt, dgnt: &dgnt, dmu: &dmu };
@@ -266,7 +277,7 @@ impl NcpSolver {
                 // the impact's impulses and restitution, then the step from S(v + M⁻¹ Jᵀ P)
                 let (ln, lt) = imp.jvp(&tape.impact, &g, &pre.bn_impact, &pre.bt_impact);
                 let (pn, pt) = restitution_impulses(&geoms, &ln, &lt);
-                pre.after_impact(model, dm, &mut d, &q, &v, &uu, dt, &geoms, &po, &pn, &pt)?;
+                pre.after_impact(&x, &mut d, &pn, &pt)?;
             }
             let (lnd, ltd) = step.jvp(&tape.step, &g, &pre.bn, &pre.bt);
             let vplus = if nc > 0 { apply_impulses(&pre, &lnd, &ltd) } else { pre.vp.clone() };

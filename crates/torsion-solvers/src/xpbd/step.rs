@@ -274,7 +274,8 @@ pub fn step<T: Scalar>(
     let hf = dt / nsub as f64;
     let h = T::c(hf);
     let at = T::c(opts.compliance / (hf * hf));
-    let mut info = StepInfo::default();
+    let mut info = StepInfo::new("xpbd");
+    info.iterations = opts.iterations * nsub;
     fill_constraints(model, opts, &mut sc.cons);
     copy_state(s, out);
     if let Some(r) = rec.as_deref_mut() {
