@@ -2,11 +2,13 @@
 //! against central finite differences of the step itself, away from contact-mode switches: a box sliding on
 //! four corners (A, B, the box mass, μ), a box landing with restitution and slip (A, B, ε, μ), and a two-box
 //! impact with friction.
+mod common;
+use common::{add_free_body, floor_frame, free_boxes};
 use nalgebra::DMatrix;
 use torsion_diff::rel_err;
 use torsion_math::{Mat3, Quat, Vec3};
-use torsion_model::builder::{JointDesc, ModelBuilder};
-use torsion_model::{JointType, Model, ParamSelection};
+use torsion_model::builder::ModelBuilder;
+use torsion_model::{Model, ParamSelection};
 use torsion_solvers::ncp::{ContactFrame, NcpOptions, NcpSolver};
 use torsion_solvers::GenState;
 use torsion_solvers::{DiffSolver, FeatherstoneSolver};
@@ -14,17 +16,9 @@ use torsion_solvers::{DiffSolver, FeatherstoneSolver};
 const HE: f64 = 0.1;
 const DT: f64 = 0.01;
 
+/// Free cubes of half-extent HE, box k of mass 2 + k.
 fn boxes(n: usize, gravity: Vec3) -> Model {
-    let mut b = ModelBuilder::new("boxes").gravity(gravity).dt(DT);
-    let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
-    for k in 0..n {
-        let m = 2.0 + k as f64;
-        let bx = b.add_body(&format!("box{k}"), m, Mat3::from_diagonal_element(m * 4.0 * HE * HE / 6.0));
-        let mut j = JointDesc::hinge(&format!("free{k}"), w, bx, Vec3::zeros(), Vec3::zeros(), Vec3::z());
-        j.kind = JointType::Free;
-        b.add_joint(j);
-    }
-    b.build().unwrap()
+    free_boxes(n, gravity, DT, HE, |k| 2.0 + k as f64)
 }
 
 /// Three material points of box 0's bottom face, a triangle around the COM's projection, as contacts with the
@@ -40,22 +34,7 @@ fn bottom_points(m: &Model, s: &GenState, mu: f64, eps: f64, pts: &[(f64, f64)])
     let (x, r) = m.forward_kinematics(&s.q).unwrap()[1];
     pts.iter()
         .enumerate()
-        .map(|(i, c)| {
-            let p = x + r.rotate(&Vec3::new(c.0 * HE, c.1 * HE, -HE));
-            ContactFrame {
-                body_a: 1,
-                body_b: 0,
-                point: p,
-                normal: Vec3::z(),
-                tangents: [Vec3::x(), Vec3::y()],
-                distance: p.z,
-                mu,
-                restitution: eps,
-                shapes: None,
-                id: i as u64,
-                radius: [0.0; 2],
-            }
-        })
+        .map(|(i, c)| floor_frame(1, x + r.rotate(&Vec3::new(c.0 * HE, c.1 * HE, -HE)), mu, eps, i as u64))
         .collect()
 }
 
@@ -296,10 +275,7 @@ fn rolling_ball_sticking_jacobians_match_finite_differences() {
     let r = 0.1;
     let mut b = ModelBuilder::new("ball").gravity(Vec3::new(0.0, 0.0, -9.81)).dt(DT);
     let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
-    let ball = b.add_body("ball", 1.0, Mat3::from_diagonal_element(0.4 * r * r));
-    let mut j = JointDesc::hinge("free", w, ball, Vec3::zeros(), Vec3::zeros(), Vec3::z());
-    j.kind = JointType::Free;
-    b.add_joint(j);
+    add_free_body(&mut b, w, "ball", "free", 1.0, Mat3::from_diagonal_element(0.4 * r * r));
     let m = b.build().unwrap();
     let fs = FeatherstoneSolver::default();
     let solver = NcpSolver::new(NcpOptions::default());
@@ -309,20 +285,7 @@ fn rolling_ball_sticking_jacobians_match_finite_differences() {
     // w.r.t. the orientation (docs/gradients.md)
     let contact = |st: &GenState| -> Vec<ContactFrame> {
         let (x, q) = m.forward_kinematics(&st.q).unwrap()[1];
-        let p = x + q.rotate(&Vec3::new(0.0, 0.0, -r));
-        vec![ContactFrame {
-            body_a: 1,
-            body_b: 0,
-            point: p,
-            normal: Vec3::z(),
-            tangents: [Vec3::x(), Vec3::y()],
-            distance: p.z,
-            mu,
-            restitution: 0.0,
-            shapes: None,
-            id: 0,
-            radius: [0.0; 2],
-        }]
+        vec![floor_frame(1, x + q.rotate(&Vec3::new(0.0, 0.0, -r)), mu, 0.0, 0)]
     };
     // rolling at 0.5 m/s along x (ω_y = v / r), pushed by 1 N: sticks (|λ_t| < μ λ_n)
     let s = GenState::new(vec![0.0, 0.0, r - 1e-4, 1.0, 0.0, 0.0, 0.0], vec![0.0, 0.5 / r, 0.0, 0.5, 0.0, 0.0]);
