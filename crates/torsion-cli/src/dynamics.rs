@@ -11,21 +11,11 @@ use torsion_dynamics::forward_kinematics;
 use torsion_dynamics::passive::passive_forces;
 use torsion_dynamics::regressor::{aba_inertial_derivatives, inertial_parameters, joint_torque_regressor};
 use torsion_dynamics::{aba, crba, gravity, nonlinear_effects, rnea, DynData, DynModel};
-use torsion_model::io::mjcf::load_mjcf;
-use torsion_model::io::urdf::{load_urdf, UrdfOptions};
 
 #[derive(Args, Debug)]
 pub struct DynamicsArgs {
-    /// URDF or MJCF (.xml) file
-    #[arg(long)]
-    model: PathBuf,
-    #[arg(long)]
-    arm_root: Option<String>,
-    #[arg(long)]
-    arm_tip: Option<String>,
-    /// with --arm-tip: drop the links off the chain instead of welding them in (locked at 0)
-    #[arg(long)]
-    drop_off_chain: bool,
+    #[command(flatten)]
+    src: crate::simulate::ModelArgs,
     /// JSON file {"q": [[...]], "v": [[...]], "a": [[...]], "tau": [[...]]} (same number of points each)
     #[arg(long)]
     input: PathBuf,
@@ -56,14 +46,7 @@ fn rows(v: &Value, key: &str) -> Result<Vec<Vec<f64>>> {
 }
 
 pub fn run(a: &DynamicsArgs) -> Result<()> {
-    let model = if a.model.extension().is_some_and(|e| e == "xml") {
-        load_mjcf(&a.model)?
-    } else {
-        load_urdf(
-            &a.model,
-            &UrdfOptions { root: a.arm_root.clone(), tip: a.arm_tip.clone(), drop_off_chain: a.drop_off_chain },
-        )?
-    };
+    let model = a.src.load()?;
     let text = std::fs::read_to_string(&a.input).with_context(|| format!("reading {}", a.input.display()))?;
     let input: Value = serde_json::from_str(&text).with_context(|| format!("{}: not JSON", a.input.display()))?;
     let (qs, vs, accs, taus) = (rows(&input, "q")?, rows(&input, "v")?, rows(&input, "a")?, rows(&input, "tau")?);
@@ -110,7 +93,7 @@ pub fn run(a: &DynamicsArgs) -> Result<()> {
         points.push(p);
     }
     let out = json!({
-        "model": a.model.display().to_string(), "nq": dm.nq, "nv": dm.nv,
+        "model": a.src.model.display().to_string(), "nq": dm.nq, "nv": dm.nv,
         "joint_names": model.joint_name, "joint_types": model.joint_type.iter().map(|t| format!("{t:?}")).collect::<Vec<_>>(),
         "q_start": model.joint_q_start(), "v_start": model.joint_v_start(), "qpos0": model.qpos0, "points": points,
         "body_names": model.body_name, "joint_child": model.joint_child, "inertial_parameters": inertial_parameters(&dm),

@@ -3,25 +3,86 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::json;
 use std::path::PathBuf;
+use torsion_math::{Quat, Vec3};
 use torsion_model::io::urdf::{load_urdf, UrdfOptions};
 use torsion_model::{Control, ControlLayout, JointType, MaximalState, Model};
 use torsion_solvers::ncp::{NcpOptions, NcpSolver};
 use torsion_solvers::{FeatherstoneSolver, GenState, Ordering, Solver, XpbdOptions, XpbdSolver};
 
+/// The model file and the URDF chain options (`simulate`, `dynamics`).
 #[derive(Args, Debug)]
-pub struct SimulateArgs {
+pub struct ModelArgs {
     /// URDF or MJCF (.xml) file
     #[arg(long)]
-    model: PathBuf,
+    pub model: PathBuf,
     /// first link of the chain to simulate (becomes the fixed base)
     #[arg(long)]
     arm_root: Option<String>,
     /// last link of the chain (the joints below it and off the chain are locked at 0, their links welded in)
     #[arg(long)]
     arm_tip: Option<String>,
-    /// with --arm-tip: drop the links off the chain instead of welding them in
+    /// with --arm-tip: drop the links off the chain instead of welding them in (locked at 0)
     #[arg(long)]
     drop_off_chain: bool,
+}
+
+impl ModelArgs {
+    /// MJCF for a `.xml` file, else URDF with the chain options.
+    pub fn load(&self) -> Result<Model> {
+        if self.model.extension().is_some_and(|e| e == "xml") {
+            return Ok(torsion_model::io::mjcf::load_mjcf(&self.model)?);
+        }
+        let opts =
+            UrdfOptions { root: self.arm_root.clone(), tip: self.arm_tip.clone(), drop_off_chain: self.drop_off_chain };
+        Ok(load_urdf(&self.model, &opts)?)
+    }
+}
+
+/// Trajectory rows recorded by both stepping paths: time, joint angles, joint velocities, body poses.
+#[derive(Default)]
+struct Trajectory {
+    t: Vec<f64>,
+    ang: Vec<Vec<f64>>,
+    vel: Vec<Vec<f64>>,
+    poses: Vec<Vec<Vec<f64>>>,
+}
+
+impl Trajectory {
+    /// One row; `poses` gives each body's (x, q) as [x y z qw qx qy qz].
+    fn push(&mut self, time: f64, ang: Vec<f64>, vel: Vec<f64>, poses: impl Iterator<Item = (Vec3, Quat)>) {
+        self.t.push(time);
+        self.ang.push(ang);
+        self.vel.push(vel);
+        self.poses.push(
+            poses
+                .map(|(x, q)| {
+                    let q = q.to_array();
+                    vec![x.x, x.y, x.z, q[0], q[1], q[2], q[3]]
+                })
+                .collect(),
+        );
+    }
+
+    /// The output JSON (with the path's own `extra` entry) written to `--out`.
+    fn write(self, a: &SimulateArgs, model: &Model, dt: f64, extra: (&str, serde_json::Value)) -> Result<()> {
+        let mut out = json!({
+            "model": a.src.model.display().to_string(), "solver": a.solver, "dt": dt, "steps": a.steps,
+            "gravity": [model.gravity.x, model.gravity.y, model.gravity.z],
+            "joint_names": model.joint_name, "body_names": model.body_name,
+            "time": self.t, "joint_angles": self.ang, "joint_velocities": self.vel,
+            "body_poses": self.poses, "body_pose_layout": "x y z qw qx qy qz (COM frame, world)",
+        });
+        out[extra.0] = extra.1;
+        write_out(&a.out, serde_json::to_string(&out)?).with_context(|| format!("writing {}", a.out.display()))?;
+        eprintln!("wrote {} ({} steps, {} joints)", a.out.display(), a.steps, model.joint_count());
+        Ok(())
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct SimulateArgs {
+    #[command(flatten)]
+    src: ModelArgs,
     /// initial joint positions, comma separated (default zeros)
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     q0: Option<Vec<f64>>,
@@ -87,12 +148,7 @@ fn joint_rates(m: &Model, s: &MaximalState) -> Vec<f64> {
 }
 
 pub fn run(a: &SimulateArgs) -> Result<()> {
-    let opts = UrdfOptions { root: a.arm_root.clone(), tip: a.arm_tip.clone(), drop_off_chain: a.drop_off_chain };
-    let mut model = if a.model.extension().is_some_and(|e| e == "xml") {
-        torsion_model::io::mjcf::load_mjcf(&a.model)?
-    } else {
-        load_urdf(&a.model, &opts)?
-    };
+    let mut model = a.src.load()?;
     let dt = a.dt.unwrap_or(model.dt);
     if !(dt > 0.0 && dt.is_finite()) {
         bail!("--dt must be positive, got {dt}");
@@ -118,7 +174,7 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
     if (!model.cables.is_empty() || a.controls.is_some()) && a.solver != "featherstone" {
         bail!(
             "{}: cables, cable actuators and --controls are simulated by --solver featherstone only (issue 16)",
-            a.model.display()
+            a.src.model.display()
         );
     }
     if a.solver == "featherstone" {
@@ -150,19 +206,10 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
     let mut s = model.state_at(&q0)?;
     let mut next = s.clone();
     let u = Control::from_torques(&tau);
-    let (mut t, mut ang, mut vel, mut poses, mut viol) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut tr, mut viol) = (Trajectory::default(), vec![]);
     let mut record = |k: usize, s: &MaximalState| {
-        t.push(k as f64 * dt);
-        ang.push(solver.joint_angles(&model, s));
-        vel.push(joint_rates(&model, s));
-        poses.push(
-            (0..model.body_count())
-                .map(|b| {
-                    let q = s.q[b].to_array();
-                    vec![s.x[b].x, s.x[b].y, s.x[b].z, q[0], q[1], q[2], q[3]]
-                })
-                .collect::<Vec<_>>(),
-        );
+        let poses = (0..model.body_count()).map(|b| (s.x[b], s.q[b]));
+        tr.push(k as f64 * dt, solver.joint_angles(&model, s), joint_rates(&model, s), poses);
         viol.push(solver.violations(&model, s).0);
     };
     record(0, &s);
@@ -171,17 +218,7 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
         std::mem::swap(&mut s, &mut next);
         record(k, &s);
     }
-    let out = json!({
-        "model": a.model.display().to_string(), "solver": a.solver, "dt": dt, "steps": a.steps,
-        "gravity": [model.gravity.x, model.gravity.y, model.gravity.z],
-        "joint_names": model.joint_name, "body_names": model.body_name,
-        "time": t, "joint_angles": ang, "joint_velocities": vel,
-        "body_poses": poses, "body_pose_layout": "x y z qw qx qy qz (COM frame, world)",
-        "max_position_violation": viol,
-    });
-    write_out(&a.out, serde_json::to_string(&out)?).with_context(|| format!("writing {}", a.out.display()))?;
-    eprintln!("wrote {} ({} steps, {} joints)", a.out.display(), a.steps, model.joint_count());
-    Ok(())
+    tr.write(a, &model, dt, ("max_position_violation", json!(viol)))
 }
 
 /// The generalized-coordinate steppers (featherstone: semi-implicit Euler with ABA; ncp: contact by staggered
@@ -206,21 +243,11 @@ fn run_generalized<S: Solver<State = GenState>>(
         Some(p) => read_controls(p, model.nu(), a.steps)?,
         None => vec![],
     };
-    let (mut t, mut ang, mut vel, mut poses, mut act) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut tr, mut act) = (Trajectory::default(), vec![]);
     let mut record = |k: usize, s: &GenState| -> Result<()> {
-        t.push(k as f64 * dt);
-        ang.push(s.q.clone());
-        vel.push(s.v.clone());
         act.push(s.act.clone());
         let fk = model.forward_kinematics(&s.q)?;
-        poses.push(
-            fk.iter()
-                .map(|(x, q)| {
-                    let q = q.to_array();
-                    vec![x.x, x.y, x.z, q[0], q[1], q[2], q[3]]
-                })
-                .collect::<Vec<_>>(),
-        );
+        tr.push(k as f64 * dt, s.q.clone(), s.v.clone(), fk.into_iter());
         Ok(())
     };
     record(0, &s)?;
@@ -232,17 +259,7 @@ fn run_generalized<S: Solver<State = GenState>>(
         std::mem::swap(&mut s, &mut next);
         record(k, &s)?;
     }
-    let out = json!({
-        "model": a.model.display().to_string(), "solver": a.solver, "dt": dt, "steps": a.steps,
-        "gravity": [model.gravity.x, model.gravity.y, model.gravity.z],
-        "joint_names": model.joint_name, "body_names": model.body_name,
-        "time": t, "joint_angles": ang, "joint_velocities": vel,
-        "body_poses": poses, "body_pose_layout": "x y z qw qx qy qz (COM frame, world)",
-        "actuator_activations": act,
-    });
-    write_out(&a.out, serde_json::to_string(&out)?).with_context(|| format!("writing {}", a.out.display()))?;
-    eprintln!("wrote {} ({} steps, {} joints)", a.out.display(), a.steps, model.joint_count());
-    Ok(())
+    tr.write(a, model, dt, ("actuator_activations", json!(act)))
 }
 
 /// `--controls FILE`: a JSON array of at least `steps` rows of `nu` numbers.

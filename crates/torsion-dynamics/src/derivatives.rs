@@ -187,6 +187,16 @@ pub fn inertial_param_derivatives(
     }
 }
 
+/// q ⊕ (+h e_k) and q ⊕ (−h e_k): the two points of a central difference along tangent direction k (tests).
+#[cfg(test)]
+pub(crate) fn tangent_step_pair(dm: &DynModel<f64>, q: &[f64], k: usize, h: f64) -> (Vec<f64>, Vec<f64>) {
+    let mut e = vec![0.0; dm.nv];
+    e[k] = h;
+    let qp = integrate(dm, q, &e);
+    e[k] = -h;
+    (qp, integrate(dm, q, &e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,11 +214,7 @@ mod tests {
         let h = 1e-6;
         let mut worst: f64 = 0.0;
         for k in 0..dm.nv {
-            let mut e = vec![0.0; dm.nv];
-            e[k] = h;
-            let qp = integrate(&dm, &q, &e);
-            e[k] = -h;
-            let qm = integrate(&dm, &q, &e);
+            let (qp, qm) = tangent_step_pair(&dm, &q, k, h);
             let ap = aba(&dm, &qp, &v, &tau, &mut d).unwrap();
             let am = aba(&dm, &qm, &v, &tau, &mut d).unwrap();
             for i in 0..dm.nv {

@@ -67,7 +67,7 @@ pub fn minv_product<T: Scalar>(dm: &DynModel<T>, q: &[T], y: &[T], d: &mut DynDa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::joints::integrate;
+    use crate::derivatives::tangent_step_pair;
 
     /// Point Jacobian against central differences of forward kinematics on the manifold; M⁻¹ product against
     /// a dense solve with CRBA's M.
@@ -82,11 +82,7 @@ mod tests {
         let h = 1e-6;
         let mut worst: f64 = 0.0;
         for k in 0..dm.nv {
-            let mut e = vec![0.0; dm.nv];
-            e[k] = h;
-            let qp = integrate(&dm, &q, &e);
-            e[k] = -h;
-            let qm = integrate(&dm, &q, &e);
+            let (qp, qm) = tangent_step_pair(&dm, &q, k, h);
             let pos = |qq: &[f64], d: &mut DynData<f64>| {
                 forward_kinematics(&dm, qq, d);
                 d.o_m[3].act_point(&p)

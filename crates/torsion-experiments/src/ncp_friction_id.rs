@@ -5,36 +5,32 @@
 //! noise a one-step loss sees μgΔt² ≈ 0.2 mm per step under a 2.4 mm second-difference noise), the cube's initial
 //! planar state estimated with μ (its O(Δt) discretisation offset absorbs the Δt mismatch), μ on a softplus
 //! scale, Levenberg–Marquardt with the engine's exact forward-mode Jacobians (d_mu, A).
-use crate::ncp_scene::{bar, init_guess, observe, plot_panels, Fit, Panel, Phys, Scene, HALF, SIGMA};
+use crate::ncp_scene::{
+    bar, init_guess, lm_desc, loss_panel, observe, one_panel_result, with_init, Fit, Phys, Scene, DATA_DESC, HALF,
+    MODEL_DESC, SIGMA,
+};
 use crate::result::{ExperimentError, ExperimentResult};
 use serde_json::json;
 use torsion_opt::Param;
-use torsion_solvers::ncp::FrictionSet;
 
 pub const MU_TRUE: f64 = 0.2;
 pub const DT: f64 = 0.01;
 pub const V0: f64 = 5.0;
 pub const SEED: u64 = 11;
 const INITS: [&[f64]; 2] = [&[0.05, 0.1, 0.3, 0.5, 0.8], &[0.05, 0.8]];
-const STEPS: [usize; 2] = [100, 60];
-const ITERS: usize = 30;
+/// Trajectory length (full, quick) and LM steps, shared by `ncp-mass-id` and `ncp-pyramid-bias`.
+pub const STEPS: [usize; 2] = [100, 60];
+pub const ITERS: usize = 30;
 
 pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let t0 = std::time::Instant::now();
     let q = quick as usize;
     let steps = STEPS[q];
-    let sc = Scene::new(false, 1.0, 0.0, 0.0, [0.0, 0.0], 0.0)?;
+    let sc = Scene::one_cube([0.0, 0.0])?;
     let truth = Phys { mu: MU_TRUE, mass: 1.0, eps: 0.0, init: [0.0, 0.0, V0, 0.0] };
     let obs = observe(&sc, &truth, DT, steps, 4, SIGMA, SEED)?;
     let guess = init_guess(&obs, DT);
-    let free = vec![
-        (0, Param::Softplus),
-        (3, Param::Identity),
-        (4, Param::Identity),
-        (5, Param::Identity),
-        (6, Param::Identity),
-    ];
-    let fit = Fit { scene: &sc, set: FrictionSet::Cone, dt: DT, steps, n_step: 10, free, base: truth.clone() };
+    let fit = Fit::cone(&sc, DT, steps, with_init(&[(0, Param::Softplus)]), truth.clone());
     let pb = bar("ncp-friction-id", INITS[q].len());
     let mut est = vec![];
     let mut iters = vec![];
@@ -44,7 +40,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         let r = fit.run(&obs, &start, ITERS)?;
         est.push(r.phys.mu);
         iters.push(r.iterations);
-        hist.push((format!("μ₀ = {mu0}"), r.history.iter().enumerate().map(|(i, c)| (i as f64, *c)).collect()));
+        hist.push((format!("μ₀ = {mu0}"), r.loss_series()));
         pb.inc(1);
     }
     // the same fit on noise-free data (the Δt / solver-setting gap alone) and at σ = √1e-3 m ≈ 3.2 cm (the
@@ -74,28 +70,12 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         "quick": quick, "cube_half_size_m": HALF, "mass_kg": 1.0, "dt": DT, "steps": steps, "T_s": steps as f64 * DT,
         "v0": [V0, 0.0], "mu_true": MU_TRUE, "mu_inits": INITS[q], "noise_sigma_m": SIGMA, "noise_seed": SEED,
         "noise_on": "x, y, z of the cube at every observation",
-        "data": "cone, 100 staggered passes, tolerance 1e-10, Δt/4, every 4th state",
-        "model": "cone, 10 staggered passes (tolerance 0), Δt, collision margin 0",
+        "data": DATA_DESC,
+        "model": MODEL_DESC,
         "loss": "Σ_t ‖p_t(μ, x0, v0) − p_t^obs‖² / σ² over t = 0..T (multi-step rollout, positions only)",
         "estimated": "μ (softplus), initial x, y, vx, vy (identity)",
-        "optimiser": format!("Levenberg–Marquardt, ≤ {ITERS} steps, exact forward-mode Jacobians"),
+        "optimiser": lm_desc(ITERS),
     });
-    Ok(ExperimentResult {
-        name: "ncp-friction-id".into(),
-        metrics,
-        paper,
-        settings,
-        plot: Box::new(move |p| {
-            plot_panels(
-                p,
-                &[Panel {
-                    title: "E1: μ identification, loss per LM step".into(),
-                    x_label: "accepted LM step".into(),
-                    y_label: "½‖r‖²".into(),
-                    log_y: true,
-                    series: hist.clone(),
-                }],
-            )
-        }),
-    })
+    let panel = loss_panel("E1: μ identification, loss per LM step", hist);
+    Ok(one_panel_result("ncp-friction-id", metrics, paper, settings, panel))
 }

@@ -8,12 +8,14 @@
 //! cubes' positions; multi-step loss; A's initial planar state estimated), LM on (softplus μ, log m, sigmoid ε) in
 //! three stages (`staged`: the impact step makes the loss piecewise smooth, with local minima). Negative control: the condition number
 //! of the Gauss–Newton matrix in (μ, log m) without B (gravity scales with m: m unobservable, §3.11 item 10).
-use crate::ncp_scene::{bar, init_guess, observe, plot_panels, Fit, Panel, Phys, Scene, HALF, SIGMA};
+use crate::ncp_scene::{
+    bar, init_guess, loss_panel, observe, one_panel_result, with_init, Fit, Phys, Scene, DATA_DESC, HALF, MODEL_DESC,
+    SIGMA,
+};
 use crate::result::{ExperimentError, ExperimentResult};
 use nalgebra::DMatrix;
 use serde_json::json;
 use torsion_opt::Param;
-use torsion_solvers::ncp::FrictionSet;
 
 const MU: f64 = 0.2;
 const MASS: f64 = 1.5;
@@ -32,15 +34,7 @@ const INITS: [&[[f64; 3]]; 2] =
 
 /// cond of the Gauss–Newton matrix in (μ, log m) at the truth (∞ when singular), and λ_min / λ_max.
 fn condition(sc: &Scene, truth: &Phys, steps: usize) -> Result<(f64, f64), ExperimentError> {
-    let f = Fit {
-        scene: sc,
-        set: FrictionSet::Cone,
-        dt: DT,
-        steps,
-        n_step: 10,
-        free: vec![(0, Param::Identity), (1, Param::Identity)],
-        base: truth.clone(),
-    };
+    let f = Fit::cone(sc, DT, steps, vec![(0, Param::Identity), (1, Param::Identity)], truth.clone());
     let h = f.gauss_newton_matrix(truth)?;
     let s = DMatrix::from_diagonal(&nalgebra::DVector::from_vec(vec![1.0, truth.mass]));
     let ev = (&s * h * &s).symmetric_eigenvalues();
@@ -55,23 +49,16 @@ fn condition(sc: &Scene, truth: &Phys, steps: usize) -> Result<(f64, f64), Exper
 fn staged(fit: &Fit, obs: &[Vec<f64>], start: &Phys) -> Result<crate::ncp_scene::FitResult, ExperimentError> {
     let t_imp = obs.iter().position(|o| (o[3] - obs[0][3]).abs() > 5.0 * SIGMA).unwrap_or(obs.len());
     let pre = Fit {
-        scene: fit.scene,
-        set: fit.set,
-        dt: fit.dt,
         steps: t_imp.saturating_sub(2).max(3).min(fit.steps),
-        n_step: fit.n_step,
         free: fit.free.iter().copied().filter(|f| f.0 != 1 && f.0 != 2).collect(),
         base: start.clone(),
+        ..*fit
     };
     let r1 = pre.run(&obs[..=pre.steps], start, ITERS)?;
     let impact = Fit {
-        scene: fit.scene,
-        set: fit.set,
-        dt: fit.dt,
-        steps: fit.steps,
-        n_step: fit.n_step,
         free: fit.free.iter().copied().filter(|f| f.0 == 1 || f.0 == 2).collect(),
         base: r1.phys.clone(),
+        ..*fit
     };
     let r2 = impact.run(obs, &r1.phys, ITERS)?;
     let mut r3 = fit.run(obs, &r2.phys, ITERS)?;
@@ -88,16 +75,8 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let truth = Phys { mu: MU, mass: MASS, eps: EPS, init: [0.0, 0.0, V0, 0.0] };
     let obs = observe(&sc, &truth, DT, steps, 4, SIGMA, SEED)?;
     let guess = init_guess(&obs, DT);
-    let free = vec![
-        (0, Param::Softplus),
-        (1, Param::Log),
-        (2, Param::Sigmoid),
-        (3, Param::Identity),
-        (4, Param::Identity),
-        (5, Param::Identity),
-        (6, Param::Identity),
-    ];
-    let fit = Fit { scene: &sc, set: FrictionSet::Cone, dt: DT, steps, n_step: 10, free, base: truth.clone() };
+    let free = with_init(&[(0, Param::Softplus), (1, Param::Log), (2, Param::Sigmoid)]);
+    let fit = Fit::cone(&sc, DT, steps, free, truth.clone());
     let pb = bar("ncp-joint-id", INITS[q].len() + 2);
     let (mut est, mut iters, mut hist) = (vec![], vec![], vec![]);
     for s0 in INITS[q] {
@@ -105,10 +84,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         let r = staged(&fit, &obs, &start)?;
         est.push([r.phys.mu, r.phys.mass, r.phys.eps]);
         iters.push(r.iterations);
-        hist.push((
-            format!("(μ, m, ε)₀ = ({}, {}, {})", s0[0], s0[1], s0[2]),
-            r.history.iter().enumerate().map(|(i, c)| (i as f64, *c)).collect(),
-        ));
+        hist.push((format!("(μ, m, ε)₀ = ({}, {}, {})", s0[0], s0[1], s0[2]), r.loss_series()));
         pb.inc(1);
     }
     // the same fit on data generated at the identification Δt (only the solver setting differs), first start
@@ -147,29 +123,13 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         "known_cube": {"mass_kg": MASS_B, "floor_mu": MU_B, "x": B_X},
         "cube_cube_friction": 0.0, "dt": DT, "steps": steps, "T_s": steps as f64 * DT, "v0": [V0, 0.0],
         "inits_mu_m_eps": INITS[q], "noise_sigma_m": SIGMA, "noise_seed": SEED, "noise_on": "x, y, z of both cubes",
-        "data": "cone, 100 staggered passes, tolerance 1e-10, Δt/4, every 4th state; *_same_dt_data: at Δt",
-        "model": "cone, 10 staggered passes (tolerance 0), Δt, collision margin 0",
+        "data": format!("{DATA_DESC}; *_same_dt_data: at Δt"),
+        "model": MODEL_DESC,
         "loss": "Σ_t ‖p_t(μ, m, ε, x0, v0) − p_t^obs‖² / σ² over both cubes (multi-step rollout)",
         "estimated": "μ (softplus), m (log), ε (sigmoid), A's initial x, y, vx, vy",
         "condition_numbers": "eigenvalue ratio of JᵀJ in (μ, log m) at the truth; no_collision: the same scene without B (null = ∞: JᵀJ singular to rounding; no_collision_eigenvalue_ratio = λ_min / λ_max)",
         "optimiser": format!("Levenberg–Marquardt, ≤ {ITERS} steps per stage, exact forward-mode Jacobians; stage 1: μ and A's initial state on the pre-impact observations, stage 2: m and ε on the whole trajectory, stage 3: all"),
     });
-    Ok(ExperimentResult {
-        name: "ncp-joint-id".into(),
-        metrics,
-        paper,
-        settings,
-        plot: Box::new(move |p| {
-            plot_panels(
-                p,
-                &[Panel {
-                    title: "E5: joint (μ, m, ε), loss per LM step".into(),
-                    x_label: "accepted LM step".into(),
-                    y_label: "½‖r‖²".into(),
-                    log_y: true,
-                    series: hist.clone(),
-                }],
-            )
-        }),
-    })
+    let panel = loss_panel("E5: joint (μ, m, ε), loss per LM step", hist);
+    Ok(one_panel_result("ncp-joint-id", metrics, paper, settings, panel))
 }

@@ -4,33 +4,31 @@
 //! cube as a generalized force; then the acceleration F/m − μg depends on m. The negative control measures the
 //! position sensitivity to m without the push (≈ 0). Data and fit as `ncp-friction-id` (Δt/4 generator, σ = 1 mm,
 //! multi-step position loss, initial planar state estimated), m on a log scale, Levenberg–Marquardt.
-use crate::ncp_scene::{bar, init_guess, observe, plot_panels, Fit, Panel, Phys, Scene, HALF, SIGMA};
+use crate::ncp_friction_id::{DT, ITERS, STEPS};
+use crate::ncp_scene::{
+    bar, init_guess, lm_desc, loss_panel, observe, one_panel_result, with_init, Fit, Phys, Scene, DATA_DESC, HALF,
+    MODEL_DESC, SIGMA,
+};
 use crate::result::{ExperimentError, ExperimentResult};
 use serde_json::json;
 use torsion_opt::Param;
-use torsion_solvers::ncp::FrictionSet;
 
 const MASS_TRUE: f64 = 1.0;
 const MU: f64 = 0.2;
 const PUSH: f64 = 4.0;
-const DT: f64 = 0.01;
 const V0: f64 = 1.0;
 const SEED: u64 = 12;
 const INITS: [&[f64]; 2] = [&[0.3, 0.5, 2.0, 3.0, 4.0], &[0.3, 3.0]];
-const STEPS: [usize; 2] = [100, 60];
-const ITERS: usize = 30;
 
 pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let t0 = std::time::Instant::now();
     let q = quick as usize;
     let steps = STEPS[q];
-    let sc = Scene::new(false, 1.0, 0.0, 0.0, [PUSH, 0.0], 0.0)?;
+    let sc = Scene::one_cube([PUSH, 0.0])?;
     let truth = Phys { mu: MU, mass: MASS_TRUE, eps: 0.0, init: [0.0, 0.0, V0, 0.0] };
     let obs = observe(&sc, &truth, DT, steps, 4, SIGMA, SEED)?;
     let guess = init_guess(&obs, DT);
-    let free =
-        vec![(1, Param::Log), (3, Param::Identity), (4, Param::Identity), (5, Param::Identity), (6, Param::Identity)];
-    let fit = Fit { scene: &sc, set: FrictionSet::Cone, dt: DT, steps, n_step: 10, free, base: truth.clone() };
+    let fit = Fit::cone(&sc, DT, steps, with_init(&[(1, Param::Log)]), truth.clone());
     let pb = bar("ncp-mass-id", INITS[q].len() + 1);
     let (mut est, mut iters, mut hist) = (vec![], vec![], vec![]);
     for &m0 in INITS[q] {
@@ -38,24 +36,16 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         let r = fit.run(&obs, &start, ITERS)?;
         est.push(r.phys.mass);
         iters.push(r.iterations);
-        hist.push((format!("m₀ = {m0} kg"), r.history.iter().enumerate().map(|(i, c)| (i as f64, *c)).collect()));
+        hist.push((format!("m₀ = {m0} kg"), r.loss_series()));
         pb.inc(1);
     }
     // negative control (§3.11 item 10): ‖∂p/∂m‖ over the trajectory without the push vs with it, at the truth
     let mass_only = |sc: &Scene| -> Result<f64, ExperimentError> {
-        let f = Fit {
-            scene: sc,
-            set: FrictionSet::Cone,
-            dt: DT,
-            steps,
-            n_step: 10,
-            free: vec![(1, Param::Identity)],
-            base: truth.clone(),
-        };
+        let f = Fit::cone(sc, DT, steps, vec![(1, Param::Identity)], truth.clone());
         Ok(f.gauss_newton_matrix(&truth)?[(0, 0)].sqrt() * SIGMA)
     };
     let with_push = mass_only(&sc)?;
-    let no_push = mass_only(&Scene::new(false, 1.0, 0.0, 0.0, [0.0, 0.0], 0.0)?)?;
+    let no_push = mass_only(&Scene::one_cube([0.0, 0.0])?)?;
     pb.finish_and_clear();
     let rel: Vec<f64> = est.iter().map(|m| (m - MASS_TRUE).abs() / MASS_TRUE).collect();
     let metrics = json!({
@@ -77,29 +67,13 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         "gravity": "physical (m g, scales with the estimated mass); the push is the fixed known τ of §3.11 item 10",
         "inertia": "I = m s²/6 with the mass (its derivative is zero in pure translation; ∂/∂body_mass propagated)",
         "noise_sigma_m": SIGMA, "noise_seed": SEED,
-        "data": "cone, 100 staggered passes, tolerance 1e-10, Δt/4, every 4th state",
-        "model": "cone, 10 staggered passes (tolerance 0), Δt, collision margin 0",
+        "data": DATA_DESC,
+        "model": MODEL_DESC,
         "loss": "Σ_t ‖p_t(m, x0, v0) − p_t^obs‖² / σ² (multi-step rollout, positions)",
         "estimated": "m (log), initial x, y, vx, vy",
         "mass_sensitivity": "‖∂p_{0..T}/∂m‖ (m per kg) at the truth",
-        "optimiser": format!("Levenberg–Marquardt, ≤ {ITERS} steps, exact forward-mode Jacobians"),
+        "optimiser": lm_desc(ITERS),
     });
-    Ok(ExperimentResult {
-        name: "ncp-mass-id".into(),
-        metrics,
-        paper,
-        settings,
-        plot: Box::new(move |p| {
-            plot_panels(
-                p,
-                &[Panel {
-                    title: "E2: mass identification, loss per LM step".into(),
-                    x_label: "accepted LM step".into(),
-                    y_label: "½‖r‖²".into(),
-                    log_y: true,
-                    series: hist.clone(),
-                }],
-            )
-        }),
-    })
+    let panel = loss_panel("E2: mass identification, loss per LM step", hist);
+    Ok(one_panel_result("ncp-mass-id", metrics, paper, settings, panel))
 }

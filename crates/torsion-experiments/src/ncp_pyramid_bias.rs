@@ -3,7 +3,10 @@
 //! the cube sliding at θ ∈ {0, π/8, π/4} from the pyramid axes (the floor contacts' tangents, world x and y:
 //! metric `tangent_angle_rad`). Data and fit as `ncp-friction-id` (one start, μ₀ = 0.3). Expected at π/4:
 //! box μ*/√2 = 0.1414, diamond √2 μ* = 0.2828; at π/8 the pyramids turn the velocity (§4 E4), reported as is.
-use crate::ncp_scene::{bar, init_guess, observe, plot_panels, Fit, Panel, Phys, Scene, HALF, SIGMA};
+use crate::ncp_friction_id::{DT, ITERS, STEPS};
+use crate::ncp_scene::{
+    bar, init_guess, lm_desc, observe, one_panel_result, with_init, Fit, Panel, Phys, Scene, DATA_DESC, HALF, SIGMA,
+};
 use crate::result::{ExperimentError, ExperimentResult};
 use serde_json::json;
 use std::f64::consts::PI;
@@ -12,19 +15,16 @@ use torsion_solvers::ncp::FrictionSet;
 use torsion_solvers::Solver;
 
 const MU_TRUE: f64 = 0.2;
-const DT: f64 = 0.01;
 const V0: f64 = 5.0;
 const MU0: f64 = 0.3;
 const SEED: u64 = 13;
-const STEPS: [usize; 2] = [100, 60];
-const ITERS: usize = 30;
 
 pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let t0 = std::time::Instant::now();
     let steps = STEPS[quick as usize];
     let thetas = [0.0, PI / 8.0, PI / 4.0];
     let sets = [FrictionSet::Cone, FrictionSet::BoxPyramid, FrictionSet::DiamondPyramid];
-    let sc = Scene::new(false, 1.0, 0.0, 0.0, [0.0, 0.0], 0.0)?;
+    let sc = Scene::one_cube([0.0, 0.0])?;
     // the pyramid axes: the floor contacts' first tangent at the start
     let probe = Phys { mu: MU_TRUE, mass: 1.0, eps: 0.0, init: [0.0; 4] };
     let solver = sc.solver(FrictionSet::Cone, 10, 0.0);
@@ -39,14 +39,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         let obs = observe(&sc, &truth, DT, steps, 4, SIGMA, SEED + k as u64)?;
         let start = Phys { mu: MU0, init: init_guess(&obs, DT), ..truth.clone() };
         for (si, &set) in sets.iter().enumerate() {
-            let free = vec![
-                (0, Param::Softplus),
-                (3, Param::Identity),
-                (4, Param::Identity),
-                (5, Param::Identity),
-                (6, Param::Identity),
-            ];
-            let fit = Fit { scene: &sc, set, dt: DT, steps, n_step: 10, free, base: truth.clone() };
+            let fit = Fit { set, ..Fit::cone(&sc, DT, steps, with_init(&[(0, Param::Softplus)]), truth.clone()) };
             mu[si].push(fit.run(&obs, &start, ITERS)?.phys.mu);
             pb.inc(1);
         }
@@ -74,11 +67,11 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let settings = json!({
         "quick": quick, "cube_half_size_m": HALF, "mass_kg": 1.0, "dt": DT, "steps": steps, "T_s": steps as f64 * DT,
         "speed": V0, "mu_true": MU_TRUE, "mu_init": MU0, "noise_sigma_m": SIGMA, "noise_seeds": [SEED, SEED + 1, SEED + 2],
-        "data": "cone, 100 staggered passes, tolerance 1e-10, Δt/4, every 4th state",
+        "data": DATA_DESC,
         "model": "cone / box pyramid / diamond pyramid, 10 staggered passes (tolerance 0), Δt",
         "loss": "Σ_t ‖p_t(μ, x0, v0) − p_t^obs‖² / σ² (multi-step rollout, positions)",
         "estimated": "μ (softplus), initial x, y, vx, vy",
-        "optimiser": format!("Levenberg–Marquardt, ≤ {ITERS} steps, exact forward-mode Jacobians"),
+        "optimiser": lm_desc(ITERS),
     });
     let series: Vec<(String, Vec<(f64, f64)>)> = ["cone", "box pyramid", "diamond pyramid"]
         .iter()
@@ -89,22 +82,12 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
             ("diamond theory (start)".to_string(), thetas.iter().map(|&t| (t.to_degrees(), theory(t).1)).collect()),
         ])
         .collect();
-    Ok(ExperimentResult {
-        name: "ncp-pyramid-bias".into(),
-        metrics,
-        paper,
-        settings,
-        plot: Box::new(move |p| {
-            plot_panels(
-                p,
-                &[Panel {
-                    title: "E4: identified μ vs sliding direction (truth: disk, μ = 0.2)".into(),
-                    x_label: "θ from the pyramid axis (deg)".into(),
-                    y_label: "μ estimate".into(),
-                    log_y: false,
-                    series: series.clone(),
-                }],
-            )
-        }),
-    })
+    let panel = Panel {
+        title: "E4: identified μ vs sliding direction (truth: disk, μ = 0.2)".into(),
+        x_label: "θ from the pyramid axis (deg)".into(),
+        y_label: "μ estimate".into(),
+        log_y: false,
+        series,
+    };
+    Ok(one_panel_result("ncp-pyramid-bias", metrics, paper, settings, panel))
 }

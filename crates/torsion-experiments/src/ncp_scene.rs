@@ -2,7 +2,7 @@
 //! free cubes (MJCF), rollouts of the contact stepper with per-pair friction, the forward sensitivities of the
 //! cube positions w.r.t. (μ, m, ε, initial state) chained from `step_jacobians_with_contacts`, synthetic data
 //! from a different solver setting, and the Levenberg–Marquardt fit on a multi-step position loss.
-use crate::result::ExperimentError;
+use crate::result::{ExperimentError, ExperimentResult};
 use crate::stay_still::Lcg;
 use nalgebra::DMatrix;
 use torsion_model::io::mjcf::load_mjcf_str;
@@ -65,6 +65,11 @@ impl Scene {
         );
         let model = load_mjcf_str(&xml, "ncp_cubes.xml", None)?;
         Ok(Scene { model, two, mu_b, push, b_x, margin })
+    }
+
+    /// Cube A alone on the floor (no margin) under the fixed horizontal push `push` (N).
+    pub fn one_cube(push: [f64; 2]) -> Result<Self, ExperimentError> {
+        Scene::new(false, 1.0, 0.0, 0.0, push, 0.0)
     }
 
     pub fn nv(&self) -> usize {
@@ -254,6 +259,32 @@ fn set(p: &mut Phys, c: usize, v: f64) {
     }
 }
 
+/// `phys` (columns 0–2 with their scales) and the cube's initial planar state (columns 3–6, identity scale).
+pub fn with_init(phys: &[(usize, Param)]) -> Vec<(usize, Param)> {
+    phys.iter().copied().chain((3..NCOL).map(|c| (c, Param::Identity))).collect()
+}
+
+/// Settings text shared by the experiments: the data generator, the identification model, the optimiser.
+pub const DATA_DESC: &str = "cone, 100 staggered passes, tolerance 1e-10, Δt/4, every 4th state";
+pub const MODEL_DESC: &str = "cone, 10 staggered passes (tolerance 0), Δt, collision margin 0";
+pub fn lm_desc(iters: usize) -> String {
+    format!("Levenberg–Marquardt, ≤ {iters} steps, exact forward-mode Jacobians")
+}
+
+impl FitResult {
+    /// The LM history as (accepted step, ½‖r‖²) points.
+    pub fn loss_series(&self) -> Vec<(f64, f64)> {
+        self.history.iter().enumerate().map(|(i, c)| (i as f64, *c)).collect()
+    }
+}
+
+impl<'a> Fit<'a> {
+    /// The identification setting of the experiments: exact disk, 10 staggered passes.
+    pub fn cone(scene: &'a Scene, dt: f64, steps: usize, free: Vec<(usize, Param)>, base: Phys) -> Self {
+        Fit { scene, set: FrictionSet::Cone, dt, steps, n_step: 10, free, base }
+    }
+}
+
 impl Fit<'_> {
     fn phys(&self, z: &[f64]) -> Phys {
         let mut p = self.base.clone();
@@ -366,6 +397,30 @@ pub fn plot_panels(path: &std::path::Path, panels: &[Panel]) -> Result<(), Exper
     }
     root.present().map_err(perr)?;
     Ok(())
+}
+
+/// A loss-per-LM-step panel (log scale) of the runs in `series`.
+pub fn loss_panel(title: &str, series: Vec<(String, Vec<(f64, f64)>)>) -> Panel {
+    Panel {
+        title: title.into(), x_label: "accepted LM step".into(), y_label: "½‖r‖²".into(), log_y: true, series
+    }
+}
+
+/// The experiment's result, plotted as the one panel `panel`.
+pub fn one_panel_result(
+    name: &str,
+    metrics: serde_json::Value,
+    paper: serde_json::Value,
+    settings: serde_json::Value,
+    panel: Panel,
+) -> ExperimentResult {
+    ExperimentResult {
+        name: name.into(),
+        metrics,
+        paper,
+        settings,
+        plot: Box::new(move |p| plot_panels(p, std::slice::from_ref(&panel))),
+    }
 }
 
 /// A progress bar on stderr.

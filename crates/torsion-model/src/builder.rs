@@ -145,6 +145,20 @@ pub fn two_link_arm(l1: f64, l2: f64, mass: f64, gravity: Vec3, dt: f64) -> Resu
     b.build()
 }
 
+/// Test fixture for XPBD derivatives: [`two_link_arm`] (0.8 m, 0.5 m, 1 kg, gravity −9.8 y, Δt 10 ms) with thick
+/// links (the thin rods' 1000:1 inertia ratio makes finite differences ill-conditioned) and its maximal state at
+/// q = (0.4, −0.7) given an out-of-plane spin, so that the angular constraints are active (a planar state sits
+/// on the ‖c‖ = 0 non-smooth point, docs/gradients.md).
+pub fn spinning_thick_arm() -> (Model, crate::MaximalState) {
+    let mut m = two_link_arm(0.8, 0.5, 1.0, Vec3::new(0.0, -9.8, 0.0), 0.01).expect("two-link arm");
+    m.body_inertia[1] = Mat3::new(0.02, 0.001, 0.0, 0.001, 0.05, 0.002, 0.0, 0.002, 0.055);
+    m.body_inertia[2] = Mat3::new(0.01, 0.0, 0.001, 0.0, 0.025, 0.0, 0.001, 0.0, 0.03);
+    let mut s0 = m.state_at(&[0.4, -0.7]).expect("arm state");
+    s0.w[1] = Vec3::new(0.3, -0.2, 1.5);
+    s0.w[2] = Vec3::new(-0.4, 0.1, 0.5);
+    (m, s0)
+}
+
 /// A floating tree with every joint type, for tests and examples: free root, a damped ball joint, a prismatic
 /// joint, and a two-link revolute side branch (so that joints on different branches must not couple), full
 /// inertias, tilted frames, non-vertical gravity, a joint spring and armature on the side branch.

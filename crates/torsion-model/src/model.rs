@@ -245,21 +245,18 @@ impl Model {
     }
     /// Offset of each joint's entries in q and in v.
     pub fn joint_q_start(&self) -> Vec<usize> {
-        self.joint_type
-            .iter()
-            .scan(0, |o, t| {
-                let s = *o;
-                *o += t.nq();
-                Some(s)
-            })
-            .collect()
+        self.joint_offsets(JointType::nq)
     }
     pub fn joint_v_start(&self) -> Vec<usize> {
+        self.joint_offsets(JointType::dof)
+    }
+    /// Running sum of `size` over joints: the offset of each joint's block.
+    fn joint_offsets(&self, size: impl Fn(&JointType) -> usize) -> Vec<usize> {
         self.joint_type
             .iter()
             .scan(0, |o, t| {
                 let s = *o;
-                *o += t.dof();
+                *o += size(t);
                 Some(s)
             })
             .collect()

@@ -10,10 +10,11 @@ use torsion_dynamics::derivatives::{
     aba_derivatives as aba_d, aba_derivatives_passive, param_derivatives, rnea_derivatives as rnea_d,
 };
 use torsion_dynamics::passive::passive_forces as passive;
-use torsion_dynamics::{DynData, DynModel};
+use torsion_dynamics::{DynData, DynError, DynModel};
 use torsion_model::Model;
 
 type Arr<'py> = Bound<'py, PyArrayDyn<f64>>;
+type Obj<'py> = Bound<'py, PyAny>;
 
 fn dm(m: &Model) -> PyResult<(DynModel<f64>, DynData<f64>)> {
     guard(|| {
@@ -23,19 +24,38 @@ fn dm(m: &Model) -> PyResult<(DynModel<f64>, DynData<f64>)> {
     })
 }
 
-fn qva(
-    m: &Model,
-    q: &Bound<'_, PyAny>,
-    v: &Bound<'_, PyAny>,
-    w: &Bound<'_, PyAny>,
-    wn: &str,
-) -> PyResult<[Vec<f64>; 3]> {
+/// q (nq,), v (nv,) and a third vector `wn` (nv,) of the model.
+fn qva(m: &Model, q: &Obj<'_>, v: &Obj<'_>, w: &Obj<'_>, wn: &str) -> PyResult<[Vec<f64>; 3]> {
     Ok([vec1(q, "q", m.nq())?, vec1(v, "v", m.nv())?, vec1(w, wn, m.nv())?])
+}
+
+/// q (nq,) and v (nv,) of the model.
+fn qv(m: &Model, q: &Obj<'_>, v: &Obj<'_>) -> PyResult<(Vec<f64>, Vec<f64>)> {
+    Ok((vec1(q, "q", m.nq())?, vec1(v, "v", m.nv())?))
+}
+
+/// `f` on the model's dynamics model and a fresh data (panics guarded), returned as an array of its length.
+fn eval<'py>(
+    py: Python<'py>,
+    m: &Model,
+    f: impl FnOnce(&DynModel<f64>, &mut DynData<f64>) -> Result<Vec<f64>, DynError>,
+) -> PyResult<Arr<'py>> {
+    let (dm, mut d) = dm(m)?;
+    let r = guard(|| f(&dm, &mut d).map_err(dyn_err))?;
+    out(py, &[r.len()], r)
+}
+
+/// The three (nv, nv) blocks of a derivative result.
+fn blocks<'py>(
+    py: Python<'py>,
+    r: &torsion_dynamics::derivatives::Derivatives,
+) -> PyResult<(Arr<'py>, Arr<'py>, Arr<'py>)> {
+    Ok((out_mat(py, &r.d_dq)?, out_mat(py, &r.d_dv)?, out_mat(py, &r.d_dthird)?))
 }
 
 /// Joint-space inertia matrix M(q) (nv, nv).
 #[pyfunction]
-fn crba<'py>(py: Python<'py>, model: PyRef<'_, PyModel>, q: &Bound<'py, PyAny>) -> PyResult<Arr<'py>> {
+fn crba<'py>(py: Python<'py>, model: PyRef<'_, PyModel>, q: &Obj<'py>) -> PyResult<Arr<'py>> {
     let m = &model.inner;
     let q = vec1(q, "q", m.nq())?;
     let (dm, mut d) = dm(m)?;
@@ -48,15 +68,13 @@ fn crba<'py>(py: Python<'py>, model: PyRef<'_, PyModel>, q: &Bound<'py, PyAny>) 
 fn rnea<'py>(
     py: Python<'py>,
     model: PyRef<'_, PyModel>,
-    q: &Bound<'py, PyAny>,
-    v: &Bound<'py, PyAny>,
-    a: &Bound<'py, PyAny>,
+    q: &Obj<'py>,
+    v: &Obj<'py>,
+    a: &Obj<'py>,
 ) -> PyResult<Arr<'py>> {
     let m = &model.inner;
     let [q, v, a] = qva(m, q, v, a, "a")?;
-    let (dm, mut d) = dm(m)?;
-    let r = guard(|| torsion_dynamics::rnea(&dm, &q, &v, &a, &mut d).map_err(dyn_err))?;
-    out(py, &[r.len()], r)
+    eval(py, m, |dm, d| torsion_dynamics::rnea(dm, &q, &v, &a, d))
 }
 
 /// Forward dynamics q̈ = ABA(q, v, τ) (nv,); with `include_passive`, ABA(q, v, τ + passive_forces(q, v)).
@@ -65,48 +83,39 @@ fn rnea<'py>(
 fn aba<'py>(
     py: Python<'py>,
     model: PyRef<'_, PyModel>,
-    q: &Bound<'py, PyAny>,
-    v: &Bound<'py, PyAny>,
-    tau: &Bound<'py, PyAny>,
+    q: &Obj<'py>,
+    v: &Obj<'py>,
+    tau: &Obj<'py>,
     include_passive: bool,
 ) -> PyResult<Arr<'py>> {
     let m = &model.inner;
     let [q, v, mut t] = qva(m, q, v, tau, "tau")?;
-    let (dm, mut d) = dm(m)?;
-    let r = guard(|| {
+    eval(py, m, |dm, d| {
         if include_passive {
-            let p = passive(m, &q, &v).map_err(dyn_err)?;
+            let p = passive(m, &q, &v)?;
             t.iter_mut().zip(&p).for_each(|(a, b)| *a += b);
         }
-        torsion_dynamics::aba(&dm, &q, &v, &t, &mut d).map_err(dyn_err)
-    })?;
-    out(py, &[r.len()], r)
+        torsion_dynamics::aba(dm, &q, &v, &t, d)
+    })
 }
 
 /// Passive joint forces (nv,): viscous damping −d v and hinge / slide springs −k (q − springref), the model's
 /// `joint_damping`, `joint_stiffness`, `joint_springref`, and the inertia-box fluid forces when the model has a
 /// fluid density or viscosity (MuJoCo's qfrc_passive).
 #[pyfunction]
-fn passive_forces<'py>(
-    py: Python<'py>,
-    model: PyRef<'_, PyModel>,
-    q: &Bound<'py, PyAny>,
-    v: &Bound<'py, PyAny>,
-) -> PyResult<Arr<'py>> {
+fn passive_forces<'py>(py: Python<'py>, model: PyRef<'_, PyModel>, q: &Obj<'py>, v: &Obj<'py>) -> PyResult<Arr<'py>> {
     let m = &model.inner;
-    let (q, v) = (vec1(q, "q", m.nq())?, vec1(v, "v", m.nv())?);
+    let (q, v) = qv(m, q, v)?;
     let r = guard(|| passive(m, &q, &v).map_err(dyn_err))?;
     out(py, &[r.len()], r)
 }
 
 /// Generalized gravity g(q) = RNEA(q, 0, 0) (nv,).
 #[pyfunction]
-fn gravity<'py>(py: Python<'py>, model: PyRef<'_, PyModel>, q: &Bound<'py, PyAny>) -> PyResult<Arr<'py>> {
+fn gravity<'py>(py: Python<'py>, model: PyRef<'_, PyModel>, q: &Obj<'py>) -> PyResult<Arr<'py>> {
     let m = &model.inner;
     let q = vec1(q, "q", m.nq())?;
-    let (dm, mut d) = dm(m)?;
-    let r = guard(|| torsion_dynamics::gravity(&dm, &q, &mut d).map_err(dyn_err))?;
-    out(py, &[r.len()], r)
+    eval(py, m, |dm, d| torsion_dynamics::gravity(dm, &q, d))
 }
 
 /// Bias forces c(q, v) = RNEA(q, v, 0) (Coriolis, centrifugal, gravity) (nv,).
@@ -114,14 +123,12 @@ fn gravity<'py>(py: Python<'py>, model: PyRef<'_, PyModel>, q: &Bound<'py, PyAny
 fn nonlinear_effects<'py>(
     py: Python<'py>,
     model: PyRef<'_, PyModel>,
-    q: &Bound<'py, PyAny>,
-    v: &Bound<'py, PyAny>,
+    q: &Obj<'py>,
+    v: &Obj<'py>,
 ) -> PyResult<Arr<'py>> {
     let m = &model.inner;
-    let (q, v) = (vec1(q, "q", m.nq())?, vec1(v, "v", m.nv())?);
-    let (dm, mut d) = dm(m)?;
-    let r = guard(|| torsion_dynamics::nonlinear_effects(&dm, &q, &v, &mut d).map_err(dyn_err))?;
-    out(py, &[r.len()], r)
+    let (q, v) = qv(m, q, v)?;
+    eval(py, m, |dm, d| torsion_dynamics::nonlinear_effects(dm, &q, &v, d))
 }
 
 /// (∂τ/∂q, ∂τ/∂v, ∂τ/∂a) of RNEA, each (nv, nv); q in tangent coordinates.
@@ -129,14 +136,13 @@ fn nonlinear_effects<'py>(
 fn rnea_derivatives<'py>(
     py: Python<'py>,
     model: PyRef<'_, PyModel>,
-    q: &Bound<'py, PyAny>,
-    v: &Bound<'py, PyAny>,
-    a: &Bound<'py, PyAny>,
+    q: &Obj<'py>,
+    v: &Obj<'py>,
+    a: &Obj<'py>,
 ) -> PyResult<(Arr<'py>, Arr<'py>, Arr<'py>)> {
     let m = &model.inner;
     let [q, v, a] = qva(m, q, v, a, "a")?;
-    let r = guard(|| rnea_d(m, &q, &v, &a).map_err(dyn_err))?;
-    Ok((out_mat(py, &r.d_dq)?, out_mat(py, &r.d_dv)?, out_mat(py, &r.d_dthird)?))
+    blocks(py, &guard(|| rnea_d(m, &q, &v, &a).map_err(dyn_err))?)
 }
 
 /// (∂q̈/∂q, ∂q̈/∂v, ∂q̈/∂τ = M⁻¹) of ABA, each (nv, nv); q in tangent coordinates; `include_passive`: of
@@ -146,51 +152,61 @@ fn rnea_derivatives<'py>(
 fn aba_derivatives<'py>(
     py: Python<'py>,
     model: PyRef<'_, PyModel>,
-    q: &Bound<'py, PyAny>,
-    v: &Bound<'py, PyAny>,
-    tau: &Bound<'py, PyAny>,
+    q: &Obj<'py>,
+    v: &Obj<'py>,
+    tau: &Obj<'py>,
     include_passive: bool,
 ) -> PyResult<(Arr<'py>, Arr<'py>, Arr<'py>)> {
     let m = &model.inner;
     let [q, v, t] = qva(m, q, v, tau, "tau")?;
     let f = if include_passive { aba_derivatives_passive } else { aba_d };
-    let r = guard(|| f(m, &q, &v, &t).map_err(dyn_err))?;
-    Ok((out_mat(py, &r.d_dq)?, out_mat(py, &r.d_dv)?, out_mat(py, &r.d_dthird)?))
+    blocks(py, &guard(|| f(m, &q, &v, &t).map_err(dyn_err))?)
 }
 
-/// ∂RNEA/∂θ (nv, k) w.r.t. the named parameters (masses, inertias, joint anchors).
-#[pyfunction]
-fn rnea_param_derivatives<'py>(
+/// ∂RNEA/∂θ (`aba` false) or ∂ABA/∂θ (`aba` true), (nv, k), w.r.t. the named parameters.
+fn param_jacobian<'py>(
     py: Python<'py>,
-    model: PyRef<'_, PyModel>,
-    q: &Bound<'py, PyAny>,
-    v: &Bound<'py, PyAny>,
-    a: &Bound<'py, PyAny>,
-    param_names: Vec<String>,
+    m: &Model,
+    [q, v, w]: [Vec<f64>; 3],
+    param_names: &[String],
+    aba: bool,
 ) -> PyResult<Arr<'py>> {
-    let m = &model.inner;
-    let [q, v, a] = qva(m, q, v, a, "a")?;
-    let sel = selection(m, Some(&param_names))?;
-    let r = guard(|| param_derivatives(m, &q, &v, &a, &sel, false).map_err(dyn_err))?;
+    let sel = selection(m, Some(param_names))?;
+    let r = guard(|| param_derivatives(m, &q, &v, &w, &sel, aba).map_err(dyn_err))?;
     out_mat(py, &r)
 }
 
-/// ∂ABA/∂θ (nv, k) w.r.t. the named parameters (masses, inertias, joint anchors).
-#[pyfunction]
-fn aba_param_derivatives<'py>(
-    py: Python<'py>,
-    model: PyRef<'_, PyModel>,
-    q: &Bound<'py, PyAny>,
-    v: &Bound<'py, PyAny>,
-    tau: &Bound<'py, PyAny>,
-    param_names: Vec<String>,
-) -> PyResult<Arr<'py>> {
-    let m = &model.inner;
-    let [q, v, t] = qva(m, q, v, tau, "tau")?;
-    let sel = selection(m, Some(&param_names))?;
-    let r = guard(|| param_derivatives(m, &q, &v, &t, &sel, true).map_err(dyn_err))?;
-    out_mat(py, &r)
+/// `#[pyfunction] name(model, q, v, w, param_names)`: [`param_jacobian`] of RNEA (`aba` false, w = a) or ABA
+/// (true, w = tau).
+macro_rules! param_jacobian_fn {
+    ($name:ident, $w:ident, $aba:literal, $doc:literal) => {
+        #[doc = $doc]
+        #[pyfunction]
+        fn $name<'py>(
+            py: Python<'py>,
+            model: PyRef<'_, PyModel>,
+            q: &Obj<'py>,
+            v: &Obj<'py>,
+            $w: &Obj<'py>,
+            param_names: Vec<String>,
+        ) -> PyResult<Arr<'py>> {
+            let m = &model.inner;
+            param_jacobian(py, m, qva(m, q, v, $w, stringify!($w))?, &param_names, $aba)
+        }
+    };
 }
+param_jacobian_fn!(
+    rnea_param_derivatives,
+    a,
+    false,
+    " ∂RNEA/∂θ (nv, k) w.r.t. the named parameters (masses, inertias, joint anchors)."
+);
+param_jacobian_fn!(
+    aba_param_derivatives,
+    tau,
+    true,
+    " ∂ABA/∂θ (nv, k) w.r.t. the named parameters (masses, inertias, joint anchors)."
+);
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(crba, m)?)?;

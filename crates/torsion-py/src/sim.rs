@@ -22,6 +22,29 @@ fn dt_of(m: &Model, dt: Option<f64>) -> PyResult<f64> {
     Ok(dt)
 }
 
+/// A flat state x (state_dim,) and a control row u (control_dim,), checked.
+fn state_and_control<S: Codec>(
+    s: &S,
+    m: &Model,
+    x: &Bound<'_, PyAny>,
+    u: &Bound<'_, PyAny>,
+) -> PyResult<(S::State, Control)>
+where
+    S::State: Send,
+{
+    Ok((state_vec(s, m, x, "x")?, Control::from_torques(&vec1(u, "u", s.control_dim(m))?)))
+}
+
+/// The parameters of the Jacobians' C: the named ones (default none).
+fn jacobian_selection(m: &Model, names: Option<&[String]>) -> PyResult<ParamSelection> {
+    selection(m, Some(names.unwrap_or(&[])))
+}
+
+/// `t_len` controls from the rows of a flat (t_len, nu) array.
+fn control_rows(us: &[f64], t_len: usize, nu: usize) -> Vec<Control> {
+    (0..t_len).map(|t| Control::from_torques(&us[t * nu..(t + 1) * nu])).collect()
+}
+
 /// Run `f` with the solver's cached workspace for this model (built on first use; a fresh one if the cache is
 /// busy in another thread).
 fn with_ws<S: Codec, R>(
@@ -117,8 +140,7 @@ fn step<'py>(
     let m = &model.inner;
     let dt = dt_of(m, dt)?;
     dispatch!(solver_ref(solver)?, |s, c| {
-        let st = state_vec(s, m, x, "x")?;
-        let u = Control::from_torques(&vec1(u, "u", s.control_dim(m))?);
+        let (st, u) = state_and_control(s, m, x, u)?;
         let mut o = st.clone();
         with_ws(s, c, &model, |ws| guard(|| s.step(m, &st, &u, dt, &mut o, ws, None).map_err(solver_err)))?;
         let mut v = vec![0.0; s.state_dim(m)];
@@ -271,7 +293,7 @@ fn rollout_vjp<'py>(
         let (_, xs) = mat2(states, "states", Some(t_len + 1), n)?;
         let (_, gs) = mat2(dloss_dstates, "dloss_dstates", Some(t_len + 1), n)?;
         let mut st: Vec<_> = xs.chunks(n.max(1)).take(t_len + 1).map(|r| s.decode(m, r)).collect();
-        let ctl: Vec<Control> = (0..t_len).map(|t| Control::from_torques(&us[t * nu..(t + 1) * nu])).collect();
+        let ctl = control_rows(&us, t_len, nu);
         let g = py.detach(|| {
             guard(|| {
                 rewarm(s, m, &mut st, &ctl, dt).map_err(solver_err)?;
@@ -310,10 +332,9 @@ fn step_jacobians<'py>(
 ) -> PyResult<Abc<'py>> {
     let m = &model.inner;
     let dt = dt_of(m, dt)?;
-    let sel = selection(m, Some(param_names.as_deref().unwrap_or(&[])))?;
+    let sel = jacobian_selection(m, param_names.as_deref())?;
     dispatch!(solver_ref(solver)?, |s, _c| {
-        let st = state_vec(s, m, x, "x")?;
-        let u = Control::from_torques(&vec1(u, "u", s.control_dim(m))?);
+        let (st, u) = state_and_control(s, m, x, u)?;
         let j = py.detach(|| guard(|| s.step_jacobians(m, &st, &u, dt, &sel).map_err(solver_err)))?;
         Ok((crate::arrays::out_mat(py, &j.a)?, crate::arrays::out_mat(py, &j.b)?, crate::arrays::out_mat(py, &j.c)?))
     })
@@ -335,7 +356,7 @@ fn trajectory_jacobians<'py>(
 ) -> PyResult<Abc<'py>> {
     let m = &model.inner;
     let dt = dt_of(m, dt)?;
-    let sel = selection(m, Some(param_names.as_deref().unwrap_or(&[])))?;
+    let sel = jacobian_selection(m, param_names.as_deref())?;
     dispatch!(solver_ref(solver)?, |s, _c| {
         let (n, nu, nt) = (s.state_dim(m), s.control_dim(m), s.tangent_dim(m));
         let (t_len, us) = mat2(controls, "controls", None, nu)?;
@@ -348,7 +369,7 @@ fn trajectory_jacobians<'py>(
             )));
         }
         let mut st: Vec<_> = (0..rows).map(|t| s.decode(m, &xs[t * n..(t + 1) * n])).collect();
-        let ctl: Vec<Control> = (0..t_len).map(|t| Control::from_torques(&us[t * nu..(t + 1) * nu])).collect();
+        let ctl = control_rows(&us, t_len, nu);
         let js = py.detach(|| {
             guard(|| {
                 // each step from the warm start it had in the rollout, then the steps in parallel
@@ -384,8 +405,7 @@ fn bench_step_rust(
     let m = &model.inner;
     let dt = dt_of(m, dt)?;
     dispatch!(solver_ref(solver)?, |s, _c| {
-        let st = state_vec(s, m, x, "x")?;
-        let u = Control::from_torques(&vec1(u, "u", s.control_dim(m))?);
+        let (st, u) = state_and_control(s, m, x, u)?;
         let mut ws = s.workspace(m).map_err(solver_err)?;
         let mut o = st.clone();
         guard(|| {

@@ -158,8 +158,43 @@ where
     })
 }
 
+/// The `#[pymethods]` block of a solver class: `extra` (its constructor, getters, `initial_state`, ...) and the
+/// shared dimension and tangent-space methods. `generalized` adds the [q, v] `initial_state` of the
+/// generalized-coordinate solvers.
 macro_rules! solver_methods {
+    ($ty:ty, generalized, { $($extra:tt)* }) => {
+        solver_methods!($ty, {
+            $($extra)*
+            /// [q, v] with q (default: the model's reference configuration) and v (default 0).
+            #[pyo3(signature = (model, q=None, v=None))]
+            fn initial_state<'py>(
+                &self,
+                py: Python<'py>,
+                model: PyRef<'_, PyModel>,
+                q: Option<&Bound<'py, PyAny>>,
+                v: Option<&Bound<'py, PyAny>>,
+            ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+                let m = &model.inner;
+                let mut o = match q {
+                    Some(q) => vec1(q, "q", m.nq())?,
+                    None => m.neutral_q(),
+                };
+                match v {
+                    Some(v) => o.extend(vec1(v, "v", m.nv())?),
+                    None => o.extend(std::iter::repeat_n(0.0, m.nv())),
+                }
+                out(py, &[o.len()], o)
+            }
+        });
+    };
     ($ty:ty, { $($extra:tt)* }) => {
+        solver_methods!(@tangent $ty, { $($extra)* }, [
+            (retract, d, 0, " x ⊕ d: move a state along a tangent vector d (tangent_dim,)"),
+            (local_diff, other, 1, " other ⊖ x in tangent coordinates (inverse of retract to first order)"),
+            (grad_to_tangent, g, 2, " an ambient state gradient (state_dim,) at x → the tangent gradient (tangent_dim,)"),
+        ]);
+    };
+    (@tangent $ty:ty, { $($extra:tt)* }, [$(($name:ident, $arg:ident, $op:literal, $doc:literal),)*]) => {
         #[pymethods]
         impl $ty {
             $($extra)*
@@ -175,39 +210,19 @@ macro_rules! solver_methods {
             fn control_dim(&self, model: PyRef<'_, PyModel>) -> usize {
                 self.solver.control_dim(&model.inner)
             }
-            /// x ⊕ d: move a state along a tangent vector d (tangent_dim,)
-            fn retract<'py>(
-                &self,
-                py: Python<'py>,
-                model: PyRef<'_, PyModel>,
-                x: &Bound<'py, PyAny>,
-                d: &Bound<'py, PyAny>,
-            ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
-                let v = tangent_ops(&self.solver, &model.inner, x, d, 0)?;
-                out(py, &[v.len()], v)
-            }
-            /// other ⊖ x in tangent coordinates (inverse of retract to first order)
-            fn local_diff<'py>(
-                &self,
-                py: Python<'py>,
-                model: PyRef<'_, PyModel>,
-                x: &Bound<'py, PyAny>,
-                other: &Bound<'py, PyAny>,
-            ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
-                let v = tangent_ops(&self.solver, &model.inner, x, other, 1)?;
-                out(py, &[v.len()], v)
-            }
-            /// an ambient state gradient (state_dim,) at x → the tangent gradient (tangent_dim,)
-            fn grad_to_tangent<'py>(
-                &self,
-                py: Python<'py>,
-                model: PyRef<'_, PyModel>,
-                x: &Bound<'py, PyAny>,
-                g: &Bound<'py, PyAny>,
-            ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
-                let v = tangent_ops(&self.solver, &model.inner, x, g, 2)?;
-                out(py, &[v.len()], v)
-            }
+            $(
+                #[doc = $doc]
+                fn $name<'py>(
+                    &self,
+                    py: Python<'py>,
+                    model: PyRef<'_, PyModel>,
+                    x: &Bound<'py, PyAny>,
+                    $arg: &Bound<'py, PyAny>,
+                ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+                    let v = tangent_ops(&self.solver, &model.inner, x, $arg, $op)?;
+                    out(py, &[v.len()], v)
+                }
+            )*
         }
     };
 }
@@ -323,7 +338,7 @@ solver_methods!(PyXpbd, {
     }
 });
 
-solver_methods!(PyFeatherstone, {
+solver_methods!(PyFeatherstone, generalized, {
     /// Semi-implicit Euler in generalized coordinates (ABA; implicit joint damping when `joint_damping`).
     #[new]
     #[pyo3(signature = (joint_damping=true))]
@@ -337,32 +352,12 @@ solver_methods!(PyFeatherstone, {
     fn joint_damping(&self) -> bool {
         self.solver.options.joint_damping
     }
-    /// [q, v] with q (default: the model's reference configuration) and v (default 0).
-    #[pyo3(signature = (model, q=None, v=None))]
-    fn initial_state<'py>(
-        &self,
-        py: Python<'py>,
-        model: PyRef<'_, PyModel>,
-        q: Option<&Bound<'py, PyAny>>,
-        v: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
-        let m = &model.inner;
-        let mut o = match q {
-            Some(q) => vec1(q, "q", m.nq())?,
-            None => m.neutral_q(),
-        };
-        match v {
-            Some(v) => o.extend(vec1(v, "v", m.nv())?),
-            None => o.extend(std::iter::repeat_n(0.0, m.nv())),
-        }
-        out(py, &[o.len()], o)
-    }
     fn __repr__(&self) -> String {
         format!("FeatherstoneSolver(joint_damping={})", self.solver.options.joint_damping)
     }
 });
 
-solver_methods!(PyNcp, {
+solver_methods!(PyNcp, generalized, {
     /// Velocity-level frictional contact by staggered projections (spec 001): collision detection from the
     /// model's shapes, an ADMM QP (normal impulses) and QCQP (exact Coulomb disk, or a pyramid), `n_step`
     /// passes, Newton restitution, optional Baumgarte gain (1/s), speculative contact margin (m). A pair's
@@ -419,26 +414,6 @@ solver_methods!(PyNcp, {
             FrictionSet::BoxPyramid => "box",
             FrictionSet::DiamondPyramid => "diamond",
         }
-    }
-    /// [q, v] with q (default: the model's reference configuration) and v (default 0).
-    #[pyo3(signature = (model, q=None, v=None))]
-    fn initial_state<'py>(
-        &self,
-        py: Python<'py>,
-        model: PyRef<'_, PyModel>,
-        q: Option<&Bound<'py, PyAny>>,
-        v: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
-        let m = &model.inner;
-        let mut o = match q {
-            Some(q) => vec1(q, "q", m.nq())?,
-            None => m.neutral_q(),
-        };
-        match v {
-            Some(v) => o.extend(vec1(v, "v", m.nv())?),
-            None => o.extend(std::iter::repeat_n(0.0, m.nv())),
-        }
-        out(py, &[o.len()], o)
     }
     fn __repr__(&self) -> String {
         let o = &self.solver.options;

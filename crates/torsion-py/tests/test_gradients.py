@@ -27,12 +27,17 @@ def weights(shape, seed=1):
     return np.random.default_rng(seed).standard_normal(shape)
 
 
-def test_rollout_vjp_controls_and_params(tl, solver):
-    arm = tl
+def weighted_rollout(arm, solver):
+    """x0, controls, the rollout's states and random loss weights w (L = sum(w * states))."""
     x0 = moving_state(arm, solver, Q0)
     u = controls(T, 3)
     xs = torsion.rollout(arm, solver, x0, u)
-    w = weights(xs.shape)
+    return x0, u, xs, weights(xs.shape)
+
+
+def test_rollout_vjp_controls_and_params(tl, solver):
+    arm = tl
+    x0, u, xs, w = weighted_rollout(arm, solver)
     loss = lambda m, x, uu: float(np.sum(w * torsion.rollout(m, solver, x, uu)))
     g = torsion.rollout_vjp(arm, solver, xs, u, w, param_names=PARAMS)
     assert g.param_names == PARAMS
@@ -45,10 +50,7 @@ def test_rollout_vjp_controls_and_params(tl, solver):
 
 def test_rollout_vjp_initial_state_tangent(tl, solver):
     arm = tl
-    x0 = moving_state(arm, solver, Q0)
-    u = controls(T, 3)
-    xs = torsion.rollout(arm, solver, x0, u)
-    w = weights(xs.shape)
+    x0, u, xs, w = weighted_rollout(arm, solver)
     g = torsion.rollout_vjp(arm, solver, xs, u, w)
     f = lambda d: float(np.sum(w * torsion.rollout(arm, solver, solver.retract(arm, x0, d), u)))
     num = fd(f, np.zeros(solver.tangent_dim(arm)), 1e-6)
@@ -59,10 +61,7 @@ def test_rollout_vjp_initial_state_tangent(tl, solver):
 def test_featherstone_x0_ambient(tl):
     arm = tl
     s = torsion.FeatherstoneSolver()
-    x0 = moving_state(arm, s, Q0)
-    u = controls(T, 3)
-    xs = torsion.rollout(arm, s, x0, u)
-    w = weights(xs.shape)
+    x0, u, xs, w = weighted_rollout(arm, s)
     g = torsion.rollout_vjp(arm, s, xs, u, w)
     num = fd(lambda x: float(np.sum(w * torsion.rollout(arm, s, x, u))), x0, 1e-6)
     report("featherstone dL/dx0 (ambient)", rel_err(g.x0, num))
@@ -140,10 +139,7 @@ def test_featherstone_selected_params_path_matches_full(tl):
     """rollout_vjp for a parameter subset (per-step Jacobians, selected parameters only) equals the full-table
     adjoint (DiffSolver::step_vjp) restricted to the subset."""
     s = torsion.FeatherstoneSolver()
-    x0 = moving_state(tl, s, Q0)
-    u = controls(T, 3)
-    xs = torsion.rollout(tl, s, x0, u)
-    w = weights(xs.shape)
+    x0, u, xs, w = weighted_rollout(tl, s)
     fast = torsion.rollout_vjp(tl, s, xs, u, w, param_names=PARAMS)
     full = torsion.rollout_vjp(tl, s, xs, u, w)
     idx = [full.param_names.index(n) for n in PARAMS]
@@ -156,10 +152,7 @@ def test_xpbd_x0_ambient_dynamic_bodies(tl):
     """The ambient x0 gradient (quaternion components included, no renormalisation) of the dynamic bodies;
     fixed bodies are constants of the step, their entries hold only the loss's direct term."""
     s = torsion.XpbdSolver()
-    x0 = moving_state(tl, s, Q0)
-    u = controls(T, 3)
-    xs = torsion.rollout(tl, s, x0, u)
-    w = weights(xs.shape)
+    x0, u, xs, w = weighted_rollout(tl, s)
     g = torsion.rollout_vjp(tl, s, xs, u, w)
     num = fd(lambda x: float(np.sum(w * torsion.rollout(tl, s, x, u))), x0, 1e-6).ravel()
     dyn = np.concatenate([13 * k + np.arange(13) for k in tl.body_dynamic])

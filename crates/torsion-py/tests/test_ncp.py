@@ -34,17 +34,23 @@ def test_box_lands_slides_and_stops(box):
     assert 0.1 < xs[-1, 0] < 0.5
 
 
+def pushed_slide(m, s):
+    """The box sliding at 1.5 m/s under a 1 N push for 12 steps: x0, controls, states, dL/dstates of L = final x."""
+    x0 = s.initial_state(m, q=[0, 0, 0.0999, 1, 0, 0, 0], v=[0, 0, 0, 1.5, 0, 0])
+    u = np.zeros((12, 6))
+    u[:, 3] = 1.0
+    xs = torsion.rollout(m, s, x0, u)
+    dl = np.zeros_like(xs)
+    dl[-1, 0] = 1.0
+    return x0, u, xs, dl
+
+
 @pytest.mark.parametrize("gradient", ["auto", "cascade"])
 def test_sliding_gradient_matches_finite_differences(box, gradient):
     # four corners sliding: the impulses are redundant, so 'auto' takes the cascade (the fixed point's
     # minimum-norm sharing of λ_n differs from the executed passes' by ~4e-5 here, docs/gradients.md)
     s = torsion.NcpSolver(gradient=gradient)
-    x0 = s.initial_state(box, q=[0, 0, 0.0999, 1, 0, 0, 0], v=[0, 0, 0, 1.5, 0, 0])
-    u = np.zeros((12, 6))
-    u[:, 3] = 1.0
-    xs = torsion.rollout(box, s, x0, u)
-    dl = np.zeros_like(xs)
-    dl[-1, 0] = 1.0  # L = final x
+    x0, u, xs, dl = pushed_slide(box, s)
     g = torsion.rollout_vjp(box, s, xs, u, dl, param_names=[])
     f = lambda uu: torsion.rollout(box, s, x0, uu.reshape(u.shape))[-1, 0]
     h = 1e-6
@@ -84,12 +90,7 @@ def test_friction_parameter_gradient_matches_finite_differences(box):
     # the box's friction (0.4) is the larger: it sets the pair's μ, the floor's has no effect
     m = box.with_params(["shape_friction[box]"], [0.4])
     s = torsion.NcpSolver()
-    x0 = s.initial_state(m, q=[0, 0, 0.0999, 1, 0, 0, 0], v=[0, 0, 0, 1.5, 0, 0])
-    u = np.zeros((12, 6))
-    u[:, 3] = 1.0
-    xs = torsion.rollout(m, s, x0, u)
-    dl = np.zeros_like(xs)
-    dl[-1, 0] = 1.0  # L = final x
+    x0, u, xs, dl = pushed_slide(m, s)
     names = ["shape_friction[box]", "shape_friction[floor]"]
     g = torsion.rollout_vjp(m, s, xs, u, dl, param_names=names)
     f = lambda mu: torsion.rollout(m.with_params(["shape_friction[box]"], [mu]), s, x0, u)[-1, 0]

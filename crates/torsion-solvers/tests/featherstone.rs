@@ -1,5 +1,7 @@
 //! The semi-implicit Featherstone stepper: transition Jacobians (A, B, C) and the step VJP against central
 //! finite differences on the manifold (free, ball, prismatic and revolute joints), and a rollout gradient.
+mod common;
+use common::fd_params;
 use torsion_diff::{fd_jacobian, gradcheck, rel_err, rollout, rollout_vjp};
 use torsion_model::{Control, Model, ParamSelection};
 use torsion_solvers::{DiffSolver, FeatherstoneSolver, GenState, Solver};
@@ -38,17 +40,7 @@ fn jacobians_and_vjp_match_finite_differences() {
         m.nv(),
         1e-6,
     );
-    let theta = m.param_vector();
-    let fc = fd_jacobian(
-        |d| {
-            let mut mm = m.clone();
-            let th: Vec<f64> = theta.iter().zip(d).map(|(a, b)| a + b).collect();
-            mm.params_set(&sel, &th).unwrap();
-            solver.local_diff(&m, &base, &next(&mm, &s0, &u))
-        },
-        sel.len(),
-        1e-7,
-    );
+    let fc = fd_params(&m, &sel, |mm| solver.local_diff(&m, &base, &next(mm, &s0, &u)));
     let (ea, eb, ec) = (
         rel_err(jac.a.as_slice(), fa.as_slice()),
         rel_err(jac.b.as_slice(), fb.as_slice()),

@@ -9,21 +9,25 @@ use torsion_solvers::ncp::{NcpOptions, NcpSolver};
 use torsion_solvers::GenState;
 use torsion_solvers::Solver;
 
+/// A floor and free bodies (name, height, MJCF geom attributes), each with a geom of its name; friction μ on all.
+fn floor_model(model: &str, mu: f64, bodies: &[(&str, f64, String)]) -> Model {
+    let friction = format!(r#"friction="{mu} 0.005 0.0001""#);
+    let bodies: String = bodies
+        .iter()
+        .map(|(name, z, geom)| {
+            format!(r#"<body name="{name}" pos="0 0 {z}"><freejoint/><geom name="{name}" {geom} {friction}/></body>"#)
+        })
+        .collect();
+    let xml = format!(
+        r#"<mujoco model="{model}"><option gravity="0 0 -9.81"/><worldbody>
+<geom name="floor" type="plane" size="5 5 0.1" {friction}/>{bodies}</worldbody></mujoco>"#
+    );
+    load_mjcf_str(&xml, &format!("{model}.xml"), None).unwrap()
+}
+
 /// A floor and one free body with the given MJCF geom (friction μ on both, restitution ε by parameter).
 fn scene(geom: &str, mu: f64, eps: f64) -> Model {
-    let xml = format!(
-        r#"<mujoco model="energy">
-  <option gravity="0 0 -9.81"/>
-  <worldbody>
-    <geom name="floor" type="plane" size="5 5 0.1" friction="{mu} 0.005 0.0001"/>
-    <body name="obj" pos="0 0 1">
-      <freejoint/>
-      <geom name="obj" {geom} friction="{mu} 0.005 0.0001"/>
-    </body>
-  </worldbody>
-</mujoco>"#
-    );
-    let mut m = load_mjcf_str(&xml, "energy.xml", None).unwrap();
+    let mut m = floor_model("energy", mu, &[("obj", 1.0, geom.to_string())]);
     m.param_set_by_name("shape_restitution[floor]", eps).unwrap();
     m
 }
@@ -267,24 +271,11 @@ fn bouncing_spinning_bodies_stay_bounded() {
 /// A ball above a box resting on the floor; the ball's, the box's and the floor's restitution given by parameter
 /// (a pair's ε is the larger of its two shapes'), friction μ on all three.
 fn stacked(ball_r: f64, box_h: [f64; 3], mu: f64, eps: [f64; 3]) -> Model {
-    let xml = format!(
-        r#"<mujoco model="stacked">
-  <option gravity="0 0 -9.81"/>
-  <worldbody>
-    <geom name="floor" type="plane" size="5 5 0.1" friction="{mu} 0.005 0.0001"/>
-    <body name="box" pos="0 0 1">
-      <freejoint/>
-      <geom name="box" type="box" size="{} {} {}" friction="{mu} 0.005 0.0001"/>
-    </body>
-    <body name="ball" pos="0 0 2">
-      <freejoint/>
-      <geom name="ball" type="sphere" size="{ball_r}" friction="{mu} 0.005 0.0001"/>
-    </body>
-  </worldbody>
-</mujoco>"#,
-        box_h[0], box_h[1], box_h[2]
-    );
-    let mut m = load_mjcf_str(&xml, "stacked.xml", None).unwrap();
+    let bodies = [
+        ("box", 1.0, format!(r#"type="box" size="{} {} {}""#, box_h[0], box_h[1], box_h[2])),
+        ("ball", 2.0, format!(r#"type="sphere" size="{ball_r}""#)),
+    ];
+    let mut m = floor_model("stacked", mu, &bodies);
     for (name, e) in ["floor", "box", "ball"].iter().zip(eps) {
         m.param_set_by_name(&format!("shape_restitution[{name}]"), e).unwrap();
     }

@@ -2,11 +2,13 @@
 //! against central finite differences of the step itself, away from contact-mode switches: a box sliding on
 //! four corners (A, B, the box mass, μ), a box landing with restitution and slip (A, B, ε, μ), and a two-box
 //! impact with friction.
+mod common;
+use common::{add_free_body, floor_frame, free_boxes};
 use nalgebra::DMatrix;
 use torsion_diff::rel_err;
 use torsion_math::{Mat3, Quat, Vec3};
-use torsion_model::builder::{JointDesc, ModelBuilder};
-use torsion_model::{JointType, Model, ParamSelection};
+use torsion_model::builder::ModelBuilder;
+use torsion_model::{Model, ParamSelection};
 use torsion_solvers::ncp::{ContactFrame, NcpOptions, NcpSolver};
 use torsion_solvers::GenState;
 use torsion_solvers::{DiffSolver, FeatherstoneSolver};
@@ -14,17 +16,9 @@ use torsion_solvers::{DiffSolver, FeatherstoneSolver};
 const HE: f64 = 0.1;
 const DT: f64 = 0.01;
 
+/// Free cubes of half-extent HE, box k of mass 2 + k.
 fn boxes(n: usize, gravity: Vec3) -> Model {
-    let mut b = ModelBuilder::new("boxes").gravity(gravity).dt(DT);
-    let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
-    for k in 0..n {
-        let m = 2.0 + k as f64;
-        let bx = b.add_body(&format!("box{k}"), m, Mat3::from_diagonal_element(m * 4.0 * HE * HE / 6.0));
-        let mut j = JointDesc::hinge(&format!("free{k}"), w, bx, Vec3::zeros(), Vec3::zeros(), Vec3::z());
-        j.kind = JointType::Free;
-        b.add_joint(j);
-    }
-    b.build().unwrap()
+    free_boxes(n, gravity, DT, HE, |k| 2.0 + k as f64)
 }
 
 /// Three material points of box 0's bottom face, a triangle around the COM's projection, as contacts with the
@@ -40,22 +34,7 @@ fn bottom_points(m: &Model, s: &GenState, mu: f64, eps: f64, pts: &[(f64, f64)])
     let (x, r) = m.forward_kinematics(&s.q).unwrap()[1];
     pts.iter()
         .enumerate()
-        .map(|(i, c)| {
-            let p = x + r.rotate(&Vec3::new(c.0 * HE, c.1 * HE, -HE));
-            ContactFrame {
-                body_a: 1,
-                body_b: 0,
-                point: p,
-                normal: Vec3::z(),
-                tangents: [Vec3::x(), Vec3::y()],
-                distance: p.z,
-                mu,
-                restitution: eps,
-                shapes: None,
-                id: i as u64,
-                radius: [0.0; 2],
-            }
-        })
+        .map(|(i, c)| floor_frame(1, x + r.rotate(&Vec3::new(c.0 * HE, c.1 * HE, -HE)), mu, eps, i as u64))
         .collect()
 }
 
@@ -76,6 +55,57 @@ fn fd_columns(
         }
     }
     out
+}
+
+/// One contact step from `st` with the contacts `c` (a fresh workspace).
+fn contact_step(solver: &NcpSolver, m: &Model, st: &GenState, u: &[f64], c: &[ContactFrame]) -> GenState {
+    let mut w = solver.contact_workspace(m).unwrap();
+    let mut o = st.clone();
+    solver.step_with_contacts(m, &mut w, st, u, DT, c, &mut o).unwrap();
+    o
+}
+
+/// Central differences of a step from `s` (result `next`) in the tangent coordinates of `m`.
+struct Fd<'a> {
+    fs: &'a FeatherstoneSolver,
+    m: &'a Model,
+    s: &'a GenState,
+    next: &'a GenState,
+}
+
+impl Fd<'_> {
+    fn columns(&self, n: usize, next: impl FnMut(usize, f64) -> GenState) -> DMatrix<f64> {
+        fd_columns(self.next, n, next, |a, b| self.fs.local_diff(self.m, a, b))
+    }
+    /// ∂x'/∂x: `step` from s ⊕ h e_k
+    fn state(&self, step: impl Fn(&GenState) -> GenState) -> DMatrix<f64> {
+        let n = 2 * self.m.nv();
+        self.columns(n, |k, h| {
+            let mut d = vec![0.0; n];
+            d[k] = h;
+            step(&self.fs.retract(self.m, self.s, &d))
+        })
+    }
+    /// ∂x'/∂u: `step` with u + h e_k
+    fn controls(&self, u: &[f64], step: impl Fn(&[f64]) -> GenState) -> DMatrix<f64> {
+        self.columns(u.len(), |k, h| {
+            let mut uu = u.to_vec();
+            uu[k] += h;
+            step(&uu)
+        })
+    }
+    /// ∂x'/∂(mass of body 1): `step` on the model with that mass + h
+    fn mass(&self, step: impl Fn(&Model) -> GenState) -> DMatrix<f64> {
+        self.columns(1, |_, h| {
+            let mut mm = self.m.clone();
+            mm.body_mass[1] += h;
+            step(&mm)
+        })
+    }
+    /// ∂x'/∂p of a scalar p: `step(h)` at p + h
+    fn scalar(&self, step: impl Fn(f64) -> GenState) -> DMatrix<f64> {
+        self.columns(1, |_, h| step(h))
+    }
 }
 
 fn check(name: &str, an: &DMatrix<f64>, fd: &DMatrix<f64>) {
@@ -112,47 +142,13 @@ fn sliding_box_jacobians_match_finite_differences() {
     let c = floor(&m, &s, mu, eps);
     let (jac, next, rep) = solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &c, &sel).unwrap();
     assert!(rep.lambda_n.iter().sum::<f64>() > 0.0, "in contact");
-    let step = |st: &GenState, uu: &[f64], mm: &Model, mu: f64| {
-        let mut w = solver.contact_workspace(mm).unwrap();
-        let mut o = st.clone();
-        solver.step_with_contacts(mm, &mut w, st, uu, DT, &floor(mm, st, mu, eps), &mut o).unwrap();
-        o
-    };
-    let local = |a: &GenState, b: &GenState| fs.local_diff(&m, a, b);
-    let fa = fd_columns(
-        &next,
-        12,
-        |k, h| {
-            let mut d = vec![0.0; 12];
-            d[k] = h;
-            step(&fs.retract(&m, &s, &d), &u, &m, mu)
-        },
-        local,
-    );
-    check("sliding A", &jac.a, &fa);
-    let fb = fd_columns(
-        &next,
-        6,
-        |k, h| {
-            let mut uu = u;
-            uu[k] += h;
-            step(&s, &uu, &m, mu)
-        },
-        local,
-    );
-    check("sliding B", &jac.b, &fb);
-    let fmass = fd_columns(
-        &next,
-        1,
-        |_, h| {
-            let mut mm = m.clone();
-            mm.body_mass[1] += h;
-            step(&s, &u, &mm, mu)
-        },
-        local,
-    );
-    check("sliding ∂/∂mass", &jac.c, &fmass);
-    let fmu = fd_columns(&next, 1, |_, h| step(&s, &u, &m, mu + h), local);
+    let step =
+        |st: &GenState, uu: &[f64], mm: &Model, mu: f64| contact_step(&solver, mm, st, uu, &floor(mm, st, mu, eps));
+    let fd = Fd { fs: &fs, m: &m, s: &s, next: &next };
+    check("sliding A", &jac.a, &fd.state(|st| step(st, &u, &m, mu)));
+    check("sliding B", &jac.b, &fd.controls(&u, |uu| step(&s, uu, &m, mu)));
+    check("sliding ∂/∂mass", &jac.c, &fd.mass(|mm| step(&s, &u, mm, mu)));
+    let fmu = fd.scalar(|h| step(&s, &u, &m, mu + h));
     let dmu = DMatrix::from_fn(12, 1, |r, _| jac.d_mu.row(r).sum());
     check("sliding ∂/∂μ", &dmu, &fmu);
 }
@@ -177,27 +173,12 @@ fn landing_box_jacobians_match_finite_differences() {
         let lt = rep.lambda_t[2 * k].hypot(rep.lambda_t[2 * k + 1]);
         assert!((lt - mu * rep.lambda_n[k]).abs() < 1e-9 * lt.max(1e-12) + 1e-14, "contact {k} slides");
     }
-    let step = |st: &GenState, e: f64, mu: f64| {
-        let mut w = solver.contact_workspace(&m).unwrap();
-        let mut o = st.clone();
-        solver.step_with_contacts(&m, &mut w, st, &u, DT, &floor(&m, st, mu, e), &mut o).unwrap();
-        o
-    };
-    let local = |a: &GenState, b: &GenState| fs.local_diff(&m, a, b);
-    let fa = fd_columns(
-        &next,
-        12,
-        |k, h| {
-            let mut d = vec![0.0; 12];
-            d[k] = h;
-            step(&fs.retract(&m, &s, &d), eps, mu)
-        },
-        local,
-    );
-    check("landing A", &jac.a, &fa);
-    let fe = fd_columns(&next, 1, |_, h| step(&s, eps + h, mu), local);
+    let step = |st: &GenState, e: f64, mu: f64| contact_step(&solver, &m, st, &u, &floor(&m, st, mu, e));
+    let fd = Fd { fs: &fs, m: &m, s: &s, next: &next };
+    check("landing A", &jac.a, &fd.state(|st| step(st, eps, mu)));
+    let fe = fd.scalar(|h| step(&s, eps + h, mu));
     check("landing ∂/∂ε", &DMatrix::from_column_slice(12, 1, &jac.d_restitution), &fe);
-    let fmu = fd_columns(&next, 1, |_, h| step(&s, eps, mu + h), local);
+    let fmu = fd.scalar(|h| step(&s, eps, mu + h));
     check("landing ∂/∂μ", &DMatrix::from_fn(12, 1, |r, _| jac.d_mu.row(r).sum()), &fmu);
 }
 
@@ -234,25 +215,10 @@ fn closing_from_a_gap_jacobians_match_finite_differences() {
         let want = -eps * before - 9.81 * DT;
         assert!((after - want).abs() < 1e-9, "J_n v⁺ = {after}, −ε J_n v − g Δt = {want}");
     }
-    let step = |st: &GenState, e: f64| {
-        let mut w = solver.contact_workspace(&m).unwrap();
-        let mut o = st.clone();
-        solver.step_with_contacts(&m, &mut w, st, &u, DT, &floor(&m, st, mu, e), &mut o).unwrap();
-        o
-    };
-    let local = |a: &GenState, b: &GenState| fs.local_diff(&m, a, b);
-    let fa = fd_columns(
-        &next,
-        12,
-        |k, h| {
-            let mut d = vec![0.0; 12];
-            d[k] = h;
-            step(&fs.retract(&m, &s, &d), eps)
-        },
-        local,
-    );
-    check("closing from a gap A", &jac.a, &fa);
-    let fe = fd_columns(&next, 1, |_, h| step(&s, eps + h), local);
+    let step = |st: &GenState, e: f64| contact_step(&solver, &m, st, &u, &floor(&m, st, mu, e));
+    let fd = Fd { fs: &fs, m: &m, s: &s, next: &next };
+    check("closing from a gap A", &jac.a, &fd.state(|st| step(st, eps)));
+    let fe = fd.scalar(|h| step(&s, eps + h));
     check("closing from a gap ∂/∂ε", &DMatrix::from_column_slice(12, 1, &jac.d_restitution), &fe);
 }
 
@@ -298,23 +264,8 @@ fn two_box_impact_jacobians_match_finite_differences() {
     let (jac, next, rep) =
         solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &contacts(&s), &ParamSelection::none()).unwrap();
     assert!(rep.lambda_n.iter().all(|&l| l > 0.0), "{:?}", rep.lambda_n);
-    let step = |st: &GenState| {
-        let mut w = solver.contact_workspace(&m).unwrap();
-        let mut o = st.clone();
-        solver.step_with_contacts(&m, &mut w, st, &u, DT, &contacts(st), &mut o).unwrap();
-        o
-    };
-    let fa = fd_columns(
-        &next,
-        24,
-        |k, h| {
-            let mut d = vec![0.0; 24];
-            d[k] = h;
-            step(&fs.retract(&m, &s, &d))
-        },
-        |a, b| fs.local_diff(&m, a, b),
-    );
-    check("impact A", &jac.a, &fa);
+    let fd = Fd { fs: &fs, m: &m, s: &s, next: &next };
+    check("impact A", &jac.a, &fd.state(|st| contact_step(&solver, &m, st, &u, &contacts(st))));
 }
 
 /// Sticking mode with a full-rank tangential block: a ball (one contact point) pushed sideways below the friction
@@ -324,10 +275,7 @@ fn rolling_ball_sticking_jacobians_match_finite_differences() {
     let r = 0.1;
     let mut b = ModelBuilder::new("ball").gravity(Vec3::new(0.0, 0.0, -9.81)).dt(DT);
     let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
-    let ball = b.add_body("ball", 1.0, Mat3::from_diagonal_element(0.4 * r * r));
-    let mut j = JointDesc::hinge("free", w, ball, Vec3::zeros(), Vec3::zeros(), Vec3::z());
-    j.kind = JointType::Free;
-    b.add_joint(j);
+    add_free_body(&mut b, w, "ball", "free", 1.0, Mat3::from_diagonal_element(0.4 * r * r));
     let m = b.build().unwrap();
     let fs = FeatherstoneSolver::default();
     let solver = NcpSolver::new(NcpOptions::default());
@@ -337,20 +285,7 @@ fn rolling_ball_sticking_jacobians_match_finite_differences() {
     // w.r.t. the orientation (docs/gradients.md)
     let contact = |st: &GenState| -> Vec<ContactFrame> {
         let (x, q) = m.forward_kinematics(&st.q).unwrap()[1];
-        let p = x + q.rotate(&Vec3::new(0.0, 0.0, -r));
-        vec![ContactFrame {
-            body_a: 1,
-            body_b: 0,
-            point: p,
-            normal: Vec3::z(),
-            tangents: [Vec3::x(), Vec3::y()],
-            distance: p.z,
-            mu,
-            restitution: 0.0,
-            shapes: None,
-            id: 0,
-            radius: [0.0; 2],
-        }]
+        vec![floor_frame(1, x + q.rotate(&Vec3::new(0.0, 0.0, -r)), mu, 0.0, 0)]
     };
     // rolling at 0.5 m/s along x (ω_y = v / r), pushed by 1 N: sticks (|λ_t| < μ λ_n)
     let s = GenState::new(vec![0.0, 0.0, r - 1e-4, 1.0, 0.0, 0.0, 0.0], vec![0.0, 0.5 / r, 0.0, 0.5, 0.0, 0.0]);
@@ -360,37 +295,10 @@ fn rolling_ball_sticking_jacobians_match_finite_differences() {
         solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &contact(&s), &ParamSelection::none()).unwrap();
     let lt = rep.lambda_t[0].hypot(rep.lambda_t[1]);
     assert!(lt < 0.9 * mu * rep.lambda_n[0], "sticks: |λt| {lt} vs μλn {}", mu * rep.lambda_n[0]);
-    let step = |st: &GenState, uu: &[f64], mu_: f64| {
-        let mut wsp = solver.contact_workspace(&m).unwrap();
-        let mut o = st.clone();
-        let mut c = contact(st);
-        c[0].mu = mu_;
-        solver.step_with_contacts(&m, &mut wsp, st, uu, DT, &c, &mut o).unwrap();
-        o
-    };
-    let local = |a: &GenState, b: &GenState| fs.local_diff(&m, a, b);
-    let fa = fd_columns(
-        &next,
-        12,
-        |k, h| {
-            let mut d = vec![0.0; 12];
-            d[k] = h;
-            step(&fs.retract(&m, &s, &d), &u, mu)
-        },
-        local,
-    );
-    check("rolling (sticking) A", &jac.a, &fa);
-    let fb = fd_columns(
-        &next,
-        6,
-        |k, h| {
-            let mut uu = u;
-            uu[k] += h;
-            step(&s, &uu, mu)
-        },
-        local,
-    );
-    check("rolling (sticking) B", &jac.b, &fb);
+    let step = |st: &GenState, uu: &[f64]| contact_step(&solver, &m, st, uu, &contact(st));
+    let fd = Fd { fs: &fs, m: &m, s: &s, next: &next };
+    check("rolling (sticking) A", &jac.a, &fd.state(|st| step(st, &u)));
+    check("rolling (sticking) B", &jac.b, &fd.controls(&u, |uu| step(&s, uu)));
     assert!(jac.d_mu.amax() < 1e-9, "μ has no effect while sticking: {}", jac.d_mu.amax());
 }
 
@@ -432,23 +340,9 @@ fn sticking_box_on_coplanar_contacts_matches_finite_differences() {
             assert!(rep.lambda_n[k] > 0.0 && lt < 0.9 * mu * rep.lambda_n[k], "contact {k} sticks: {rep:?}");
         }
         assert!(rep.qp.len() < 500, "converged in {} passes", rep.qp.len());
-        let step = |st: &GenState, uu: &[f64], mm: &Model, mu: f64| {
-            let mut w = solver.contact_workspace(mm).unwrap();
-            let mut o = st.clone();
-            solver.step_with_contacts(mm, &mut w, st, uu, DT, &contacts(st, mu), &mut o).unwrap();
-            o
-        };
-        let local = |a: &GenState, b: &GenState| fs.local_diff(&m, a, b);
-        let fa = fd_columns(
-            &next,
-            12,
-            |k, h| {
-                let mut d = vec![0.0; 12];
-                d[k] = h;
-                step(&fs.retract(&m, &s, &d), &u, &m, mu)
-            },
-            local,
-        );
+        let step = |st: &GenState, uu: &[f64], mm: &Model| contact_step(&solver, mm, st, uu, &contacts(st, mu));
+        let fd = Fd { fs: &fs, m: &m, s: &s, next: &next };
+        let fa = fd.state(|st| step(st, &u, &m));
         // the cascade of the same passes (for the record: under a tilt it is not the derivative here)
         let cascade = NcpSolver::new(opts(NcpGradient::Cascade));
         let mut wc = cascade.contact_workspace(&m).unwrap();
@@ -464,30 +358,12 @@ fn sticking_box_on_coplanar_contacts_matches_finite_differences() {
         check(&format!("sticking on {n} coplanar points A (no tilt)"), &an, &fa.columns(2, 10).into_owned());
         let tilt_err = rel_err(jac.a.columns(0, 2).into_owned().as_slice(), fa.columns(0, 2).into_owned().as_slice());
         assert!(tilt_err < 1e-4, "sticking on {n} coplanar points A (tilt): {tilt_err:e}");
-        let fb = fd_columns(
-            &next,
-            6,
-            |k, h| {
-                let mut uu = u;
-                uu[k] += h;
-                step(&s, &uu, &m, mu)
-            },
-            local,
-        );
+        let fb = fd.controls(&u, |uu| step(&s, uu, &m));
         // every velocity is pinned by the active constraints (J has full column rank): ∂v⁺/∂u = 0
         let eb = (&jac.b - &fb).amax();
         eprintln!("sticking on {n} coplanar points B: |analytic − FD| {eb:.1e} (max |FD| {:.1e})", fb.amax());
         assert!(eb < 1e-6, "B: {eb:e}");
-        let fmass = fd_columns(
-            &next,
-            1,
-            |_, h| {
-                let mut mm = m.clone();
-                mm.body_mass[1] += h;
-                step(&s, &u, &mm, mu)
-            },
-            local,
-        );
+        let fmass = fd.mass(|mm| step(&s, &u, mm));
         let em = (&jac.c - &fmass).amax();
         eprintln!("sticking on {n} coplanar points ∂/∂mass: |analytic − FD| {em:.1e} (max |FD| {:.1e})", fmass.amax());
         assert!(em < 1e-6, "∂/∂mass: {em:e}");

@@ -3,9 +3,10 @@
 //! cone (and does with the box pyramid), a block on an incline sticks iff tan θ ≤ μ, Newton restitution
 //! J_n v⁺ = −ε J_n v, a two-body impact conserves momentum, and v⁺ is unique under different warm starts.
 //! Contacts are the box's corners on the plane z = 0 (collision detection is tested in torsion-collision).
-use torsion_math::{Mat3, Quat, Vec3};
-use torsion_model::builder::{JointDesc, ModelBuilder};
-use torsion_model::{JointType, Model};
+mod common;
+use common::{floor_frame, free_boxes};
+use torsion_math::Vec3;
+use torsion_model::Model;
 use torsion_solvers::ncp::{ContactFrame, FrictionSet, NcpOptions, NcpSolver};
 use torsion_solvers::GenState;
 
@@ -13,21 +14,9 @@ const HE: f64 = 0.1;
 const MASS: f64 = 2.0;
 const DT: f64 = 0.01;
 
-fn box_inertia() -> Mat3 {
-    Mat3::from_diagonal_element(MASS * (2.0 * HE) * (2.0 * HE) / 6.0)
-}
-
 /// A world and `n` free boxes of half-extent HE.
 fn boxes(n: usize, gravity: Vec3) -> Model {
-    let mut b = ModelBuilder::new("boxes").gravity(gravity).dt(DT);
-    let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
-    for k in 0..n {
-        let bx = b.add_body(&format!("box{k}"), MASS, box_inertia());
-        let mut j = JointDesc::hinge(&format!("free{k}"), w, bx, Vec3::zeros(), Vec3::zeros(), Vec3::z());
-        j.kind = JointType::Free;
-        b.add_joint(j);
-    }
-    b.build().unwrap()
+    free_boxes(n, gravity, DT, HE, |_| MASS)
 }
 
 /// q, v of box k (free joint: position, quaternion w-first; velocity (ω, v) in the body frame).
@@ -50,19 +39,7 @@ fn floor_contacts(m: &Model, s: &GenState, k: usize, mu: f64) -> Vec<ContactFram
         for sz in [-1.0, 1.0] {
             let p = x + r.rotate(&Vec3::new(c.0 * HE, c.1 * HE, sz * HE));
             if p.z <= 1e-9 {
-                out.push(ContactFrame {
-                    body_a: k + 1,
-                    body_b: 0,
-                    point: p,
-                    normal: Vec3::z(),
-                    tangents: [Vec3::x(), Vec3::y()],
-                    distance: p.z,
-                    mu,
-                    restitution: 0.0,
-                    shapes: None,
-                    id: (10 * k + 2 * i) as u64 + (sz > 0.0) as u64,
-                    radius: [0.0; 2],
-                });
+                out.push(floor_frame(k + 1, p, mu, 0.0, (10 * k + 2 * i) as u64 + (sz > 0.0) as u64));
             }
         }
     }

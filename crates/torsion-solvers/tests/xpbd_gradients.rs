@@ -98,17 +98,7 @@ fn check_jacobians(m: &Model, solver: &XpbdSolver, s0: &MaximalState, u: &[f64],
         1e-6,
     );
     let eb = rel_err(jac.b.as_slice(), fb.as_slice());
-    let theta = m.param_vector();
-    let fc = fd_jacobian(
-        |d| {
-            let mut mm = m.clone();
-            let th: Vec<f64> = theta.iter().zip(d).map(|(a, b)| a + b).collect();
-            mm.params_set(&sel, &th).unwrap();
-            solver.local_diff(m, &base, &next(&mm, s0, u))
-        },
-        sel.len(),
-        1e-7,
-    );
+    let fc = fd_params(m, &sel, |mm| solver.local_diff(m, &base, &next(mm, s0, u)));
     let ec = rel_err(jac.c.as_slice(), fc.as_slice());
     eprintln!("{label}: jacobian rel errors A {ea:e} B {eb:e} C {ec:e}");
     assert!(ea < TOL && eb < TOL && ec < TOL, "{label}: A {ea:e} B {eb:e} C {ec:e}");

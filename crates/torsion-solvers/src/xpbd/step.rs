@@ -8,7 +8,7 @@ use super::joints::hinge::{
     angular, angular_fwd, angular_vjp, positional, positional_fwd, positional_vjp, AxisFwd, Corr, CorrGrad, Pair,
     PairGrad, PositionalFwd,
 };
-use super::joints::limits::{limit, limit_fwd, limit_vjp, LimitFwd};
+use super::joints::limits::{limit_fwd, limit_vjp, LimitFwd};
 use super::predict::{joint_torque_axis, joint_torque_vjp, predict, predict_vjp, velocity_update, velocity_update_vjp};
 use super::spring::{spring_torque, spring_torque_grad};
 use super::{angles, Ordering, XpbdOptions};
@@ -168,6 +168,34 @@ fn pair<T: Scalar>(
     }
 }
 
+/// Constraint `c` projected at the current positions: its pair and correction, or None when it is inactive
+/// (an inactive limit, or a correction flagged inactive: counted in `info.skipped_projections`); active limits
+/// are counted in `info.active_limits`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn project_counted<T: Scalar>(
+    model: &Model,
+    d: &XpbdData<T>,
+    c: &Cons,
+    xb: &[Vec3<T>],
+    qb: &[Quat<T>],
+    lam: &[T],
+    at: T,
+    info: &mut StepInfo,
+) -> Option<(Pair<T>, Corr<T>)> {
+    let &Cons { kind, j, a, b, li, fa } = c;
+    let p = pair(d, fa, a, b, xb[a], qb[a], xb[b], qb[b]);
+    let corr = project(model, d, kind, j, &p, lam[li], at)?;
+    if !corr.active {
+        info.skipped_projections += 1;
+        return None;
+    }
+    if kind == LIM {
+        info.active_limits += 1;
+    }
+    Some((p, corr))
+}
+
 /// The constraint `kind` of joint `j` evaluated on the pair (None: inactive limit).
 #[inline(always)]
 fn project<T: Scalar>(
@@ -184,7 +212,7 @@ fn project<T: Scalar>(
         ANG => Some(angular(p, &d.b[j], &d.a[j], lam, at)),
         _ => {
             let (lo, hi) = model.joint_limit[j]?;
-            limit(p, &d.b[j], &d.np[j], &d.nc[j], lo, hi, lam, at)
+            limit_fwd(p, &d.b[j], &d.np[j], &d.nc[j], lo, hi, lam, at).map(|f| f.corr())
         }
     }
 }
@@ -329,16 +357,11 @@ pub fn step<T: Scalar>(
         for _ in 0..opts.iterations {
             match opts.ordering {
                 Ordering::GaussSeidel => {
-                    for &Cons { kind, j, a, b, li, fa } in sc.cons.iter() {
-                        let p = pair(d, fa, a, b, sc.xb[a], sc.qb[a], sc.xb[b], sc.qb[b]);
-                        let Some(c) = project(model, d, kind, j, &p, sc.lam[li], at) else { continue };
-                        if !c.active {
-                            info.skipped_projections += 1;
+                    for cn in sc.cons.iter() {
+                        let Some((p, c)) = project_counted(model, d, cn, &sc.xb, &sc.qb, &sc.lam, at, &mut info) else {
                             continue;
-                        }
-                        if kind == LIM {
-                            info.active_limits += 1;
-                        }
+                        };
+                        let Cons { kind, j, a, b, li, fa } = *cn;
                         if let Some(r) = rec.as_deref_mut() {
                             r.subs[sub].snaps.push(Snap {
                                 kind,
@@ -370,16 +393,11 @@ pub fn step<T: Scalar>(
                         sc.acc_x[k] = Vec3::zeros();
                         sc.acc_p[k] = Vec3::zeros();
                     }
-                    for &Cons { kind, j, a, b, li, fa } in sc.cons.iter() {
-                        let p = pair(d, fa, a, b, sc.xb[a], sc.qb[a], sc.xb[b], sc.qb[b]);
-                        let Some(c) = project(model, d, kind, j, &p, sc.lam[li], at) else { continue };
-                        if !c.active {
-                            info.skipped_projections += 1;
+                    for cn in sc.cons.iter() {
+                        let Some((_, c)) = project_counted(model, d, cn, &sc.xb, &sc.qb, &sc.lam, at, &mut info) else {
                             continue;
-                        }
-                        if kind == LIM {
-                            info.active_limits += 1;
-                        }
+                        };
+                        let Cons { a, b, li, fa, .. } = *cn;
                         if !fa {
                             sc.acc_x[a] += c.dxa;
                             sc.acc_p[a] += c.dpa;
@@ -760,24 +778,15 @@ pub fn step_vjp(
 mod tests {
     use crate::{DiffSolver, Solver, XpbdSolver};
     use torsion_diff::gradcheck;
-    use torsion_math::Vec3;
-    use torsion_model::builder::two_link_arm;
+    use torsion_model::builder::spinning_thick_arm;
     use torsion_model::{Control, MaximalState};
 
     /// step_vjp against central differences on the manifold (whole-step check; the per-kernel adjoints are
     /// tested beside their kernels, the 3-link / Baxter cases in tests/xpbd_*.rs).
     #[test]
     fn step_vjp_matches_central_differences() {
-        let mut m = two_link_arm(0.8, 0.5, 1.0, Vec3::new(0.0, -9.8, 0.0), 0.01).unwrap();
-        // thick links (the builder's thin rods have a 1000:1 inertia ratio, which makes FD ill-conditioned)
-        m.body_inertia[1] = torsion_math::Mat3::new(0.02, 0.001, 0.0, 0.001, 0.05, 0.002, 0.0, 0.002, 0.055);
-        m.body_inertia[2] = torsion_math::Mat3::new(0.01, 0.0, 0.001, 0.0, 0.025, 0.0, 0.001, 0.0, 0.03);
+        let (m, s0) = spinning_thick_arm();
         let solver = XpbdSolver::default();
-        // out-of-plane spin so that the angular constraints are active (a planar state sits exactly on the
-        // ‖c‖ = 0 non-smooth point for out-of-plane perturbations, docs/gradients.md)
-        let mut s0 = m.state_at(&[0.4, -0.7]).unwrap();
-        s0.w[1] = Vec3::new(0.3, -0.2, 1.5);
-        s0.w[2] = Vec3::new(-0.4, 0.1, 0.5);
         let u = Control::from_torques(&[0.7, -0.3]);
         let mut ws = solver.workspace(&m).unwrap();
         let mut rec = solver.record(&m);

@@ -1,8 +1,11 @@
-//! Small test robots built in code.
+//! Small test robots built in code, floor contact frames and parameter finite differences shared by the tests.
 #![allow(dead_code)]
+use nalgebra::DMatrix;
 use torsion_math::{Mat3, Quat, Vec3};
 use torsion_model::builder::{JointDesc, ModelBuilder};
 use torsion_model::{JointSpring, MaximalState, Model};
+use torsion_model::{JointType, ParamSelection};
+use torsion_solvers::ncp::ContactFrame;
 
 pub fn inertia(a: f64, b: f64, c: f64, xy: f64, xz: f64, yz: f64) -> Mat3 {
     Mat3::new(a, xy, xz, xy, b, yz, xz, yz, c)
@@ -64,4 +67,61 @@ pub fn rng(seed: u64) -> impl FnMut() -> f64 {
         s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
     }
+}
+
+/// A world and `n` free cubes of half-extent `he` (body k + 1, joint `free{k}`), box k of mass `mass(k)`.
+pub fn free_boxes(n: usize, gravity: Vec3, dt: f64, he: f64, mass: impl Fn(usize) -> f64) -> Model {
+    let mut b = ModelBuilder::new("boxes").gravity(gravity).dt(dt);
+    let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
+    for k in 0..n {
+        let m = mass(k);
+        add_free_body(&mut b, w, &format!("box{k}"), &format!("free{k}"), m, box_inertia(m, he));
+    }
+    b.build().unwrap()
+}
+
+/// Inertia of a solid cube of mass `m` and half-extent `he` about its centre.
+pub fn box_inertia(m: f64, he: f64) -> Mat3 {
+    Mat3::from_diagonal_element(m * (2.0 * he) * (2.0 * he) / 6.0)
+}
+
+/// A body attached to `world` by a free joint.
+pub fn add_free_body(b: &mut ModelBuilder, world: usize, name: &str, joint: &str, mass: f64, inertia: Mat3) -> usize {
+    let body = b.add_body(name, mass, inertia);
+    let mut j = JointDesc::hinge(joint, world, body, Vec3::zeros(), Vec3::zeros(), Vec3::z());
+    j.kind = JointType::Free;
+    b.add_joint(j);
+    body
+}
+
+/// A contact of body `body` with the world plane z = 0 at `p` (normal +z, tangents x, y, distance p.z).
+pub fn floor_frame(body: usize, p: Vec3, mu: f64, restitution: f64, id: u64) -> ContactFrame {
+    ContactFrame {
+        body_a: body,
+        body_b: 0,
+        point: p,
+        normal: Vec3::z(),
+        tangents: [Vec3::x(), Vec3::y()],
+        distance: p.z,
+        mu,
+        restitution,
+        shapes: None,
+        id,
+        radius: [0.0; 2],
+    }
+}
+
+/// Central differences (step 1e-7) of `f(model with the selected parameters θ + d)` w.r.t. d.
+pub fn fd_params(m: &Model, sel: &ParamSelection, f: impl Fn(&Model) -> Vec<f64>) -> DMatrix<f64> {
+    let theta = m.param_vector();
+    torsion_diff::fd_jacobian(
+        |d| {
+            let mut mm = m.clone();
+            let th: Vec<f64> = theta.iter().zip(d).map(|(a, b)| a + b).collect();
+            mm.params_set(sel, &th).unwrap();
+            f(&mm)
+        },
+        sel.len(),
+        1e-7,
+    )
 }

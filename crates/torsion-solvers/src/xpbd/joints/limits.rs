@@ -60,23 +60,7 @@ pub fn limit_fwd<T: Scalar>(
     Some(LimitFwd { bw, npw, ncw, npc, cph, sph, core })
 }
 
-/// Returns None when the limit is inactive (branch on the primal angle only).
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-pub fn limit<T: Scalar>(
-    p: &Pair<T>,
-    b: &Vec3<T>,
-    np: &Vec3<T>,
-    nc: &Vec3<T>,
-    lo: f64,
-    hi: f64,
-    lam: T,
-    at: T,
-) -> Option<Corr<T>> {
-    limit_fwd(p, b, np, nc, lo, hi, lam, at).map(|f| f.corr())
-}
-
-/// Adjoint of [`limit`] at the forward values `f` of an active limit (φ_c is a constant there).
+/// Adjoint of [`limit_fwd`]'s correction at the forward values `f` of an active limit (φ_c is a constant there).
 #[allow(clippy::too_many_arguments)]
 #[inline]
 pub fn limit_vjp(
@@ -125,7 +109,7 @@ mod tests {
             limit_vjp(&p, &b, &np, &nc, &f, 0.0, &g, &mut gp);
             let an = tangent(&p, &gp);
             let c = gradcheck(
-                |d| dot(&limit(&perturb(&p, d), &b, &np, &nc, lo, hi, 0.0, 0.0).expect("still active"), &g),
+                |d| dot(&limit_fwd(&perturb(&p, d), &b, &np, &nc, lo, hi, 0.0, 0.0).expect("still active").corr(), &g),
                 &an,
                 1e-7,
             );
