@@ -268,3 +268,20 @@ impl<T: Scalar> DynData<T> {
         }
     }
 }
+
+/// τ += Sᵀ f for body wrenches `d.f` (body frames, at the body origins), each subtree's wrench carried to its
+/// parent (the backward pass of RNEA for external or passive wrenches: fluid forces, cable forces); `d.f` is
+/// consumed (accumulated into the parents). Expects `d.x_pc` from forward kinematics.
+pub fn wrenches_to_tau<T: Scalar>(dm: &DynModel<T>, d: &mut DynData<T>, tau: &mut [T]) {
+    for j in (0..dm.parent.len()).rev() {
+        let (p, c) = (dm.parent[j], dm.child[j]);
+        let jm = &dm.joint[j];
+        for i in 0..jm.nv {
+            tau[dm.v_start[j] + i] += jm.s[i].dot(&d.f[c]);
+        }
+        if dm.root_pose[p].is_none() {
+            let fp = d.x_pc[j].act_force(&d.f[c]);
+            d.f[p] += fp;
+        }
+    }
+}

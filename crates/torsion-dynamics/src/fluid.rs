@@ -8,7 +8,7 @@
 //! τ += Sᵀ f). Written once, generic over the scalar: the derivative w.r.t. (q, v) is a dual-number pass
 //! of the same code (the box is model data, f64: masses and inertias are not differentiated through it,
 //! docs/gradients.md). |x| x is C¹: its second derivative jumps at x = 0.
-use crate::data::{DynData, DynError, DynModel};
+use crate::data::{wrenches_to_tau, DynData, DynError, DynModel};
 use crate::fk::forward_kinematics;
 use nalgebra::Matrix3;
 use torsion_math::spatial::{ang, lin, stack, V6};
@@ -133,17 +133,7 @@ pub fn fluid_forces_into<T: Scalar>(
         d.f[c] = stack(&(r * n), &(r * f));
     }
     // backward: τ += Sᵀ f, the subtree's wrench carried to the parent
-    for j in (0..nj).rev() {
-        let (p, c) = (dm.parent[j], dm.child[j]);
-        let jm = &dm.joint[j];
-        for i in 0..jm.nv {
-            tau[dm.v_start[j] + i] += jm.s[i].dot(&d.f[c]);
-        }
-        if dm.root_pose[p].is_none() {
-            let fp = d.x_pc[j].act_force(&d.f[c]);
-            d.f[p] += fp;
-        }
-    }
+    wrenches_to_tau(dm, d, tau);
     Ok(())
 }
 

@@ -277,17 +277,7 @@ pub fn cable_forces_into<T: Scalar>(
             d.f[b] += stack(&c.site[e].cross(&fw), &fw);
         }
     }
-    for j in (0..nj).rev() {
-        let (p, c) = (dm.parent[j], dm.child[j]);
-        let jm = &dm.joint[j];
-        for i in 0..jm.nv {
-            tau[dm.v_start[j] + i] += jm.s[i].dot(&d.f[c]);
-        }
-        if dm.root_pose[p].is_none() {
-            let fp = d.x_pc[j].act_force(&d.f[c]);
-            d.f[p] += fp;
-        }
-    }
+    crate::data::wrenches_to_tau(dm, d, tau);
     Ok(())
 }
 

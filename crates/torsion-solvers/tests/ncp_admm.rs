@@ -56,17 +56,7 @@ fn qcqp_e0_family_solution_and_gradients() {
         // O(h⁴), round-off O(ε/h) ≈ 1e-12, far below the 1e-8 noise of a plain central difference at 1e-6)
         let theta: Vec<f64> = q.iter().chain(&d).chain(&r).copied().collect();
         let eval = |th: &[f64]| loss(&qcqp_diagonal_exact(&th[8..16], &th[..8], &th[16..]));
-        let fd: Vec<f64> = (0..20)
-            .map(|i| {
-                let h = 1e-4 * theta[i].abs().max(1e-3);
-                let at = |s: f64| {
-                    let mut a = theta.clone();
-                    a[i] += s * h;
-                    eval(&a)
-                };
-                (8.0 * (at(1.0) - at(-1.0)) - (at(2.0) - at(-2.0))) / (12.0 * h)
-            })
-            .collect();
+        let fd = torsion_diff::gradcheck::fd4_gradient(eval, &theta, 1e-4);
         let num = an.iter().zip(&fd).map(|(a, b)| (a - b).powi(2)).sum::<f64>().sqrt();
         let den = fd.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
         errs.push(num / den);

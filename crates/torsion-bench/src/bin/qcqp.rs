@@ -100,17 +100,11 @@ fn main() {
         let an: Vec<f64> =
             grad.0.iter().copied().chain((0..8).map(|i| grad.1[(i, i)])).chain(grad.2.iter().copied()).collect();
         let theta: Vec<f64> = q.iter().chain(&d).chain(&r).copied().collect();
-        let fd: Vec<f64> = (0..20)
-            .map(|i| {
-                let h = 1e-4 * theta[i].abs().max(1e-3);
-                let at = |s: f64| {
-                    let mut a = theta.clone();
-                    a[i] += s * h;
-                    loss(&qcqp_diagonal_exact(&a[8..16], &a[..8], &a[16..]))
-                };
-                (8.0 * (at(1.0) - at(-1.0)) - (at(2.0) - at(-2.0))) / (12.0 * h)
-            })
-            .collect();
+        let fd = torsion_diff::gradcheck::fd4_gradient(
+            |a| loss(&qcqp_diagonal_exact(&a[8..16], &a[..8], &a[16..])),
+            &theta,
+            1e-4,
+        );
         let num = an.iter().zip(&fd).map(|(a, b)| (a - b).powi(2)).sum::<f64>().sqrt();
         grad_err.push(num / fd.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12));
         // Clarabel: s = b − A x ∈ SOC(3)⁴ with s_i = (r_i, x_2i, x_2i+1)
