@@ -285,3 +285,18 @@ pub fn wrenches_to_tau<T: Scalar>(dm: &DynModel<T>, d: &mut DynData<T>, tau: &mu
         }
     }
 }
+
+/// Body velocities [ω; v] in each body's frame (at the body origin) from generalized velocities v, root to leaves
+/// (RNEA's forward pass without accelerations); bodies not moved by a joint keep `d.vel`. Expects `d.x_pc` from
+/// forward kinematics.
+pub fn body_velocities<T: Scalar>(dm: &DynModel<T>, d: &mut DynData<T>, v: &[T]) {
+    for j in 0..dm.parent.len() {
+        let (p, c) = (dm.parent[j], dm.child[j]);
+        let jm = &dm.joint[j];
+        let mut vc = d.x_pc[j].inv_act_motion(&d.vel[p]);
+        for i in 0..jm.nv {
+            vc += jm.s[i] * v[dm.v_start[j] + i];
+        }
+        d.vel[c] = vc;
+    }
+}

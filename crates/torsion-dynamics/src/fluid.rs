@@ -8,7 +8,7 @@
 //! τ += Sᵀ f). Written once, generic over the scalar: the derivative w.r.t. (q, v) is a dual-number pass
 //! of the same code (the box is model data, f64: masses and inertias are not differentiated through it,
 //! docs/gradients.md). |x| x is C¹: its second derivative jumps at x = 0.
-use crate::data::{wrenches_to_tau, DynData, DynError, DynModel};
+use crate::data::{body_velocities, wrenches_to_tau, DynData, DynError, DynModel};
 use crate::fk::forward_kinematics;
 use nalgebra::Matrix3;
 use torsion_math::spatial::{ang, lin, stack, V6};
@@ -114,16 +114,11 @@ pub fn fluid_forces_into<T: Scalar>(
         }
     }
     let wind = torsion_math::scalar::cv::<T>(&fb.wind);
-    let nj = dm.parent.len();
     // forward: body velocities (body frame, at the COM), then each body's fluid wrench
-    for j in 0..nj {
-        let (p, c) = (dm.parent[j], dm.child[j]);
-        let jm = &dm.joint[j];
-        let mut vc = d.x_pc[j].inv_act_motion(&d.vel[p]);
-        for i in 0..jm.nv {
-            vc += jm.s[i] * v[dm.v_start[j] + i];
-        }
-        d.vel[c] = vc;
+    body_velocities(dm, d, v);
+    for j in 0..dm.parent.len() {
+        let c = dm.child[j];
+        let vc = d.vel[c];
         d.f[c] = V6::zeros();
         let Some((rot, b)) = &fb.boxes[c] else { continue };
         let r = rot.map(T::c);

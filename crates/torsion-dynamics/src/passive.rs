@@ -220,16 +220,7 @@ pub fn cable_forces_into<T: Scalar>(
         d.vel[k] = V6::zeros();
         d.f[k] = V6::zeros();
     }
-    let nj = dm.parent.len();
-    for j in 0..nj {
-        let (p, c) = (dm.parent[j], dm.child[j]);
-        let jm = &dm.joint[j];
-        let mut vc = d.x_pc[j].inv_act_motion(&d.vel[p]);
-        for i in 0..jm.nv {
-            vc += jm.s[i] * v[dm.v_start[j] + i];
-        }
-        d.vel[c] = vc;
-    }
+    crate::data::body_velocities(dm, d, v);
     for (ci, c) in cab.cable.iter().enumerate() {
         // world end points and velocities (body velocity [ω; v] is body-frame at the COM)
         let end = |e: usize| {
