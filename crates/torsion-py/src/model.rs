@@ -239,10 +239,26 @@ impl PyModel {
     fn param_names(&self) -> Vec<String> {
         self.inner.param_table().names
     }
-    /// The parameter names starting with `prefix` (e.g. "body_mass["), in table order.
-    fn params_select(&self, prefix: &str) -> Vec<String> {
+    /// The parameter names starting with `prefix` (e.g. "body_mass["), in table order; a prefix that matches
+    /// nothing raises ValueError listing the parameter families.
+    fn params_select(&self, prefix: &str) -> PyResult<Vec<String>> {
         let t = self.inner.param_table();
-        ParamSelection::by_prefix(&self.inner, prefix).indices.iter().map(|&i| t.names[i].clone()).collect()
+        let names: Vec<String> =
+            ParamSelection::by_prefix(&self.inner, prefix).indices.iter().map(|&i| t.names[i].clone()).collect();
+        if names.is_empty() {
+            let mut families: Vec<&str> = vec![];
+            for f in t.names.iter().map(|n| n.split('[').next().unwrap_or(n)) {
+                if !families.contains(&f) {
+                    families.push(f);
+                }
+            }
+            return Err(PyValueError::new_err(format!(
+                "params_select({prefix:?}): no parameter name starts with it; the model's parameters are {} \
+                 (e.g. \"body_mass[\"; model.param_names lists them all)",
+                families.join(", ")
+            )));
+        }
+        Ok(names)
     }
     /// Values of the named parameters (all, in table order, if `names` is None).
     #[pyo3(signature = (names=None))]

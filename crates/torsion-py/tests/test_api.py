@@ -159,3 +159,9 @@ def test_dynamics_shapes_and_identities(arm):
     np.testing.assert_allclose(da, M, atol=1e-12)
     _, _, dtau = torsion.aba_derivatives(arm, q, v, tau)
     np.testing.assert_allclose(dtau, np.linalg.inv(M), atol=1e-10)
+
+
+def test_params_select_unknown_prefix_raises():
+    arm = torsion.Model.two_link_arm()
+    with pytest.raises(ValueError, match="body_mass"):
+        arm.params_select("nope[")
