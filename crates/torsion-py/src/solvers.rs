@@ -61,18 +61,39 @@ impl Codec for NcpSolver {
 /// Workspace cached per solver object for the model it was last used with (by model id).
 pub(crate) type Cache<W> = Mutex<Option<(u64, W)>>;
 
+/// XpbdSolver(iterations=30, compliance=0.0, substeps=1, ordering="gauss_seidel", jacobi_relaxation=1.0,
+/// limits=True, springs=True)
+///
+/// XPBD / PBD articulated bodies in maximal coordinates (spec 000): per step `substeps` sub-steps of
+/// `iterations` projection sweeps (ordering "gauss_seidel" or "jacobi", relaxation for Jacobi), compliance α
+/// (0 = PBD), joint limits and springs on or off. State: 13 floats per body [x(3), q(4: w, x, y, z), v(3), ω(3)]
+/// (world frame); controls: one torque per joint (N·m). Exact gradients (hand-written adjoint).
 #[pyclass(name = "XpbdSolver", module = "torsion", frozen)]
 pub struct PyXpbd {
     pub solver: XpbdSolver,
     pub cache: Cache<XpbdWorkspace>,
 }
 
+/// FeatherstoneSolver(joint_damping=True)
+///
+/// Semi-implicit Euler in generalized coordinates (ABA; implicit joint damping when `joint_damping`; free joints
+/// as MuJoCo's Euler). State: [q (nq), v (nv)]; controls: one generalized force per DoF (N or N·m), then one
+/// control per cable actuator. Exact gradients (analytic A, B; dual passes for the model parameters).
 #[pyclass(name = "FeatherstoneSolver", module = "torsion", frozen)]
 pub struct PyFeatherstone {
     pub solver: FeatherstoneSolver,
     pub cache: Cache<FeatherstoneWorkspace>,
 }
 
+/// NcpSolver(n_step=10, friction_set="cone", baumgarte=0.0, tolerance=0.0, margin=0.01, passive=True,
+/// gradient="auto", package_dirs=[])
+///
+/// Frictional contact in generalized coordinates (spec 001): collision detection from the model's shapes
+/// (`margin`: speculative contact distance, m; `package_dirs`: where `package://` meshes are found), an impact
+/// solve with restitution then the step's, each by `n_step` staggered QP / QCQP passes (friction_set "cone", "box"
+/// or "diamond"; `tolerance` > 0 stops early), optional Baumgarte gain (1/s), joint damping and springs when
+/// `passive`. μ and ε are the model's `shape_friction[·]` / `shape_restitution[·]` parameters. State: [q, v];
+/// controls: one generalized force per DoF. `gradient`: "auto", "fixed_point" or "cascade" (docs/gradients.md).
 #[pyclass(name = "NcpSolver", module = "torsion", frozen)]
 pub struct PyNcp {
     pub solver: NcpSolver,
@@ -360,7 +381,7 @@ solver_methods!(PyFeatherstone, generalized, {
 solver_methods!(PyNcp, generalized, {
     /// Velocity-level frictional contact by staggered projections (spec 001): collision detection from the
     /// model's shapes, an ADMM QP (normal impulses) and QCQP (exact Coulomb disk, or a pyramid), `n_step`
-    /// passes, Newton restitution, optional Baumgarte gain (1/s), speculative contact margin (m). A pair's
+    /// passes, restitution by an impact solve from the pre-step velocity, optional Baumgarte gain (1/s), speculative contact margin (m). A pair's
     /// friction and restitution are the larger of its two shapes' parameters `shape_friction[shape]`,
     /// `shape_restitution[shape]` (model parameters, differentiable). `gradient`: 'auto', 'fixed_point' (implicit
     /// derivative of the NCP solution) or 'cascade' (chain rule through the executed passes), docs/gradients.md.

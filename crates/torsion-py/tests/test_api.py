@@ -165,3 +165,11 @@ def test_params_select_unknown_prefix_raises():
     arm = torsion.Model.two_link_arm()
     with pytest.raises(ValueError, match="body_mass"):
         arm.params_select("nope[")
+
+
+def test_solver_classes_document_themselves():
+    # help(torsion.NcpSolver) shows the arguments and what the state and controls are
+    for cls, arg in [(torsion.XpbdSolver, "iterations"), (torsion.FeatherstoneSolver, "joint_damping"),
+                     (torsion.NcpSolver, "friction_set")]:
+        doc = cls.__doc__ or ""
+        assert arg in doc and "controls" in doc, (cls, doc)

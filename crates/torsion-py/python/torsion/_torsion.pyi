@@ -122,7 +122,8 @@ class FeatherstoneSolver(_SolverBase):
 
 class NcpSolver(_SolverBase):
     """Frictional contact by staggered projections (spec 001): collision detection from the model's shapes, ADMM QP
-    (normal impulses) + QCQP (exact Coulomb disk, or 'box' / 'diamond' pyramid), Newton restitution. State [q, v].
+    (normal impulses) + QCQP (exact Coulomb disk, or 'box' / 'diamond' pyramid); restitution by an impact solve from
+    the pre-step velocity (Poisson), then the step's solve. State [q, v].
     A contact pair's friction and restitution are the larger of its two shapes' model parameters
     `shape_friction[shape]` / `shape_restitution[shape]` (differentiable: `rollout_vjp`, `step_jacobians`)."""
     def __init__(self, n_step: int = 10, friction_set: str = "cone", baumgarte: float = 0.0,
