@@ -57,7 +57,8 @@ fn run() -> Result<()> {
             let Some(name) = name else { bail!("give an experiment name or --list") };
             let t0 = std::time::Instant::now();
             let res = torsion_experiments::run(&name, &out, quick).with_context(|| format!("experiment '{name}'"))?;
-            println!("{}", serde_json::to_string_pretty(&res.json())?);
+            // a short table here; the full JSON is in the file
+            print!("{}", res.summary());
             eprintln!(
                 "wrote {} and {} in {:.1} s",
                 out.join(format!("{name}.json")).display(),

@@ -33,6 +33,11 @@ fn experiment_list_names_pbd_design() {
 fn pbd_design_quick_meets_its_targets() {
     let dir = tmp("design");
     let out = torsion().args(["experiment", "pbd-design", "--quick", "--out"]).arg(&dir).output().unwrap();
+    // the terminal gets a short table (metric, ours, paper's), the file the full JSON (issue 21 item 5: it
+    // printed the whole 17 KB JSON)
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.len() < 4000 && stdout.contains("metric") && stdout.contains("loss_initial"), "{stdout}");
+    assert!(!stdout.trim_start().starts_with('{'), "no JSON on stdout");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("pbd-design.json")).unwrap()).unwrap();
