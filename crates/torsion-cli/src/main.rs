@@ -20,6 +20,8 @@ enum Cmd {
     Simulate(simulate::SimulateArgs),
     /// Evaluate M, RNEA, g, bias, ABA (and derivatives) of a URDF model at given points; prints JSON.
     Dynamics(dynamics::DynamicsArgs),
+    /// List the models known by name (`--model NAME`), with where each comes from.
+    Models,
     /// Run a paper experiment by name, writing DIR/NAME.json and DIR/NAME.png.
     Experiment {
         /// experiment name (see --list)
@@ -47,6 +49,18 @@ fn run() -> Result<()> {
     match Cli::parse().cmd {
         Cmd::Simulate(a) => simulate::run(&a),
         Cmd::Dynamics(a) => dynamics::run(&a),
+        Cmd::Models => {
+            use torsion_model::io::ModelSource;
+            for e in torsion_model::io::MODELS {
+                let source = match e.source {
+                    ModelSource::Builtin => "built in".to_string(),
+                    ModelSource::ExampleRobotData(p) => format!("example-robot-data {p}"),
+                    ModelSource::DmControl(s) => format!("dm_control suite {s}.xml"),
+                };
+                println!("{:<24} {:<62} {}", e.name, e.description, source);
+            }
+            Ok(())
+        }
         Cmd::Experiment { name, out, quick, list } => {
             if list {
                 for e in torsion_experiments::registry() {

@@ -12,7 +12,7 @@ use torsion_solvers::{FeatherstoneSolver, GenState, Ordering, Solver, XpbdOption
 /// The model file and the URDF chain options (`simulate`, `dynamics`).
 #[derive(Args, Debug)]
 pub struct ModelArgs {
-    /// URDF or MJCF (.xml) file
+    /// URDF or MJCF (.xml) file, or a model name (`torsion models` lists them: panda, dm_control/hopper, …)
     #[arg(long)]
     pub model: PathBuf,
     /// first link of the chain to simulate (becomes the fixed base)
@@ -27,8 +27,17 @@ pub struct ModelArgs {
 }
 
 impl ModelArgs {
-    /// MJCF for a `.xml` file, else URDF with the chain options.
+    /// A registered model name (when no such file exists), MJCF for a `.xml` file, else URDF with the chain
+    /// options.
     pub fn load(&self) -> Result<Model> {
+        let name = self.model.to_string_lossy();
+        let registered = torsion_model::io::MODELS.iter().any(|e| e.name == name) || name.starts_with("dm_control/");
+        if registered && !self.model.exists() {
+            if self.arm_root.is_some() || self.arm_tip.is_some() {
+                bail!("--arm-root / --arm-tip apply to URDF files; model '{name}' is loaded by name");
+            }
+            return Ok(torsion_model::io::load_model(&name)?);
+        }
         if self.model.extension().is_some_and(|e| e == "xml") {
             return Ok(torsion_model::io::mjcf::load_mjcf(&self.model)?);
         }

@@ -352,15 +352,32 @@ fn simulate_featherstone_agrees_with_xpbd_at_small_dt() {
 }
 
 #[test]
+fn models_lists_names_and_unknown_names_are_refused() {
+    let out = torsion().arg("models").output().unwrap();
+    assert!(out.status.success());
+    let list = String::from_utf8_lossy(&out.stdout);
+    for name in ["panda", "baxter_left_arm", "superball", "dm_control/hopper"] {
+        assert!(list.lines().any(|l| l.split_whitespace().next() == Some(name)), "{name} missing:\n{list}");
+    }
+    let out = torsion().args(["simulate", "--model", "dm_control/nope", "--steps", "1"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("nope.xml"), "{err}");
+    let out = torsion()
+        .args(["simulate", "--model", "superball_air", "--solver", "featherstone", "--steps", "2", "--out"])
+        .arg(tmp("models").join("sb.json"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
 fn simulate_ncp_hopper_stays_above_the_floor() {
     // dm_control's hopper (its floor plane and capsule geoms) falls over under gravity with the contact stepper:
     // every body stays above the floor (no tunnelling) and the state stays finite; no --dt: the MJCF's timestep
-    // (0.005 s; issue 21 item 4: the CLI's 0.01 used to override it)
-    let xml = torsion_model::io::robots::dm_control_suite_dir().expect("dm_control suite").join("hopper.xml");
+    // (0.005 s; issue 21 item 4: the CLI's 0.01 used to override it); the model by name (issue 21 item 3)
     let traj = tmp("ncp").join("hopper.json");
     let out = torsion()
-        .args(["simulate", "--model"])
-        .arg(&xml)
+        .args(["simulate", "--model", "dm_control/hopper"])
         .args(["--solver", "ncp", "--steps", "400", "--out"])
         .arg(&traj)
         .output()

@@ -461,7 +461,32 @@ fn load_mjcf(x: &Bound<'_, PyAny>) -> PyResult<PyModel> {
     PyModel::from_mjcf(path)
 }
 
+/// `_load_model(name)`: a model by its registered name (`torsion.models.load`).
+#[pyfunction]
+fn _load_model(name: &str) -> PyResult<PyModel> {
+    guard(|| Ok(PyModel::new(torsion_model::io::load_model(name).map_err(model_err)?)))
+}
+
+/// `_model_names()`: (name, description, source) of every registered model (`torsion.models.list`).
+#[pyfunction]
+fn _model_names() -> Vec<(&'static str, &'static str, String)> {
+    use torsion_model::io::ModelSource;
+    torsion_model::io::MODELS
+        .iter()
+        .map(|e| {
+            let source = match e.source {
+                ModelSource::Builtin => "builtin".to_string(),
+                ModelSource::ExampleRobotData(p) => format!("example-robot-data:{p}"),
+                ModelSource::DmControl(s) => format!("dm_control:{s}.xml"),
+            };
+            (e.name, e.description, source)
+        })
+        .collect()
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_load_model, m)?)?;
+    m.add_function(wrap_pyfunction!(_model_names, m)?)?;
     m.add_class::<PyModel>()?;
     m.add_class::<PyModelBuilder>()?;
     m.add_function(wrap_pyfunction!(load_urdf, m)?)?;

@@ -7,5 +7,6 @@ pub mod urdf;
 pub use mjcf::{load_mjcf, load_mjcf_str};
 pub use robots::{
     baxter_left_arm, baxter_left_arm_spec000, dm_control_model, dm_control_suite_dir, example_robot_data_dir,
+    load_model, ModelEntry, ModelSource, MODELS,
 };
 pub use urdf::{load_urdf, load_urdf_str, UrdfOptions};

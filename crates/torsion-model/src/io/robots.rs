@@ -1,7 +1,7 @@
 //! Robot descriptions from pip packages: `example-robot-data` (URDF, `pip install example-robot-data`) and the
 //! dm_control suite (MJCF, read out of the `dm-control` wheel without installing it).
 use crate::error::ModelError;
-use crate::io::mjcf::load_mjcf;
+use crate::io::mjcf::{load_mjcf, load_mjcf_str};
 use crate::io::urdf::{load_urdf, UrdfOptions};
 use crate::model::Model;
 use std::path::{Path, PathBuf};
@@ -128,4 +128,113 @@ pub fn dm_control_model(name: &str) -> Result<Model, ModelError> {
         ))
     })?;
     load_mjcf(&dir.join(format!("{name}.xml")))
+}
+
+/// Where a model registered by name comes from (see [`MODELS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelSource {
+    /// built into torsion (builders and embedded MJCF files): always available
+    Builtin,
+    /// a URDF of pip `example-robot-data`, path relative to [`example_robot_data_dir`]
+    ExampleRobotData(&'static str),
+    /// an MJCF of the dm_control suite (pip `dm-control`'s wheel), file stem in [`dm_control_suite_dir`]
+    DmControl(&'static str),
+}
+
+/// A model known by name: `name` is what [`load_model`], the CLI's `--model` and Python's
+/// `torsion.models.load` accept.
+#[derive(Clone, Copy, Debug)]
+pub struct ModelEntry {
+    pub name: &'static str,
+    pub source: ModelSource,
+    pub description: &'static str,
+}
+
+const fn erd(name: &'static str, path: &'static str, description: &'static str) -> ModelEntry {
+    ModelEntry { name, source: ModelSource::ExampleRobotData(path), description }
+}
+const fn dmc(name: &'static str, stem: &'static str, description: &'static str) -> ModelEntry {
+    ModelEntry { name, source: ModelSource::DmControl(stem), description }
+}
+const fn builtin(name: &'static str, description: &'static str) -> ModelEntry {
+    ModelEntry { name, source: ModelSource::Builtin, description }
+}
+
+/// Every model known by name, in listing order. The dm_control entries are the suite's self-contained MJCF
+/// files (`lqr`, `stacker` and `swimmer` are templates its Python code fills in; `dog` needs mesh inertia,
+/// which the MJCF loader refuses: not listed).
+pub const MODELS: &[ModelEntry] = &[
+    builtin("two_link_arm", "planar 2-link arm, 1 m links, 1 kg tip masses (builder)"),
+    builtin("tensegrity_prism", "3-bar tensegrity prism: 3 rods, 9 cables, 3 filter motors (spec 003 §4.0)"),
+    builtin("superball", "NASA SUPERball tensegrity resting on a floor: 6 rods, 24 actuated cables (MJCF)"),
+    builtin("superball_air", "SUPERball with one rod welded in the air, rod-rod contact off (MJCF)"),
+    erd("panda", "panda_description/urdf/panda.urdf", "Franka Emika Panda arm with its gripper"),
+    erd("baxter", "baxter_description/urdf/baxter.urdf", "Rethink Baxter, both arms and grippers"),
+    builtin("baxter_left_arm", "Baxter left arm chain torso→left_hand_link, off-chain links welded in"),
+    erd("ur3", "ur_description/urdf/ur3_robot.urdf", "Universal Robots UR3"),
+    erd("ur5", "ur_description/urdf/ur5_robot.urdf", "Universal Robots UR5"),
+    erd("ur10", "ur_description/urdf/ur10_robot.urdf", "Universal Robots UR10"),
+    erd("xarm7", "xarm_description/urdf/xarm7.urdf", "UFactory xArm 7"),
+    erd("z1", "z1_description/urdf/z1.urdf", "Unitree Z1 arm"),
+    erd("so100", "so_arm_description/urdf/so100.urdf", "SO-100 low-cost arm"),
+    erd("double_pendulum", "double_pendulum_description/urdf/double_pendulum.urdf", "double pendulum"),
+    erd("go1", "go1_description/urdf/go1.urdf", "Unitree Go1 quadruped (floating base)"),
+    erd("go2", "go2_description/urdf/go2.urdf", "Unitree Go2 quadruped (floating base)"),
+    erd("a1", "a1_description/urdf/a1.urdf", "Unitree A1 quadruped (floating base)"),
+    erd("anymal_c", "anymal_c_simple_description/urdf/anymal.urdf", "ANYbotics ANYmal C quadruped (floating base)"),
+    dmc("dm_control/acrobot", "acrobot", "dm_control acrobot"),
+    dmc("dm_control/ball_in_cup", "ball_in_cup", "dm_control ball in cup"),
+    dmc("dm_control/cartpole", "cartpole", "dm_control cart-pole"),
+    dmc("dm_control/cheetah", "cheetah", "dm_control half-cheetah"),
+    dmc("dm_control/finger", "finger", "dm_control finger spinning a hinged body"),
+    dmc("dm_control/fish", "fish", "dm_control fish (fluid forces)"),
+    dmc("dm_control/hopper", "hopper", "dm_control hopper"),
+    dmc("dm_control/humanoid", "humanoid", "dm_control humanoid"),
+    dmc("dm_control/humanoid_CMU", "humanoid_CMU", "dm_control CMU humanoid"),
+    dmc("dm_control/manipulator", "manipulator", "dm_control planar manipulator"),
+    dmc("dm_control/pendulum", "pendulum", "dm_control pendulum"),
+    dmc("dm_control/point_mass", "point_mass", "dm_control point mass"),
+    dmc("dm_control/quadruped", "quadruped", "dm_control quadruped"),
+    dmc("dm_control/reacher", "reacher", "dm_control reacher"),
+    dmc("dm_control/walker", "walker", "dm_control planar walker"),
+];
+
+const SUPERBALL_XML: &str = include_str!("../../tests/data/mjcf/superball.xml");
+const SUPERBALL_AIR_XML: &str = include_str!("../../tests/data/mjcf/superball_air.xml");
+
+/// A model by its registered name (see [`MODELS`]; `dm_control/NAME` also reaches suite files not listed).
+/// Unknown names are an error listing the known ones; a missing pip package is an error naming it.
+pub fn load_model(name: &str) -> Result<Model, ModelError> {
+    let entry = MODELS.iter().find(|e| e.name == name);
+    match entry.map(|e| e.source) {
+        Some(ModelSource::Builtin) => match name {
+            "two_link_arm" => {
+                crate::builder::two_link_arm(1.0, 1.0, 1.0, torsion_math::Vec3::new(0.0, 0.0, -9.81), 0.01)
+            }
+            "tensegrity_prism" => Ok(crate::builder::tensegrity_prism()),
+            "superball" => load_mjcf_str(SUPERBALL_XML, "superball.xml (built in)", None),
+            "superball_air" => load_mjcf_str(SUPERBALL_AIR_XML, "superball_air.xml (built in)", None),
+            "baxter_left_arm" => baxter_left_arm(),
+            _ => Err(ModelError::Invalid(format!("built-in model '{name}' has no loader (a torsion bug)"))),
+        },
+        Some(ModelSource::ExampleRobotData(rel)) => {
+            let dir = example_robot_data_dir().ok_or_else(|| {
+                ModelError::Invalid(format!(
+                    "model '{name}' comes from example-robot-data, which was not found: \
+                     `python3 -m pip install example-robot-data` or set TORSION_ROBOTS_DIR"
+                ))
+            })?;
+            load_urdf(&dir.join(rel), &UrdfOptions::default())
+        }
+        Some(ModelSource::DmControl(stem)) => dm_control_model(stem),
+        None => match name.strip_prefix("dm_control/") {
+            Some(stem) if !stem.is_empty() && stem.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+                dm_control_model(stem)
+            }
+            _ => Err(ModelError::Invalid(format!(
+                "unknown model name '{name}': known names are {}",
+                MODELS.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
+            ))),
+        },
+    }
 }

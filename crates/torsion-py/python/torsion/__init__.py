@@ -36,6 +36,8 @@ from ._torsion import (
     trajectory_jacobians,
 )
 
+from . import models  # noqa: E402  (torsion.models.list() / torsion.models.load(name))
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "gravity",
     "load_mjcf",
     "load_urdf",
+    "models",
     "nonlinear_effects",
     "passive_forces",
     "rnea",

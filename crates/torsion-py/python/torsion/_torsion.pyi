@@ -1,7 +1,7 @@
 """Type stubs of the torsion extension module (crates/torsion-py/src). Arrays are float64 NumPy arrays;
 inputs also accept sequences of numbers. State layouts: see the `torsion` package docstring / README."""
 from os import PathLike
-from typing import Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -152,6 +152,10 @@ def load_urdf(path: Union[str, PathLike[str]], arm_root: Optional[str] = None, a
 def load_mjcf(path_or_xml: Union[str, PathLike[str]]) -> Model:
     """A str that starts with '<' (after whitespace) is parsed as MJCF text (errors name '<MJCF text>'; includes
     resolve against the working directory), anything else is a file path (FileNotFoundError if missing)."""
+def _load_model(name: str) -> Model:
+    """A model by registered name; use torsion.models.load."""
+def _model_names() -> List[Tuple[str, str, str]]:
+    """(name, description, source) of every registered model; use torsion.models.list."""
 def step(model: Model, solver: Solver, x: ArrayLike, u: ArrayLike, dt: Optional[float] = None) -> F64:
     """One step. NcpSolver starts it cold (a flat state holds no contact warm start), so the same x and u always
     give the same result; a loop of `step` may differ from `rollout` at the solver's tolerance."""
