@@ -37,6 +37,7 @@ fn pbd_design_quick_meets_its_targets() {
     // printed the whole 17 KB JSON)
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.len() < 4000 && stdout.contains("metric") && stdout.contains("loss_initial"), "{stdout}");
+    assert!(stdout.contains("6 of 6 targets met"), "{stdout}");
     assert!(!stdout.trim_start().starts_with('{'), "no JSON on stdout");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let j: serde_json::Value =
@@ -67,7 +68,8 @@ fn pbd_design_quick_meets_its_targets() {
     assert_eq!(j["paper"]["loss_initial"], 51.716);
 }
 
-/// Run an experiment in quick mode and return its JSON (the PNG must exist).
+/// Run an experiment in quick mode and return its JSON (the PNG must exist); its declared targets (`checks`,
+/// evaluated by the experiment on its metrics and printed as PASS / FAIL, issue 21 item 5) must all pass.
 fn quick_experiment(name: &str) -> serde_json::Value {
     let dir = tmp(name);
     let out = torsion().args(["experiment", name, "--quick", "--out"]).arg(&dir).output().unwrap();
@@ -76,6 +78,13 @@ fn quick_experiment(name: &str) -> serde_json::Value {
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.json"))).unwrap()).unwrap();
     assert_eq!(j["name"], name);
+    let checks = j["checks"].as_array().unwrap();
+    let n = checks.len();
+    assert!(n > 0, "{name} declares no targets");
+    let failed: Vec<_> = checks.iter().filter(|c| c["pass"] != true).collect();
+    assert!(failed.is_empty(), "{name}: targets missed: {failed:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(&format!("{n} of {n} targets met")) && stdout.contains("PASS"), "{stdout}");
     j
 }
 
@@ -138,18 +147,10 @@ fn experiment_list_names_the_issue_6_experiments() {
     assert!(text.contains("pbd-mpc-torques") && text.contains("pbd-impedance"), "{text}");
 }
 
-fn run_quick(name: &str) -> serde_json::Value {
-    let dir = tmp(name);
-    let out = torsion().args(["experiment", name, "--quick", "--out"]).arg(&dir).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(std::fs::metadata(dir.join(format!("{name}.png"))).unwrap().len() > 10_000);
-    serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.json"))).unwrap()).unwrap()
-}
-
 #[test]
 fn pbd_mpc_torques_quick_meets_its_targets() {
     // 1 s of the 5 s trajectory (100 MPC steps), every scheme, both variants
-    let j = run_quick("pbd-mpc-torques");
+    let j = quick_experiment("pbd-mpc-torques");
     let m = &j["metrics"];
     let r = |v: &serde_json::Value, joint: &str, row: &str, col: &str| v["rmse"][joint][row][col].as_f64().unwrap();
     for (joint, paper_best) in [("s1", 1.726), ("e0", 1.192), ("e1", 2.128)] {
@@ -202,7 +203,7 @@ fn pbd_mpc_torques_quick_meets_its_targets() {
 
 #[test]
 fn pbd_impedance_quick_meets_its_targets() {
-    let j = run_quick("pbd-impedance");
+    let j = quick_experiment("pbd-impedance");
     let m = &j["metrics"];
     let f = |k: &str| m[k].as_f64().unwrap();
     eprintln!(

@@ -7,7 +7,7 @@
 //! v⁺ to the k = 50 step, ‖v⁺_k − v⁺_50‖∞ / ‖v⁺_50‖∞ (v⁺, not λ: λ_n is not unique on coplanar points,
 //! docs/gradients.md).
 use crate::ncp_scene::{bar, plot_panels, Panel, Phys, Scene, HALF};
-use crate::result::{ExperimentError, ExperimentResult};
+use crate::result::{Check, ExperimentError, ExperimentResult};
 use serde_json::json;
 use torsion_solvers::featherstone::GenState;
 use torsion_solvers::ncp::{FrictionSet, NcpReport};
@@ -80,6 +80,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let mut metrics = serde_json::Map::new();
     let mut series_res = vec![];
     let mut series_dl = vec![];
+    let mut checks = vec![];
     for c in &cases {
         let (reference, sref) = step(c, kmax, None, &c.state)?;
         let lscale = reference.lambda_n.iter().fold(1e-300f64, |m, x| m.max(x.abs()));
@@ -109,6 +110,13 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         pb.inc(1);
         let mut all: Vec<usize> = qp.iter().chain(&qcqp).copied().collect();
         let n = c.name;
+        checks.push(
+            Check::le(&format!("{n}: passes to a 1e-6 residual"), first(&rel).map_or(f64::NAN, |k| k as f64), 10.0)
+                .note("H6"),
+        );
+        let med = median(&mut all.clone());
+        checks.push(Check::le(&format!("{n}: median ADMM iterations"), med, 50.0).note("H7"));
+        checks.push(Check::le(&format!("{n}: unconverged ADMM solves"), unconverged as f64, 0.0));
         metrics.insert(format!("{n}_contacts"), json!(reference.contacts));
         metrics.insert(format!("{n}_relative_residual"), json!(rel));
         metrics.insert(format!("{n}_velocity_change_to_k{kmax}"), json!(dl));
@@ -141,6 +149,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     });
     Ok(ExperimentResult {
         name: "ncp-convergence".into(),
+        checks,
         metrics: serde_json::Value::Object(metrics),
         paper,
         settings,

@@ -9,7 +9,7 @@ use crate::ncp_scene::{
     bar, init_guess, lm_desc, loss_panel, observe, one_panel_result, with_init, Fit, Phys, Scene, DATA_DESC, HALF,
     MODEL_DESC, SIGMA,
 };
-use crate::result::{ExperimentError, ExperimentResult};
+use crate::result::{Check, ExperimentError, ExperimentResult};
 use serde_json::json;
 use torsion_opt::Param;
 
@@ -77,5 +77,9 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         "optimiser": lm_desc(ITERS),
     });
     let panel = loss_panel("E1: μ identification, loss per LM step", hist);
-    Ok(one_panel_result("ncp-friction-id", metrics, paper, settings, panel))
+    let checks = vec![
+        Check::le("max |μ − μ*| over the initialisations", max_err, 0.005).note("H1"),
+        Check::le("|μ − μ*| on noise-free data", (extra[0] - MU_TRUE).abs(), 1e-6),
+    ];
+    Ok(one_panel_result("ncp-friction-id", metrics, paper, settings, panel).with_checks(checks))
 }

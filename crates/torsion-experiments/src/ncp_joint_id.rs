@@ -12,7 +12,7 @@ use crate::ncp_scene::{
     bar, init_guess, loss_panel, observe, one_panel_result, with_init, Fit, Phys, Scene, DATA_DESC, HALF, MODEL_DESC,
     SIGMA,
 };
-use crate::result::{ExperimentError, ExperimentResult};
+use crate::result::{Check, ExperimentError, ExperimentResult};
 use nalgebra::DMatrix;
 use serde_json::json;
 use torsion_opt::Param;
@@ -131,5 +131,11 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         "optimiser": format!("Levenberg–Marquardt, ≤ {ITERS} steps per stage, exact forward-mode Jacobians; stage 1: μ and A's initial state on the pre-impact observations, stage 2: m and ε on the whole trajectory, stage 3: all"),
     });
     let panel = loss_panel("E5: joint (μ, m, ε), loss per LM step", hist);
-    Ok(one_panel_result("ncp-joint-id", metrics, paper, settings, panel))
+    let mut checks: Vec<Check> = ["mu", "mass", "restitution"]
+        .iter()
+        .zip(worst)
+        .map(|(k, w)| Check::le(&format!("rel_errors.{k}"), w, 0.02).note("H5"))
+        .collect();
+    checks.push(Check::le("collision_condition_number", cond_collision, 1e4));
+    Ok(one_panel_result("ncp-joint-id", metrics, paper, settings, panel).with_checks(checks))
 }

@@ -9,7 +9,7 @@ use crate::ncp_scene::{
     bar, init_guess, lm_desc, loss_panel, observe, one_panel_result, with_init, Fit, Phys, Scene, DATA_DESC, HALF,
     MODEL_DESC, SIGMA,
 };
-use crate::result::{ExperimentError, ExperimentResult};
+use crate::result::{Check, ExperimentError, ExperimentResult};
 use serde_json::json;
 use torsion_opt::Param;
 
@@ -75,5 +75,9 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         "optimiser": lm_desc(ITERS),
     });
     let panel = loss_panel("E2: mass identification, loss per LM step", hist);
-    Ok(one_panel_result("ncp-mass-id", metrics, paper, settings, panel))
+    let checks = vec![
+        Check::le("mass_rel_error", rel.iter().cloned().fold(0.0, f64::max), 0.01).note("H4"),
+        Check::le("mass sensitivity without / with the push", no_push / with_push, 1e-2).note("§3.11 item 10"),
+    ];
+    Ok(one_panel_result("ncp-mass-id", metrics, paper, settings, panel).with_checks(checks))
 }

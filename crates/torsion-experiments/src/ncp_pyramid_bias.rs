@@ -7,7 +7,7 @@ use crate::ncp_friction_id::{DT, ITERS, STEPS};
 use crate::ncp_scene::{
     bar, init_guess, lm_desc, observe, one_panel_result, with_init, Fit, Panel, Phys, Scene, DATA_DESC, HALF, SIGMA,
 };
-use crate::result::{ExperimentError, ExperimentResult};
+use crate::result::{Check, ExperimentError, ExperimentResult};
 use serde_json::json;
 use std::f64::consts::PI;
 use torsion_opt::Param;
@@ -89,5 +89,14 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         log_y: false,
         series,
     };
-    Ok(one_panel_result("ncp-pyramid-bias", metrics, paper, settings, panel))
+    let worst_cone = mu[0].iter().map(|m| (m - MU_TRUE).abs()).fold(0.0, f64::max);
+    let at_pi_4 = |v: &[f64]| {
+        thetas.iter().position(|t| (t - std::f64::consts::FRAC_PI_4).abs() < 1e-9).map_or(f64::NAN, |i| v[i])
+    };
+    let checks = vec![
+        Check::le("max |μ_cone − 0.2| over θ", worst_cone, 0.002).note("H2"),
+        Check::within("μ_box at π/4", at_pi_4(&mu[1]), MU_TRUE / 2f64.sqrt(), 0.002),
+        Check::within("μ_diamond at π/4", at_pi_4(&mu[2]), MU_TRUE * 2f64.sqrt(), 0.003),
+    ];
+    Ok(one_panel_result("ncp-pyramid-bias", metrics, paper, settings, panel).with_checks(checks))
 }

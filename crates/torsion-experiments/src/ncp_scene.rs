@@ -416,6 +416,7 @@ pub fn one_panel_result(
 ) -> ExperimentResult {
     ExperimentResult {
         name: name.into(),
+        checks: vec![],
         metrics,
         paper,
         settings,

@@ -11,7 +11,7 @@
 //! multi-start: Adam (lr 0.01, bounds) from (3.0, 0.1) and from a fixed set of other starts; the best final
 //! loss wins and every path is reported. A coarse grid of the same loss locates the optimum as a check.
 use crate::plot::{color, init_font, perr, range};
-use crate::result::{ExperimentError, ExperimentResult};
+use crate::result::{Check, ExperimentError, ExperimentResult};
 use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::{Const, Vector2};
 use num_dual::DualSVec64;
@@ -377,8 +377,17 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         .map(|r| (r.centre, r.traj_initial.clone(), r.traj_final.clone(), r.best.clone(), r.grid.best))
         .collect();
     let grid0 = (runs[0].grid.l1.clone(), runs[0].grid.l2.clone(), runs[0].grid.loss.clone());
+    let checks = vec![
+        Check::within("l2", fa[1], 0.30, 0.03),
+        Check::within("l1 − centre", fa[0] - a.centre, 0.0, 0.03),
+        Check::within("l2 (centre 2.0)", fb[1], 0.30, 0.03),
+        Check::within("l1 − centre (centre 2.0)", fb[0] - b.centre, 0.0, 0.03),
+        Check::ge("loss ratio", a.initial.loss / a.final_eval.loss, 3.5),
+        Check::ge("work ratio", a.initial.work / a.final_eval.work, 4.0),
+    ];
     Ok(ExperimentResult {
         name: "pbd-design".into(),
+        checks,
         metrics,
         paper,
         settings,

@@ -16,7 +16,7 @@
 //! (docs/decisions.md). The synthetic ground truth is exact (RNEA on the same URDF), so the primary metric is the
 //! converged engine's; the paper-settings figures are reported beside it.
 use crate::plot::{color, init_font, perr, range};
-use crate::result::{ExperimentError, ExperimentResult};
+use crate::result::{Check, ExperimentError, ExperimentResult};
 use crate::stay_still::{baxter, paper_solver, rnea_gravity, sample_poses, StayStill, DT};
 use indicatif::{ProgressBar, ProgressStyle};
 use plotters::prelude::*;
@@ -195,6 +195,13 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         json!(primary.iter().map(|r| json!({"q": r.q, "rnea": r.g, "estimate": r.u})).collect::<Vec<_>>()),
     );
     m.insert("wall_clock_total_s".into(), json!(t0.elapsed().as_secs_f64()));
+    let metric = |k: &str| m.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
+    let mut checks = vec![];
+    for (n, t) in [("s1", 0.669), ("e1", 0.431), ("w1", 0.698)] {
+        checks.push(Check::le(&format!("mae_{n}"), metric(&format!("mae_{n}")), t).note("the paper's MAE"));
+        checks.push(Check::le(&format!("mae_{n}_converged"), metric(&format!("mae_{n}_converged")), t));
+    }
+    checks.push(Check::le("mae_w1_paper_settings", metric("mae_w1_paper_settings"), 0.698));
     let metrics = Value::Object(m);
     let paper = json!({
         "mean_s1": -2.90e+01, "max_s1": -1.16e+01, "min_s1": -3.91e+01, "mae_s1": 6.69e-01,
@@ -218,6 +225,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let pnames = names.clone();
     Ok(ExperimentResult {
         name: "pbd-gravity-comp".into(),
+        checks,
         metrics,
         paper,
         settings,

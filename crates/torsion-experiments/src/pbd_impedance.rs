@@ -13,7 +13,7 @@
 //! s = 1, external torque 5 N·m on [5, 15) s and 10 N·m on [20, 30) s, 40 s; impedance vs PD only.
 //! Runtime key (decision): (clip(q_d − q, ±0.00625), clip(q̇, ±0.5)), the map's torque to reach q_d in one step.
 use crate::plot::{color, init_font, perr, range};
-use crate::result::{ExperimentError, ExperimentResult};
+use crate::result::{Check, ExperimentError, ExperimentResult};
 use indicatif::{ProgressBar, ProgressStyle};
 use plotters::prelude::*;
 use serde_json::json;
@@ -268,6 +268,22 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     bar.finish_and_clear();
     let (spd, simp) = (summarise(&pd), summarise(&imp));
     let k_imp = K_M + SCALE * i_s1 / (DT * DT);
+    let defl = |v: &serde_json::Value, i: usize| v["steady_deflection"][i].as_f64().unwrap_or(f64::NAN);
+    let mut checks = vec![
+        Check::le("map_max_rel_error_nodes", node_err / scale, 0.05),
+        Check::le("map_max_rel_error_cell_centres", centre_err / scale, 0.05),
+        Check::holds("PD closed loop stable and bounded", spd["stable"] == true),
+        Check::holds("impedance closed loop stable and bounded", simp["stable"] == true),
+    ];
+    for (i, p) in PULSES.iter().enumerate() {
+        let expected = p.2 / K_M;
+        checks.push(Check::within(
+            &format!("PD steady deflection, pulse {}", i + 1),
+            defl(&spd, i),
+            expected,
+            0.05 * expected,
+        ));
+    }
     let metrics = json!({
         "inertia_s1_crba": i_s1, "inertia_s1_composite": arm.inertia_composite,
         "map_grid": [n, n], "map_max_solve_residual_rad": map.max_residual,
@@ -298,6 +314,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         map.omega.iter().enumerate().map(|(j, &om)| (om, map.tau[n - 1][j], analytic(map.dtheta[n - 1], om))).collect();
     Ok(ExperimentResult {
         name: "pbd-impedance".into(),
+        checks,
         metrics,
         paper,
         settings,

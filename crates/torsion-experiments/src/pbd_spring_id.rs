@@ -10,7 +10,7 @@
 //! (a), reverse XPBD steps (∂ρ/∂θ, FD-tested in `stay_still`) for (b). (b) runs at the paper's solver settings (30
 //! iterations) and with 10 substeps: the XPBD one-step gap to g(q) of `pbd-gravity-comp` biases k at 30 iterations.
 use crate::plot::{color, init_font, perr, range};
-use crate::result::{ExperimentError, ExperimentResult};
+use crate::result::{Check, ExperimentError, ExperimentResult};
 use crate::stay_still::{baxter, paper_solver, rnea_gravity, sample_poses, Lcg, StayStill, DT};
 use nalgebra::{DMatrix, DVector};
 use plotters::prelude::*;
@@ -191,6 +191,15 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         }
     }
     m.insert("wall_clock_total_s".into(), json!(t0.elapsed().as_secs_f64()));
+    let metric = |k: &str| m.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
+    let checks = vec![
+        Check::le("k_rel_error_curvefit", metric("k_rel_error_curvefit"), 0.01),
+        Check::le("k_rel_error_curvefit_noisy", metric("k_rel_error_curvefit_noisy"), 0.05),
+        Check::le("k_rel_error_diffsim", metric("k_rel_error_diffsim"), 0.01),
+        Check::le("k_rel_error_diffsim_noisy", metric("k_rel_error_diffsim_noisy"), 0.05),
+        Check::le("k_methods_rel_diff", metric("k_methods_rel_diff"), 0.01).note("both methods agree"),
+        Check::le("k_methods_rel_diff_noisy", metric("k_methods_rel_diff_noisy"), 0.01),
+    ];
     let metrics = Value::Object(m);
     let paper = json!({
         "note": "Fig. 8 only (image): curve fitting and differentiable simulation 'converged to similar values'; no reference stiffness given",
@@ -209,6 +218,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     });
     Ok(ExperimentResult {
         name: "pbd-spring-id".into(),
+        checks,
         metrics,
         paper,
         settings,

@@ -26,18 +26,68 @@ impl From<torsion_model::ModelError> for ExperimentError {
     }
 }
 
+/// One target of an experiment evaluated on its measured value (issue 21 item 5: the printed table says pass or
+/// fail). `value` NaN fails every bound.
+#[derive(Clone, Debug)]
+pub struct Check {
+    /// what is checked and its bound, e.g. "max_abs_error ≤ 0.005 (H1)"
+    pub target: String,
+    pub value: f64,
+    pub pass: bool,
+}
+
+impl Check {
+    /// `what ≤ bound`
+    pub fn le(what: &str, value: f64, bound: f64) -> Self {
+        Check { target: format!("{what} ≤ {bound}"), value, pass: value <= bound }
+    }
+    /// `what ≥ bound`
+    pub fn ge(what: &str, value: f64, bound: f64) -> Self {
+        Check { target: format!("{what} ≥ {bound}"), value, pass: value >= bound }
+    }
+    /// `|what − centre| ≤ tol`
+    pub fn within(what: &str, value: f64, centre: f64, tol: f64) -> Self {
+        Check { target: format!("{what} = {centre} ± {tol}"), value, pass: (value - centre).abs() <= tol }
+    }
+    /// a property that holds or not (value 1 or 0)
+    pub fn holds(what: &str, ok: bool) -> Self {
+        Check { target: what.to_string(), value: if ok { 1.0 } else { 0.0 }, pass: ok }
+    }
+    /// the same check with a note appended to its target (e.g. the hypothesis it tests)
+    pub fn note(mut self, note: &str) -> Self {
+        self.target = format!("{} ({note})", self.target);
+        self
+    }
+}
+
 pub struct ExperimentResult {
     pub name: String,
     pub metrics: Value,
     pub paper: Value,
     pub settings: Value,
+    /// the experiment's targets, each evaluated on the measured metrics (written as `checks` in the JSON)
+    pub checks: Vec<Check>,
     /// draws the PNG into the given path
     pub plot: Box<dyn Fn(&Path) -> Result<(), ExperimentError>>,
 }
 
 impl ExperimentResult {
     pub fn json(&self) -> Value {
-        json!({"name": self.name, "metrics": self.metrics, "paper": self.paper, "settings": self.settings})
+        let checks: Vec<Value> = self
+            .checks
+            .iter()
+            .map(|c| json!({"target": c.target, "value": if c.value.is_finite() { json!(c.value) } else { Value::Null }, "pass": c.pass}))
+            .collect();
+        json!({"name": self.name, "metrics": self.metrics, "paper": self.paper, "settings": self.settings, "checks": checks})
+    }
+    /// The same result with its targets (see [`Check`]).
+    pub fn with_checks(mut self, checks: Vec<Check>) -> Self {
+        self.checks = checks;
+        self
+    }
+    /// Whether every target is met (true when the experiment declares none).
+    pub fn passed(&self) -> bool {
+        self.checks.iter().all(|c| c.pass)
     }
     /// A short table for the terminal (issue 21 item 5; the full JSON goes to the file only): each metric that
     /// is a number, a boolean or up to 6 numbers (nested objects one level down, as `a.b`), beside the paper's
@@ -78,6 +128,17 @@ impl ExperimentResult {
                 let text = v.as_str().map(str::to_string).or_else(|| short(v)).unwrap_or_else(|| v.to_string());
                 out += &format!("paper {k}: {text}\n");
             }
+        }
+        if !self.checks.is_empty() {
+            let w = self.checks.iter().map(|c| c.target.chars().count()).max().unwrap_or(6).max(6);
+            out += &format!("{:<w$}  {:<14}  result\n", "target", "ours");
+            for c in &self.checks {
+                let pad = w - c.target.chars().count();
+                let verdict = if c.pass { "PASS" } else { "FAIL" };
+                out += &format!("{}{}  {:<14.6}  {verdict}\n", c.target, " ".repeat(pad), c.value);
+            }
+            let failed = self.checks.iter().filter(|c| !c.pass).count();
+            out += &format!("{} of {} targets met\n", self.checks.len() - failed, self.checks.len());
         }
         out
     }

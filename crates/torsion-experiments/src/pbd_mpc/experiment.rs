@@ -2,7 +2,7 @@
 //! metrics JSON and the figure.
 use super::*;
 use crate::plot::{color, init_font, perr, range};
-use crate::result::{ExperimentError, ExperimentResult};
+use crate::result::{Check, ExperimentError, ExperimentResult};
 use indicatif::{ProgressBar, ProgressStyle};
 use plotters::prelude::*;
 use rayon::prelude::*;
@@ -434,6 +434,13 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let no_gap = variant_json(&vars[0], &sch);
     let gap = variant_json(&vars[1], &sch);
     let iter_count: usize = sch.iter().map(|s| steps * if s.horizon > 1 { ITERS_3 } else { ITERS_1 }).sum();
+    let mut checks = vec![];
+    for (joint, paper_best) in [("s1", 1.726), ("e0", 1.192), ("e1", 2.128)] {
+        let best = no_gap["best"][joint]["rmse"].as_f64().unwrap_or(f64::NAN);
+        checks.push(Check::le(&format!("best RMSE {joint}, N·m"), best, paper_best).note("Table IV"));
+        let spread = omega["omega_only_init_spread"]["converged"][joint].as_f64().unwrap_or(f64::NAN);
+        checks.push(Check::le(&format!("ω-only init spread {joint} (converged), N·m"), spread, 1e-3));
+    }
     let metrics = json!({
         "rmse": no_gap["rmse"], "best": no_gap["best"], "schemes": no_gap["schemes"], "failures": no_gap["failures"],
         "true_torque_rms_s1_e0_e1": no_gap["true_torque_rms_s1_e0_e1"],
@@ -495,6 +502,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         .collect();
     Ok(ExperimentResult {
         name: "pbd-mpc-torques".into(),
+        checks,
         metrics,
         paper,
         settings,
