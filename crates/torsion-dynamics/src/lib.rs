@@ -16,6 +16,7 @@ pub mod fluid;
 pub mod gyroscopic;
 pub mod jacobians;
 pub mod joints;
+pub mod log_cholesky;
 pub mod ltl;
 pub mod passive;
 pub mod regressor;
