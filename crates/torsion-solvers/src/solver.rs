@@ -11,6 +11,10 @@ pub enum SolverError {
     BadInput { solver: &'static str, problem: String },
     #[error("{solver}: non-finite state after step {what}")]
     NonFinite { solver: &'static str, what: String },
+    /// an inner problem had no valid solution (the LCP stepper: every solver of the chain failed the validity
+    /// check); the step is not taken
+    #[error("{solver}: no valid solution: {problem}")]
+    NoSolution { solver: &'static str, problem: String },
 }
 
 /// What a step reports, the same for every solver (issue 13 item 5). A failure is an `Err`, never a field here;
