@@ -412,6 +412,7 @@ fn stack_of_three_boxes_is_stable() {
     assert!(infos.iter().all(|i| i.converged));
     let pgs = infos.iter().filter(|i| i.solver == "lcp/pgs").count();
     eprintln!("stack: {pgs} of 300 steps answered by PGS, the rest by Jade's Dantzig");
+    assert!(infos.iter().all(|i| i.solver == "lcp/pgs" || i.solver == "lcp/jade"));
     let last = states.last().unwrap();
     let mut worst_pen: f64 = 0.0;
     for s in &states {
@@ -442,4 +443,42 @@ fn position_update_options() {
     assert!((q1[0] - 1.2).abs() < 1e-15 && v1[0] == 3.0);
     advance(&dm, PositionUpdate::SemiImplicit, &[1.0], &[2.0], &[3.0], 0.1, &mut q1, &mut v1);
     assert!((q1[0] - 1.3).abs() < 1e-15 && v1[0] == 3.0);
+}
+
+/// No valid LCP answer is a reported error, never a frictionless step: the same stack with the chain cut to Jade's
+/// Dantzig alone (no PGS) stops at the first LCP Jade cannot answer with `SolverError::NoSolution`, naming the
+/// LCP and the attempt.
+#[test]
+fn invalid_lcp_is_a_reported_error() {
+    let mut xml = String::from(r#"<mujoco><worldbody><geom type="plane" size="5 5 0.1" friction="0.5"/>"#);
+    for k in 0..3 {
+        xml += &format!(
+            r#"<body pos="0 0 {}"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/></body>"#,
+            0.1 + 0.201 * k as f64
+        );
+    }
+    xml += "</worldbody></mujoco>";
+    let m = mjcf(&xml);
+    let mut o = LcpOptions::default();
+    o.chain.pgs = None;
+    let solver = LcpSolver::new(o);
+    let mut ws = Solver::workspace(&solver, &m).unwrap();
+    let mut s = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
+    let u = Control::zeros(m.nv());
+    let mut err = None;
+    for _ in 0..300 {
+        let mut out = s.clone();
+        match solver.step(&m, &s, &u, 0.01, &mut out, &mut ws, None) {
+            Ok(_) => s = out,
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        }
+    }
+    let e = err.expect("Jade's Dantzig alone fails on some LCP of the stack");
+    let msg = e.to_string();
+    eprintln!("{msg}");
+    assert!(matches!(e, torsion_solvers::SolverError::NoSolution { solver: "lcp", .. }));
+    assert!(msg.contains("step LCP") && msg.contains("JadeDantzig"), "{msg}");
 }

@@ -637,3 +637,126 @@ pub fn classes(r: &LcpReport) -> (Option<&[Class]>, Option<&[Class]>) {
         r.step.as_ref().map(|s| s.answer.solution.classes.as_slice()),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mjcf(xml: &str) -> Model {
+        torsion_model::io::mjcf::load_mjcf_str(xml, "scene.xml", None).unwrap()
+    }
+
+    /// (A, B, C) of `step_jacobians` (collision detection inside) against central differences of `Solver::step`
+    /// (contacts re-detected at every perturbed input; h = 1e-5: collision detection's rounding, ~1e-12 m, would
+    /// show at 1e-6 through 1/h): the worst relative error max |an − fd| / max(1, max |fd|) of each block, and the
+    /// step's report.
+    fn vs_fd(solver: &LcpSolver, m: &Model, s: &GenState, u: &[f64], sel: &ParamSelection) -> ([f64; 3], LcpReport) {
+        let dt = 0.01;
+        let jac = solver.step_jacobians(m, s, &Control::from_torques(u), dt, sel).unwrap();
+        let next = |mm: &Model, st: &GenState, uu: &[f64]| {
+            let mut ws = Solver::workspace(solver, mm).unwrap();
+            let mut o = st.clone();
+            solver.step(mm, st, &Control::from_torques(uu), dt, &mut o, &mut ws, None).unwrap();
+            (o, ws.report)
+        };
+        let (base, report) = next(m, s, u);
+        let (n, nv, ns, h) = (2 * m.nv(), m.nv(), sel.len(), 1e-5);
+        let mut fd = [DMatrix::zeros(n, n), DMatrix::zeros(n, nv), DMatrix::zeros(n, ns)];
+        for k in 0..n + nv + ns {
+            let side = |sign: f64| {
+                if k < n {
+                    let mut d = vec![0.0; n];
+                    d[k] = sign * h;
+                    next(m, &solver.retract(m, s, &d), u).0
+                } else if k < n + nv {
+                    let mut uu = u.to_vec();
+                    uu[k - n] += sign * h;
+                    next(m, s, &uu).0
+                } else {
+                    let mut mm = m.clone();
+                    let mut vals = m.params_get(sel);
+                    vals[k - n - nv] += sign * h;
+                    mm.params_set(sel, &vals).unwrap();
+                    next(&mm, s, u).0
+                }
+            };
+            let (p, q) = (solver.local_diff(m, &base, &side(1.0)), solver.local_diff(m, &base, &side(-1.0)));
+            let (blk, col) = if k < n {
+                (0, k)
+            } else if k < n + nv {
+                (1, k - n)
+            } else {
+                (2, k - n - nv)
+            };
+            for r in 0..n {
+                fd[blk][(r, col)] = (p[r] - q[r]) / (2.0 * h);
+            }
+        }
+        let err = |an: &DMatrix<f64>, f: &DMatrix<f64>| {
+            if an.is_empty() {
+                0.0
+            } else {
+                (an - f).amax() / f.amax().max(1.0)
+            }
+        };
+        ([err(&jac.a, &fd[0]), err(&jac.b, &fd[1]), err(&jac.c, &fd[2])], report)
+    }
+
+    const BALL: &str = r#"<mujoco><worldbody><geom name="floor" type="plane" size="5 5 0.1" friction="0.2"/>
+        <body name="ball"><freejoint/><geom name="ball" type="sphere" size="0.1" mass="1.3" friction="0.3"/></body>
+        </worldbody></mujoco>"#;
+
+    /// A ball sliding and spinning on a plane (friction at its bound, both position updates), pushed by the
+    /// controls: A, B and C (the ball's friction μ and mass) against central differences (≤ 1e-6).
+    #[test]
+    fn sliding_ball_jacobians_match_finite_differences() {
+        let m = mjcf(BALL);
+        let sel = ParamSelection::by_names(&m, &["shape_friction[ball]", "body_mass[ball]"]).unwrap();
+        let s = GenState::new(vec![0.1, -0.2, 0.0995, 1.0, 0.0, 0.0, 0.0], vec![0.4, -0.3, 1.1, 1.2, -0.5, -0.05]);
+        let u = [0.02, -0.01, 0.03, 0.5, 0.2, -0.4];
+        for position in [PositionUpdate::Parallel, PositionUpdate::SemiImplicit] {
+            let solver = LcpSolver::new(LcpOptions { position, ..Default::default() });
+            let (e, r) = vs_fd(&solver, &m, &s, &u, &sel);
+            let cl = classes(&r).1.unwrap().to_vec();
+            eprintln!("sliding ball ({position:?}): classes {cl:?}, A {:.1e}, B {:.1e}, C {:.1e}", e[0], e[1], e[2]);
+            assert!(matches!(cl[1], Class::Nh | Class::Nl) && cl[0] == Class::C, "sliding: {cl:?}");
+            assert!(e.iter().all(|&x| x < 1e-6), "{e:?}");
+        }
+    }
+
+    /// A ball striking the plane at an angle with ε = 0.5 (the impact LCP, then the step's): A, B and C (the
+    /// ball's restitution ε and friction μ, the pair's larger values) against central differences (≤ 1e-6).
+    #[test]
+    fn bouncing_ball_jacobians_match_finite_differences() {
+        let mut m = mjcf(BALL);
+        m.param_set_by_name("shape_restitution[ball]", 0.5).unwrap();
+        m.param_set_by_name("shape_friction[ball]", 0.4).unwrap();
+        let sel = ParamSelection::by_names(&m, &["shape_restitution[ball]", "shape_friction[ball]"]).unwrap();
+        let s = GenState::new(vec![0.0, 0.0, 0.1004, 1.0, 0.0, 0.0, 0.0], vec![0.3, 0.2, -0.5, 1.5, 0.4, -2.0]);
+        let u = [0.0, 0.01, 0.0, 0.3, 0.0, 0.1];
+        let (e, r) = vs_fd(&LcpSolver::default(), &m, &s, &u, &sel);
+        assert!(r.impact.is_some() && r.bounce == [true], "the ball bounces: {:?}", r.bounce);
+        eprintln!("bouncing ball: classes {:?}, A {:.1e}, B {:.1e}, C {:.1e}", classes(&r), e[0], e[1], e[2]);
+        assert!(e.iter().all(|&x| x < 1e-6), "{e:?}");
+    }
+
+    /// Two balls meeting off-centre with sliding friction (sphere–sphere, the normal on the line of centres):
+    /// A and B against central differences.
+    #[test]
+    fn two_balls_off_centre_jacobians_match_finite_differences() {
+        let m = mjcf(
+            r#"<mujoco><option gravity="0 0 0"/><worldbody>
+            <body><freejoint/><geom type="sphere" size="0.1" mass="1" friction="0.2"/></body>
+            <body><freejoint/><geom type="sphere" size="0.12" mass="2" friction="0.2"/></body>
+            </worldbody></mujoco>"#,
+        );
+        let s = GenState::new(
+            vec![0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.215, 0.05, 0.02, 1.0, 0.0, 0.0, 0.0],
+            vec![0.5, 0.0, 1.0, 2.0, 0.3, 0.0, 0.0, -0.2, 0.0, -0.5, 0.0, 0.1],
+        );
+        let (e, r) = vs_fd(&LcpSolver::default(), &m, &s, &[0.0; 12], &ParamSelection::none());
+        eprintln!("two balls: classes {:?}, A {:.1e}, B {:.1e}", classes(&r), e[0], e[1]);
+        assert_eq!(r.contacts, 1);
+        assert!(e[0] < 1e-6 && e[1] < 1e-6, "{e:?}");
+    }
+}

@@ -308,7 +308,7 @@ impl PhaseJvp {
 mod tests {
     use super::*;
     use crate::ncp::NcpOptions;
-    use torsion_math::{Mat3, Quat};
+    use torsion_math::{Mat3, Quat, Vec3};
     use torsion_model::builder::{JointDesc, ModelBuilder};
     use torsion_model::JointType;
 
