@@ -482,3 +482,67 @@ fn invalid_lcp_is_a_reported_error() {
     assert!(matches!(e, torsion_solvers::SolverError::NoSolution { solver: "lcp", .. }));
     assert!(msg.contains("step LCP") && msg.contains("JadeDantzig"), "{msg}");
 }
+
+/// `step_vjp` through `torsion_diff::rollout_vjp`: a ball (μ 0.4, ε 0.5 on the ball, floor lower) thrown at the
+/// floor while moving sideways with backspin (sliding) bounces three times in 25 steps of 10 ms; ∂(x_T + z_T)/∂(v0, u_3, μ, ε) against
+/// central differences of the rollout.
+#[test]
+fn rollout_gradient_matches_finite_differences() {
+    let mut m = mjcf(
+        r#"<mujoco><worldbody><geom name="floor" type="plane" size="50 50 0.1" friction="0.2"/>
+        <body name="ball"><freejoint/><geom name="ball" type="sphere" size="0.1" mass="1" friction="0.4"/></body>
+        </worldbody></mujoco>"#,
+    );
+    m.param_set_by_name("shape_restitution[ball]", 0.5).unwrap();
+    let sel = ParamSelection::by_names(&m, &["shape_friction[ball]", "shape_restitution[ball]"]).unwrap();
+    let solver = LcpSolver::default();
+    let (dt, steps) = (0.01, 25);
+    let s0 = GenState::new(vec![0.0, 0.0, 0.13, 1.0, 0.0, 0.0, 0.0], vec![0.0, -40.0, 0.0, 1.5, 0.2, -1.0]);
+    let controls: Vec<Control> =
+        (0..steps).map(|t| Control::from_torques(&[0.0, 0.0, 0.0, 0.2 + 0.01 * t as f64, 0.0, 0.0])).collect();
+    let loss = |mm: &Model, s0: &GenState, c: &[Control]| {
+        let last = &torsion_diff::rollout(&solver, mm, s0, c, dt).unwrap()[steps];
+        last.q[0] + last.q[2]
+    };
+    let states = torsion_diff::rollout(&solver, &m, &s0, &controls, dt).unwrap();
+    let mut ws = Solver::workspace(&solver, &m).unwrap();
+    let mut bounces = 0;
+    for (t, s) in states[..steps].iter().enumerate() {
+        let mut o = s.clone();
+        solver.step(&m, s, &controls[t], dt, &mut o, &mut ws, None).unwrap();
+        bounces += ws.report.impact.is_some() as usize;
+    }
+    let g = torsion_diff::rollout_vjp(&solver, &m, &states, &controls, dt, &sel, |t, _, gs: &mut GenState| {
+        if t == steps {
+            gs.q[0] += 1.0;
+            gs.q[2] += 1.0;
+        }
+    })
+    .unwrap();
+    let h = 1e-6;
+    let mut worst: f64 = 0.0;
+    for k in [3, 5] {
+        let (mut sp, mut sm) = (s0.clone(), s0.clone());
+        sp.v[k] += h;
+        sm.v[k] -= h;
+        let fd = (loss(&m, &sp, &controls) - loss(&m, &sm, &controls)) / (2.0 * h);
+        worst = worst.max((g.g_s0.v[k] - fd).abs() / fd.abs().max(1.0));
+    }
+    let (mut cp, mut cm) = (controls.clone(), controls.clone());
+    cp[3].joint_torque[3] += h;
+    cm[3].joint_torque[3] -= h;
+    let fd = (loss(&m, &s0, &cp) - loss(&m, &s0, &cm)) / (2.0 * h);
+    worst = worst.max((g.g_u[3][3] - fd).abs() / fd.abs().max(1.0));
+    for (i, name) in ["shape_friction[ball]", "shape_restitution[ball]"].iter().enumerate() {
+        let v = m.params_get(&ParamSelection::by_names(&m, &[*name]).unwrap())[0];
+        let (mut mp, mut mm) = (m.clone(), m.clone());
+        mp.param_set_by_name(name, v + h).unwrap();
+        mm.param_set_by_name(name, v - h).unwrap();
+        let fd = (loss(&mp, &s0, &controls) - loss(&mm, &s0, &controls)) / (2.0 * h);
+        eprintln!("∂L/∂{name}: {} vs FD {fd}", g.g_theta[i]);
+        worst = worst.max((g.g_theta[i] - fd).abs() / fd.abs().max(1.0));
+    }
+    eprintln!("rollout gradient ({bounces} impact steps): worst relative error vs FD {worst:.1e}");
+    assert!(bounces >= 3, "{bounces} impacts");
+    assert!(worst < 1e-6, "{worst:e}");
+}
