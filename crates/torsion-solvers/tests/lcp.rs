@@ -546,3 +546,26 @@ fn rollout_gradient_matches_finite_differences() {
     assert!(bounces >= 3, "{bounces} impacts");
     assert!(worst < 1e-6, "{worst:e}");
 }
+
+/// Bad input to the stepper is an error naming what is wrong, never a panic: a state of the wrong size, a
+/// non-positive or non-finite Δt, a non-finite velocity.
+#[test]
+fn stepper_bad_inputs_are_errors() {
+    let m = box_on_plane(0.5);
+    let solver = torsion_solvers::LcpSolver::default();
+    let mut ws = Solver::workspace(&solver, &m).unwrap();
+    let u = Control::zeros(6);
+    let good = box_state(1.0);
+    let mut out = good.clone();
+    let mut short = good.clone();
+    short.q.pop();
+    let mut nan = good.clone();
+    nan.v[3] = f64::NAN;
+    for (s, dt, what) in
+        [(&short, 0.01, "nq"), (&good, 0.0, "time step"), (&good, f64::NAN, "time step"), (&nan, 0.01, "not finite")]
+    {
+        let e = solver.step(&m, s, &u, dt, &mut out, &mut ws, None).unwrap_err();
+        assert!(matches!(e, torsion_solvers::SolverError::BadInput { solver: "lcp", .. }), "{e}");
+        assert!(e.to_string().contains(what), "{e}");
+    }
+}
