@@ -9,6 +9,7 @@ pub mod solver;
 pub mod xpbd;
 
 pub use featherstone::{FeatherstoneOptions, FeatherstoneSolver};
+pub use lcp::{LcpOptions, LcpSolver, PositionUpdate};
 pub use solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 pub use torsion_model::{ContactWarmStart, GenState, MaximalState, StateSpace, WarmImpulse};
 pub use xpbd::{Ordering, XpbdOptions, XpbdSolver};

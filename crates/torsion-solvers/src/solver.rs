@@ -11,6 +11,10 @@ pub enum SolverError {
     BadInput { solver: &'static str, problem: String },
     #[error("{solver}: non-finite state after step {what}")]
     NonFinite { solver: &'static str, what: String },
+    /// an inner problem had no valid solution (the LCP stepper: every solver of the chain failed the validity
+    /// check); the step is not taken
+    #[error("{solver}: no valid solution: {problem}")]
+    NoSolution { solver: &'static str, problem: String },
 }
 
 /// What a step reports, the same for every solver (issue 13 item 5). A failure is an `Err`, never a field here;
@@ -19,15 +23,17 @@ pub enum SolverError {
 #[derive(Clone, Debug)]
 pub struct StepInfo {
     /// the solver that produced the step ("xpbd", "featherstone", "ncp"; a fallback chain names the one that
-    /// answered)
+    /// answered: "lcp/jade", or "lcp/pgs" when some LCP of the step needed PGS)
     pub solver: &'static str,
     /// iterations made: XPBD projection sweeps (iterations × substeps), ncp staggered passes (the impact's and the
-    /// step's), 0 for a direct solve (Featherstone)
+    /// step's), lcp pivots / sweeps of the answering solvers (the impact's and the step's), 0 for a direct solve
+    /// (Featherstone)
     pub iterations: usize,
     /// contacts in the step (the contact solvers; 0 otherwise)
     pub contacts: usize,
     /// the step's own convergence measure at its end: ncp the largest NCP residual (§3.9: Signorini, friction set,
-    /// maximum dissipation, in N·s and m/s); 0 for a direct solve and for XPBD's fixed sweeps
+    /// maximum dissipation, in N·s and m/s), lcp the largest validity residual (§3.3: bound, friction box,
+    /// complementarity); 0 for a direct solve and for XPBD's fixed sweeps
     pub residual: f64,
     /// every inner solve met its tolerance (ncp: all ADMM QP / QCQP solves); a direct solve: true
     pub converged: bool,

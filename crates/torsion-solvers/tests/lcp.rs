@@ -226,3 +226,346 @@ fn baseline_answers_frictionless_lcps() {
     eprintln!("μ = 0: baseline {base} / {n}, Jade {jade} / {n}");
     assert!(base * 100 >= 99 * n && jade * 100 >= 99 * n, "baseline {base}, Jade {jade} of {n}");
 }
+
+// ---- the stepper `lcp` (issue 17 items 2, 4) ----
+
+use torsion_model::{Control, GenState, Model, ParamSelection};
+use torsion_solvers::lcp::stepper::advance;
+use torsion_solvers::{DiffSolver, Solver, StepInfo};
+
+fn mjcf(xml: &str) -> Model {
+    torsion_model::io::mjcf::load_mjcf_str(xml, "scene.xml", None).unwrap()
+}
+
+/// Steps of the `lcp` stepper through the `Solver` contract: the states and each step's report.
+fn run(solver: &LcpSolver, m: &Model, s0: &GenState, dt: f64, steps: usize) -> (Vec<GenState>, Vec<StepInfo>) {
+    let mut ws = Solver::workspace(solver, m).unwrap();
+    let (mut states, mut infos) = (vec![s0.clone()], vec![]);
+    let u = Control::zeros(m.nv());
+    for _ in 0..steps {
+        let mut out = s0.clone();
+        infos.push(solver.step(m, states.last().unwrap(), &u, dt, &mut out, &mut ws, None).unwrap());
+        states.push(out);
+    }
+    (states, infos)
+}
+
+/// A ball (radius 0.1 m, 1 kg) on a vertical slide joint above a floor plane, no gravity, restitution ε.
+fn ball_on_slide(eps: f64) -> Model {
+    let mut m = mjcf(
+        r#"<mujoco><option gravity="0 0 0"/><worldbody><geom type="plane" size="5 5 0.1"/>
+        <body><joint type="slide" axis="0 0 1"/><geom type="sphere" size="0.1" mass="1"/></body>
+        </worldbody></mujoco>"#,
+    );
+    m.shapes.iter_mut().for_each(|s| s.restitution = eps);
+    m
+}
+
+/// Golden test (issue 17, spec §3.8), CCD off: a ball with gap d = 5 mm approaching at 1 m/s hits the floor in the
+/// middle of a 10 ms step. The DCD answer (no time of impact) is dq_{t+1}/dd = +1 exactly (the truth with CCD is
+/// −1, item 3), for a plastic (ε = 0) and an elastic (ε = 1) ball; the elastic ball leaves at +1 m/s with
+/// dv_{t+1}/dv_t = −1 and dv_{t+1}/dd = 0.
+#[test]
+fn golden_ball_mid_step_impact_without_ccd() {
+    let (d, u, dt) = (0.005, 1.0, 0.01);
+    for eps in [0.0, 1.0] {
+        let m = ball_on_slide(eps);
+        let solver = LcpSolver::default();
+        let s = GenState::new(vec![0.1 + d], vec![-u]);
+        let (states, infos) = run(&solver, &m, &s, dt, 1);
+        assert_eq!(infos[0].contacts, 1);
+        let jac = solver.step_jacobians(&m, &s, &Control::zeros(1), dt, &ParamSelection::none()).unwrap();
+        eprintln!("ball ε = {eps}: q⁺ {:.6}, v⁺ {:.6}, A = {}", states[1].q[0], states[1].v[0], jac.a);
+        assert!((jac.a[(0, 0)] - 1.0).abs() < 1e-8, "dq⁺/dd = {} (DCD: +1)", jac.a[(0, 0)]);
+        assert!((jac.a[(0, 1)] - dt).abs() < 1e-8, "dq⁺/dv = Δt (parallel update)");
+        if eps == 1.0 {
+            assert!((states[1].v[0] - u).abs() < 1e-12, "elastic bounce: v⁺ = {}", states[1].v[0]);
+            assert!((jac.a[(1, 1)] + 1.0).abs() < 1e-8 && jac.a[(1, 0)].abs() < 1e-8, "dv⁺/(d, v) = {}", jac.a);
+        } else {
+            // plastic: the gap closes at the end of the step, v⁺ = −d/Δt
+            assert!((states[1].v[0] + d / dt).abs() < 1e-12, "v⁺ = {}", states[1].v[0]);
+            assert!((jac.a[(1, 0)] + 1.0 / dt).abs() < 1e-6 && jac.a[(1, 1)].abs() < 1e-8, "{}", jac.a);
+        }
+    }
+}
+
+/// Two equal balls (radius 0.1 m, 1 kg) on slide joints along x, no gravity, no friction.
+fn two_balls(eps: f64) -> Model {
+    let mut m = mjcf(
+        r#"<mujoco><option gravity="0 0 0"/><worldbody>
+        <body><joint type="slide" axis="1 0 0"/><geom type="sphere" size="0.1" mass="1" friction="0"/></body>
+        <body><joint type="slide" axis="1 0 0"/><geom type="sphere" size="0.1" mass="1" friction="0"/></body>
+        </worldbody></mujoco>"#,
+    );
+    m.shapes.iter_mut().for_each(|s| s.restitution = eps);
+    m
+}
+
+/// Golden test (issue 17, Nimble issue #97), as far as the DCD stepper gives it: two equal balls, elastic
+/// head-on (x1 = 0, x2 = 0.2155, v0 = 1, u0 = 0), 40 steps of 1 ms. The velocities swap exactly and the chained step
+/// Jacobians give ∂(v1, v2)_f/∂(x1, x2, v0, u0) = ((0, 0, 0, 1), (0, 0, 1, 0)) to 1e-8 (Nimble: (…, 0.9175,
+/// 0.0825)); ∂x2_f/∂(·), the DCD answer (the truth (1, 0, 1, 0) needs the time of impact, item 3), against central
+/// differences of the rollout.
+#[test]
+fn golden_two_balls_elastic_head_on() {
+    let (dt, steps) = (0.001, 40);
+    let m = two_balls(1.0);
+    let solver = LcpSolver::default();
+    let rollout = |x: [f64; 4]| run(&solver, &m, &GenState::new(vec![x[0], x[1]], vec![x[2], x[3]]), dt, steps).0;
+    let x0 = [0.0, 0.2155, 1.0, 0.0];
+    let states = rollout(x0);
+    let last = states.last().unwrap();
+    assert!((last.v[0] - 0.0).abs() < 1e-12 && (last.v[1] - 1.0).abs() < 1e-12, "velocities {:?}", last.v);
+    let mut sens = nalgebra::DMatrix::<f64>::identity(4, 4);
+    let mut ws = Solver::workspace(&solver, &m).unwrap();
+    let mut jac = torsion_solvers::StepJacobians::zeros(4, 2, 0);
+    for s in &states[..steps] {
+        solver.step_jacobians_into(&m, s, &Control::zeros(2), dt, &ParamSelection::none(), &mut ws, &mut jac).unwrap();
+        sens = &jac.a * sens;
+    }
+    eprintln!("two balls: ∂(x1, x2, v1, v2)_f/∂(x1, x2, v0, u0) =\n{sens}");
+    for (r, want) in [(2, [0.0, 0.0, 0.0, 1.0]), (3, [0.0, 0.0, 1.0, 0.0])] {
+        for c in 0..4 {
+            assert!((sens[(r, c)] - want[c]).abs() < 1e-8, "∂v{}_f/∂x0[{c}] = {}", r - 1, sens[(r, c)]);
+        }
+    }
+    let h = 1e-7;
+    for c in 0..4 {
+        let (mut p, mut q) = (x0, x0);
+        p[c] += h;
+        q[c] -= h;
+        let fd = (rollout(p).last().unwrap().q[1] - rollout(q).last().unwrap().q[1]) / (2.0 * h);
+        assert!((fd - sens[(1, c)]).abs() < 1e-6 * fd.abs().max(1.0), "∂x2_f/∂x0[{c}]: {} vs FD {fd}", sens[(1, c)]);
+    }
+}
+
+/// A free box (half size 0.1 m, 1 kg) on a plane, friction μ on both shapes.
+fn box_on_plane(mu: f64) -> Model {
+    mjcf(&format!(
+        r#"<mujoco><worldbody><geom type="plane" size="50 50 0.1" friction="{mu}"/>
+        <body><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="{mu}"/></body>
+        </worldbody></mujoco>"#
+    ))
+}
+
+fn box_state(vx: f64) -> GenState {
+    GenState::new(vec![0.0, 0.0, 0.1, 1.0, 0.0, 0.0, 0.0], vec![0.0, 0.0, 0.0, vx, 0.0, 0.0])
+}
+
+/// Nimble's failure case (issue 17, spec §4.3): a free box sliding at 2 m/s on a plane, μ = 0.16, g = 9.81,
+/// Δt = 0.01, 150 steps. Friction acts in every step: v_x drops by μ g Δt per step (to 1e-8) until the box
+/// stops, then stays 0; every step reports a valid LCP answered by Jade's Dantzig with its 4 contacts (Nimble:
+/// frictionless in 150 of 150 steps).
+#[test]
+fn nimble_sliding_box_has_friction_every_step() {
+    let (mu, g, dt) = (0.16, 9.81, 0.01);
+    let m = box_on_plane(mu);
+    let (states, infos) = run(&LcpSolver::default(), &m, &box_state(2.0), dt, 150);
+    let dv = mu * g * dt;
+    let mut sliding = 0;
+    for k in 0..150 {
+        let (v0, v1) = (states[k].v[3], states[k + 1].v[3]);
+        let want = if v0 > dv { v0 - dv } else { 0.0 };
+        assert!((v1 - want).abs() < 1e-8, "step {k}: v_x {v0} → {v1} (want {want})");
+        sliding += (v0 > dv) as usize;
+        let i = &infos[k];
+        assert!(i.converged && i.solver == "lcp/jade" && i.contacts == 4, "step {k}: {i:?}");
+        assert!(states[k + 1].v[5].abs() < 1e-9 && (states[k + 1].q[2] - 0.1).abs() < 1e-9, "step {k} z");
+    }
+    eprintln!("sliding box: friction in all {sliding} sliding steps, stopped at x = {:.6}", states[150].q[0]);
+    assert_eq!(sliding, (2.0 / dv).floor() as usize);
+}
+
+/// A sliding box stops at the analytic distance of the discrete dynamics (parallel update: x_{k+1} = x_k + Δt v_k
+/// with v_k = v0 − k μ g Δt while positive), within Δt v0 of the continuous v0² / (2 μ g); a box at rest stays put.
+#[test]
+fn box_stops_at_the_analytic_distance_and_rests() {
+    let (mu, g, dt, v0) = (0.5, 9.81, 0.01, 1.0);
+    let m = box_on_plane(mu);
+    let (states, _) = run(&LcpSolver::default(), &m, &box_state(v0), dt, 60);
+    let a = mu * g * dt;
+    let discrete: f64 = (0..).map(|k| v0 - k as f64 * a).take_while(|&v| v > 0.0).map(|v| v * dt).sum();
+    let x = states.last().unwrap().q[0];
+    eprintln!("stopping distance {x:.9} (discrete {discrete:.9}, continuous {:.6})", v0 * v0 / (2.0 * mu * g));
+    assert!((x - discrete).abs() < 1e-8);
+    assert!((x - v0 * v0 / (2.0 * mu * g)).abs() < dt * v0);
+    let (rest, _) = run(&LcpSolver::default(), &m, &box_state(0.0), dt, 200);
+    let drift = rest.iter().map(|s| s.q[0].abs() + s.q[1].abs() + (s.q[2] - 0.1).abs()).fold(0.0, f64::max);
+    assert!(drift < 1e-12, "resting box drifts {drift:e}");
+}
+
+/// A stack of three 0.2 m boxes dropped from 1 mm gaps (g = 9.81, Δt = 0.01, 300 steps) settles and stays: no
+/// sliding, no tilt, no motion; every LCP valid; penetration bounded by the parallel update's Δt |v_z|.
+#[test]
+fn stack_of_three_boxes_is_stable() {
+    let mut xml = String::from(r#"<mujoco><worldbody><geom type="plane" size="5 5 0.1" friction="0.5"/>"#);
+    for k in 0..3 {
+        xml += &format!(
+            r#"<body pos="0 0 {}"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/></body>"#,
+            0.1 + 0.201 * k as f64
+        );
+    }
+    xml += "</worldbody></mujoco>";
+    let m = mjcf(&xml);
+    let s0 = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
+    let (states, infos) = run(&LcpSolver::default(), &m, &s0, 0.01, 300);
+    assert!(infos.iter().all(|i| i.converged));
+    let pgs = infos.iter().filter(|i| i.solver == "lcp/pgs").count();
+    eprintln!("stack: {pgs} of 300 steps answered by PGS, the rest by Jade's Dantzig");
+    assert!(infos.iter().all(|i| i.solver == "lcp/pgs" || i.solver == "lcp/jade"));
+    let last = states.last().unwrap();
+    let mut worst_pen: f64 = 0.0;
+    for s in &states {
+        for k in 0..3 {
+            let z = s.q[7 * k + 2];
+            let floor = if k == 0 { 0.1 } else { s.q[7 * (k - 1) + 2] + 0.2 };
+            worst_pen = worst_pen.max(floor - z);
+        }
+    }
+    let drift = (0..3).map(|k| last.q[7 * k].abs() + last.q[7 * k + 1].abs()).fold(0.0, f64::max);
+    let tilt = (0..3).map(|k| last.q[7 * k + 4].abs() + last.q[7 * k + 5].abs()).fold(0.0, f64::max);
+    let speed = last.v.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    eprintln!("stack: penetration ≤ {worst_pen:.2e} m, drift {drift:.1e} m, tilt {tilt:.1e}, |v| {speed:.1e}");
+    assert!(drift < 1e-9 && tilt < 1e-9 && speed < 1e-9);
+    // the parallel update moves with v_t while the LCP bounds q_t + Δt v_{t+1}: a landing overshoots by at most
+    // Δt |v_z| of the step before (no CCD, no correction; docs/decisions.md spec 004 D1)
+    let vmax = states.iter().flat_map(|s| (0..3).map(move |k| s.v[6 * k + 5].abs())).fold(0.0, f64::max);
+    assert!(worst_pen <= vmax * 0.01 + 1e-9, "penetration {worst_pen:e} vs Δt max|v_z| {:e}", vmax * 0.01);
+}
+
+/// The two position updates (D1): parallel moves with the pre-step velocity, semi-implicit with the new one.
+#[test]
+fn position_update_options() {
+    let m = ball_on_slide(0.0);
+    let dm = DynModel::<f64>::from_model(&m).unwrap();
+    let (mut q1, mut v1) = (vec![0.0], vec![0.0]);
+    advance(&dm, PositionUpdate::Parallel, &[1.0], &[2.0], &[3.0], 0.1, &mut q1, &mut v1);
+    assert!((q1[0] - 1.2).abs() < 1e-15 && v1[0] == 3.0);
+    advance(&dm, PositionUpdate::SemiImplicit, &[1.0], &[2.0], &[3.0], 0.1, &mut q1, &mut v1);
+    assert!((q1[0] - 1.3).abs() < 1e-15 && v1[0] == 3.0);
+}
+
+/// No valid LCP answer is a reported error, never a frictionless step: the same stack with the chain cut to Jade's
+/// Dantzig alone (no PGS) stops at the first LCP Jade cannot answer with `SolverError::NoSolution`, naming the
+/// LCP and the attempt.
+#[test]
+fn invalid_lcp_is_a_reported_error() {
+    let mut xml = String::from(r#"<mujoco><worldbody><geom type="plane" size="5 5 0.1" friction="0.5"/>"#);
+    for k in 0..3 {
+        xml += &format!(
+            r#"<body pos="0 0 {}"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/></body>"#,
+            0.1 + 0.201 * k as f64
+        );
+    }
+    xml += "</worldbody></mujoco>";
+    let m = mjcf(&xml);
+    let mut o = LcpOptions::default();
+    o.chain.pgs = None;
+    let solver = LcpSolver::new(o);
+    let mut ws = Solver::workspace(&solver, &m).unwrap();
+    let mut s = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
+    let u = Control::zeros(m.nv());
+    let mut err = None;
+    for _ in 0..300 {
+        let mut out = s.clone();
+        match solver.step(&m, &s, &u, 0.01, &mut out, &mut ws, None) {
+            Ok(_) => s = out,
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        }
+    }
+    let e = err.expect("Jade's Dantzig alone fails on some LCP of the stack");
+    let msg = e.to_string();
+    eprintln!("{msg}");
+    assert!(matches!(e, torsion_solvers::SolverError::NoSolution { solver: "lcp", .. }));
+    assert!(msg.contains("step LCP") && msg.contains("JadeDantzig"), "{msg}");
+}
+
+/// `step_vjp` through `torsion_diff::rollout_vjp`: a ball (μ 0.4, ε 0.5 on the ball, floor lower) thrown at the
+/// floor while moving sideways with backspin (sliding) bounces three times in 25 steps of 10 ms; ∂(x_T + z_T)/∂(v0, u_3, μ, ε) against
+/// central differences of the rollout.
+#[test]
+fn rollout_gradient_matches_finite_differences() {
+    let mut m = mjcf(
+        r#"<mujoco><worldbody><geom name="floor" type="plane" size="50 50 0.1" friction="0.2"/>
+        <body name="ball"><freejoint/><geom name="ball" type="sphere" size="0.1" mass="1" friction="0.4"/></body>
+        </worldbody></mujoco>"#,
+    );
+    m.param_set_by_name("shape_restitution[ball]", 0.5).unwrap();
+    let sel = ParamSelection::by_names(&m, &["shape_friction[ball]", "shape_restitution[ball]"]).unwrap();
+    let solver = LcpSolver::default();
+    let (dt, steps) = (0.01, 25);
+    let s0 = GenState::new(vec![0.0, 0.0, 0.13, 1.0, 0.0, 0.0, 0.0], vec![0.0, -40.0, 0.0, 1.5, 0.2, -1.0]);
+    let controls: Vec<Control> =
+        (0..steps).map(|t| Control::from_torques(&[0.0, 0.0, 0.0, 0.2 + 0.01 * t as f64, 0.0, 0.0])).collect();
+    let loss = |mm: &Model, s0: &GenState, c: &[Control]| {
+        let last = &torsion_diff::rollout(&solver, mm, s0, c, dt).unwrap()[steps];
+        last.q[0] + last.q[2]
+    };
+    let states = torsion_diff::rollout(&solver, &m, &s0, &controls, dt).unwrap();
+    let mut ws = Solver::workspace(&solver, &m).unwrap();
+    let mut bounces = 0;
+    for (t, s) in states[..steps].iter().enumerate() {
+        let mut o = s.clone();
+        solver.step(&m, s, &controls[t], dt, &mut o, &mut ws, None).unwrap();
+        bounces += ws.report.impact.is_some() as usize;
+    }
+    let g = torsion_diff::rollout_vjp(&solver, &m, &states, &controls, dt, &sel, |t, _, gs: &mut GenState| {
+        if t == steps {
+            gs.q[0] += 1.0;
+            gs.q[2] += 1.0;
+        }
+    })
+    .unwrap();
+    let h = 1e-6;
+    let mut worst: f64 = 0.0;
+    for k in [3, 5] {
+        let (mut sp, mut sm) = (s0.clone(), s0.clone());
+        sp.v[k] += h;
+        sm.v[k] -= h;
+        let fd = (loss(&m, &sp, &controls) - loss(&m, &sm, &controls)) / (2.0 * h);
+        worst = worst.max((g.g_s0.v[k] - fd).abs() / fd.abs().max(1.0));
+    }
+    let (mut cp, mut cm) = (controls.clone(), controls.clone());
+    cp[3].joint_torque[3] += h;
+    cm[3].joint_torque[3] -= h;
+    let fd = (loss(&m, &s0, &cp) - loss(&m, &s0, &cm)) / (2.0 * h);
+    worst = worst.max((g.g_u[3][3] - fd).abs() / fd.abs().max(1.0));
+    for (i, name) in ["shape_friction[ball]", "shape_restitution[ball]"].iter().enumerate() {
+        let v = m.params_get(&ParamSelection::by_names(&m, &[*name]).unwrap())[0];
+        let (mut mp, mut mm) = (m.clone(), m.clone());
+        mp.param_set_by_name(name, v + h).unwrap();
+        mm.param_set_by_name(name, v - h).unwrap();
+        let fd = (loss(&mp, &s0, &controls) - loss(&mm, &s0, &controls)) / (2.0 * h);
+        eprintln!("∂L/∂{name}: {} vs FD {fd}", g.g_theta[i]);
+        worst = worst.max((g.g_theta[i] - fd).abs() / fd.abs().max(1.0));
+    }
+    eprintln!("rollout gradient ({bounces} impact steps): worst relative error vs FD {worst:.1e}");
+    assert!(bounces >= 3, "{bounces} impacts");
+    assert!(worst < 1e-6, "{worst:e}");
+}
+
+/// Bad input to the stepper is an error naming what is wrong, never a panic: a state of the wrong size, a
+/// non-positive or non-finite Δt, a non-finite velocity.
+#[test]
+fn stepper_bad_inputs_are_errors() {
+    let m = box_on_plane(0.5);
+    let solver = torsion_solvers::LcpSolver::default();
+    let mut ws = Solver::workspace(&solver, &m).unwrap();
+    let u = Control::zeros(6);
+    let good = box_state(1.0);
+    let mut out = good.clone();
+    let mut short = good.clone();
+    short.q.pop();
+    let mut nan = good.clone();
+    nan.v[3] = f64::NAN;
+    for (s, dt, what) in
+        [(&short, 0.01, "nq"), (&good, 0.0, "time step"), (&good, f64::NAN, "time step"), (&nan, 0.01, "not finite")]
+    {
+        let e = solver.step(&m, s, &u, dt, &mut out, &mut ws, None).unwrap_err();
+        assert!(matches!(e, torsion_solvers::SolverError::BadInput { solver: "lcp", .. }), "{e}");
+        assert!(e.to_string().contains(what), "{e}");
+    }
+}

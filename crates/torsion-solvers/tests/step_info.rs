@@ -4,6 +4,7 @@ use torsion_math::Vec3;
 use torsion_model::builder::two_link_arm;
 use torsion_model::io::mjcf::load_mjcf_str;
 use torsion_model::{Control, GenState};
+use torsion_solvers::lcp::LcpSolver;
 use torsion_solvers::ncp::{NcpOptions, NcpSolver};
 use torsion_solvers::{FeatherstoneSolver, Solver, XpbdOptions, XpbdSolver};
 
@@ -39,4 +40,14 @@ fn every_solver_reports_its_step() {
     assert!(ws.report.impact.is_some(), "an impact solve");
     assert_eq!((info.solver, info.contacts, info.iterations), ("ncp", 4, 12));
     assert!(info.converged && info.residual < 1e-6, "{info:?}");
+
+    // the LCP stepper on the same landing: the impact LCP and the step's, answered by Jade's Dantzig (its pivots)
+    let lcp = LcpSolver::default();
+    let (mut out, mut ws) = (s.clone(), lcp.workspace(&m).unwrap());
+    let info = lcp.step(&m, &s, &Control::from_torques(&[0.0; 6]), 0.01, &mut out, &mut ws, None).unwrap();
+    assert!(ws.report.impact.is_some() && ws.report.step.is_some(), "an impact LCP and a step LCP");
+    let pivots: usize =
+        [&ws.report.impact, &ws.report.step].iter().map(|r| r.as_ref().unwrap().answer.solution.iterations).sum();
+    assert_eq!((info.solver, info.contacts, info.iterations), ("lcp/jade", 4, pivots));
+    assert!(pivots > 0 && info.converged && info.residual < 1e-6, "{info:?}");
 }

@@ -2,7 +2,8 @@
 //! layer (`problem.rs`), row classes and the active-set system (`active_set.rs`), the solvers — baseline
 //! ODE-style Dantzig (`dantzig_baseline.rs`), Jade's modified Dantzig (`dantzig_jade.rs`), PGS (`pgs.rs`), the
 //! enumeration oracle (`oracle.rs`) —, what they return (`solution.rs`), the implicit derivative at the active
-//! set (`backward.rs`) and random contact LCPs for tests and experiments (`random.rs`). Imports nothing from
+//! set (`backward.rs`), random contact LCPs for tests and experiments (`random.rs`) and the stepper `lcp`
+//! (`stepper.rs`: impact and step LCPs on the shared contact layer, the position update, tangent Jacobians). Imports nothing from
 //! the other steppers (ncp, xpbd).
 pub mod active_set;
 pub mod backward;
@@ -13,6 +14,7 @@ pub mod pgs;
 pub mod problem;
 pub mod random;
 pub mod solution;
+pub mod stepper;
 
 pub use active_set::Class;
 pub use dantzig_baseline::solve_baseline;
@@ -20,6 +22,7 @@ pub use dantzig_jade::{solve_jade, JadeOptions};
 pub use pgs::{solve_pgs, PgsOptions};
 pub use problem::{BoxedLcp, Condition, LcpError, Offsets, Row, ValidityReport, Violation};
 pub use solution::{LcpFailure, LcpSolution, LcpSolverKind};
+pub use stepper::{LcpOptions, LcpReport, LcpSolver, LcpWorkspace, PositionUpdate};
 
 /// The fallback chain (D10): Jade's Dantzig, then (if enabled) PGS from Jade's answer; the first valid answer
 /// is returned, naming its solver, with every earlier attempt's failure. No frictionless fallback: when every

@@ -7,6 +7,7 @@ use crate::contact::prelude::Prelude;
 use crate::contact::ContactGeom;
 use nalgebra::{DMatrix, DVector};
 use thiserror::Error;
+use torsion_math::Scalar;
 
 /// A row of the boxed LCP.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -122,30 +123,47 @@ impl BoxedLcp {
         if bn.len() != nc || bt.len() != 2 * nc {
             return Err(bad("offsets", "the prelude has no offsets of this kind (impact offsets need ε > 0)"));
         }
-        let m = 3 * nc;
-        let mut a = DMatrix::zeros(m, m);
-        let mut b = DVector::zeros(m);
-        let mut rows = Vec::with_capacity(m);
-        for i in 0..nc {
-            b[3 * i] = bn[i];
-            rows.push(Row::Normal);
+        let (a, b) = lcp_system(pre, bn, bt);
+        BoxedLcp::new(a, b, contact_rows(contacts))
+    }
+}
+
+/// The rows of a contact set in the `from_prelude` layout: (n, t1, t2) per contact, frictions boxed by μ of their
+/// contact.
+pub fn contact_rows<T: Scalar>(contacts: &[ContactGeom<T>]) -> Vec<Row> {
+    let mut rows = Vec::with_capacity(3 * contacts.len());
+    for (i, c) in contacts.iter().enumerate() {
+        rows.push(Row::Normal);
+        rows.extend([Row::Friction { normal: 3 * i, mu: c.mu.re() }; 2]);
+    }
+    rows
+}
+
+/// (A, b) of the boxed LCP on any scalar (f64 for the solve, duals for its tangents; spec 004 §3.3): per contact
+/// k the rows (n, t1, t2) at 3k, 3k + 1, 3k + 2, A from the prelude's G_n, G_nt, G_t (= J M⁻¹ Jᵀ), b from the
+/// given normal and tangent offsets.
+pub fn lcp_system<T: Scalar>(pre: &Prelude<T>, bn: &[T], bt: &[T]) -> (DMatrix<T>, DVector<T>) {
+    let nc = bn.len();
+    let m = 3 * nc;
+    let mut a = DMatrix::from_element(m, m, T::zero());
+    let mut b = DVector::from_element(m, T::zero());
+    for i in 0..nc {
+        b[3 * i] = bn[i];
+        for s in 0..2 {
+            b[3 * i + 1 + s] = bt[2 * i + s];
+        }
+        for j in 0..nc {
+            a[(3 * i, 3 * j)] = pre.gn[(i, j)];
             for s in 0..2 {
-                b[3 * i + 1 + s] = bt[2 * i + s];
-                rows.push(Row::Friction { normal: 3 * i, mu: contacts[i].mu });
-            }
-            for j in 0..nc {
-                a[(3 * i, 3 * j)] = pre.gn[(i, j)];
-                for s in 0..2 {
-                    a[(3 * i, 3 * j + 1 + s)] = pre.gnt[(i, 2 * j + s)];
-                    a[(3 * j + 1 + s, 3 * i)] = pre.gnt[(i, 2 * j + s)];
-                    for r in 0..2 {
-                        a[(3 * i + 1 + r, 3 * j + 1 + s)] = pre.gt[(2 * i + r, 2 * j + s)];
-                    }
+                a[(3 * i, 3 * j + 1 + s)] = pre.gnt[(i, 2 * j + s)];
+                a[(3 * j + 1 + s, 3 * i)] = pre.gnt[(i, 2 * j + s)];
+                for r in 0..2 {
+                    a[(3 * i + 1 + r, 3 * j + 1 + s)] = pre.gt[(2 * i + r, 2 * j + s)];
                 }
             }
         }
-        BoxedLcp::new(a, b, rows)
     }
+    (a, b)
 }
 
 /// Which offsets of the prelude make b.
