@@ -25,7 +25,8 @@ below 1 cm/s over N throws (spec: paper path 2.35 m, stops within 100–2000 ste
 
 Quick set (`--quick-set`, committed at tests/data/tensegrity/air_quick.npz, < 1 MB): the first QUICK_TRAIN steps of
 air_h1_train (qpos, qvel, act, ctrl) and, for each interval and each of the 10 tests, qpos every CHECK_EVERY steps
-(train_seed, test_seeds_h1, test_seeds_h100 name the control sequences). tests/python/test_tensegrity_gt.py
+(test_qpos_h{1,100}; test_seeds_h{1,100} name the control sequences) and the chaos floor there (test_floor_h{1,100}:
+max |Δqpos| of MuJoCo against itself from qpos[0] moved by 1e-15). tests/python/test_tensegrity_gt.py
 regenerates it and checks it is bit-identical.
 
 Usage: python3 bench/tensegrity/gt.py [--out DIR] [--quick-set FILE] [--calibrate N]
@@ -147,6 +148,14 @@ def com_stats(m, tr):
     return path, (int(slow[0]) if len(slow) else None)
 
 
+def chaos_floor(m, hold, seed, qpos, eps=1e-15):
+    """max |qpos − qpos'| per step of MuJoCo against itself started from qpos[0] + eps (decisions.md, 100 ms)."""
+    d = mujoco.MjData(m)
+    d.qpos[0] += eps
+    q2, _, _ = simulate(m, d, controls(m, STEPS, hold, seed))
+    return np.abs(q2 - qpos).max(axis=1)
+
+
 def quick_set(path):
     m = mujoco.MjModel.from_xml_path(AIR)
     tr = air(m, 1, SEED_TRAIN)
@@ -155,7 +164,9 @@ def quick_set(path):
                steps=STEPS, model="superball_air.xml", **constants(m))
     for hold, seeds in SEEDS_TEST.items():
         out[f"test_seeds_h{hold}"] = np.array(seeds)
-        out[f"test_qpos_h{hold}"] = np.array([air(m, hold, s)["qpos"][::CHECK_EVERY] for s in seeds])
+        qs = [air(m, hold, s)["qpos"] for s in seeds]
+        out[f"test_qpos_h{hold}"] = np.array([q[::CHECK_EVERY] for q in qs])
+        out[f"test_floor_h{hold}"] = np.array([chaos_floor(m, hold, s, q)[::CHECK_EVERY] for s, q in zip(seeds, qs)])
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     np.savez_compressed(path, **out)
     return out
