@@ -565,6 +565,16 @@ mod tests {
         let r = run(true).unwrap();
         let m = &r.metrics;
         eprintln!("{}", r.summary());
+        for k in [
+            "rel_errors",
+            "rollout_error_5000",
+            "rollout_error_5000_true_params",
+            "chaos_floor_5000",
+            "qpos_error_over_chaos_floor",
+            "loss_curve",
+        ] {
+            eprintln!("{k}: {}", m[k]);
+        }
         for k in NAMES {
             let e = m["rel_errors"][k].as_f64().unwrap();
             assert!(e <= 1e-3, "{k}: {e:e}");
@@ -589,5 +599,21 @@ mod tests {
         let (r, _) = one_step_residuals(&FeatherstoneSolver::default(), &m, &map, &train, 300, &y, false).unwrap();
         eprintln!("max one-step velocity residual at the truth: {:.1e}", r.amax());
         assert!(r.amax() < 1e-10, "{:e}", r.amax());
+    }
+
+    /// The full run (5000 training steps from bench/tensegrity/data, `python3 bench/tensegrity/gt.py` first):
+    /// `cargo test -p torsion-experiments --lib full_run -- --ignored --nocapture` (optimised test profile),
+    /// results in results/. Same targets as the quick run.
+    #[test]
+    #[ignore]
+    fn full_run_meets_its_targets() {
+        let r = run(false).unwrap();
+        r.write(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results")).unwrap();
+        eprintln!("{}", serde_json::to_string_pretty(&r.metrics).unwrap());
+        for k in NAMES {
+            assert!(r.metrics["rel_errors"][k].as_f64().unwrap() <= 1e-3, "{k}");
+        }
+        assert!(r.metrics["rollout_error_5000"]["h1ms"]["max"].as_f64().unwrap() <= 1e-9);
+        assert!(r.metrics["qpos_error_over_chaos_floor"]["h100ms"]["max"].as_f64().unwrap() <= 100.0);
     }
 }
