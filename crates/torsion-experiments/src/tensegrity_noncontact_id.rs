@@ -428,6 +428,8 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let mut true_set = serde_json::Map::new();
     let mut floor_set = serde_json::Map::new();
     let mut ratio_set = serde_json::Map::new();
+    let mut held_set = serde_json::Map::new();
+    let mut at1000_set = serde_json::Map::new();
     let mut curves = vec![];
     for set in &sets {
         let key = format!("h{}ms", set.hold);
@@ -444,6 +446,15 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         true_set.insert(key.clone(), json!({"mean": mean(&last_t), "max": vmax(&last_t)}));
         floor_set.insert(key.clone(), json!({"mean": mean(&floor), "max": vmax(&floor), "per_test": floor}));
         ratio_set.insert(key.clone(), json!({"max": vmax(&ratio), "per_test": ratio}));
+        // how long each test stays within 1e-9 m (the first checkpoint above it; `steps` if none)
+        let held: Vec<f64> =
+            e.iter().map(|(p, _)| p.iter().position(|x| *x > 1e-9).map_or(steps, |c| c * every) as f64).collect();
+        let at1000: Vec<f64> = e.iter().map(|(p, _)| p.get(1000 / every).copied().unwrap_or(f64::NAN)).collect();
+        held_set.insert(
+            key.clone(),
+            json!({"min": held.iter().copied().fold(f64::INFINITY, f64::min), "mean": mean(&held), "per_test": held}),
+        );
+        at1000_set.insert(key.clone(), json!({"mean": mean(&at1000), "max": vmax(&at1000)}));
         let k = e[0].0.len();
         let avg: Vec<(f64, f64)> = (0..k)
             .map(|c| ((c * every) as f64, mean(&e.iter().map(|(p, _)| p[c]).collect::<Vec<_>>()).max(1e-18)))
@@ -467,6 +478,8 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         "initial": NAMES.iter().zip(&X_INIT).map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
         "rollout_error_5000": per_set,
         "rollout_error_5000_true_params": true_set,
+        "rollout_error_1000": at1000_set,
+        "steps_within_1e-9": held_set,
         "chaos_floor_5000": floor_set,
         "qpos_error_over_chaos_floor": ratio_set,
         "loss_curve": curve,
@@ -552,7 +565,7 @@ mod tests {
             let rp = one_step_residuals(&solver, &m, &map, &train, 40, &xp, false).unwrap().0;
             let rm = one_step_residuals(&solver, &m, &map, &train, 40, &xm, false).unwrap().0;
             let fd = (rp - rm) / (2.0 * h);
-            let e = (&j.column(c) - &fd).amax() / fd.amax();
+            let e = (j.column(c) - &fd).amax() / fd.amax();
             eprintln!("column {c} (k/m, c/m, a, g/m): rel err {e:.1e}");
             assert!(e < 1e-6, "column {c}: {e:e}");
         }
