@@ -147,6 +147,24 @@ fn experiment_list_names_the_issue_6_experiments() {
     assert!(text.contains("pbd-mpc-torques") && text.contains("pbd-impedance"), "{text}");
 }
 
+/// `tensegrity-noncontact-id` is listed; its full run without the generated data sets fails with an error naming
+/// the missing file and the generator (the quick run and its targets: the experiments crate's tests).
+#[test]
+fn tensegrity_noncontact_id_is_listed_and_names_missing_data() {
+    let out = torsion().args(["experiment", "--list"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("tensegrity-noncontact-id"));
+    let dir = tmp("tensegrity-missing");
+    let out = torsion()
+        .args(["experiment", "tensegrity-noncontact-id", "--out"])
+        .arg(&dir)
+        .env("TORSION_TENSEGRITY_DATA", dir.join("no-such-dir"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("no-such-dir/air_h1_train.npz") && err.contains("bench/tensegrity/gt.py"), "{err}");
+}
+
 #[test]
 fn pbd_mpc_torques_quick_meets_its_targets() {
     // 1 s of the 5 s trajectory (100 MPC steps), every scheme, both variants

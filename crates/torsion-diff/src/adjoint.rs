@@ -16,6 +16,14 @@ pub struct RolloutGrad<St> {
     pub g_theta: Vec<f64>,
 }
 
+impl<St> RolloutGrad<St> {
+    /// ∂L/∂ctrl_t: the cable actuators' part of `g_u[t]` (its last `nu` entries, `set_control_row`'s split).
+    pub fn g_ctrl(&self, t: usize, nu: usize) -> &[f64] {
+        let g = &self.g_u[t];
+        &g[g.len().saturating_sub(nu)..]
+    }
+}
+
 /// `dloss(t, s_t, g)` must *add* ∂L/∂s_t (ambient) into `g`, for t = 0..=T. Parameter gradients for the
 /// selection `sel` only (a solver differentiating by tangent passes computes only those).
 pub fn rollout_vjp<S: DiffSolver>(

@@ -10,4 +10,4 @@ pub mod rollout;
 pub use adjoint::{rollout_vjp, RolloutGrad};
 pub use gradcheck::{fd_gradient, fd_jacobian, gradcheck, rel_err, GradCheck};
 pub use jacobians::{forward_sensitivities, trajectory_jacobians};
-pub use rollout::{rollout, rollout_each};
+pub use rollout::{cable_controls, rollout, rollout_each, set_control_row};

@@ -1,5 +1,8 @@
 //! Forward rollouts: `rollout` keeps one state per step; `rollout_each` hands each state to a callback (no
 //! state kept, no allocation per step after the workspace: the Python bindings write them into NumPy rows).
+//! Cable-driven models (spec 003 §3.3) take per-step actuator controls in `Control::ctrl`: `cable_controls`
+//! builds them, `set_control_row` splits a flat row of `DiffSolver::control_dim` entries (generalized forces,
+//! then the nu actuator controls) into a reused `Control`, for `rollout_each`'s `control` callback.
 use torsion_model::{Control, Model};
 use torsion_solvers::{Solver, SolverError};
 
@@ -51,4 +54,25 @@ pub fn rollout_each<S: Solver>(
         std::mem::swap(&mut cur, &mut next);
     }
     Ok(())
+}
+
+/// T per-step controls with zero generalized forces (`n_torque`: the solver's layout, e.g. nv for Featherstone)
+/// and the cable actuators' controls from `ctrl` (T × nu, row-major; MuJoCo `ctrl`, spec 003 §3.3).
+pub fn cable_controls(n_torque: usize, nu: usize, ctrl: &[f64]) -> Vec<Control> {
+    let zeros = vec![0.0; n_torque];
+    ctrl.chunks(nu.max(1)).map(|row| Control::with_ctrl(&zeros, &row[..nu.min(row.len())])).collect()
+}
+
+/// Write a flat control row into `u` (its buffers reused, no allocation once sized): the first `row.len() − nu`
+/// entries are the generalized forces (`Control::joint_torque`), the last `nu` the cable actuators' controls
+/// (`Control::ctrl`) — the order of `DiffSolver::control_dim` and of `RolloutGrad::g_u` (Featherstone: nv + nu).
+/// A row shorter than `nu` is all generalized forces (models without cable actuators: nu = 0).
+pub fn set_control_row(u: &mut Control, row: &[f64], nu: usize) {
+    let split = row.len().saturating_sub(nu);
+    let n_ctrl = if row.len() >= nu { nu } else { 0 };
+    let (tau, ctrl) = row.split_at(if n_ctrl == 0 { row.len() } else { split });
+    u.joint_torque.clear();
+    u.joint_torque.extend_from_slice(tau);
+    u.ctrl.clear();
+    u.ctrl.extend_from_slice(ctrl);
 }

@@ -16,6 +16,7 @@ pub mod pbd_spring_id;
 pub mod plot;
 pub mod result;
 pub mod stay_still;
+pub mod tensegrity_noncontact_id;
 
 pub use result::{ExperimentError, ExperimentResult};
 use std::path::Path;
@@ -87,6 +88,12 @@ pub fn registry() -> Vec<Experiment> {
         spec: "001 §4 extra tests 7–8, H6–H7",
         description: "NCP residual vs staggered passes (1..50) on cube–floor and cube–cube steps, and ADMM iteration counts along rollouts",
         run: ncp_convergence::run,
+    },
+    Experiment {
+        name: "tensegrity-noncontact-id",
+        spec: "003 §4.1 Exp. A (Figs. 4-5), H1/H2",
+        description: "SUPERball in the air: shared k/m, c/m, motor a, b from one MuJoCo trajectory (one-step teacher forcing, exact Jacobians, Gauss-Newton, 50-60 % off); 5000-step rollout error on 10 tests at 1 ms and 100 ms controls vs the chaos floor",
+        run: tensegrity_noncontact_id::run,
     },
     ]
 }

@@ -60,6 +60,16 @@ impl Check {
     }
 }
 
+/// A number for the terminal table: 6 decimals in [1e-3, 1e6), else 4 significant digits in scientific form (so
+/// 1.4e-14 does not print as 0.000000).
+fn num(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() || (1e-3..1e6).contains(&x.abs()) {
+        format!("{x:.6}")
+    } else {
+        format!("{x:.4e}")
+    }
+}
+
 pub struct ExperimentResult {
     pub name: String,
     pub metrics: Value,
@@ -95,13 +105,12 @@ impl ExperimentResult {
     pub fn summary(&self) -> String {
         fn short(v: &Value) -> Option<String> {
             match v {
-                Value::Number(n) => n.as_f64().map(|x| format!("{x:.6}")),
+                Value::Number(n) => n.as_f64().map(num),
                 Value::Bool(b) => Some(b.to_string()),
                 Value::Null => Some("null".into()),
-                Value::Array(a) if a.len() <= 6 && a.iter().all(|x| x.is_number()) => Some(format!(
-                    "[{}]",
-                    a.iter().filter_map(|x| x.as_f64()).map(|x| format!("{x:.6}")).collect::<Vec<_>>().join(", ")
-                )),
+                Value::Array(a) if a.len() <= 6 && a.iter().all(|x| x.is_number()) => {
+                    Some(format!("[{}]", a.iter().filter_map(|x| x.as_f64()).map(num).collect::<Vec<_>>().join(", ")))
+                }
                 _ => None,
             }
         }
@@ -135,7 +144,7 @@ impl ExperimentResult {
             for c in &self.checks {
                 let pad = w - c.target.chars().count();
                 let verdict = if c.pass { "PASS" } else { "FAIL" };
-                out += &format!("{}{}  {:<14.6}  {verdict}\n", c.target, " ".repeat(pad), c.value);
+                out += &format!("{}{}  {:<14}  {verdict}\n", c.target, " ".repeat(pad), num(c.value));
             }
             let failed = self.checks.iter().filter(|c| !c.pass).count();
             out += &format!("{} of {} targets met\n", self.checks.len() - failed, self.checks.len());

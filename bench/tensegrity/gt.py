@@ -1,0 +1,214 @@
+"""MuJoCo ground truth for spec 003 (issue 16 item 5): SUPERball in the air (Exp. A, §4.1) and thrown (Exp. B, §4.2).
+
+Data sets (one .npz per trajectory, under --out, default bench/tensegrity/data/):
+  air_h{1,100}_{train,val,test00..test09}.npz: superball_air.xml (rod 0 welded at 3 m, rod–rod contact off, I11),
+      24 cable controls i.i.d. U[ctrlrange] = U[-100, 100], redrawn every `hold` steps (1 ms or 100 ms), w_0 = 0
+      (act = 0), 5000 steps at dt = 1 ms from qpos0. Only the 1 ms set has train / val (the paper trains on one
+      trajectory); both intervals have 10 tests.
+  throw_{train,val,train1..train4,test00..test09}.npz: superball.xml thrown from the settled rest pose: every rod
+      gets the same linear velocity (U cos ψ, U sin ψ, v_z), U ~ U(2, 7) m/s, ψ ~ U(0, 2π), v_z ~ U(0, 1) m/s,
+      zero angular velocity, zero controls, 5000 steps. train + train1..4 are the 5 training throws.
+Each file: qpos (T+1, nq), qvel (T+1, nv), act (T+1, na), ctrl (T, nu), dt, seed, hold, the constants (body_mass,
+body_inertia, tendon_stiffness, tendon_damping, tendon_lengthspring, actuator_gain, actuator_dynprm, ctrlrange,
+gravity, rod_radius), model (file name) and mujoco_version. States are read from qpos / qvel after mj_step
+(never xpos, spec 003 §3.1).
+
+Random numbers: controls, headings and speeds come from `XorShift` below, the generator torsion's Rust side has
+(torsion_diff::gradcheck::XorShift, seeded through splitmix64 as `TensegrityRng` in torsion-experiments), so the
+Rust experiment regenerates every control sequence from its seed and the committed quick set stays small.
+
+Settling (§4.2): superball.xml starts in its triangle-down rest geometry slightly off equilibrium; we step it with
+zero controls until max |qvel| < 1e-5 (about 4400 steps, CoM z ≈ 0.7295 m), and throw from that state.
+Calibration (§4.2, recorded): the model file is used unchanged (R = 0.02 m, friction 1 1 1, default solref /
+solimp, pyramidal cone); `--calibrate N` prints the mean CoM path and the step where the CoM speed first drops
+below 1 cm/s over N throws (spec: paper path 2.35 m, stops within 100–2000 steps).
+
+Quick set (`--quick-set`, committed at tests/data/tensegrity/air_quick.npz, < 1 MB): the first QUICK_TRAIN steps of
+air_h1_train (qpos, qvel, act, ctrl) and, for each interval and each of the 10 tests, qpos every CHECK_EVERY steps
+(test_qpos_h{1,100}; test_seeds_h{1,100} name the control sequences) and the chaos floor there (test_floor_h{1,100}:
+max |Δqpos| of MuJoCo against itself from qpos[0] moved by 1e-15). tests/python/test_tensegrity_gt.py
+regenerates it and checks it is bit-identical.
+
+Usage: python3 bench/tensegrity/gt.py [--out DIR] [--quick-set FILE] [--calibrate N]
+"""
+import argparse, os, sys
+
+import numpy as np
+import mujoco
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MJCF = os.path.join(ROOT, "crates", "torsion-model", "tests", "data", "mjcf")
+AIR, BALL = os.path.join(MJCF, "superball_air.xml"), os.path.join(MJCF, "superball.xml")
+STEPS = 5000
+M64 = (1 << 64) - 1
+# seeds: air train / val (1 ms), air tests 1 ms and 100 ms, throws
+SEED_TRAIN, SEED_VAL = 1000, 1001
+SEEDS_TEST = {1: [2000 + i for i in range(10)], 100: [3000 + i for i in range(10)]}
+SEED_THROW = 4000
+QUICK_TRAIN, CHECK_EVERY = 300, 100
+SETTLE_TOL, SETTLE_MAX = 1e-5, 20000
+
+
+def splitmix64(x):
+    x = (x + 0x9E3779B97F4A7C15) & M64
+    z = x
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+class XorShift:
+    """xorshift64 (13, 7, 17) as torsion_diff::gradcheck::XorShift, state = splitmix64(seed)."""
+
+    def __init__(self, seed):
+        self.s = splitmix64(seed) or 1
+
+    def u(self):
+        s = self.s
+        s ^= (s << 13) & M64
+        s ^= s >> 7
+        s ^= (s << 17) & M64
+        self.s = s
+        return float(s >> 11) / float(1 << 53)
+
+
+def controls(m, steps, hold, seed):
+    """ctrl rows: each actuator i U[lo_i, hi_i) as lo + (hi − lo)·u, redrawn every `hold` steps."""
+    rng = XorShift(seed)
+    lo, hi = m.actuator_ctrlrange[:, 0], m.actuator_ctrlrange[:, 1]
+    rows = np.zeros((steps, m.nu))
+    for k in range(steps):
+        if k % hold == 0:
+            u = np.array([lo[i] + (hi[i] - lo[i]) * rng.u() for i in range(m.nu)])
+        rows[k] = u
+    return rows
+
+
+def constants(m):
+    return dict(
+        body_mass=m.body_mass.copy(), body_inertia=m.body_inertia.copy(), tendon_stiffness=m.tendon_stiffness.copy(),
+        tendon_damping=m.tendon_damping.copy(), tendon_lengthspring=m.tendon_lengthspring.copy(),
+        actuator_gain=m.actuator_gainprm[:, 0].copy(), actuator_dynprm=m.actuator_dynprm[:, 0].copy(),
+        ctrlrange=m.actuator_ctrlrange.copy(), gravity=m.opt.gravity.copy(), rod_radius=m.geom_size[m.geom_type == 3, 0],
+        dt=m.opt.timestep, mujoco_version=mujoco.__version__)
+
+
+def simulate(m, d, ctrl):
+    qs, vs, acts = [d.qpos.copy()], [d.qvel.copy()], [d.act.copy()]
+    for row in ctrl:
+        d.ctrl[:] = row
+        mujoco.mj_step(m, d)
+        qs.append(d.qpos.copy())
+        vs.append(d.qvel.copy())
+        acts.append(d.act.copy())
+    return np.array(qs), np.array(vs), np.array(acts)
+
+
+def air(m, hold, seed, steps=STEPS):
+    assert m.opt.integrator == mujoco.mjtIntegrator.mjINT_EULER
+    ctrl = controls(m, steps, hold, seed)
+    d = mujoco.MjData(m)
+    qpos, qvel, act = simulate(m, d, ctrl)
+    assert d.ncon == 0, "the air model must not touch the floor"
+    return dict(qpos=qpos, qvel=qvel, act=act, ctrl=ctrl, seed=seed, hold=hold, model="superball_air.xml",
+                **constants(m))
+
+
+def settle(m):
+    """Zero controls from qpos0 until max |qvel| < SETTLE_TOL; returns (data, steps)."""
+    d = mujoco.MjData(m)
+    for k in range(SETTLE_MAX):
+        mujoco.mj_step(m, d)
+        if np.abs(d.qvel).max() < SETTLE_TOL:
+            return d, k + 1
+    raise RuntimeError(f"{m}: did not settle in {SETTLE_MAX} steps")
+
+
+def throw(m, rest, seed, steps=STEPS):
+    rng = XorShift(seed)
+    speed, heading, vz = 2.0 + 5.0 * rng.u(), 2.0 * np.pi * rng.u(), rng.u()
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.act[:] = rest.qpos, 0.0, rest.act
+    for j in range(m.njnt):  # free joints: world linear velocity first (§3.1), body angular velocity zero
+        d.qvel[6 * j:6 * j + 3] = [speed * np.cos(heading), speed * np.sin(heading), vz]
+    mujoco.mj_forward(m, d)
+    ctrl = np.zeros((steps, m.nu))
+    qpos, qvel, act = simulate(m, d, ctrl)
+    return dict(qpos=qpos, qvel=qvel, act=act, ctrl=ctrl, seed=seed, hold=0, model="superball.xml",
+                throw_speed=speed, throw_heading=heading, throw_vz=vz, **constants(m))
+
+
+def com_stats(m, tr):
+    """CoM path length (m) and the first step with CoM speed < 1 cm/s (None if it keeps moving)."""
+    nb = m.njnt
+    com = np.mean([tr["qpos"][:, 7 * j:7 * j + 3] for j in range(nb)], axis=0)
+    path = np.linalg.norm(np.diff(com, axis=0), axis=1).sum()
+    speed = np.linalg.norm(np.diff(com, axis=0), axis=1) / m.opt.timestep
+    slow = np.nonzero(speed < 0.01)[0]
+    return path, (int(slow[0]) if len(slow) else None)
+
+
+def chaos_floor(m, hold, seed, qpos, eps=1e-15):
+    """max |qpos − qpos'| per step of MuJoCo against itself started from qpos[0] + eps (decisions.md, 100 ms)."""
+    d = mujoco.MjData(m)
+    d.qpos[0] += eps
+    q2, _, _ = simulate(m, d, controls(m, STEPS, hold, seed))
+    return np.abs(q2 - qpos).max(axis=1)
+
+
+def quick_set(path):
+    m = mujoco.MjModel.from_xml_path(AIR)
+    tr = air(m, 1, SEED_TRAIN)
+    out = dict(qpos=tr["qpos"][:QUICK_TRAIN + 1], qvel=tr["qvel"][:QUICK_TRAIN + 1], act=tr["act"][:QUICK_TRAIN + 1],
+               ctrl=tr["ctrl"][:QUICK_TRAIN], train_seed=SEED_TRAIN, hold_train=1, check_every=CHECK_EVERY,
+               steps=STEPS, model="superball_air.xml", **constants(m))
+    for hold, seeds in SEEDS_TEST.items():
+        out[f"test_seeds_h{hold}"] = np.array(seeds)
+        qs = [air(m, hold, s)["qpos"] for s in seeds]
+        out[f"test_qpos_h{hold}"] = np.array([q[::CHECK_EVERY] for q in qs])
+        out[f"test_floor_h{hold}"] = np.array([chaos_floor(m, hold, s, q)[::CHECK_EVERY] for s, q in zip(seeds, qs)])
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    np.savez_compressed(path, **out)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "tensegrity", "data"))
+    ap.add_argument("--quick-set", default=None, help="write only the quick set to this .npz")
+    ap.add_argument("--calibrate", type=int, default=0, help="throw N times and print the CoM statistics")
+    a = ap.parse_args(argv)
+    if a.quick_set:
+        quick_set(a.quick_set)
+        print(f"wrote {a.quick_set}")
+        return
+    ball = mujoco.MjModel.from_xml_path(BALL)
+    rest, n_settle = settle(ball)
+    print(f"settled in {n_settle} steps: max |qvel| {np.abs(rest.qvel).max():.1e}, "
+          f"CoM z {np.mean([rest.qpos[7 * j + 2] for j in range(ball.njnt)]):.4f} m")
+    if a.calibrate:
+        st = [com_stats(ball, throw(ball, rest, SEED_THROW + 100 + i)) for i in range(a.calibrate)]
+        paths = [p for p, _ in st]
+        stops = [s for _, s in st]
+        print(f"{a.calibrate} throws: mean CoM path {np.mean(paths):.3f} m (paper 2.35 m); stop steps {stops}")
+        return
+    os.makedirs(a.out, exist_ok=True)
+    m = mujoco.MjModel.from_xml_path(AIR)
+    sets = {"air_h1_train": (1, SEED_TRAIN), "air_h1_val": (1, SEED_VAL)}
+    for hold, seeds in SEEDS_TEST.items():
+        sets.update({f"air_h{hold}_test{i:02d}": (hold, s) for i, s in enumerate(seeds)})
+    for name, (hold, seed) in sets.items():
+        np.savez_compressed(os.path.join(a.out, name + ".npz"), **air(m, hold, seed))
+    names = ["train", "val", "train1", "train2", "train3", "train4"] + [f"test{i:02d}" for i in range(10)]
+    paths = []
+    for i, name in enumerate(names):
+        tr = throw(ball, rest, SEED_THROW + i)
+        tr.update(settle_steps=n_settle, settle_tol=SETTLE_TOL)
+        paths.append(com_stats(ball, tr))
+        np.savez_compressed(os.path.join(a.out, f"throw_{name}.npz"), **tr)
+    print(f"wrote {len(sets) + len(names)} trajectories to {a.out}; throws: mean CoM path "
+          f"{np.mean([p for p, _ in paths]):.3f} m, stop steps {[s for _, s in paths]}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""bench/tensegrity/gt.py (spec 003 §4.1–4.2, issue 16 item 5): regenerating the committed quick set
+(tests/data/tensegrity/air_quick.npz) with the same seeds gives the same arrays bit for bit, and its training
+controls are the XorShift sequence the Rust experiment regenerates (U[-100, 100], first rows checked by value)."""
+import os, sys, tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench", "tensegrity"))
+import gt  # noqa: E402
+
+# torsion_experiments::tensegrity_noncontact_id::TensegrityRng::new(1000), first three u() (its unit test)
+RUST_FIRST_3 = [0.4519069214928565, 0.7630670271136789, 0.7399709598151578]
+COMMITTED = os.path.join(ROOT, "tests", "data", "tensegrity", "air_quick.npz")
+
+
+def test_quick_set_regenerates_bit_for_bit():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "q.npz")
+        gt.quick_set(path)
+        new, old = np.load(path), np.load(COMMITTED)
+        assert sorted(new.files) == sorted(old.files)
+        for k in old.files:
+            a, b = old[k], new[k]
+            if a.dtype.kind in "fiu":
+                assert a.shape == b.shape and np.array_equal(a, b), k
+            else:
+                assert (a == b).all(), k
+    q = np.load(COMMITTED)
+    assert q["qpos"].shape == (gt.QUICK_TRAIN + 1, 35) and q["ctrl"].shape == (gt.QUICK_TRAIN, 24)
+    assert q["test_qpos_h100"].shape == (10, gt.STEPS // gt.CHECK_EVERY + 1, 35)
+    # the controls span the range and change every step (1 ms hold)
+    assert q["ctrl"].min() < -99 and q["ctrl"].max() > 99 and (q["ctrl"][1:] != q["ctrl"][:-1]).all()
+
+
+def test_xorshift_matches_the_rust_generator():
+    # splitmix64(1000) then xorshift64 (13, 7, 17); values printed by TensegrityRng's Rust test
+    r = gt.XorShift(1000)
+    assert [r.u() for _ in range(3)] == RUST_FIRST_3
+
+
+if __name__ == "__main__":
+    test_quick_set_regenerates_bit_for_bit()
+    test_xorshift_matches_the_rust_generator()
+    print("ok")
