@@ -22,7 +22,9 @@ use torsion_dynamics::gyroscopic::{gyroscopic_joint, implicit_gyroscopic, is_loo
 use torsion_dynamics::joints::{
     add_free_frame_term, advance_into, advance_joint, difference, integrate, integrate_joint,
 };
-use torsion_dynamics::passive::{activation_step, cable_forces_into};
+use torsion_dynamics::passive::{
+    activation_step, cable_forces_into, joint_actuator_derivatives, joint_actuator_forces_into,
+};
 use torsion_dynamics::{aba_into, DynData, DynModel};
 use torsion_math::scalar::cv;
 use torsion_math::{Scalar, Vec3};
@@ -195,6 +197,7 @@ pub fn step_generic_into<T: Scalar>(
     }
     fluid_forces_into(&passive.fluid, dm, q, v, d, tau)?;
     cable_forces_into(&dm.cables, dm, q, v, act, ctrl, d, tau)?;
+    joint_actuator_forces_into(&dm.cables, q, v, act, ctrl, tau)?;
     if act1.len() != act.len() {
         return Err(torsion_dynamics::DynError::Shape { what: "act1 (output)", got: act1.len(), expected: act.len() });
     }
@@ -243,7 +246,7 @@ impl FeatherstoneSolver {
         }
         if !u.ctrl.is_empty() && u.ctrl.len() != model.nu() {
             return Err(bad(format!(
-                "control has {} actuator controls (ctrl); the model has {} cable actuators (or pass none: zeros)",
+                "control has {} actuator controls (ctrl); the model has {} actuators (or pass none: zeros)",
                 u.ctrl.len(),
                 model.nu()
             )));
@@ -399,14 +402,25 @@ impl FeatherstoneSolver {
         dt: f64,
         sel: &ParamSelection,
     ) -> Result<(DMatrix<f64>, Vec<f64>), SolverError> {
-        if !model.cables.is_empty() {
+        if !model.cables.is_empty() || model.na() > 0 {
             let jac = self.jacobian_dual(model, s, u, dt, sel)?;
             let [_, q1, ..] = self.dual_inputs(model, s, u, dt)?;
             return Ok((jac, q1.iter().map(|x| x.re).collect()));
         }
-        let nv = model.nv();
-        let mut jac = DMatrix::zeros(2 * nv, 3 * nv + sel.len());
-        let q1 = self.state_columns(model, s, &u.joint_torque, dt, &mut jac)?;
+        let (nv, nu) = (model.nv(), model.nu());
+        let mut jac = DMatrix::zeros(2 * nv, 3 * nv + nu + sel.len());
+        let q1 = self.state_columns(model, s, u, dt, &mut jac)?;
+        if nu > 0 {
+            // joint actuators (no state): u enters only through τ, so ∂x'/∂ctrl_a = ∂x'/∂u_iv · ∂τ_iv/∂ctrl_a
+            let (dm, ..) = dyn_model_f64(model).map_err(Self::dyn_err)?;
+            let ctrl = padded_ctrl(model, u);
+            let mut cols = vec![];
+            joint_actuator_derivatives(&dm.cables, &s.q, &s.v, &ctrl, |a, iv, d| cols.push((a, iv, d[2])));
+            for (a, iv, g) in cols {
+                let src = jac.column(2 * nv + iv) * g;
+                jac.column_mut(3 * nv + a).copy_from(&src);
+            }
+        }
         self.theta_columns_dual(model, s, u, dt, sel, &mut jac)?;
         Ok((jac, q1))
     }
@@ -417,7 +431,7 @@ impl FeatherstoneSolver {
         &self,
         model: &Model,
         s: &GenState,
-        u: &[f64],
+        u: &Control,
         dt: f64,
         jac: &mut DMatrix<f64>,
     ) -> Result<Vec<f64>, SolverError> {
@@ -425,7 +439,7 @@ impl FeatherstoneSolver {
         let mut ws = self.workspace(model)?;
         let mut tj = TransitionJacobians::new(model);
         let FeatherstoneWorkspace { dm, data, passive, .. } = &mut ws;
-        state_columns_into(dm, data, passive, s, u, dt, &mut tj).map_err(Self::dyn_err)?;
+        state_columns_into(dm, data, passive, s, &u.joint_torque, &u.ctrl, dt, &mut tj).map_err(Self::dyn_err)?;
         jac.columns_mut(0, 3 * nv).copy_from(&tj.ab);
         Ok(tj.q1)
     }
@@ -444,10 +458,11 @@ impl FeatherstoneSolver {
     ) -> Result<(), SolverError> {
         self.check(model, s, u, dt)?;
         let nv = model.nv();
-        if !model.cables.is_empty() {
+        if !model.cables.is_empty() || model.na() > 0 {
             return Err(SolverError::Unsupported {
                 solver: "featherstone",
-                problem: "transition_jacobians_into does not cover cables yet: use step_jacobians".into(),
+                problem: "transition_jacobians_into does not cover cables or filter actuators yet: use step_jacobians"
+                    .into(),
             });
         }
         if ws.tau.len() != nv || out.ab.nrows() != 2 * nv || out.ab.ncols() != 3 * nv || out.q1.len() != model.nq() {
@@ -458,7 +473,7 @@ impl FeatherstoneSolver {
         }
         ws.refresh(model, self.options.joint_damping).map_err(Self::dyn_err)?;
         let FeatherstoneWorkspace { dm, data, passive, .. } = ws;
-        state_columns_into(dm, data, passive, s, &u.joint_torque, dt, out).map_err(Self::dyn_err)
+        state_columns_into(dm, data, passive, s, &u.joint_torque, &u.ctrl, dt, out).map_err(Self::dyn_err)
     }
 }
 
@@ -515,12 +530,14 @@ impl TransitionJacobians {
 /// step's model: its armature is set to A + hD as `step_generic_into` does, and its damping (zero for the step,
 /// which applies −Dv explicitly) is D only while RNEA's ∂τ/∂v needs it. No heap allocation without fluid forces
 /// (with them: ∂τ_fluid/∂(q, v) through a dual copy of the model per call).
+#[allow(clippy::too_many_arguments)]
 fn state_columns_into(
     dm: &mut DynModel<f64>,
     d: &mut DynData<f64>,
     passive: &Passive,
     s: &GenState,
     u: &[f64],
+    ctrl: &[f64],
     dt: f64,
     out: &mut TransitionJacobians,
 ) -> Result<(), torsion_dynamics::DynError> {
@@ -535,9 +552,19 @@ fn state_columns_into(
         }
     }
     fluid_forces_into(&passive.fluid, dm, &s.q, &s.v, d, tau)?;
+    joint_actuator_forces_into(&dm.cables, &s.q, &s.v, &s.act, ctrl, tau)?;
     let res = aba_derivatives_into(dm, &s.q, &s.v, tau, d, ad);
     dm.damping.iter_mut().for_each(|x| *x = 0.0);
     res?;
+    // joint actuators' bias (servos): ∂q̈/∂(q, v) += M̃⁻¹ ∂τ_act/∂(q, v), one column each (1-DoF joints:
+    // the tangent index of q is the v index)
+    joint_actuator_derivatives(&dm.cables, &s.q, &s.v, ctrl, |_, iv, [dq, dv, _]| {
+        for r in 0..nv {
+            let x = ad.d_dtau[(r, iv)];
+            ad.d_dq[(r, iv)] += dq * x;
+            ad.d_dv[(r, iv)] += dv * x;
+        }
+    });
     if passive.fluid.on() {
         // explicit fluid force: ∂q̈/∂(q, v) += M̃⁻¹ ∂τ_fluid/∂(q, v), the latter by duals of the same kernel
         // (allocates: a dual copy of the model per call)
