@@ -366,3 +366,44 @@ pub fn activation_step<T: Scalar>(cab: &Cables<T>, act: &[T], ctrl: &[T], h: f64
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The joint actuators' local derivatives (∂τ/∂q, ∂τ/∂v, ∂τ/∂ctrl) against central differences of the force
+    /// kernel: a geared position servo inside its clamps, with its control just outside ctrlrange, and with its
+    /// force just outside forcerange (both: zero derivatives through the clamped quantity).
+    #[test]
+    fn joint_actuator_derivatives_match_central_differences() {
+        let xml = r#"<mujoco><worldbody><body><joint name="h"/><geom size=".1" mass="1"/></body></worldbody>
+            <actuator><position joint="h" kp="20" kv="3" gear="2" ctrlrange="-1 1" forcerange="-3 3"/></actuator>
+            </mujoco>"#;
+        let m = torsion_model::io::mjcf::load_mjcf_str(xml, "p.xml", None).unwrap();
+        let cab = Cables::<f64>::build(&m, &m.param_table(), &m.param_vector());
+        // τ = 2 clamp(20 clamp(c) − 40 q − 6 q̇, ±3): (q, q̇, c) inside, c above 1, force above 3 (= 3.001)
+        for (x, zero) in [([0.1, 0.2, 0.3], [false; 3]), ([0.45, 0.2, 1.001], [false, false, true])]
+            .into_iter()
+            .chain([([0.1, 0.05, (3.001 + 4.0 + 0.3) / 20.0], [true; 3])])
+        {
+            let tau = |x: [f64; 3]| {
+                let mut t = [0.0];
+                joint_actuator_forces_into(&cab, &x[..1], &x[1..2], &[], &x[2..], &mut t).unwrap();
+                t[0]
+            };
+            let mut got = [0.0; 3];
+            joint_actuator_derivatives(&cab, &x[..1], &x[1..2], &x[2..], |a, iv, d| {
+                assert_eq!((a, iv), (0, 0));
+                got = d;
+            });
+            for k in 0..3 {
+                let (mut p, mut n) = (x, x);
+                p[k] += 1e-6;
+                n[k] -= 1e-6;
+                let fd = (tau(p) - tau(n)) / 2e-6;
+                assert!((got[k] - fd).abs() <= 1e-6 * fd.abs().max(1.0), "{x:?} ∂{k}: {} vs {fd}", got[k]);
+                assert_eq!(got[k] == 0.0, zero[k], "{x:?} ∂{k}");
+            }
+        }
+    }
+}

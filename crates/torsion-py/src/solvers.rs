@@ -78,7 +78,8 @@ pub struct PyXpbd {
 ///
 /// Semi-implicit Euler in generalized coordinates (ABA; implicit joint damping when `joint_damping`; free joints
 /// as MuJoCo's Euler). State: [q (nq), v (nv)]; controls: one generalized force per DoF (N or N·m), then one
-/// control per cable actuator. Exact gradients (analytic A, B; dual passes for the model parameters).
+/// control per MJCF actuator (MuJoCo ctrl: joint and cable actuators, `Model.nu`, file order; their forces add
+/// to the generalized forces). Exact gradients (analytic A, B; dual passes for the model parameters).
 #[pyclass(name = "FeatherstoneSolver", module = "torsion", frozen)]
 pub struct PyFeatherstone {
     pub solver: FeatherstoneSolver,

@@ -760,7 +760,7 @@ fn advance_jacobians(kind: JointType, q: &[f64], vhat: &[f64], h: f64, q1: &[f64
 }
 
 /// Sizes of the step's Jacobian: state rows / columns nx = 2nv + na (tangent q, v, then the activations),
-/// control columns ncu = nv + nu (generalized forces, then the cable actuators' controls).
+/// control columns ncu = nv + nu (generalized forces, then the actuators' controls).
 #[derive(Clone, Copy, Debug)]
 struct Dims {
     nv: usize,
@@ -775,7 +775,7 @@ impl Dims {
     }
 }
 
-/// The cable actuators' controls, zeros when `u.ctrl` is empty.
+/// The actuators' controls, zeros when `u.ctrl` is empty.
 fn padded_ctrl(model: &Model, u: &Control) -> Vec<f64> {
     if u.ctrl.is_empty() {
         vec![0.0; model.nu()]
@@ -913,7 +913,8 @@ impl DiffSolver for FeatherstoneSolver {
         Ok(())
     }
 
-    /// one generalized force per DoF (`ControlLayout::PerDof`), then one control per cable actuator (nu)
+    /// one generalized force per DoF (`ControlLayout::PerDof`), then one control per actuator (nu: joint and
+    /// cable transmissions)
     fn control_dim(&self, model: &Model) -> usize {
         model.nv() + model.nu()
     }
@@ -989,6 +990,69 @@ mod tests {
         let (ea, eb) = (rel_err(an.a.as_slice(), fa.as_slice()), rel_err(an.b.as_slice(), fb.as_slice()));
         eprintln!("loose spinning body: A vs FD {ea:.1e}, B vs FD {eb:.1e}");
         assert!(ea < 1e-6 && eb < 1e-6, "A {ea:e} B {eb:e}");
+    }
+
+    /// A hinge–slide–hinge chain with a position servo (kp, kv, gear 2, ctrlrange), a velocity servo (forcerange)
+    /// and a geared motor (ctrlrange, forcerange): the analytic A and B (B in (u, ctrl) space) equal the all-dual
+    /// reference and central differences, inside the clamps and just outside them, where the clamped actuator's
+    /// ctrl column (and a saturated servo's bias terms) are zero (docs/gradients.md "Actuators").
+    #[test]
+    fn joint_actuator_jacobians_match_duals_and_finite_differences() {
+        let xml = r#"<mujoco><option timestep="0.01"/><worldbody>
+            <body name="a"><joint name="h1" axis="0 1 0" damping="0.2"/>
+            <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.05" mass="1"/>
+            <body pos="0.5 0 0"><joint name="s" type="slide" axis="1 0 0"/><geom size=".1" mass="0.5"/>
+            <body><joint name="h2" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0 0 -0.4" size="0.04" mass="0.7"/>
+            </body></body></body></worldbody>
+            <actuator><position name="p" joint="h1" kp="20" kv="3" gear="2" ctrlrange="-1 1"/>
+            <velocity name="v" joint="s" kv="4" forcerange="-5 5"/>
+            <motor name="m" joint="h2" gear="1.5" ctrlrange="-2 2" forcerange="-1 1"/></actuator></mujoco>"#;
+        let m = torsion_model::io::mjcf::load_mjcf_str(xml, "servo.xml", None).unwrap();
+        assert_eq!((m.nv(), m.nu(), m.na()), (3, 3, 0));
+        let solver = FeatherstoneSolver::default();
+        let (dt, tq) = (0.01, [0.1, -0.2, 0.05]);
+        let next = |s: &GenState, c: &[f64]| {
+            let mut o = s.clone();
+            let mut ws = solver.workspace(&m).unwrap();
+            let u = Control::with_ctrl(&c[..3], &c[3..]);
+            solver.step(&m, s, &u, dt, &mut o, &mut ws, None).unwrap();
+            o
+        };
+        // (v, ctrl, which ctrl columns must vanish): inside all clamps; p's ctrl just above its range; m's force
+        // just above its range; the velocity servo's force just below −5 (its bias saturated too)
+        let cases: [([f64; 3], [f64; 3], [bool; 3]); 4] = [
+            ([0.3, 0.2, -0.4], [0.3, 0.5, 0.4], [false; 3]),
+            ([0.3, 0.2, -0.4], [1.001, 0.5, 0.4], [true, false, false]),
+            ([0.3, 0.2, -0.4], [0.999, 0.5, 1.001], [false, false, true]),
+            ([0.3, 1.4, -0.4], [0.3, 0.14975, 0.999], [false, true, false]),
+        ];
+        for (k, (v, ctrl, zero)) in cases.iter().enumerate() {
+            let s0 = GenState::new(vec![0.1, 0.05, -0.3], v.to_vec());
+            let c0: Vec<f64> = tq.iter().chain(ctrl).copied().collect();
+            let u = Control::with_ctrl(&tq, ctrl);
+            let sel = ParamSelection::all(&m);
+            let an = solver.step_jacobians(&m, &s0, &u, dt, &sel).unwrap();
+            let du = solver.step_jacobians_dual(&m, &s0, &u, dt, &sel).unwrap();
+            let err = |a: &DMatrix<f64>, b: &DMatrix<f64>| (a - b).amax() / b.amax().max(1.0);
+            assert!(err(&an.a, &du.a) < 1e-12 && err(&an.b, &du.b) < 1e-12, "case {k}: analytic vs duals");
+            let base = next(&s0, &c0);
+            let fa = fd_jacobian(|d| solver.local_diff(&m, &base, &next(&solver.retract(&m, &s0, d), &c0)), 6, 1e-6);
+            let fb = fd_jacobian(
+                |d| {
+                    let c: Vec<f64> = c0.iter().zip(d).map(|(a, b)| a + b).collect();
+                    solver.local_diff(&m, &base, &next(&s0, &c))
+                },
+                6,
+                1e-6,
+            );
+            let (ea, eb) = (rel_err(an.a.as_slice(), fa.as_slice()), rel_err(an.b.as_slice(), fb.as_slice()));
+            eprintln!("servo case {k}: A vs FD {ea:.1e}, B vs FD {eb:.1e}");
+            assert!(ea < 1e-6 && eb < 1e-6, "case {k}: A {ea:e} B {eb:e}");
+            for (a, &z) in zero.iter().enumerate() {
+                let col = an.b.column(3 + a).amax();
+                assert_eq!(col == 0.0, z, "case {k}: ctrl column {a} = {col}");
+            }
+        }
     }
 
     #[test]
