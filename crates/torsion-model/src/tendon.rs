@@ -143,7 +143,7 @@ impl crate::Model {
                 }
             }
             if let Some((lo, hi)) = a.forcerange {
-                if !(lo <= hi) {
+                if lo > hi || lo.is_nan() || hi.is_nan() {
                     return bad(format!("actuator '{}': forcerange lower {lo} must be ≤ upper {hi}", a.name));
                 }
             }
