@@ -23,6 +23,7 @@ export TORSION_BIN="$PWD/target/debug/torsion"
 python3 tests/python/test_pinocchio.py
 python3 tests/python/test_mujoco.py
 python3 tests/python/test_mujoco_step.py
+python3 tests/python/test_mujoco_actuators.py
 python3 tests/python/test_tensegrity_air.py
 # the Python package: build with maturin (pip's build backend) and run its tests
 $PIP ./crates/torsion-py

@@ -102,8 +102,9 @@ pub struct SimulateArgs {
     /// constant joint torques, comma separated (default zeros)
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     torque: Option<Vec<f64>>,
-    /// featherstone: the cable actuators' controls (MuJoCo ctrl), a JSON array with one array of nu numbers per
-    /// step (row k drives the step from state k; spec 003 §3.3); default zeros
+    /// featherstone: the actuators' controls (MuJoCo ctrl: joint and cable actuators, in file order), a JSON
+    /// array with one array of nu numbers per step (row k drives the step from state k; spec 003 §3.3); default
+    /// zeros. `--torque` generalized forces add to the actuator forces
     #[arg(long, value_name = "FILE")]
     controls: Option<PathBuf>,
     /// time step, s (default: the model's: MJCF `timestep`, 0.01 for URDF)
@@ -184,6 +185,15 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
         bail!(
             "{}: cables, cable actuators and --controls are simulated by --solver featherstone only (issue 16)",
             a.src.model.display()
+        );
+    }
+    if model.nu() > 0 && a.solver != "featherstone" {
+        eprintln!(
+            "warning: {}: the model's {} actuators are simulated by --solver featherstone only; the {} solver \
+             ignores them (its controls are --torque)",
+            a.src.model.display(),
+            model.nu(),
+            a.solver
         );
     }
     if a.solver == "featherstone" {
@@ -281,7 +291,7 @@ fn read_controls(path: &std::path::Path, nu: usize, steps: usize) -> Result<Vec<
         bail!("{}: {} rows of controls for {steps} steps", path.display(), rows.len());
     }
     if let Some((k, r)) = rows.iter().enumerate().find(|(_, r)| r.len() != nu) {
-        bail!("{}: row {k} has {} controls, the model has {nu} cable actuators", path.display(), r.len());
+        bail!("{}: row {k} has {} controls, the model has {nu} actuators (nu)", path.display(), r.len());
     }
     Ok(rows)
 }

@@ -7,7 +7,7 @@ use crate::data::DynError;
 use torsion_math::scalar::cv;
 use torsion_math::spatial::{ang, lin, stack, V6};
 use torsion_math::{Scalar, Vec3};
-use torsion_model::tendon::MIN_CABLE_LENGTH;
+use torsion_model::tendon::{Transmission as ModelTransmission, MIN_CABLE_LENGTH};
 use torsion_model::{JointType, Model};
 
 /// The passive generalized forces (nv) at (q, v); builds a dynamics model only when the fluid forces need one.
@@ -78,18 +78,27 @@ pub struct CableTerm<T: Scalar> {
     pub springlength: (f64, f64),
 }
 
-/// One cable actuator on the scalar: force gain · w (+ affine bias) along its cable.
+/// One actuator on the scalar: force clamp(gain · w + affine bias, forcerange) on its transmission.
 #[derive(Clone, Debug)]
 pub struct ActuatorTerm<T: Scalar> {
-    pub cable: usize,
+    pub transmission: Transmission,
     pub gain: T,
     pub bias: [f64; 3],
+    /// force clamp (gear folded in), None: unlimited
+    pub forcerange: Option<(f64, f64)>,
     /// filter time constant τ and the activation index; None: w = the clamped control
     pub filter: Option<(T, usize)>,
     pub ctrlrange: Option<(f64, f64)>,
 }
 
-/// The model's cables and cable actuators on the scalar T (part of `DynModel`, so a dual θ carries the
+/// An actuator's transmission in the step's coordinates: a cable index, or a 1-DoF joint's (q index, v index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transmission {
+    Cable(usize),
+    Joint { iq: usize, iv: usize },
+}
+
+/// The model's cables and actuators (cable and joint transmissions) on the scalar T (part of `DynModel`, so a dual θ carries the
 /// tangents of `tendon_stiffness`, `tendon_damping`, `actuator_gain`, `actuator_timeconst`).
 #[derive(Clone, Debug, Default)]
 pub struct Cables<T: Scalar> {
@@ -104,6 +113,7 @@ impl<T: Scalar> Cables<T> {
     pub fn build(model: &Model, table: &torsion_model::ParamTable, theta: &[T]) -> Self {
         use torsion_model::ParamKind as K;
         let act_index = model.act_index();
+        let (qs, vs) = (model.joint_q_start(), model.joint_v_start());
         let mut c = Cables {
             cable: model
                 .cables
@@ -121,9 +131,13 @@ impl<T: Scalar> Cables<T> {
                 .iter()
                 .zip(&act_index)
                 .map(|(a, ai)| ActuatorTerm {
-                    cable: a.cable,
+                    transmission: match a.transmission {
+                        ModelTransmission::Cable(c) => Transmission::Cable(c),
+                        ModelTransmission::Joint(j) => Transmission::Joint { iq: qs[j], iv: vs[j] },
+                    },
                     gain: T::c(a.gain),
                     bias: a.bias,
+                    forcerange: a.forcerange,
                     filter: a.timeconst.zip(*ai).map(|(t, i)| (T::c(t), i)),
                     ctrlrange: a.ctrlrange,
                 })
@@ -165,9 +179,10 @@ impl<T: Scalar> Cables<T> {
                 .actuator
                 .iter()
                 .map(|a| ActuatorTerm {
-                    cable: a.cable,
+                    transmission: a.transmission,
                     gain: l(&a.gain),
                     bias: a.bias,
+                    forcerange: a.forcerange,
                     filter: a.filter.map(|(t, i)| (l(&t), i)),
                     ctrlrange: a.ctrlrange,
                 })
@@ -181,11 +196,84 @@ impl<T: Scalar> Cables<T> {
     }
 }
 
+/// Clamp to a range (MuJoCo ctrlrange / forcerange): the value itself inside [lo, hi] (derivative 1), the
+/// constant bound outside (derivative 0); at a bound exactly the value (one-sided derivative from inside).
 fn clamp_ctrl<T: Scalar>(u: T, range: Option<(f64, f64)>) -> T {
     match range {
         Some((lo, _)) if u.re() < lo => T::c(lo),
         Some((_, hi)) if u.re() > hi => T::c(hi),
         _ => u,
+    }
+}
+
+impl<T: Scalar> ActuatorTerm<T> {
+    /// The actuator's force on its transmission (MuJoCo `actuator_force` × gear) at transmission length ℓ and
+    /// velocity ℓ̇: clamp(gain · w + bias₀ + bias₁ ℓ + bias₂ ℓ̇, forcerange), w = act (filter) or clamp(ctrl).
+    pub fn force(&self, ai: usize, l: T, ldot: T, act: &[T], ctrl: &[T]) -> T {
+        let w = match self.filter {
+            Some((_, k)) => act[k],
+            None => clamp_ctrl(ctrl.get(ai).copied().unwrap_or(T::zero()), self.ctrlrange),
+        };
+        let f = self.gain * w + T::c(self.bias[0]) + l * T::c(self.bias[1]) + ldot * T::c(self.bias[2]);
+        clamp_ctrl(f, self.forcerange)
+    }
+}
+
+/// τ += the joint-transmission actuators' forces (MuJoCo qfrc_actuator = gear · actuator_force on the joint's
+/// DoF) at (q, v, act, ctrl); ℓ = q, ℓ̇ = q̇ of the joint (gear folded into the terms). `ctrl` may be empty
+/// (zero controls). No heap allocation.
+pub fn joint_actuator_forces_into<T: Scalar>(
+    cab: &Cables<T>,
+    q: &[T],
+    v: &[T],
+    act: &[T],
+    ctrl: &[T],
+    tau: &mut [T],
+) -> Result<(), DynError> {
+    if !ctrl.is_empty() && ctrl.len() != cab.actuator.len() {
+        return Err(DynError::Shape { what: "ctrl", got: ctrl.len(), expected: cab.actuator.len() });
+    }
+    if act.len() != cab.na {
+        return Err(DynError::Shape { what: "act", got: act.len(), expected: cab.na });
+    }
+    for (ai, a) in cab.actuator.iter().enumerate() {
+        if let Transmission::Joint { iq, iv } = a.transmission {
+            tau[iv] += a.force(ai, q[iq], v[iv], act, ctrl);
+        }
+    }
+    Ok(())
+}
+
+/// The joint-transmission actuators' local derivatives at (q, v, ctrl), for the analytic Jacobian: per joint
+/// actuator (v index, ∂τ/∂q, ∂τ/∂v, ∂τ/∂ctrl) by one Dual64 pass each of the same [`ActuatorTerm::force`]
+/// (no second copy of the law; filter actuators are not covered: the stepper uses dual passes for na > 0).
+pub fn joint_actuator_derivatives(
+    cab: &Cables<f64>,
+    q: &[f64],
+    v: &[f64],
+    ctrl: &[f64],
+    mut out: impl FnMut(usize, usize, [f64; 3]),
+) {
+    use num_dual::Dual64;
+    for (ai, a) in cab.actuator.iter().enumerate() {
+        let Transmission::Joint { iq, iv } = a.transmission else { continue };
+        let ad = ActuatorTerm::<Dual64> {
+            transmission: a.transmission,
+            gain: Dual64::from(a.gain),
+            bias: a.bias,
+            forcerange: a.forcerange,
+            filter: None,
+            ctrlrange: a.ctrlrange,
+        };
+        let u = ctrl.get(ai).copied().unwrap_or(0.0);
+        let mut d = [0.0; 3];
+        for (k, dk) in d.iter_mut().enumerate() {
+            let mut x = [Dual64::from(q[iq]), Dual64::from(v[iv]), Dual64::from(u)];
+            x[k].eps = 1.0;
+            // a one-entry ctrl slice at index 0 carries this actuator's control
+            *dk = ad.force(0, x[0], x[1], &[], &[x[2]]).eps;
+        }
+        out(ai, iv, d);
     }
 }
 
@@ -249,14 +337,10 @@ pub fn cable_forces_into<T: Scalar>(
         };
         f -= ldot * c.damping;
         for (ai, a) in cab.actuator.iter().enumerate() {
-            if a.cable != ci {
+            if a.transmission != Transmission::Cable(ci) {
                 continue;
             }
-            let w = match a.filter {
-                Some((_, k)) => act[k],
-                None => clamp_ctrl(ctrl.get(ai).copied().unwrap_or(T::zero()), a.ctrlrange),
-            };
-            f += a.gain * w + T::c(a.bias[0]) + l * T::c(a.bias[1]) + ldot * T::c(a.bias[2]);
+            f += a.force(ai, l, ldot, act, ctrl);
         }
         // force f û on B, −f û on A, as body wrenches [n; f] (body frame, at the COM)
         for (e, sign) in [(0usize, -1.0), (1, 1.0)] {
@@ -279,6 +363,47 @@ pub fn activation_step<T: Scalar>(cab: &Cables<T>, act: &[T], ctrl: &[T], h: f64
         if let Some((tau, k)) = a.filter {
             let u = clamp_ctrl(ctrl.get(ai).copied().unwrap_or(T::zero()), a.ctrlrange);
             act1[k] = act[k] + (u - act[k]) * T::c(h) / tau;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The joint actuators' local derivatives (∂τ/∂q, ∂τ/∂v, ∂τ/∂ctrl) against central differences of the force
+    /// kernel: a geared position servo inside its clamps, with its control just outside ctrlrange, and with its
+    /// force just outside forcerange (both: zero derivatives through the clamped quantity).
+    #[test]
+    fn joint_actuator_derivatives_match_central_differences() {
+        let xml = r#"<mujoco><worldbody><body><joint name="h"/><geom size=".1" mass="1"/></body></worldbody>
+            <actuator><position joint="h" kp="20" kv="3" gear="2" ctrlrange="-1 1" forcerange="-3 3"/></actuator>
+            </mujoco>"#;
+        let m = torsion_model::io::mjcf::load_mjcf_str(xml, "p.xml", None).unwrap();
+        let cab = Cables::<f64>::build(&m, &m.param_table(), &m.param_vector());
+        // τ = 2 clamp(20 clamp(c) − 40 q − 6 q̇, ±3): (q, q̇, c) inside, c above 1, force above 3 (= 3.001)
+        for (x, zero) in [([0.1, 0.2, 0.3], [false; 3]), ([0.45, 0.2, 1.001], [false, false, true])]
+            .into_iter()
+            .chain([([0.1, 0.05, (3.001 + 4.0 + 0.3) / 20.0], [true; 3])])
+        {
+            let tau = |x: [f64; 3]| {
+                let mut t = [0.0];
+                joint_actuator_forces_into(&cab, &x[..1], &x[1..2], &[], &x[2..], &mut t).unwrap();
+                t[0]
+            };
+            let mut got = [0.0; 3];
+            joint_actuator_derivatives(&cab, &x[..1], &x[1..2], &x[2..], |a, iv, d| {
+                assert_eq!((a, iv), (0, 0));
+                got = d;
+            });
+            for k in 0..3 {
+                let (mut p, mut n) = (x, x);
+                p[k] += 1e-6;
+                n[k] -= 1e-6;
+                let fd = (tau(p) - tau(n)) / 2e-6;
+                assert!((got[k] - fd).abs() <= 1e-6 * fd.abs().max(1.0), "{x:?} ∂{k}: {} vs {fd}", got[k]);
+                assert_eq!(got[k] == 0.0, zero[k], "{x:?} ∂{k}");
+            }
         }
     }
 }

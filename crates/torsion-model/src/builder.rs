@@ -295,9 +295,10 @@ pub fn tensegrity_prism() -> Model {
     for a in 0..3 {
         m.cable_actuators.push(CableActuator {
             name: format!("a{a}"),
-            cable: 6 + a,
+            transmission: crate::tendon::Transmission::Cable(6 + a),
             gain: 1000.0,
             bias: [0.0; 3],
+            forcerange: None,
             timeconst: Some(1.0),
             ctrlrange: Some((-100.0, 100.0)),
         });

@@ -31,8 +31,9 @@ impl ControlLayout {
 pub struct Control<T: Scalar = f64> {
     /// shape (joint_count,) or (nv,) by the solver's layout; N·m or N
     pub joint_torque: Vec<T>,
-    /// MuJoCo `ctrl` of the model's cable actuators (`Model::cable_actuators`, nu entries; spec 003 §3.3),
-    /// clamped to their `ctrlrange` by the stepper; empty = all zero (and for models without them)
+    /// MuJoCo `ctrl` of the model's actuators (`Model::cable_actuators`: cable and joint transmissions, nu
+    /// entries in file order; spec 003 §3.3), clamped to their `ctrlrange` by the stepper; empty = all zero (and
+    /// for models without them). `joint_torque` adds to the actuator forces.
     pub ctrl: Vec<T>,
 }
 

@@ -152,8 +152,9 @@ pub struct Model {
     pub source_file: Option<std::path::PathBuf>,
     /// spring-damper cables between body points (MJCF two-site `<spatial>` tendons; spec 003 §3.4, `tendon.rs`)
     pub cables: Vec<crate::tendon::Cable>,
-    /// actuators on cables (MJCF `<general>` / `<motor>` with `tendon=`; spec 003 §3.3): the controls (nu) and
-    /// activation states (na) of the generalized-coordinate steppers
+    /// actuators on cables and hinge / slide joints (MJCF `<motor>` / `<position>` / `<velocity>` / `<general>`;
+    /// spec 003 §3.3, `tendon.rs`): the controls (nu) and activation states (na) of the generalized-coordinate
+    /// steppers
     pub cable_actuators: Vec<crate::tendon::CableActuator>,
     /// sites, actuators, tendons (raw, as parsed) and loader warnings
     pub extras: ModelExtras,

@@ -36,7 +36,8 @@ pub enum ParamKind {
     TendonStiffness(usize),
     /// cable k: damping `cables[k].damping` (`tendon_damping[name]`, N·s/m; spec 003's c)
     TendonDamping(usize),
-    /// cable actuator a: gain `cable_actuators[a].gain` (`actuator_gain[name]`; spec 003's b = gain / k)
+    /// actuator a (cable or joint): gain `cable_actuators[a].gain` (`actuator_gain[name]`, gear folded in; spec
+    /// 003's b = gain / k)
     ActuatorGain(usize),
     /// cable actuator a (filter): time constant τ (`actuator_timeconst[name]`, s; spec 003's a = Δt / τ)
     ActuatorTimeconst(usize),

@@ -25,16 +25,31 @@ pub struct Cable {
     pub springlength: (f64, f64),
 }
 
-/// An actuator on a cable (MJCF `<general>` / `<motor>` with `tendon=`): force gain · w along the cable.
+/// What an actuator drives (MuJoCo's transmission). Its "length" ℓ and velocity ℓ̇ are the cable's L, L̇ or
+/// the joint's q, q̇; the force acts along the cable or as the joint's generalized force.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transmission {
+    /// index into `Model::cables`
+    Cable(usize),
+    /// index of a hinge or slide joint (MuJoCo `joint=`; ball and free joints are refused by the loader)
+    Joint(usize),
+}
+
+/// An actuator (MJCF `<motor>` / `<position>` / `<velocity>` / `<general>`) on a cable or a 1-DoF joint.
+/// MuJoCo's gear g is folded into the fields (ℓ_mj = g ℓ, force on the transmission = g · F_mj):
+/// force = clamp(gain · w + bias₀ + bias₁ ℓ + bias₂ ℓ̇, forcerange), with gain = g gainprm₀,
+/// bias = (g biasprm₀, g² biasprm₁, g² biasprm₂), forcerange = g × MuJoCo's forcerange (sorted).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CableActuator {
     pub name: String,
-    /// index into `Model::cables`
-    pub cable: usize,
-    /// gain (MuJoCo gainprm[0] × gear), N per unit of w (parameter `actuator_gain[name]`)
+    /// the cable or joint it drives
+    pub transmission: Transmission,
+    /// gain (MuJoCo gainprm[0] × gear), N (or N·m) per unit of w (parameter `actuator_gain[name]`)
     pub gain: f64,
-    /// affine bias (bias₀, bias₁ per m, bias₂ per m/s) × gear; zero for `biastype="none"`
+    /// affine bias (bias₀, bias₁ per unit of ℓ, bias₂ per unit of ℓ̇), gear folded in; zero for `biastype="none"`
     pub bias: [f64; 3],
+    /// force clamp on the transmission (MuJoCo `forcelimited` + `forcerange`, × gear)
+    pub forcerange: Option<(f64, f64)>,
     /// filter time constant τ, s (`dyntype="filter"`, dynprm[0]; parameter `actuator_timeconst[name]`);
     /// None: no activation state, the force uses the control directly (`dyntype="none"`)
     pub timeconst: Option<f64>,
@@ -45,8 +60,18 @@ pub struct CableActuator {
 /// Length of the cable's end-to-end vector below which its direction is taken as zero (no NaN at L = 0).
 pub const MIN_CABLE_LENGTH: f64 = 1e-12;
 
+impl CableActuator {
+    /// The cable it drives, if any.
+    pub fn cable(&self) -> Option<usize> {
+        match self.transmission {
+            Transmission::Cable(c) => Some(c),
+            Transmission::Joint(_) => None,
+        }
+    }
+}
+
 impl crate::Model {
-    /// Controls of the cable actuators (MuJoCo nu), one per `cable_actuators` entry.
+    /// Controls of the actuators (MuJoCo nu), one per `cable_actuators` entry (cable and joint transmissions).
     pub fn nu(&self) -> usize {
         self.cable_actuators.len()
     }
@@ -89,8 +114,20 @@ impl crate::Model {
             }
         }
         for a in &self.cable_actuators {
-            if a.cable >= self.cables.len() {
-                return bad(format!("actuator '{}': cable index out of range", a.name));
+            match a.transmission {
+                Transmission::Cable(c) if c >= self.cables.len() => {
+                    return bad(format!("actuator '{}': cable index out of range", a.name));
+                }
+                Transmission::Joint(j) if j >= self.joint_count() => {
+                    return bad(format!("actuator '{}': joint index out of range", a.name));
+                }
+                Transmission::Joint(j) if self.joint_type[j].dof() != 1 => {
+                    return bad(format!(
+                        "actuator '{}': joint '{}' is {:?}: only hinge and slide joints take an actuator",
+                        a.name, self.joint_name[j], self.joint_type[j]
+                    ));
+                }
+                _ => {}
             }
             if !a.gain.is_finite() || a.bias.iter().any(|b| !b.is_finite()) {
                 return bad(format!("actuator '{}': actuator_gain and bias must be finite", a.name));
@@ -103,6 +140,11 @@ impl crate::Model {
             if let Some((lo, hi)) = a.ctrlrange {
                 if lo >= hi || lo.is_nan() || hi.is_nan() {
                     return bad(format!("actuator '{}': ctrlrange lower {lo} must be below upper {hi}", a.name));
+                }
+            }
+            if let Some((lo, hi)) = a.forcerange {
+                if lo > hi || lo.is_nan() || hi.is_nan() {
+                    return bad(format!("actuator '{}': forcerange lower {lo} must be ≤ upper {hi}", a.name));
                 }
             }
         }
@@ -132,7 +174,10 @@ mod tests {
             assert_eq!((c.stiffness, c.damping, c.springlength), (10000.0, 1000.0, (0.95, 0.95)));
             assert!((c.site[0].norm() - 0.842).abs() < 1e-12 && (c.site[1].norm() - 0.842).abs() < 1e-12);
             let a = &m.cable_actuators[23];
-            assert_eq!((a.cable, a.gain, a.timeconst, a.ctrlrange), (23, 1000.0, Some(1.0), Some((-100.0, 100.0))));
+            assert_eq!(
+                (a.cable(), a.gain, a.timeconst, a.ctrlrange),
+                (Some(23), 1000.0, Some(1.0), Some((-100.0, 100.0)))
+            );
             let sel = ParamSelection::by_names(
                 &m,
                 &["tendon_stiffness[c0]", "tendon_damping[c23]", "actuator_gain[a3]", "actuator_timeconst[a7]"],
@@ -199,6 +244,67 @@ mod tests {
         assert_eq!(m.cables[2].stiffness, 10000.0);
         m.param_set_by_name("actuator_timeconst[a1]", 0.25).unwrap();
         assert_eq!(m.cable_actuators[1].timeconst, Some(0.25));
+    }
+
+    /// Joint actuators as MuJoCo compiles them (values read from mujoco 4.0's `actuator_gainprm`,
+    /// `actuator_biasprm`, `actuator_gear`, `actuator_forcerange` of the same elements): the shortcuts' expansions,
+    /// gear folded in (gain × g, bias × (g, g², g²), forcerange × g sorted), shortcut defaults that a `<general>`
+    /// inherits; ball joints refused, site transmissions warned.
+    #[test]
+    fn joint_actuators_expand_as_mujoco() {
+        let xml = |acts: &str| {
+            format!(
+                r#"<mujoco><default><default class="pd"><position kp="5" kv="1"/></default>
+                <default class="g4"><general gainprm="4"/></default></default>
+                <worldbody><body><joint name="h" type="hinge"/><geom size=".1" mass="1"/><site name="s"/>
+                <body><joint name="sl" type="slide"/><joint name="b" type="ball"/><geom size=".1" mass="1"/></body>
+                </body></worldbody><actuator>{acts}</actuator></mujoco>"#
+            )
+        };
+        let m = load_mjcf_str(
+            &xml(r#"<motor name="m" joint="h" gear="2" ctrlrange="-1 1" forcerange="-2 2"/>
+                <position name="p" joint="sl" kp="10" kv="2" gear="-3" forcerange="-1 2"/>
+                <velocity name="v" joint="h" kv="3"/>
+                <general name="gd" joint="h" class="pd"/>
+                <position name="pd7" joint="h" class="pd" kp="7"/>
+                <motor name="md" joint="h" class="pd"/>
+                <position name="p4" joint="h" class="g4"/>
+                <general name="f" joint="sl" dyntype="filter" dynprm="0.3" ctrlrange="0 1" ctrllimited="false"/>"#),
+            "a.xml",
+            None,
+        )
+        .unwrap();
+        let got: Vec<_> = m
+            .cable_actuators
+            .iter()
+            .map(|a| (a.name.as_str(), a.transmission, a.gain, a.bias, a.forcerange, a.ctrlrange, a.timeconst))
+            .collect();
+        use super::Transmission::Joint;
+        let (h, sl) = (Joint(0), Joint(1));
+        assert_eq!(
+            got,
+            vec![
+                ("m", h, 2.0, [0.0; 3], Some((-4.0, 4.0)), Some((-1.0, 1.0)), None),
+                ("p", sl, -30.0, [0.0, -90.0, -18.0], Some((-6.0, 3.0)), None, None),
+                ("v", h, 3.0, [0.0, 0.0, -3.0], None, None, None),
+                ("gd", h, 5.0, [0.0, -5.0, -1.0], None, None, None),
+                ("pd7", h, 7.0, [0.0, -7.0, -1.0], None, None, None),
+                ("md", h, 1.0, [0.0; 3], None, None, None),
+                ("p4", h, 4.0, [0.0, -4.0, 0.0], None, None, None),
+                ("f", sl, 1.0, [0.0; 3], None, None, Some(0.3)),
+            ]
+        );
+        assert_eq!((m.nu(), m.na()), (8, 1));
+        assert_eq!(m.cable_actuators[0].cable(), None);
+        // a ball joint: an error naming the element; a site transmission / muscle: warned, not simulated
+        let e = load_mjcf_str(&xml(r#"<motor name="mb" joint="b"/>"#), "a.xml", None).unwrap_err().to_string();
+        assert!(e.contains("a.xml") && e.contains("'mb'") && e.contains("Ball"), "{e}");
+        let m =
+            load_mjcf_str(&xml(r#"<motor name="ms" site="s"/><damper name="d" joint="h"/>"#), "a.xml", None).unwrap();
+        assert_eq!(m.nu(), 0);
+        for w in ["'ms' (site / body transmission)", "'d' (<damper>)"] {
+            assert!(m.extras.warnings.iter().any(|x| x.contains(w)), "{w}: {:?}", m.extras.warnings);
+        }
     }
 
     /// The 3-bar prism: 9 pretensioned cables (every one longer than its rest length), 3 filter actuators.

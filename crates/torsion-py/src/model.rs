@@ -150,6 +150,22 @@ impl PyModel {
     fn nv(&self) -> usize {
         self.inner.nv()
     }
+    /// actuator controls (MuJoCo nu: MJCF motor / position / velocity / general on hinge / slide joints and
+    /// cables, file order); FeatherstoneSolver's controls are [generalized forces (nv), ctrl (nu)]
+    #[getter]
+    fn nu(&self) -> usize {
+        self.inner.nu()
+    }
+    /// actuator activation states (MuJoCo na: filter actuators), part of FeatherstoneSolver's state after v
+    #[getter]
+    fn na(&self) -> usize {
+        self.inner.na()
+    }
+    /// actuator names, ctrl order
+    #[getter]
+    fn actuator_name(&self) -> Vec<String> {
+        self.inner.cable_actuators.iter().map(|a| a.name.clone()).collect()
+    }
     #[getter]
     fn body_name(&self) -> Vec<String> {
         self.inner.body_name.clone()

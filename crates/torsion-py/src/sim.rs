@@ -1,8 +1,8 @@
 //! Simulation and its derivatives from Python: `step`, `rollout`, `rollout_batch` (rayon, GIL released),
 //! `rollout_vjp`, `step_jacobians`, `trajectory_jacobians`, and the Rust-side step timer used by the
 //! overhead benchmark. States are flat rows in the solver's layout (solvers.rs); controls are (T, nu) with
-//! nu = `solver.control_dim(model)` (one torque per joint for XPBD, one generalized force per DoF for
-//! Featherstone); Jacobians are in tangent coordinates.
+//! nu = `solver.control_dim(model)` (one torque per joint for XPBD, one generalized force per DoF then the
+//! actuators' ctrl for Featherstone: `Codec::control_into`); Jacobians are in tangent coordinates.
 use crate::arrays::{batched, mat2, out, out_mats, vec1};
 use crate::model::{selection, PyModel};
 use crate::solvers::{dispatch, solver_ref, state_vec, Cache, Codec};
@@ -32,7 +32,9 @@ fn state_and_control<S: Codec>(
 where
     S::State: Send,
 {
-    Ok((state_vec(s, m, x, "x")?, Control::from_torques(&vec1(u, "u", s.control_dim(m))?)))
+    let mut c = Control::zeros(0);
+    s.control_into(m, &vec1(u, "u", s.control_dim(m))?, &mut c);
+    Ok((state_vec(s, m, x, "x")?, c))
 }
 
 /// The parameters of the Jacobians' C: the named ones (default none).
@@ -41,8 +43,17 @@ fn jacobian_selection(m: &Model, names: Option<&[String]>) -> PyResult<ParamSele
 }
 
 /// `t_len` controls from the rows of a flat (t_len, nu) array.
-fn control_rows(us: &[f64], t_len: usize, nu: usize) -> Vec<Control> {
-    (0..t_len).map(|t| Control::from_torques(&us[t * nu..(t + 1) * nu])).collect()
+fn control_rows<S: Codec>(s: &S, m: &Model, us: &[f64], t_len: usize, nu: usize) -> Vec<Control>
+where
+    S::State: Send,
+{
+    (0..t_len)
+        .map(|t| {
+            let mut c = Control::zeros(0);
+            s.control_into(m, &us[t * nu..(t + 1) * nu], &mut c);
+            c
+        })
+        .collect()
 }
 
 /// Run `f` with the solver's cached workspace for this model (built on first use; a fresh one if the cache is
@@ -93,10 +104,7 @@ where
 {
     let n = s.state_dim(m);
     s.encode(s0, &mut buf[..n]);
-    let fill = |t: usize, u: &mut Control| {
-        u.joint_torque.clear();
-        u.joint_torque.extend_from_slice(&us[t * nu..(t + 1) * nu]);
-    };
+    let fill = |t: usize, u: &mut Control| s.control_into(m, &us[t * nu..(t + 1) * nu], u);
     torsion_diff::rollout_each(s, m, s0, t_len, dt, ws, fill, |t, st| s.encode(st, &mut buf[t * n..(t + 1) * n]))
 }
 
@@ -293,7 +301,7 @@ fn rollout_vjp<'py>(
         let (_, xs) = mat2(states, "states", Some(t_len + 1), n)?;
         let (_, gs) = mat2(dloss_dstates, "dloss_dstates", Some(t_len + 1), n)?;
         let mut st: Vec<_> = xs.chunks(n.max(1)).take(t_len + 1).map(|r| s.decode(m, r)).collect();
-        let ctl = control_rows(&us, t_len, nu);
+        let ctl = control_rows(s, m, &us, t_len, nu);
         let g = py.detach(|| {
             guard(|| {
                 rewarm(s, m, &mut st, &ctl, dt).map_err(solver_err)?;
@@ -369,7 +377,7 @@ fn trajectory_jacobians<'py>(
             )));
         }
         let mut st: Vec<_> = (0..rows).map(|t| s.decode(m, &xs[t * n..(t + 1) * n])).collect();
-        let ctl = control_rows(&us, t_len, nu);
+        let ctl = control_rows(s, m, &us, t_len, nu);
         let js = py.detach(|| {
             guard(|| {
                 // each step from the warm start it had in the rollout, then the steps in parallel

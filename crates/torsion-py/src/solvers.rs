@@ -10,7 +10,7 @@ use numpy::PyArrayDyn;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::sync::Mutex;
-use torsion_model::{MaximalState, Model, StateSpace};
+use torsion_model::{Control, MaximalState, Model, StateSpace};
 use torsion_solvers::featherstone::FeatherstoneWorkspace;
 use torsion_solvers::ncp::{FrictionSet, NcpGradient, NcpOptions, NcpSimWorkspace, NcpSolver};
 use torsion_solvers::xpbd::XpbdWorkspace;
@@ -43,11 +43,27 @@ where
     }
     /// Give `to` the warm start of `from` (no-op without one)
     fn carry_warm(&self, _from: &Self::State, _to: &mut Self::State) {}
+    /// A flat control row (`control_dim` entries, checked by the caller) into `u`: all generalized forces /
+    /// torques by default
+    fn control_into(&self, _m: &Model, row: &[f64], u: &mut Control) {
+        u.joint_torque.clear();
+        u.joint_torque.extend_from_slice(row);
+        u.ctrl.clear();
+    }
 }
 
 impl Codec for XpbdSolver {}
 
-impl Codec for FeatherstoneSolver {}
+/// Featherstone's row is [u (nv), ctrl (nu)]: generalized forces, then the actuators' controls.
+impl Codec for FeatherstoneSolver {
+    fn control_into(&self, m: &Model, row: &[f64], u: &mut Control) {
+        let (tq, ctrl) = row.split_at(m.nv());
+        u.joint_torque.clear();
+        u.joint_torque.extend_from_slice(tq);
+        u.ctrl.clear();
+        u.ctrl.extend_from_slice(ctrl);
+    }
+}
 
 impl Codec for NcpSolver {
     fn has_warm(&self) -> bool {
@@ -78,7 +94,8 @@ pub struct PyXpbd {
 ///
 /// Semi-implicit Euler in generalized coordinates (ABA; implicit joint damping when `joint_damping`; free joints
 /// as MuJoCo's Euler). State: [q (nq), v (nv)]; controls: one generalized force per DoF (N or N·m), then one
-/// control per cable actuator. Exact gradients (analytic A, B; dual passes for the model parameters).
+/// control per MJCF actuator (MuJoCo ctrl: joint and cable actuators, `Model.nu`, file order; their forces add
+/// to the generalized forces). Exact gradients (analytic A, B; dual passes for the model parameters).
 #[pyclass(name = "FeatherstoneSolver", module = "torsion", frozen)]
 pub struct PyFeatherstone {
     pub solver: FeatherstoneSolver,

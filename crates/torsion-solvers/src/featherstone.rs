@@ -22,7 +22,9 @@ use torsion_dynamics::gyroscopic::{gyroscopic_joint, implicit_gyroscopic, is_loo
 use torsion_dynamics::joints::{
     add_free_frame_term, advance_into, advance_joint, difference, integrate, integrate_joint,
 };
-use torsion_dynamics::passive::{activation_step, cable_forces_into};
+use torsion_dynamics::passive::{
+    activation_step, cable_forces_into, joint_actuator_derivatives, joint_actuator_forces_into,
+};
 use torsion_dynamics::{aba_into, DynData, DynModel};
 use torsion_math::scalar::cv;
 use torsion_math::{Scalar, Vec3};
@@ -195,6 +197,7 @@ pub fn step_generic_into<T: Scalar>(
     }
     fluid_forces_into(&passive.fluid, dm, q, v, d, tau)?;
     cable_forces_into(&dm.cables, dm, q, v, act, ctrl, d, tau)?;
+    joint_actuator_forces_into(&dm.cables, q, v, act, ctrl, tau)?;
     if act1.len() != act.len() {
         return Err(torsion_dynamics::DynError::Shape { what: "act1 (output)", got: act1.len(), expected: act.len() });
     }
@@ -243,7 +246,7 @@ impl FeatherstoneSolver {
         }
         if !u.ctrl.is_empty() && u.ctrl.len() != model.nu() {
             return Err(bad(format!(
-                "control has {} actuator controls (ctrl); the model has {} cable actuators (or pass none: zeros)",
+                "control has {} actuator controls (ctrl); the model has {} actuators (or pass none: zeros)",
                 u.ctrl.len(),
                 model.nu()
             )));
@@ -399,14 +402,25 @@ impl FeatherstoneSolver {
         dt: f64,
         sel: &ParamSelection,
     ) -> Result<(DMatrix<f64>, Vec<f64>), SolverError> {
-        if !model.cables.is_empty() {
+        if !model.cables.is_empty() || model.na() > 0 {
             let jac = self.jacobian_dual(model, s, u, dt, sel)?;
             let [_, q1, ..] = self.dual_inputs(model, s, u, dt)?;
             return Ok((jac, q1.iter().map(|x| x.re).collect()));
         }
-        let nv = model.nv();
-        let mut jac = DMatrix::zeros(2 * nv, 3 * nv + sel.len());
-        let q1 = self.state_columns(model, s, &u.joint_torque, dt, &mut jac)?;
+        let (nv, nu) = (model.nv(), model.nu());
+        let mut jac = DMatrix::zeros(2 * nv, 3 * nv + nu + sel.len());
+        let q1 = self.state_columns(model, s, u, dt, &mut jac)?;
+        if nu > 0 {
+            // joint actuators (no state): u enters only through τ, so ∂x'/∂ctrl_a = ∂x'/∂u_iv · ∂τ_iv/∂ctrl_a
+            let (dm, ..) = dyn_model_f64(model).map_err(Self::dyn_err)?;
+            let ctrl = padded_ctrl(model, u);
+            let mut cols = vec![];
+            joint_actuator_derivatives(&dm.cables, &s.q, &s.v, &ctrl, |a, iv, d| cols.push((a, iv, d[2])));
+            for (a, iv, g) in cols {
+                let src = jac.column(2 * nv + iv) * g;
+                jac.column_mut(3 * nv + a).copy_from(&src);
+            }
+        }
         self.theta_columns_dual(model, s, u, dt, sel, &mut jac)?;
         Ok((jac, q1))
     }
@@ -417,7 +431,7 @@ impl FeatherstoneSolver {
         &self,
         model: &Model,
         s: &GenState,
-        u: &[f64],
+        u: &Control,
         dt: f64,
         jac: &mut DMatrix<f64>,
     ) -> Result<Vec<f64>, SolverError> {
@@ -425,7 +439,7 @@ impl FeatherstoneSolver {
         let mut ws = self.workspace(model)?;
         let mut tj = TransitionJacobians::new(model);
         let FeatherstoneWorkspace { dm, data, passive, .. } = &mut ws;
-        state_columns_into(dm, data, passive, s, u, dt, &mut tj).map_err(Self::dyn_err)?;
+        state_columns_into(dm, data, passive, s, &u.joint_torque, &u.ctrl, dt, &mut tj).map_err(Self::dyn_err)?;
         jac.columns_mut(0, 3 * nv).copy_from(&tj.ab);
         Ok(tj.q1)
     }
@@ -444,10 +458,11 @@ impl FeatherstoneSolver {
     ) -> Result<(), SolverError> {
         self.check(model, s, u, dt)?;
         let nv = model.nv();
-        if !model.cables.is_empty() {
+        if !model.cables.is_empty() || model.na() > 0 {
             return Err(SolverError::Unsupported {
                 solver: "featherstone",
-                problem: "transition_jacobians_into does not cover cables yet: use step_jacobians".into(),
+                problem: "transition_jacobians_into does not cover cables or filter actuators yet: use step_jacobians"
+                    .into(),
             });
         }
         if ws.tau.len() != nv || out.ab.nrows() != 2 * nv || out.ab.ncols() != 3 * nv || out.q1.len() != model.nq() {
@@ -458,7 +473,7 @@ impl FeatherstoneSolver {
         }
         ws.refresh(model, self.options.joint_damping).map_err(Self::dyn_err)?;
         let FeatherstoneWorkspace { dm, data, passive, .. } = ws;
-        state_columns_into(dm, data, passive, s, &u.joint_torque, dt, out).map_err(Self::dyn_err)
+        state_columns_into(dm, data, passive, s, &u.joint_torque, &u.ctrl, dt, out).map_err(Self::dyn_err)
     }
 }
 
@@ -515,12 +530,14 @@ impl TransitionJacobians {
 /// step's model: its armature is set to A + hD as `step_generic_into` does, and its damping (zero for the step,
 /// which applies −Dv explicitly) is D only while RNEA's ∂τ/∂v needs it. No heap allocation without fluid forces
 /// (with them: ∂τ_fluid/∂(q, v) through a dual copy of the model per call).
+#[allow(clippy::too_many_arguments)]
 fn state_columns_into(
     dm: &mut DynModel<f64>,
     d: &mut DynData<f64>,
     passive: &Passive,
     s: &GenState,
     u: &[f64],
+    ctrl: &[f64],
     dt: f64,
     out: &mut TransitionJacobians,
 ) -> Result<(), torsion_dynamics::DynError> {
@@ -535,9 +552,19 @@ fn state_columns_into(
         }
     }
     fluid_forces_into(&passive.fluid, dm, &s.q, &s.v, d, tau)?;
+    joint_actuator_forces_into(&dm.cables, &s.q, &s.v, &s.act, ctrl, tau)?;
     let res = aba_derivatives_into(dm, &s.q, &s.v, tau, d, ad);
     dm.damping.iter_mut().for_each(|x| *x = 0.0);
     res?;
+    // joint actuators' bias (servos): ∂q̈/∂(q, v) += M̃⁻¹ ∂τ_act/∂(q, v), one column each (1-DoF joints:
+    // the tangent index of q is the v index)
+    joint_actuator_derivatives(&dm.cables, &s.q, &s.v, ctrl, |_, iv, [dq, dv, _]| {
+        for r in 0..nv {
+            let x = ad.d_dtau[(r, iv)];
+            ad.d_dq[(r, iv)] += dq * x;
+            ad.d_dv[(r, iv)] += dv * x;
+        }
+    });
     if passive.fluid.on() {
         // explicit fluid force: ∂q̈/∂(q, v) += M̃⁻¹ ∂τ_fluid/∂(q, v), the latter by duals of the same kernel
         // (allocates: a dual copy of the model per call)
@@ -733,7 +760,7 @@ fn advance_jacobians(kind: JointType, q: &[f64], vhat: &[f64], h: f64, q1: &[f64
 }
 
 /// Sizes of the step's Jacobian: state rows / columns nx = 2nv + na (tangent q, v, then the activations),
-/// control columns ncu = nv + nu (generalized forces, then the cable actuators' controls).
+/// control columns ncu = nv + nu (generalized forces, then the actuators' controls).
 #[derive(Clone, Copy, Debug)]
 struct Dims {
     nv: usize,
@@ -748,7 +775,7 @@ impl Dims {
     }
 }
 
-/// The cable actuators' controls, zeros when `u.ctrl` is empty.
+/// The actuators' controls, zeros when `u.ctrl` is empty.
 fn padded_ctrl(model: &Model, u: &Control) -> Vec<f64> {
     if u.ctrl.is_empty() {
         vec![0.0; model.nu()]
@@ -886,7 +913,8 @@ impl DiffSolver for FeatherstoneSolver {
         Ok(())
     }
 
-    /// one generalized force per DoF (`ControlLayout::PerDof`), then one control per cable actuator (nu)
+    /// one generalized force per DoF (`ControlLayout::PerDof`), then one control per actuator (nu: joint and
+    /// cable transmissions)
     fn control_dim(&self, model: &Model) -> usize {
         model.nv() + model.nu()
     }
@@ -962,6 +990,69 @@ mod tests {
         let (ea, eb) = (rel_err(an.a.as_slice(), fa.as_slice()), rel_err(an.b.as_slice(), fb.as_slice()));
         eprintln!("loose spinning body: A vs FD {ea:.1e}, B vs FD {eb:.1e}");
         assert!(ea < 1e-6 && eb < 1e-6, "A {ea:e} B {eb:e}");
+    }
+
+    /// A hinge–slide–hinge chain with a position servo (kp, kv, gear 2, ctrlrange), a velocity servo (forcerange)
+    /// and a geared motor (ctrlrange, forcerange): the analytic A and B (B in (u, ctrl) space) equal the all-dual
+    /// reference and central differences, inside the clamps and just outside them, where the clamped actuator's
+    /// ctrl column (and a saturated servo's bias terms) are zero (docs/gradients.md "Actuators").
+    #[test]
+    fn joint_actuator_jacobians_match_duals_and_finite_differences() {
+        let xml = r#"<mujoco><option timestep="0.01"/><worldbody>
+            <body name="a"><joint name="h1" axis="0 1 0" damping="0.2"/>
+            <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.05" mass="1"/>
+            <body pos="0.5 0 0"><joint name="s" type="slide" axis="1 0 0"/><geom size=".1" mass="0.5"/>
+            <body><joint name="h2" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0 0 -0.4" size="0.04" mass="0.7"/>
+            </body></body></body></worldbody>
+            <actuator><position name="p" joint="h1" kp="20" kv="3" gear="2" ctrlrange="-1 1"/>
+            <velocity name="v" joint="s" kv="4" forcerange="-5 5"/>
+            <motor name="m" joint="h2" gear="1.5" ctrlrange="-2 2" forcerange="-1 1"/></actuator></mujoco>"#;
+        let m = torsion_model::io::mjcf::load_mjcf_str(xml, "servo.xml", None).unwrap();
+        assert_eq!((m.nv(), m.nu(), m.na()), (3, 3, 0));
+        let solver = FeatherstoneSolver::default();
+        let (dt, tq) = (0.01, [0.1, -0.2, 0.05]);
+        let next = |s: &GenState, c: &[f64]| {
+            let mut o = s.clone();
+            let mut ws = solver.workspace(&m).unwrap();
+            let u = Control::with_ctrl(&c[..3], &c[3..]);
+            solver.step(&m, s, &u, dt, &mut o, &mut ws, None).unwrap();
+            o
+        };
+        // (v, ctrl, which ctrl columns must vanish): inside all clamps; p's ctrl just above its range; m's force
+        // just above its range; the velocity servo's force just below −5 (its bias saturated too)
+        let cases: [([f64; 3], [f64; 3], [bool; 3]); 4] = [
+            ([0.3, 0.2, -0.4], [0.3, 0.5, 0.4], [false; 3]),
+            ([0.3, 0.2, -0.4], [1.001, 0.5, 0.4], [true, false, false]),
+            ([0.3, 0.2, -0.4], [0.999, 0.5, 1.001], [false, false, true]),
+            ([0.3, 1.4, -0.4], [0.3, 0.14975, 0.999], [false, true, false]),
+        ];
+        for (k, (v, ctrl, zero)) in cases.iter().enumerate() {
+            let s0 = GenState::new(vec![0.1, 0.05, -0.3], v.to_vec());
+            let c0: Vec<f64> = tq.iter().chain(ctrl).copied().collect();
+            let u = Control::with_ctrl(&tq, ctrl);
+            let sel = ParamSelection::all(&m);
+            let an = solver.step_jacobians(&m, &s0, &u, dt, &sel).unwrap();
+            let du = solver.step_jacobians_dual(&m, &s0, &u, dt, &sel).unwrap();
+            let err = |a: &DMatrix<f64>, b: &DMatrix<f64>| (a - b).amax() / b.amax().max(1.0);
+            assert!(err(&an.a, &du.a) < 1e-12 && err(&an.b, &du.b) < 1e-12, "case {k}: analytic vs duals");
+            let base = next(&s0, &c0);
+            let fa = fd_jacobian(|d| solver.local_diff(&m, &base, &next(&solver.retract(&m, &s0, d), &c0)), 6, 1e-6);
+            let fb = fd_jacobian(
+                |d| {
+                    let c: Vec<f64> = c0.iter().zip(d).map(|(a, b)| a + b).collect();
+                    solver.local_diff(&m, &base, &next(&s0, &c))
+                },
+                6,
+                1e-6,
+            );
+            let (ea, eb) = (rel_err(an.a.as_slice(), fa.as_slice()), rel_err(an.b.as_slice(), fb.as_slice()));
+            eprintln!("servo case {k}: A vs FD {ea:.1e}, B vs FD {eb:.1e}");
+            assert!(ea < 1e-6 && eb < 1e-6, "case {k}: A {ea:e} B {eb:e}");
+            for (a, &z) in zero.iter().enumerate() {
+                let col = an.b.column(3 + a).amax();
+                assert_eq!(col == 0.0, z, "case {k}: ctrl column {a} = {col}");
+            }
+        }
     }
 
     #[test]

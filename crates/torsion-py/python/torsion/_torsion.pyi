@@ -48,6 +48,16 @@ class Model:
     @property
     def nv(self) -> int: ...
     @property
+    def nu(self) -> int:
+        """Actuator controls (MuJoCo nu: MJCF motor / position / velocity / general on hinge / slide joints and on
+        two-site tendons, file order)."""
+    @property
+    def na(self) -> int:
+        """Actuator activation states (MuJoCo na: filter actuators); FeatherstoneSolver's state is [q, v, act]."""
+    @property
+    def actuator_name(self) -> list[str]:
+        """Actuator names in ctrl order."""
+    @property
     def body_name(self) -> list[str]: ...
     @property
     def body_fixed(self) -> list[bool]: ...
@@ -116,6 +126,10 @@ class XpbdSolver(_SolverBase):
     def joint_angles(self, model: Model, states: ArrayLike) -> F64: ...
 
 class FeatherstoneSolver(_SolverBase):
+    """Semi-implicit Euler in generalized coordinates (MuJoCo's Euler). State [q (nq), v (nv), act (na)];
+    controls [u (nv): generalized forces, N or N*m; ctrl (nu): MuJoCo's ctrl of the model's actuators, clamped to
+    ctrlrange], so `rollout` takes controls of shape (T, nv + nu); the actuator forces (gain, bias, gear,
+    forcerange as MuJoCo) add to u. `step_jacobians`' B has the columns (u, ctrl)."""
     def __init__(self, joint_damping: bool = True) -> None: ...
     joint_damping: bool
     def initial_state(self, model: Model, q: Optional[ArrayLike] = None, v: Optional[ArrayLike] = None) -> F64: ...

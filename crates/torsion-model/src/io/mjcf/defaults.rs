@@ -167,6 +167,9 @@ impl Compiler {
                     None => e.push((k.clone(), v.clone())),
                 }
             }
+            if kind == "actuator" {
+                shortcut_default(&c.tag, e);
+            }
         }
         self.defaults.insert(name.clone(), class);
         for c in d.elements("default") {
@@ -202,4 +205,36 @@ impl Compiler {
         }
         Ok(())
     }
+}
+
+/// MuJoCo writes every actuator shortcut in a default class into the one general actuator default: a
+/// `<motor>`, `<position kp kv>` or `<velocity kv>` default also sets gaintype / gainprm / biastype / biasprm
+/// (so a `<general>` of that class inherits the servo; checked against MuJoCo's compiled `actuator_gainprm`).
+fn shortcut_default(tag: &str, e: &mut Vec<(String, String)>) {
+    let num = |e: &Vec<(String, String)>, k: &str| {
+        e.iter().find(|(a, _)| a == k).and_then(|(_, v)| v.split_whitespace().next()?.parse::<f64>().ok())
+    };
+    let (gain, bias) = match tag {
+        "motor" => {
+            e.retain(|(a, _)| a != "kp" && a != "kv");
+            (1.0, None)
+        }
+        "position" => {
+            let (kp, kv) = (num(e, "kp").unwrap_or(1.0), num(e, "kv").unwrap_or(0.0));
+            (kp, Some(format!("0 {} {}", -kp, -kv)))
+        }
+        "velocity" => {
+            let kv = num(e, "kv").unwrap_or(1.0);
+            (kv, Some(format!("0 0 {}", -kv)))
+        }
+        _ => return,
+    };
+    let mut set = |k: &str, v: String| match e.iter_mut().find(|(a, _)| a == k) {
+        Some(slot) => slot.1 = v,
+        None => e.push((k.to_string(), v)),
+    };
+    set("gaintype", "fixed".into());
+    set("gainprm", format!("{gain}"));
+    set("biastype", if bias.is_some() { "affine" } else { "none" }.into());
+    set("biasprm", bias.unwrap_or_else(|| "0 0 0".into()));
 }

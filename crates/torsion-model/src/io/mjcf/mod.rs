@@ -57,8 +57,9 @@
 //!   modelled (warned below): pairs combine their two geoms' values (docs/decisions.md, spec 001).
 //! - Kept for later in [`Model::extras`]: sites (name, body, pose), actuators (`motor`, `position`, `velocity`,
 //!   `general`, … with target, gear, ctrlrange, ctrllimited and all attributes), tendons (`fixed`, `spatial`,
-//!   raw); two-site spatial tendons and the general / motor actuators on them also become `Model::cables` /
-//!   `Model::cable_actuators` (`tendons_actuators.rs`). Joint order: parent before child (MJCF body pre-order, joints in file order, = MuJoCo's joint order).
+//!   raw); two-site spatial tendons become `Model::cables`, and the motor / position / velocity / general
+//!   actuators on them or on hinge / slide joints `Model::cable_actuators` (`tendons_actuators.rs`; ball / free
+//!   joint actuators are an error). Joint order: parent before child (MJCF body pre-order, joints in file order, = MuJoCo's joint order).
 //!
 //! Reported once each in `extras.warnings` ("… ignored"): other `option` attributes and children, physics attributes not modelled (`geom@condim`, `geom@solref`, `joint@solreflimit`,
 //! `body@mocap`, …), `contact`, `equality`, `sensor`, `keyframe`, `custom`, `extension`, `deformable`

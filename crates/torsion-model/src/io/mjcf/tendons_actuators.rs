@@ -1,15 +1,18 @@
 //! `<tendon>` and `<actuator>` sections: all kept raw in the model's extras; two-site `<spatial>` tendons become
-//! [`Cable`]s and the `<general>` / `<motor>` actuators on them [`CableActuator`]s (MuJoCo semantics in
-//! `tendon.rs`). Not simulated (warned): fixed tendons, spatial tendons through more than two sites or around
-//! geoms, tendon limits / friction loss / armature, actuators on joints, sites or bodies (extras only), other
-//! actuator shortcuts, dynamics other than `none` / `filter`, gain types other than `fixed`, bias types other
-//! than `none` / `affine`, force and activation limits, `actearly`.
+//! [`Cable`]s, and `<motor>` / `<position>` / `<velocity>` / `<general>` actuators on them or on hinge / slide
+//! joints [`CableActuator`]s (MuJoCo semantics in `tendon.rs`; gear, ctrlrange, forcerange). An actuator on a
+//! ball or free joint is an error. Not simulated (warned, extras only, so ctrl indices then differ from
+//! MuJoCo's): fixed tendons, spatial tendons through more than two sites or around geoms, tendon limits /
+//! friction loss / armature, actuators on sites or bodies, the shortcuts intvelocity / damper / cylinder /
+//! muscle / adhesion, position `dampratio` / `timeconst`, dynamics other than `none` / `filter`, gain types
+//! other than `fixed`, bias types other than `none` / `affine`; activation limits and `actearly` are ignored
+//! (warned).
 use super::parse::El;
 use super::{Compiler, MBody, ACTUATORS};
 use crate::error::ModelError;
 use crate::extras::{Actuator, ActuatorTarget, Tendon, TendonKind};
 use crate::model::Model;
-use crate::tendon::{Cable, CableActuator};
+use crate::tendon::{Cable, CableActuator, Transmission};
 use torsion_math::Vec3;
 
 impl Compiler {
@@ -87,16 +90,36 @@ impl Compiler {
                 }
                 let k = m.extras.actuators.len();
                 let name = a.get("name").map_or_else(|| format!("actuator{k}"), str::to_string);
-                // joint / site / body actuators: extras only (module doc of mjcf/mod.rs)
-                if let ActuatorTarget::Tendon(t) = &target {
-                    match m.cable_index(t) {
-                        Some(c) => {
-                            self.promote_actuator(&it, &a.tag, name.clone(), c, gear[0], ctrllimited, range, m)?
-                        }
+                // tendon (cable) and 1-DoF joint transmissions are simulated; others are warned, extras only
+                let tr = match &target {
+                    ActuatorTarget::Tendon(t) => match m.cable_index(t) {
+                        Some(c) => Some(Transmission::Cable(c)),
                         None => {
-                            self.warn(format!("actuator on tendon '{t}' kept in extras: the tendon is not a cable"))
+                            self.warn(format!("actuator on tendon '{t}' kept in extras: the tendon is not a cable"));
+                            None
                         }
+                    },
+                    ActuatorTarget::Joint(j) => {
+                        let ji = m.joint_index(j).expect("checked above");
+                        if m.joint_type[ji].dof() != 1 {
+                            return Err(it.err(format!(
+                                "joint '{j}' is {:?}: actuators on ball and free joints are not supported (only hinge \
+                                 and slide)",
+                                m.joint_type[ji]
+                            )));
+                        }
+                        Some(Transmission::Joint(ji))
                     }
+                    _ => {
+                        self.warn(format!(
+                            "actuator '{name}' (site / body transmission) kept in extras, not simulated: the model's \
+                             ctrl indices differ from MuJoCo's"
+                        ));
+                        None
+                    }
+                };
+                if let Some(tr) = tr {
+                    self.promote_actuator(&it, &a.tag, name.clone(), tr, gear[0], ctrllimited, range, m)?;
                 }
                 m.extras.actuators.push(Actuator {
                     name,
@@ -156,67 +179,109 @@ impl Compiler {
         Ok(())
     }
 
-    /// A `<general>` / `<motor>` actuator on a cable → a [`CableActuator`] (spec 003 §3.3): gain × gear,
-    /// affine bias × (gear, gear², gear²), filter time constant dynprm[0].
+    /// A `<motor>` / `<position>` / `<velocity>` / `<general>` actuator on a cable or a 1-DoF joint → a
+    /// [`CableActuator`] (MuJoCo's expansions of the shortcuts; gear folded in: gain × gear, affine bias ×
+    /// (gear, gear², gear²), forcerange × gear; filter time constant dynprm[0]). Unsupported forms are warned
+    /// and kept in extras only.
     #[allow(clippy::too_many_arguments)]
     fn promote_actuator(
         &self,
         it: &super::parse::Item,
         tag: &str,
         name: String,
-        cable: usize,
+        transmission: Transmission,
         gear: f64,
         ctrllimited: bool,
         range: (f64, f64),
         m: &mut Model,
     ) -> Result<(), ModelError> {
-        let (mut gain, mut bias, mut timeconst) = (gear, [0.0; 3], None);
-        match tag {
-            "motor" => {}
+        let skip = |why: String| {
+            self.warn(format!(
+                "actuator '{name}' ({why}) kept in extras, not simulated: the model's ctrl indices differ from MuJoCo's"
+            ));
+            Ok(())
+        };
+        // (gainprm₀, biasprm₀..₂ or None for biastype none, filter τ)
+        let (g0, b, mut timeconst): (f64, Option<[f64; 3]>, Option<f64>) = match tag {
+            "motor" => (1.0, None, None),
+            "position" => {
+                if it.get("dampratio").is_some() {
+                    return skip("position@dampratio".into());
+                }
+                if it.f64_or("timeconst", 0.0)? > 0.0 {
+                    return skip("position@timeconst: dyntype filterexact".into());
+                }
+                // MuJoCo: kp defaults to the class's gainprm[0] (1), kv to 0
+                let kp = match it.get("kp") {
+                    Some(_) => it.f64_or("kp", 1.0)?,
+                    None => it.nums_over("gainprm", &[1.0])?[0],
+                };
+                let kv = it.f64_or("kv", 0.0)?;
+                (kp, Some([0.0, -kp, -kv]), None)
+            }
+            "velocity" => {
+                let kv = it.f64_or("kv", 1.0)?;
+                (kv, Some([0.0, 0.0, -kv]), None)
+            }
             "general" => {
-                match it.get("dyntype").unwrap_or("none") {
-                    "none" => {}
+                let tc = match it.get("dyntype").unwrap_or("none") {
+                    "none" => None,
                     "filter" => {
                         let tau = it.nums_over("dynprm", &[1.0; 1])?[0];
                         if tau <= 0.0 {
                             return Err(it.err(format!("dynprm: the filter time constant must be > 0, got {tau}")));
                         }
-                        timeconst = Some(tau)
+                        Some(tau)
                     }
-                    d => {
-                        self.warn(format!("actuator '{name}' (dyntype {d}) kept in extras, not simulated"));
-                        return Ok(());
-                    }
-                }
+                    d => return skip(format!("dyntype {d}")),
+                };
                 if it.get("gaintype").unwrap_or("fixed") != "fixed" {
-                    self.warn(format!("actuator '{name}' (gaintype) kept in extras, not simulated"));
-                    return Ok(());
+                    return skip(format!("gaintype {}", it.get("gaintype").unwrap_or("")));
                 }
-                gain = gear * it.nums_over("gainprm", &[1.0; 10])?[0];
-                match it.get("biastype").unwrap_or("none") {
-                    "none" => {}
+                let g0 = it.nums_over("gainprm", &[1.0; 10])?[0];
+                let b = match it.get("biastype").unwrap_or("none") {
+                    "none" => None,
                     "affine" => {
                         let b = it.nums_over("biasprm", &[0.0; 10])?;
-                        bias = [gear * b[0], gear * gear * b[1], gear * gear * b[2]];
+                        Some([b[0], b[1], b[2]])
                     }
-                    b => {
-                        self.warn(format!("actuator '{name}' (biastype {b}) kept in extras, not simulated"));
-                        return Ok(());
-                    }
-                }
+                    bt => return skip(format!("biastype {bt}")),
+                };
+                (g0, b, tc)
             }
-            other => {
-                self.warn(format!("actuator/{other} on a cable kept in extras, not simulated"));
-                return Ok(());
-            }
+            other => return skip(format!("<{other}>")),
+        };
+        if tag != "general" {
+            timeconst = None;
         }
-        for a in ["forcelimited", "actlimited", "actearly"] {
+        for a in ["actlimited", "actearly"] {
             if it.tri(a)? == Some(true) {
                 self.warn(format!("actuator@{a} ignored"));
             }
         }
+        let fr = it.nums("forcerange", 2, 2)?.map_or((0.0, 0.0), |r| (r[0], r[1]));
+        let forcelimited = match it.tri("forcelimited")? {
+            Some(b) => b,
+            None => self.autolimits && fr != (0.0, 0.0),
+        };
+        if forcelimited && fr.0 > fr.1 {
+            return Err(it.err(format!("forcerange lower {} must be ≤ upper {}", fr.0, fr.1)));
+        }
+        let forcerange = forcelimited.then(|| {
+            let (a, b) = (gear * fr.0, gear * fr.1);
+            (a.min(b), a.max(b))
+        });
+        let bias = b.map_or([0.0; 3], |b| [gear * b[0], gear * gear * b[1], gear * gear * b[2]]);
         let ctrlrange = ctrllimited.then_some(range);
-        m.cable_actuators.push(CableActuator { name, cable, gain, bias, timeconst, ctrlrange });
+        m.cable_actuators.push(CableActuator {
+            name,
+            transmission,
+            gain: gear * g0,
+            bias,
+            forcerange,
+            timeconst,
+            ctrlrange,
+        });
         Ok(())
     }
 }
