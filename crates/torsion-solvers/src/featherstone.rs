@@ -1131,11 +1131,13 @@ impl Solver for FeatherstoneSolver {
         // no contacts: no warm start to pass on
         out.warm.clear();
         if let Some(r) = rec {
-            match &mut r.s {
-                Some(rs) => rs.clone_from(s),
-                None => r.s = Some(s.clone()),
-            }
-            r.u.clone_from(u);
+            // field by field: a derived `clone_from` reallocates; these reuse the record's buffers
+            let rs = r.s.get_or_insert_with(GenState::default);
+            rs.q.clone_from(&s.q);
+            rs.v.clone_from(&s.v);
+            rs.act.clone_from(&s.act);
+            r.u.joint_torque.clone_from(&u.joint_torque);
+            r.u.ctrl.clone_from(&u.ctrl);
             r.dt = dt;
         }
         Ok(StepInfo::new("featherstone"))
