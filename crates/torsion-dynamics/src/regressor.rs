@@ -188,6 +188,25 @@ impl<T: Scalar> RneaAdjoint<T> {
     }
 }
 
+/// ∂(x · I(π) y)/∂π for motions x, y: with I y = [I₃ y_ω + h × y_l; m y_l − h × y_ω], x · I y =
+/// x_ω·I₃ y_ω + h·(y_l × x_ω − y_ω × x_l) + m x_l·y_l ([`INERTIAL_NAMES`] order).
+fn bilinear_grad<T: Scalar>(x: &V6<T>, y: &V6<T>) -> [T; N_INERTIAL] {
+    let (xa, xl, ya, yl) = (ang(x), lin(x), ang(y), lin(y));
+    let gh = yl.cross(&xa) - ya.cross(&xl);
+    [
+        xl.dot(&yl),
+        gh[0],
+        gh[1],
+        gh[2],
+        xa[0] * ya[0],
+        xa[0] * ya[1] + xa[1] * ya[0],
+        xa[1] * ya[1],
+        xa[0] * ya[2] + xa[2] * ya[0],
+        xa[1] * ya[2] + xa[2] * ya[1],
+        xa[2] * ya[2],
+    ]
+}
+
 /// λᵀ Y(q, v, a) (the regressor's VJP, [`RneaAdjoint::pi`]) and the other derivatives of λᵀ τ(q, v, a) into `adj`
 /// in O(n), without forming Y; no heap allocation. With w_c = X_{P←C}⁻¹ w_p + S λ_j (the "velocity" of λ),
 /// λᵀ τ = Σ_b w_b · f_b, f_b = I_b a_b + v_b ×* I_b v_b (RNEA's body forces), so ∂/∂π_b = w_bᵀ Y_b(a_b, v_b); the
@@ -220,7 +239,6 @@ pub fn regressor_vjp_into<T: Scalar>(
         adj.vbar[b] = V6::zeros();
         adj.pi[b] = [T::zero(); N_INERTIAL];
     }
-    let mut unit = [T::zero(); N_INERTIAL];
     for j in 0..nj {
         let (p, c) = (dm.parent[j], dm.child[j]);
         let jm = &dm.joint[j];
@@ -229,12 +247,11 @@ pub fn regressor_vjp_into<T: Scalar>(
             w += jm.s[k] * lambda[dm.v_start[j] + k];
         }
         adj.w[c] = w;
+        // w·f = w·(I a) − (v × w)·(I v), both bilinear in π
         let (vb, ab) = (d.vel[c], d.acc[c]);
+        let (ga, gv) = (bilinear_grad(&w, &ab), bilinear_grad(&cross_motion(&vb, &w), &vb));
         for i in 0..N_INERTIAL {
-            unit[i] = T::one();
-            let yi = from_params(&unit);
-            unit[i] = T::zero();
-            adj.pi[c][i] = w.dot(&(yi.mul_motion(&ab) + cross_force(&vb, &yi.mul_motion(&vb))));
+            adj.pi[c][i] = ga[i] - gv[i];
         }
     }
     for j in (0..nj).rev() {

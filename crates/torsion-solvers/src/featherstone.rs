@@ -16,6 +16,7 @@ use crate::generalized::{dual_tangent, dyn_model_f64, dyn_params, recorded, tran
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use nalgebra::DMatrix;
 use num_dual::Dual64;
+use torsion_dynamics::aba::aba_solve_factored_into;
 use torsion_dynamics::aba_derivatives::{aba_derivatives_into, AbaDerivatives};
 use torsion_dynamics::fluid::{fluid_derivatives, fluid_forces_into, FluidBodies};
 use torsion_dynamics::gyroscopic::{gyroscopic_joint, implicit_gyroscopic, is_loose_free_joint, loose_body_inertia};
@@ -67,6 +68,30 @@ pub struct FeatherstoneWorkspace {
     acc: Vec<f64>,
     /// the reverse-mode step's and the workspace Jacobians' buffers (`step_vjp`, `step_jacobians_into`)
     adj: AdjointScratch,
+    /// where `data`'s articulated-body factorization of M̃ is current
+    factor: FactorTag,
+}
+
+/// The (q, armature A + hD) at which the last ABA on the workspace's `data` left its factorization of M̃, so
+/// that `step_vjp` after `step` (as `rollout_vjp` calls them) solves with it (`aba::aba_solve_factored_into`).
+#[derive(Default)]
+struct FactorTag {
+    valid: bool,
+    q: Vec<f64>,
+    armature: Vec<f64>,
+}
+
+impl FactorTag {
+    fn set(&mut self, q: &[f64], armature: &[f64]) {
+        self.q.clear();
+        self.q.extend_from_slice(q);
+        self.armature.clear();
+        self.armature.extend_from_slice(armature);
+        self.valid = true;
+    }
+    fn holds(&self, q: &[f64], armature: &[f64]) -> bool {
+        self.valid && self.q == q && self.armature == armature
+    }
 }
 
 impl FeatherstoneWorkspace {
@@ -82,6 +107,7 @@ impl FeatherstoneWorkspace {
             i += 1;
         });
         if changed {
+            self.factor.valid = false;
             self.dm = DynModel::build(model, &self.table, &self.theta_now)?;
             std::mem::swap(&mut self.theta, &mut self.theta_now);
             self.theta_now.copy_from_slice(&self.theta);
@@ -97,6 +123,11 @@ pub struct FeatherstoneRecord {
     s: Option<GenState>,
     u: Control,
     dt: f64,
+    /// what the step computed on the way (q̈, v̂ after the gyroscopic update and frame term, q1): the reverse
+    /// step starts from them instead of replaying the forward
+    qdd: Vec<f64>,
+    vpost: Vec<f64>,
+    q1: Vec<f64>,
 }
 
 /// Per-DoF passive terms of the step (from the model and the options).
@@ -486,6 +517,7 @@ impl FeatherstoneSolver {
             });
         }
         ws.refresh(model, self.options.joint_damping).map_err(Self::dyn_err)?;
+        ws.factor.valid = false;
         let FeatherstoneWorkspace { dm, data, passive, .. } = ws;
         state_columns_into(dm, data, passive, s, &u.joint_torque, dt, out).map_err(Self::dyn_err)
     }
@@ -605,6 +637,34 @@ impl AdjointScratch {
         step_accel_into(dm, passive, &x, dt, d, tau, &mut self.qdd, &mut self.q1, &mut self.v1, &mut self.act1)?;
         self.vpost.copy_from_slice(&self.qdd);
         advance_step(dm, &s.q, &s.v, dt, &mut self.vpost, &mut self.q1, &mut self.v1);
+        self.integration_jacobians(dm, s, dt);
+        Ok(())
+    }
+
+    /// [`AdjointScratch::forward`] from what `step` recorded (q̈, v̂, q1), without replaying it; sets
+    /// `dm.armature` = A + hD as the step did.
+    #[allow(clippy::too_many_arguments)]
+    fn from_record(
+        &mut self,
+        dm: &mut DynModel<f64>,
+        passive: &Passive,
+        s: &GenState,
+        dt: f64,
+        qdd: &[f64],
+        vpost: &[f64],
+        q1: &[f64],
+    ) {
+        for k in 0..dm.nv {
+            dm.armature[k] = passive.armature[k] + dt * passive.damping[k];
+        }
+        self.qdd.copy_from_slice(qdd);
+        self.vpost.copy_from_slice(vpost);
+        self.q1.copy_from_slice(q1);
+        self.integration_jacobians(dm, s, dt);
+    }
+
+    /// (J_q, J_v, K_v) of the multi-DoF joints' update at (q, v̂) (`advance_jacobians`).
+    fn integration_jacobians(&mut self, dm: &DynModel<f64>, s: &GenState, dt: f64) {
         for j in 0..dm.parent.len() {
             let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
             if jm.nv > 1 {
@@ -612,7 +672,6 @@ impl AdjointScratch {
                 self.integ[j] = advance_jacobians(jm.kind, qj, &self.vpost[vs..vs + jm.nv], dt, q1j);
             }
         }
-        Ok(())
     }
 
     /// After [`AdjointScratch::forward`], with the output cotangent in (`gq1t`, `gv1`): the input's into `gqt`
@@ -623,6 +682,7 @@ impl AdjointScratch {
         dm: &mut DynModel<f64>,
         d: &mut DynData<f64>,
         passive: &Passive,
+        factor: &mut FactorTag,
         s: &GenState,
         dt: f64,
         sel: &[usize],
@@ -672,12 +732,18 @@ impl AdjointScratch {
             self.gv[k] += self.gvhat[k];
             self.gqdd[k] = h * self.gvhat[k];
         }
-        // λ = M̃⁻¹ ḡ_q̈: ABA with zero velocity and gravity (dm.armature = A + hD from `forward`)
-        let g0 = dm.gravity;
-        dm.gravity = Vec3::zeros();
-        let res = aba_into(dm, q, &self.zero, &self.gqdd, d, &mut self.lam);
-        dm.gravity = g0;
-        res?;
+        // λ = M̃⁻¹ ḡ_q̈ (dm.armature = A + hD): with the step's factorization when `data` still holds it, else ABA
+        // with zero velocity and gravity (which leaves the same factorization)
+        if factor.holds(q, &dm.armature) {
+            aba_solve_factored_into(dm, d, &self.gqdd, &mut self.lam)?;
+        } else {
+            let g0 = dm.gravity;
+            dm.gravity = Vec3::zeros();
+            let res = aba_into(dm, q, &self.zero, &self.gqdd, d, &mut self.lam);
+            dm.gravity = g0;
+            res?;
+            factor.set(q, &dm.armature);
+        }
         for k in 0..dm.nv {
             self.gv[k] -= passive.damping[k] * self.lam[k];
             if let Some((_, kk, _)) = passive.spring[k] {
@@ -1094,10 +1160,11 @@ impl Solver for FeatherstoneSolver {
             tau: vec![0.0; nv],
             acc: vec![0.0; nv],
             adj,
+            factor: FactorTag { valid: false, q: Vec::with_capacity(model.nq()), armature: Vec::with_capacity(nv) },
         })
     }
     fn record(&self, _model: &Model) -> FeatherstoneRecord {
-        FeatherstoneRecord { s: None, u: Control::zeros(0), dt: 0.0 }
+        FeatherstoneRecord { s: None, u: Control::zeros(0), dt: 0.0, qdd: vec![], vpost: vec![], q1: vec![] }
     }
     fn step(
         &self,
@@ -1107,7 +1174,7 @@ impl Solver for FeatherstoneSolver {
         dt: f64,
         out: &mut GenState,
         ws: &mut FeatherstoneWorkspace,
-        rec: Option<&mut FeatherstoneRecord>,
+        mut rec: Option<&mut FeatherstoneRecord>,
     ) -> Result<StepInfo, SolverError> {
         self.check(model, s, u, dt)?;
         if ws.theta.len() != ws.table.kinds.len() || ws.tau.len() != model.nv() {
@@ -1121,16 +1188,24 @@ impl Solver for FeatherstoneSolver {
         out.q.resize(model.nq(), 0.0);
         out.v.resize(model.nv(), 0.0);
         out.act.resize(model.na(), 0.0);
-        let FeatherstoneWorkspace { dm, data, passive, tau, acc, .. } = ws;
+        let FeatherstoneWorkspace { dm, data, passive, tau, acc, factor, .. } = ws;
         let x = StepIn { q: &s.q, v: &s.v, act: &s.act, u: &u.joint_torque, ctrl: &u.ctrl };
-        step_generic_into(dm, passive, &x, dt, data, tau, acc, &mut out.q, &mut out.v, &mut out.act)
+        // `step_generic_into` in its two halves, so that a record keeps q̈
+        step_accel_into(dm, passive, &x, dt, data, tau, acc, &mut out.q, &mut out.v, &mut out.act)
             .map_err(Self::dyn_err)?;
+        factor.set(&s.q, &dm.armature);
+        if let Some(r) = rec.as_deref_mut() {
+            r.qdd.clone_from(acc);
+        }
+        advance_step(dm, &s.q, &s.v, dt, acc, &mut out.q, &mut out.v);
         if out.q.iter().chain(&out.v).chain(&out.act).any(|x| !x.is_finite()) {
             return Err(SolverError::NonFinite { solver: "featherstone", what: "(q or v)".into() });
         }
         // no contacts: no warm start to pass on
         out.warm.clear();
         if let Some(r) = rec {
+            r.vpost.clone_from(&ws.acc);
+            r.q1.clone_from(&out.q);
             // field by field: a derived `clone_from` reallocates; these reuse the record's buffers
             let rs = r.s.get_or_insert_with(GenState::default);
             rs.q.clone_from(&s.q);
@@ -1179,11 +1254,16 @@ impl DiffSolver for FeatherstoneSolver {
                 });
             }
             ws.refresh(model, self.options.joint_damping).map_err(Self::dyn_err)?;
-            let FeatherstoneWorkspace { dm, data, passive, tau, adj, .. } = ws;
-            adj.forward(dm, data, passive, tau, s, u, dt).map_err(Self::dyn_err)?;
+            let FeatherstoneWorkspace { dm, data, passive, tau, adj, factor, .. } = ws;
+            if rec.qdd.len() == model.nv() && rec.q1.len() == model.nq() {
+                adj.from_record(dm, passive, s, dt, &rec.qdd, &rec.vpost, &rec.q1);
+            } else {
+                adj.forward(dm, data, passive, tau, s, u, dt).map_err(Self::dyn_err)?;
+                factor.set(&s.q, &dm.armature);
+            }
             ambient_to_tangent_into(dm, &adj.q1, &g_out.q, &mut adj.gq1t);
             adj.gv1.copy_from_slice(&g_out.v);
-            adj.backward(dm, data, passive, s, dt, &sel.indices, g_theta).map_err(Self::dyn_err)?;
+            adj.backward(dm, data, passive, factor, s, dt, &sel.indices, g_theta).map_err(Self::dyn_err)?;
             tangent_to_ambient_into(dm, &s.q, &adj.gqt, &mut adj.gq_amb);
             for (a, b) in g_s.q.iter_mut().zip(&adj.gq_amb) {
                 *a += b;
@@ -1227,12 +1307,14 @@ impl DiffSolver for FeatherstoneSolver {
                 });
             }
             ws.refresh(model, self.options.joint_damping).map_err(Self::dyn_err)?;
-            let FeatherstoneWorkspace { dm, data, passive, tau, adj, .. } = ws;
+            let FeatherstoneWorkspace { dm, data, passive, tau, adj, factor, .. } = ws;
+            factor.valid = false;
             state_columns_into(dm, data, passive, s, &u.joint_torque, dt, &mut adj.tj).map_err(Self::dyn_err)?;
             out.a.copy_from(&adj.tj.a());
             out.b.copy_from(&adj.tj.b());
             if k > 0 {
                 adj.forward(dm, data, passive, tau, s, u, dt).map_err(Self::dyn_err)?;
+                factor.set(&s.q, &dm.armature);
                 for r in 0..2 * nv {
                     adj.gq1t.fill(0.0);
                     adj.gv1.fill(0.0);
@@ -1243,7 +1325,7 @@ impl DiffSolver for FeatherstoneSolver {
                     }
                     let mut row = std::mem::take(&mut adj.row);
                     row[..k].fill(0.0);
-                    let res = adj.backward(dm, data, passive, s, dt, &sel.indices, &mut row[..k]);
+                    let res = adj.backward(dm, data, passive, factor, s, dt, &sel.indices, &mut row[..k]);
                     for (c, x) in row[..k].iter().enumerate() {
                         out.c[(r, c)] = *x;
                     }
@@ -1375,6 +1457,12 @@ mod tests {
                 ];
                 eprintln!("{name} ({k} parameters): VJP vs Jᵀḡ θ/q/v/u {}; A/B/C vs duals {}", fmt(&e), fmt(&ej));
                 assert!(e.iter().chain(&ej).all(|x| *x < 1e-10), "{name}: {e:?} {ej:?}");
+                // a workspace that never stepped (no factorization of M̃ to reuse): the same gradient
+                let mut fresh = solver.workspace(&m).unwrap();
+                let (mut fs, mut fu, mut ft) = (solver.zero_grad(&m), vec![0.0; m.nv()], vec![0.0; k]);
+                solver.step_vjp(&m, &rec, &g_out, &mut fs, &mut fu, &sel, &mut ft, &mut fresh).unwrap();
+                let ef = [nrel(&ft, &gt), nrel(&fs.q, &gs.q), nrel(&fs.v, &gs.v), nrel(&fu, &gu)];
+                assert!(ef.iter().all(|x| *x < 1e-12), "{name}: fresh workspace {ef:?}");
             }
         }
     }
