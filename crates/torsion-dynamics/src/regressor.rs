@@ -231,6 +231,20 @@ pub fn regressor_vjp_into<T: Scalar>(
         return Err(DynError::Shape { what: "RneaAdjoint (output)", got: adj.pi.len(), expected: dm.nb });
     }
     local_kinematics(dm, q, d);
+    regressor_vjp_pass(dm, v, a, lambda, d, adj);
+    Ok(())
+}
+
+/// [`regressor_vjp_into`] on the placements already in `d.x_pc` (e.g. left by an ABA at the same q); sizes
+/// unchecked (the caller's buffers come from the same model).
+pub fn regressor_vjp_pass<T: Scalar>(
+    dm: &DynModel<T>,
+    v: &[T],
+    a: &[T],
+    lambda: &[T],
+    d: &mut DynData<T>,
+    adj: &mut RneaAdjoint<T>,
+) {
     rnea_forward(dm, v, a, d, true);
     let nj = dm.parent.len();
     for b in 0..dm.nb {
@@ -288,7 +302,6 @@ pub fn regressor_vjp_into<T: Scalar>(
             adj.vbar[p] += vp;
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]

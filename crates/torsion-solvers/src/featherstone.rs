@@ -24,7 +24,7 @@ use torsion_dynamics::joints::{
     add_free_frame_term, advance_into, advance_joint, difference, integrate, integrate_joint,
 };
 use torsion_dynamics::passive::{activation_step, cable_forces_into};
-use torsion_dynamics::regressor::{regressor_vjp_into, RneaAdjoint};
+use torsion_dynamics::regressor::{regressor_vjp_into, regressor_vjp_pass, RneaAdjoint};
 use torsion_dynamics::{aba_into, DynData, DynModel};
 use torsion_math::scalar::cv;
 use torsion_math::{Scalar, Vec3};
@@ -734,7 +734,8 @@ impl AdjointScratch {
         }
         // λ = M̃⁻¹ ḡ_q̈ (dm.armature = A + hD): with the step's factorization when `data` still holds it, else ABA
         // with zero velocity and gravity (which leaves the same factorization)
-        if factor.holds(q, &dm.armature) {
+        let factored = factor.holds(q, &dm.armature);
+        if factored {
             aba_solve_factored_into(dm, d, &self.gqdd, &mut self.lam)?;
         } else {
             let g0 = dm.gravity;
@@ -750,7 +751,12 @@ impl AdjointScratch {
                 self.gqt[k] -= kk * self.lam[k];
             }
         }
-        regressor_vjp_into(dm, q, v, &self.qdd, &self.lam, d, &mut self.rnea)?;
+        if factored {
+            // `d.x_pc` is at q already (the factorization's ABA)
+            regressor_vjp_pass(dm, v, &self.qdd, &self.lam, d, &mut self.rnea);
+        } else {
+            regressor_vjp_into(dm, q, v, &self.qdd, &self.lam, d, &mut self.rnea)?;
+        }
         for k in 0..dm.nv {
             self.gqt[k] -= self.rnea.dq[k];
             self.gv[k] -= self.rnea.dv[k];

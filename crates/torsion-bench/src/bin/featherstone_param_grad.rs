@@ -42,12 +42,26 @@ fn main() {
     let (nq, nv, dt) = (m.nq(), m.nv(), 1e-3);
     let q0: Vec<f64> = (0..nq).map(|i| 0.3 * ((i as f64) * 1.3).sin()).collect();
     let s0 = GenState::new(q0, vec![0.0; nv]);
-    let us: Vec<Control> = (0..t_len)
-        .map(|t| {
-            let tt = t as f64 * dt;
-            Control::from_torques(&(0..nv).map(|i| 5.0 * (2.0 * tt + i as f64).sin()).collect::<Vec<_>>())
-        })
-        .collect();
+    // controls: gravity compensation + PD on a slow sinusoidal reference, computed in closed loop once, then
+    // replayed open loop (the same trajectory; bounded motion)
+    let dm = torsion_dynamics::DynModel::<f64>::from_model(&m).unwrap();
+    let mut dd = torsion_dynamics::DynData::new(&dm);
+    let mut ws0 = solver.workspace(&m).unwrap();
+    let (mut s, mut next) = (s0.clone(), s0.clone());
+    let mut us = Vec::with_capacity(t_len);
+    for t in 0..t_len {
+        let tt = t as f64 * dt;
+        let g = torsion_dynamics::gravity(&dm, &s.q, &mut dd).unwrap();
+        let u: Vec<f64> = (0..nv)
+            .map(|i| {
+                let r = s0.q[i] + 0.3 * (2.0 * tt + i as f64).sin();
+                g[i] + 50.0 * (r - s.q[i]) - 5.0 * s.v[i]
+            })
+            .collect();
+        us.push(Control::from_torques(&u));
+        solver.step(&m, &s, &us[t], dt, &mut next, &mut ws0, None).unwrap();
+        std::mem::swap(&mut s, &mut next);
+    }
     let states = rollout(&solver, &m, &s0, &us, dt).unwrap();
     let dynamics = ParamSelection::dynamics(&m);
     let sels = [
