@@ -644,7 +644,7 @@ impl AdjointScratch {
     /// [`AdjointScratch::forward`] from what `step` recorded (q̈, v̂, q1), without replaying it; sets
     /// `dm.armature` = A + hD as the step did.
     #[allow(clippy::too_many_arguments)]
-    fn from_record(
+    fn load_record(
         &mut self,
         dm: &mut DynModel<f64>,
         passive: &Passive,
@@ -1262,7 +1262,7 @@ impl DiffSolver for FeatherstoneSolver {
             ws.refresh(model, self.options.joint_damping).map_err(Self::dyn_err)?;
             let FeatherstoneWorkspace { dm, data, passive, tau, adj, factor, .. } = ws;
             if rec.qdd.len() == model.nv() && rec.q1.len() == model.nq() {
-                adj.from_record(dm, passive, s, dt, &rec.qdd, &rec.vpost, &rec.q1);
+                adj.load_record(dm, passive, s, dt, &rec.qdd, &rec.vpost, &rec.q1);
             } else {
                 adj.forward(dm, data, passive, tau, s, u, dt).map_err(Self::dyn_err)?;
                 factor.set(&s.q, &dm.armature);

@@ -16,12 +16,7 @@ static GLOBAL: CountingAlloc = CountingAlloc;
 /// The Panda arm of example-robot-data as a 7-DoF chain (hand and fingers dropped).
 fn panda() -> Model {
     let dir = example_robot_data_dir().expect("example-robot-data");
-    let opts = UrdfOptions {
-        root: Some("panda_link0".into()),
-        tip: Some("panda_link8".into()),
-        drop_off_chain: true,
-        ..Default::default()
-    };
+    let opts = UrdfOptions { root: Some("panda_link0".into()), tip: Some("panda_link8".into()), drop_off_chain: true };
     load_urdf(&dir.join(PANDA_URDF), &opts).unwrap()
 }
 

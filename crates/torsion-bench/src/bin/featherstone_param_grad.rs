@@ -17,12 +17,7 @@ use torsion_solvers::{DiffSolver, FeatherstoneSolver, GenState, Solver};
 
 fn panda() -> Model {
     let dir = example_robot_data_dir().expect("example-robot-data (pip install example-robot-data)");
-    let opts = UrdfOptions {
-        root: Some("panda_link0".into()),
-        tip: Some("panda_link8".into()),
-        drop_off_chain: true,
-        ..Default::default()
-    };
+    let opts = UrdfOptions { root: Some("panda_link0".into()), tip: Some("panda_link8".into()), drop_off_chain: true };
     load_urdf(&dir.join(PANDA_URDF), &opts).unwrap()
 }
 
