@@ -154,6 +154,65 @@ pub(crate) fn aba_pass<T: Scalar>(dm: &DynModel<T>, v: &[T], tau: &[T], d: &mut 
     }
 }
 
+/// M̃⁻¹ x (M̃ = M(q) + armature) into `out` (nv), reusing the articulated-body factorization (U = I_A S, D⁻¹ per
+/// joint, `d.x_pc`) that the last [`aba_into`] on `d` left at the same q and armature: ABA's τ-dependent passes
+/// with zero velocity and gravity, O(n) without the 6 × 6 articulated inertias; no heap allocation. The caller
+/// guarantees that factorization is current (else: [`aba_into`] with v = 0 and zero gravity).
+pub fn aba_solve_factored_into<T: Scalar>(
+    dm: &DynModel<T>,
+    d: &mut DynData<T>,
+    x: &[T],
+    out: &mut [T],
+) -> Result<(), DynError> {
+    dm.check_v("x", x)?;
+    dm.check_v("out", out)?;
+    let nj = dm.parent.len();
+    for b in 0..dm.nb {
+        d.pa[b] = V6::zeros();
+        d.acc[b] = V6::zeros();
+    }
+    for j in (0..nj).rev() {
+        let (p, c) = (dm.parent[j], dm.child[j]);
+        let jm = &dm.joint[j];
+        let (n, vs) = (jm.nv, dm.v_start[j]);
+        let mut pa = d.pa[c];
+        for i in 0..n {
+            d.aba_uvec[j][i] = x[vs + i] - jm.s[i].dot(&d.pa[c]);
+        }
+        for a in 0..n {
+            let mut coef = T::zero();
+            for b in 0..n {
+                coef += d.aba_dinv[j][(a, b)] * d.aba_uvec[j][b];
+            }
+            pa += d.aba_u[j][a] * coef;
+        }
+        if dm.root_pose[p].is_none() {
+            let pp = d.x_pc[j].act_force(&pa);
+            d.pa[p] += pp;
+        }
+    }
+    for j in 0..nj {
+        let (p, c) = (dm.parent[j], dm.child[j]);
+        let jm = &dm.joint[j];
+        let (n, vs) = (jm.nv, dm.v_start[j]);
+        let mut ac = d.x_pc[j].inv_act_motion(&d.acc[p]);
+        let mut rhs = [T::zero(); 6];
+        for i in 0..n {
+            rhs[i] = d.aba_uvec[j][i] - d.aba_u[j][i].dot(&ac);
+        }
+        for a in 0..n {
+            let mut sol = T::zero();
+            for b in 0..n {
+                sol += d.aba_dinv[j][(a, b)] * rhs[b];
+            }
+            out[vs + a] = sol;
+            ac += jm.s[a] * sol;
+        }
+        d.acc[c] = ac;
+    }
+    Ok(())
+}
+
 /// Inverse of the leading n × n block of `m` (Gauss–Jordan with partial pivoting on the primal values);
 /// zeros if it is singular (as before: the joint then gets no acceleration).
 fn invert_leading<T: Scalar>(m: &M6<T>, n: usize) -> M6<T> {
@@ -193,4 +252,37 @@ fn invert_leading<T: Scalar>(m: &M6<T>, n: usize) -> M6<T> {
         }
     }
     inv
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rnea_derivatives::test_models::{point, tree, with_armature};
+
+    /// The factored solve after an ABA at (q, v, τ) with gravity equals ABA at (q, 0, x) without gravity, i.e.
+    /// M̃⁻¹ x, and M̃ times it gives x back (CRBA), on the every-joint tree and the Baxter arm.
+    #[test]
+    fn factored_solve_equals_aba_without_bias() {
+        let cases = [tree(), torsion_model::io::robots::baxter_left_arm().expect("example-robot-data")];
+        for m in cases {
+            let mut dm = with_armature(DynModel::<f64>::from_model(&m).unwrap());
+            dm.damping.iter_mut().for_each(|x| *x = 0.0);
+            let mut d = DynData::new(&dm);
+            let (q, v, tau) = point(&m, 2);
+            let x: Vec<f64> = (0..dm.nv).map(|i| ((i * 5 + 3) % 7) as f64 - 3.0).collect();
+            aba(&dm, &q, &v, &tau, &mut d).unwrap();
+            let mut fast = vec![0.0; dm.nv];
+            aba_solve_factored_into(&dm, &mut d, &x, &mut fast).unwrap();
+            let g = dm.gravity;
+            dm.gravity = torsion_math::Vec3::zeros();
+            let slow = aba(&dm, &q, &vec![0.0; dm.nv], &x, &mut d).unwrap();
+            dm.gravity = g;
+            let mut mm = nalgebra::DMatrix::zeros(dm.nv, dm.nv);
+            crate::crba_into(&dm, &q, &mut d, &mut mm).unwrap();
+            let back = &mm * nalgebra::DVector::from_column_slice(&fast);
+            let e = fast.iter().zip(&slow).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+            let eb = back.iter().zip(&x).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+            assert!(e < 1e-12 && eb < 1e-10, "{}: vs ABA {e:e}, M̃ y − x {eb:e}", m.name);
+        }
+    }
 }

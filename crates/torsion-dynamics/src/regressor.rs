@@ -12,7 +12,7 @@ use crate::fk::local_kinematics;
 use crate::rnea::rnea_forward;
 use nalgebra::{DMatrix, Matrix3, Vector3};
 use torsion_math::linalg::{cholesky_in_place, inverse_from_cholesky};
-use torsion_math::spatial::{cross_force, Inertia, V6};
+use torsion_math::spatial::{ang, cross_force, cross_motion, lin, Inertia, V6};
 use torsion_math::Scalar;
 
 /// Number of inertial parameters per body.
@@ -138,6 +138,172 @@ pub fn aba_inertial_derivatives<T: Scalar>(
     Ok(-(minv * y))
 }
 
+/// The cotangent of inverse dynamics: for a fixed λ (nv), every derivative of the scalar λᵀ τ(q, v, a; θ) that a
+/// reverse-mode step needs, from one forward and one backward sweep ([`regressor_vjp_into`]); allocate once per
+/// model with [`RneaAdjoint::new`].
+#[derive(Clone, Debug)]
+pub struct RneaAdjoint<T: Scalar = f64> {
+    /// ∂(λᵀτ)/∂π_b per body (λᵀ Y, [`inertial_parameters`] order; zero for fixed bodies)
+    pub pi: Vec<[T; N_INERTIAL]>,
+    /// per joint: ∂(λᵀτ)/∂ξ for X_{P←C} exp(ξ) (a right perturbation, ξ = [ω; v] in the child body frame)
+    pub x: Vec<V6<T>>,
+    /// per joint: ∂(λᵀτ)/∂S_k for each motion-subspace column S_k (child body frame)
+    pub s: Vec<[V6<T>; 6]>,
+    /// ∂(λᵀτ)/∂q in tangent coordinates (q ⊕ δ) and ∂(λᵀτ)/∂v (nv each; joint damping included)
+    pub dq: Vec<T>,
+    pub dv: Vec<T>,
+    /// per body: w = Σ_{joints above} S λ, and the cotangents of the body acceleration and velocity
+    w: Vec<V6<T>>,
+    abar: Vec<V6<T>>,
+    vbar: Vec<V6<T>>,
+}
+
+impl<T: Scalar> RneaAdjoint<T> {
+    pub fn new<U: Scalar>(dm: &DynModel<U>) -> Self {
+        let (nb, nj) = (dm.nb, dm.parent.len());
+        RneaAdjoint {
+            pi: vec![[T::zero(); N_INERTIAL]; nb],
+            x: vec![V6::zeros(); nj],
+            s: vec![[V6::zeros(); 6]; nj],
+            dq: vec![T::zero(); dm.nv],
+            dv: vec![T::zero(); dm.nv],
+            w: vec![V6::zeros(); nb],
+            abar: vec![V6::zeros(); nb],
+            vbar: vec![V6::zeros(); nb],
+        }
+    }
+
+    /// ∂(λᵀτ)/∂(r, t) of joint j's anchors (the joint frame's origin in the parent body, r, and in the child body,
+    /// t; `DynModel::build`), after [`regressor_vjp_into`]. r moves X_{P←C} by T(δr) on the left, i.e.
+    /// ξ = [0; R_PCᵀ δr]; t by T(−δt) on the right (ξ = [0; −δt]) and moves every S_k (child frame) by
+    /// [0; δt × ω_k].
+    pub fn anchor_grads(&self, dm: &DynModel<T>, d: &DynData<T>, j: usize) -> (Vector3<T>, Vector3<T>) {
+        let g = lin(&self.x[j]);
+        let gr = d.x_pc[j].rot * g;
+        let mut gt = -g;
+        for k in 0..dm.joint[j].nv {
+            gt += ang(&dm.joint[j].s[k]).cross(&lin(&self.s[j][k]));
+        }
+        (gr, gt)
+    }
+}
+
+/// ∂(x · I(π) y)/∂π for motions x, y: with I y = [I₃ y_ω + h × y_l; m y_l − h × y_ω], x · I y =
+/// x_ω·I₃ y_ω + h·(y_l × x_ω − y_ω × x_l) + m x_l·y_l ([`INERTIAL_NAMES`] order).
+fn bilinear_grad<T: Scalar>(x: &V6<T>, y: &V6<T>) -> [T; N_INERTIAL] {
+    let (xa, xl, ya, yl) = (ang(x), lin(x), ang(y), lin(y));
+    let gh = yl.cross(&xa) - ya.cross(&xl);
+    [
+        xl.dot(&yl),
+        gh[0],
+        gh[1],
+        gh[2],
+        xa[0] * ya[0],
+        xa[0] * ya[1] + xa[1] * ya[0],
+        xa[1] * ya[1],
+        xa[0] * ya[2] + xa[2] * ya[0],
+        xa[1] * ya[2] + xa[2] * ya[1],
+        xa[2] * ya[2],
+    ]
+}
+
+/// λᵀ Y(q, v, a) (the regressor's VJP, [`RneaAdjoint::pi`]) and the other derivatives of λᵀ τ(q, v, a) into `adj`
+/// in O(n), without forming Y; no heap allocation. With w_c = X_{P←C}⁻¹ w_p + S λ_j (the "velocity" of λ),
+/// λᵀ τ = Σ_b w_b · f_b, f_b = I_b a_b + v_b ×* I_b v_b (RNEA's body forces), so ∂/∂π_b = w_bᵀ Y_b(a_b, v_b); the
+/// backward sweep carries the cotangents ā = I w, v̄ = I (w × v) − w ×* I v (+ the children's, and v_J ×* ā from
+/// the bias v × v_J) to the parents, and collects per joint ∂/∂ξ = −u_v ×* v̄ − u_a ×* ā − u_w ×* F with u_· the
+/// parent's velocity / acceleration / w seen in the child frame and F the subtree force (spec: Featherstone 2008
+/// §5.3, reversed). `d` is left with RNEA's kinematics at (q, v, a) (x_pc, vel, acc) and the subtree forces in f.
+pub fn regressor_vjp_into<T: Scalar>(
+    dm: &DynModel<T>,
+    q: &[T],
+    v: &[T],
+    a: &[T],
+    lambda: &[T],
+    d: &mut DynData<T>,
+    adj: &mut RneaAdjoint<T>,
+) -> Result<(), DynError> {
+    dm.check_q(q)?;
+    dm.check_v("v", v)?;
+    dm.check_v("a", a)?;
+    dm.check_v("lambda", lambda)?;
+    if adj.pi.len() != dm.nb || adj.x.len() != dm.parent.len() || adj.dq.len() != dm.nv {
+        return Err(DynError::Shape { what: "RneaAdjoint (output)", got: adj.pi.len(), expected: dm.nb });
+    }
+    local_kinematics(dm, q, d);
+    regressor_vjp_pass(dm, v, a, lambda, d, adj);
+    Ok(())
+}
+
+/// [`regressor_vjp_into`] on the placements already in `d.x_pc` (e.g. left by an ABA at the same q); sizes
+/// unchecked (the caller's buffers come from the same model).
+pub fn regressor_vjp_pass<T: Scalar>(
+    dm: &DynModel<T>,
+    v: &[T],
+    a: &[T],
+    lambda: &[T],
+    d: &mut DynData<T>,
+    adj: &mut RneaAdjoint<T>,
+) {
+    rnea_forward(dm, v, a, d, true);
+    let nj = dm.parent.len();
+    for b in 0..dm.nb {
+        adj.w[b] = V6::zeros();
+        adj.abar[b] = V6::zeros();
+        adj.vbar[b] = V6::zeros();
+        adj.pi[b] = [T::zero(); N_INERTIAL];
+    }
+    for j in 0..nj {
+        let (p, c) = (dm.parent[j], dm.child[j]);
+        let jm = &dm.joint[j];
+        let mut w = d.x_pc[j].inv_act_motion(&adj.w[p]);
+        for k in 0..jm.nv {
+            w += jm.s[k] * lambda[dm.v_start[j] + k];
+        }
+        adj.w[c] = w;
+        // w·f = w·(I a) − (v × w)·(I v), both bilinear in π
+        let (vb, ab) = (d.vel[c], d.acc[c]);
+        let (ga, gv) = (bilinear_grad(&w, &ab), bilinear_grad(&cross_motion(&vb, &w), &vb));
+        for i in 0..N_INERTIAL {
+            adj.pi[c][i] = ga[i] - gv[i];
+        }
+    }
+    for j in (0..nj).rev() {
+        let (p, c) = (dm.parent[j], dm.child[j]);
+        let jm = &dm.joint[j];
+        let vs = dm.v_start[j];
+        let (mut vj, mut aj, mut sl) = (V6::zeros(), V6::zeros(), V6::zeros());
+        for k in 0..jm.nv {
+            vj += jm.s[k] * v[vs + k];
+            aj += jm.s[k] * a[vs + k];
+            sl += jm.s[k] * lambda[vs + k];
+        }
+        let y = Inertia::from_matrix(&dm.inertia[c]);
+        let (w, vc, ac) = (adj.w[c], d.vel[c], d.acc[c]);
+        let abar = adj.abar[c] + y.mul_motion(&w);
+        let vbar = adj.vbar[c] + y.mul_motion(&cross_motion(&w, &vc)) - cross_force(&w, &y.mul_motion(&vc))
+            + cross_force(&vj, &abar);
+        let vjbar = vbar - cross_force(&vc, &abar);
+        let f = d.f[c];
+        let (uv, ua, uw) = (vc - vj, ac - aj - cross_motion(&vc, &vj), w - sl);
+        let g = -(cross_force(&uv, &vbar) + cross_force(&ua, &abar) + cross_force(&uw, &f));
+        adj.x[j] = g;
+        for k in 0..jm.nv {
+            let i = vs + k;
+            adj.dq[i] = jm.s[k].dot(&g);
+            adj.dv[i] = jm.s[k].dot(&vjbar) + dm.damping[i] * lambda[i];
+            adj.s[j][k] = f * lambda[i] + vjbar * v[i] + abar * a[i];
+        }
+        if dm.root_pose[p].is_none() {
+            let x = &d.x_pc[j];
+            let (fp, ap, vp) = (x.act_force(&f), x.act_force(&abar), x.act_force(&vbar));
+            d.f[p] += fp;
+            adj.abar[p] += ap;
+            adj.vbar[p] += vp;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,6 +395,86 @@ mod tests {
                 eprintln!("{name}: ∂{which}/∂π ({} parameters) vs FD {err:.1e}", pi.len());
                 assert!(err < 1e-6, "{name}: ∂{which}/∂π vs FD {err:e}");
             }
+        }
+    }
+
+    /// `regressor_vjp_into`: λᵀ Y against the explicit regressor; ∂(λᵀτ)/∂(q, v) against the analytic RNEA
+    /// derivatives and central differences; ∂(λᵀτ)/∂(anchors) against central differences of τ from models built
+    /// at θ ± h (`DynModel::build`), on the every-joint tree and the Baxter arm.
+    #[test]
+    fn regressor_vjp_matches_regressor_and_central_differences() {
+        use crate::rnea_derivatives::{rnea_derivatives_into, RneaDerivatives};
+        use torsion_model::params::ParamKind;
+        for (name, m) in cases() {
+            let dm = shifted(&m);
+            let mut d = DynData::new(&dm);
+            let (q, v, a) = point(&m, 5);
+            let lam: Vec<f64> = (0..dm.nv).map(|i| ((i * 7 + 2) % 9) as f64 / 4.0 - 1.0).collect();
+            let mut adj = RneaAdjoint::new(&dm);
+            regressor_vjp_into(&dm, &q, &v, &a, &lam, &mut d, &mut adj).unwrap();
+            let y = joint_torque_regressor(&dm, &q, &v, &a, &mut d).unwrap();
+            let ly = y.transpose() * nalgebra::DVector::from_column_slice(&lam);
+            let pi: Vec<f64> = adj.pi.iter().flatten().copied().collect();
+            let e_pi = (nalgebra::DVector::from_vec(pi) - &ly).amax() / ly.amax();
+            let mut rd = RneaDerivatives::new(dm.nv);
+            rnea_derivatives_into(&dm, &q, &v, &a, &mut d, &mut rd).unwrap();
+            let l = nalgebra::DVector::from_column_slice(&lam);
+            let (lq, lv) = (rd.d_dq.transpose() * &l, rd.d_dv.transpose() * &l);
+            let rel = |x: &[f64], r: &[f64]| {
+                x.iter().zip(r).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max)
+                    / r.iter().fold(1e-300_f64, |m, b| m.max(b.abs()))
+            };
+            let (e_q, e_v) = (rel(&adj.dq, lq.as_slice()), rel(&adj.dv, lv.as_slice()));
+            // central differences of λᵀ τ in q (tangent), v
+            let ltau = |dmx: &DynModel<f64>, q: &[f64], v: &[f64], d: &mut DynData<f64>| -> f64 {
+                rnea(dmx, q, v, &a, d).unwrap().iter().zip(&lam).map(|(t, l)| t * l).sum()
+            };
+            let h = 1e-6;
+            let mut fq = vec![0.0; dm.nv];
+            let mut fv = vec![0.0; dm.nv];
+            for i in 0..dm.nv {
+                let mut e = vec![0.0; dm.nv];
+                e[i] = h;
+                let qp = crate::joints::integrate(&dm, &q, &e);
+                e[i] = -h;
+                let qm = crate::joints::integrate(&dm, &q, &e);
+                fq[i] = (ltau(&dm, &qp, &v, &mut d) - ltau(&dm, &qm, &v, &mut d)) / (2.0 * h);
+                let (mut vp, mut vm) = (v.clone(), v.clone());
+                vp[i] += h;
+                vm[i] -= h;
+                fv[i] = (ltau(&dm, &q, &vp, &mut d) - ltau(&dm, &q, &vm, &mut d)) / (2.0 * h);
+            }
+            let (f_q, f_v) = (rel(&adj.dq, &fq), rel(&adj.dv, &fv));
+            // anchors: models at θ ± h (plain COM frames, the view `DynModel::build` makes)
+            let table = m.param_table();
+            let theta = m.param_vector();
+            let dm0 = DynModel::<f64>::build(&m, &table, &theta).unwrap();
+            regressor_vjp_into(&dm0, &q, &v, &a, &lam, &mut d, &mut adj).unwrap();
+            let (mut an, mut fd) = (vec![], vec![]);
+            for (i, k) in table.kinds.iter().enumerate() {
+                let (j, ax, child) = match *k {
+                    ParamKind::AnchorParent(j, ax) => (j, ax, false),
+                    ParamKind::AnchorChild(j, ax) => (j, ax, true),
+                    _ => continue,
+                };
+                let (gr, gt) = adj.anchor_grads(&dm0, &d, j);
+                an.push(if child { gt[ax] } else { gr[ax] });
+                let ev = |s: f64| {
+                    let mut th = theta.clone();
+                    th[i] += s;
+                    let dmx = DynModel::<f64>::build(&m, &table, &th).unwrap();
+                    ltau(&dmx, &q, &v, &mut DynData::new(&dmx))
+                };
+                fd.push((ev(h) - ev(-h)) / (2.0 * h));
+            }
+            let e_anchor = rel(&an, &fd);
+            eprintln!(
+                "{name}: λᵀY vs regressor {e_pi:.1e}; ∂/∂q vs analytic {e_q:.1e}, vs FD {f_q:.1e}; ∂/∂v vs analytic \
+                 {e_v:.1e}, vs FD {f_v:.1e}; ∂/∂anchors ({}) vs FD {e_anchor:.1e}",
+                an.len()
+            );
+            assert!(e_pi < 1e-12 && e_q < 1e-12 && e_v < 1e-12, "{name}: {e_pi:e} {e_q:e} {e_v:e}");
+            assert!(f_q < 1e-6 && f_v < 1e-6 && e_anchor < 1e-6, "{name}: {f_q:e} {f_v:e} {e_anchor:e}");
         }
     }
 

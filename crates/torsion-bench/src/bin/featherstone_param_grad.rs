@@ -1,0 +1,145 @@
+//! Featherstone parameter gradients on the Panda (example-robot-data, 7-DoF chain), for BENCHMARKS.md
+//! "Featherstone reverse-mode parameter gradients" (issue 14 item 1): per step, release, one thread,
+//!   * `step`: `Solver::step` with the workspace reused, no record;
+//!   * `step_vjp` with k = 0, 7 (masses), 49 (masses + COM inertias), 70 (the first 70 dynamics parameters:
+//!     masses, inertias, then joint anchors) and all parameters of the table, at the states of a trajectory
+//!     (the record filled by an untimed `step` before each timed call);
+//!   * the cost ratio (`rollout` + `rollout_vjp` with all parameters) / `rollout` over T steps.
+//!
+//! Only public API, so the same file times an older tree. Median over `--repeats` repeats.
+//! Usage: cargo run --release -p torsion-bench --bin featherstone_param_grad -- [--repeats N] [--steps T]
+use std::hint::black_box;
+use std::time::Instant;
+use torsion_diff::{rollout, rollout_vjp};
+use torsion_model::io::{example_robot_data_dir, load_urdf, robots::PANDA_URDF, UrdfOptions};
+use torsion_model::{Control, Model, ParamSelection};
+use torsion_solvers::{DiffSolver, FeatherstoneSolver, GenState, Solver};
+
+fn panda() -> Model {
+    let dir = example_robot_data_dir().expect("example-robot-data (pip install example-robot-data)");
+    let opts = UrdfOptions { root: Some("panda_link0".into()), tip: Some("panda_link8".into()), drop_off_chain: true };
+    load_urdf(&dir.join(PANDA_URDF), &opts).unwrap()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |name: &str, default: usize| {
+        args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map_or(default, |v| v.parse().unwrap())
+    };
+    let (repeats, t_len) = (arg("--repeats", 5), arg("--steps", 1000));
+    let m = panda();
+    let solver = FeatherstoneSolver::default();
+    let (nq, nv, dt) = (m.nq(), m.nv(), 1e-3);
+    let q0: Vec<f64> = (0..nq).map(|i| 0.3 * ((i as f64) * 1.3).sin()).collect();
+    let s0 = GenState::new(q0, vec![0.0; nv]);
+    // controls: gravity compensation + PD on a slow sinusoidal reference, computed in closed loop once, then
+    // replayed open loop (the same trajectory; bounded motion)
+    let dm = torsion_dynamics::DynModel::<f64>::from_model(&m).unwrap();
+    let mut dd = torsion_dynamics::DynData::new(&dm);
+    let mut ws0 = solver.workspace(&m).unwrap();
+    let (mut s, mut next) = (s0.clone(), s0.clone());
+    let mut us = Vec::with_capacity(t_len);
+    for t in 0..t_len {
+        let tt = t as f64 * dt;
+        let g = torsion_dynamics::gravity(&dm, &s.q, &mut dd).unwrap();
+        let u: Vec<f64> = (0..nv)
+            .map(|i| {
+                let r = s0.q[i] + 0.3 * (2.0 * tt + i as f64).sin();
+                g[i] + 50.0 * (r - s.q[i]) - 5.0 * s.v[i]
+            })
+            .collect();
+        us.push(Control::from_torques(&u));
+        solver.step(&m, &s, &us[t], dt, &mut next, &mut ws0, None).unwrap();
+        std::mem::swap(&mut s, &mut next);
+    }
+    let states = rollout(&solver, &m, &s0, &us, dt).unwrap();
+    let dynamics = ParamSelection::dynamics(&m);
+    let sels = [
+        ("0", ParamSelection::none()),
+        ("7 (masses)", ParamSelection::by_prefix(&m, "body_mass[")),
+        ("49 (masses + inertias)", ParamSelection::by_prefix(&m, "body_")),
+        ("70 (dynamics, first 70)", ParamSelection { indices: dynamics.indices[..70].to_vec() }),
+        ("all", ParamSelection::all(&m)),
+    ];
+    println!(
+        "Panda chain (nq = nv = {nv}, {} parameters), dt = {dt}, T = {t_len}, median of {repeats}",
+        sels[4].1.len()
+    );
+    // step
+    let mut ws = solver.workspace(&m).unwrap();
+    let mut out = s0.clone();
+    let step_us = median(
+        (0..repeats)
+            .map(|_| {
+                let t = Instant::now();
+                for k in 0..t_len {
+                    solver.step(&m, &states[k], &us[k], dt, &mut out, &mut ws, None).unwrap();
+                }
+                t.elapsed().as_secs_f64() * 1e6 / t_len as f64
+            })
+            .collect(),
+    );
+    println!("| step | {step_us:.2} µs |");
+    let g_out = GenState::new(vec![0.1; nq], vec![0.1; nv]);
+    let mut rec = solver.record(&m);
+    for (name, sel) in &sels {
+        let (mut gs, mut gu, mut gt) = (solver.zero_grad(&m), vec![0.0; nv], vec![0.0; sel.len()]);
+        // fewer steps for the slow (per-parameter) path
+        let n = if sel.len() > 7 { t_len.min(200) } else { t_len };
+        let us_per = median(
+            (0..repeats)
+                .map(|_| {
+                    let mut total = 0.0;
+                    for k in 0..n {
+                        solver.step(&m, &states[k], &us[k], dt, &mut out, &mut ws, Some(&mut rec)).unwrap();
+                        let t = Instant::now();
+                        solver.step_vjp(&m, &rec, &g_out, &mut gs, &mut gu, sel, &mut gt, &mut ws).unwrap();
+                        total += t.elapsed().as_secs_f64();
+                    }
+                    total * 1e6 / n as f64
+                })
+                .collect(),
+        );
+        black_box(&gt);
+        println!("| step_vjp, k = {name} | {us_per:.2} µs |");
+    }
+    // rollout vs rollout + rollout_vjp (all parameters), loss Σ_t |q_t|² / 2
+    let all = &sels[4].1;
+    let ro = median(
+        (0..repeats)
+            .map(|_| {
+                let t = Instant::now();
+                black_box(rollout(&solver, &m, &s0, &us, dt).unwrap());
+                t.elapsed().as_secs_f64()
+            })
+            .collect(),
+    );
+    let both = median(
+        (0..repeats.min(3))
+            .map(|_| {
+                let t = Instant::now();
+                let st = rollout(&solver, &m, &s0, &us, dt).unwrap();
+                let g = rollout_vjp(&solver, &m, &st, &us, dt, all, |_, s, g: &mut GenState| {
+                    for (a, b) in g.q.iter_mut().zip(&s.q) {
+                        *a += b;
+                    }
+                })
+                .unwrap();
+                black_box(g.g_theta);
+                t.elapsed().as_secs_f64()
+            })
+            .collect(),
+    );
+    println!(
+        "| rollout, T = {t_len} | {:.2} ms | rollout + rollout_vjp (all {} parameters) | {:.2} ms | ratio {:.2} |",
+        ro * 1e3,
+        all.len(),
+        both * 1e3,
+        both / ro
+    );
+}
