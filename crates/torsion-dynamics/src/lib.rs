@@ -21,6 +21,7 @@ pub mod passive;
 pub mod regressor;
 pub mod rnea;
 pub mod rnea_derivatives;
+pub mod tensegrity_contact;
 
 pub use aba::{aba, aba_into};
 pub use crba::{crba, crba_into};

@@ -5,7 +5,8 @@
 //! damping (implicit, as MuJoCo's Euler integrator: h D enters ABA as armature, so stiff damping on light links
 //! stays stable), K = hinge/slide joint springs (explicit). Cables and their motor filters (spec 003 §3.3–3.5,
 //! `passive::cable_forces_into`) enter u explicitly from the activation act, then act' = act + h (ctrl − act)/τ
-//! (MuJoCo's Euler); the state carries act, the control the actuators' ctrl. Same `Solver` / `DiffSolver`
+//! (MuJoCo's Euler); the state carries act, the control the actuators' ctrl. Spec 003's linear contact model for
+//! rods (`Model::tensegrity_contact`, `tensegrity_contact.rs`) enters u the same way, forces held for one step. Same `Solver` / `DiffSolver`
 //! contract as XPBD.
 //! Derivatives: A and B from the analytic ABA derivatives (Carpentier–Mansard, `aba_derivatives`: ∂q̈/∂q,
 //! ∂q̈/∂v, M̃⁻¹ in one sweep plus a Cholesky) chained through the step and the per-joint integration map
@@ -23,6 +24,7 @@ use torsion_dynamics::joints::{
     add_free_frame_term, advance_into, advance_joint, difference, integrate, integrate_joint,
 };
 use torsion_dynamics::passive::{activation_step, cable_forces_into};
+use torsion_dynamics::tensegrity_contact::linear_contact_forces_into;
 use torsion_dynamics::{aba_into, DynData, DynModel};
 use torsion_math::scalar::cv;
 use torsion_math::{Scalar, Vec3};
@@ -82,6 +84,9 @@ impl FeatherstoneWorkspace {
             self.theta_now.copy_from_slice(&self.theta);
         }
         self.dm.gravity = cv(&model.gravity);
+        if let (Some(t), Some(lc)) = (self.dm.tensegrity_contact.as_mut(), model.tensegrity_contact.as_ref()) {
+            t.set_params(lc); // θ's contact_* entries are not in the workspace's table
+        }
         self.passive.fill(model, damping);
         Ok(())
     }
@@ -195,6 +200,7 @@ pub fn step_generic_into<T: Scalar>(
     }
     fluid_forces_into(&passive.fluid, dm, q, v, d, tau)?;
     cable_forces_into(&dm.cables, dm, q, v, act, ctrl, d, tau)?;
+    linear_contact_forces_into(dm, q, v, dt, d, tau)?; // spec 003 §3.6 (off unless Model::tensegrity_contact)
     if act1.len() != act.len() {
         return Err(torsion_dynamics::DynError::Shape { what: "act1 (output)", got: act1.len(), expected: act.len() });
     }
@@ -390,7 +396,8 @@ impl FeatherstoneSolver {
     /// Jacobian of the step w.r.t. (tangent state, controls, selected θ) in tangent coordinates, and the
     /// next configuration q1: columns 0..3nv analytic (`aba_derivatives` chained through the step and the
     /// integration map), θ columns by dual passes.
-    /// Models with cables: every column by dual passes (`jacobian_dual`; docs/gradients.md).
+    /// Models with cables or the linear contact model: every column by dual passes (`jacobian_dual`;
+    /// docs/gradients.md).
     fn jacobian(
         &self,
         model: &Model,
@@ -399,7 +406,7 @@ impl FeatherstoneSolver {
         dt: f64,
         sel: &ParamSelection,
     ) -> Result<(DMatrix<f64>, Vec<f64>), SolverError> {
-        if !model.cables.is_empty() {
+        if !model.cables.is_empty() || model.tensegrity_contact.is_some() {
             let jac = self.jacobian_dual(model, s, u, dt, sel)?;
             let [_, q1, ..] = self.dual_inputs(model, s, u, dt)?;
             return Ok((jac, q1.iter().map(|x| x.re).collect()));
@@ -444,10 +451,12 @@ impl FeatherstoneSolver {
     ) -> Result<(), SolverError> {
         self.check(model, s, u, dt)?;
         let nv = model.nv();
-        if !model.cables.is_empty() {
+        if !model.cables.is_empty() || model.tensegrity_contact.is_some() {
             return Err(SolverError::Unsupported {
                 solver: "featherstone",
-                problem: "transition_jacobians_into does not cover cables yet: use step_jacobians".into(),
+                problem: "transition_jacobians_into does not cover cables or the linear contact model yet: use \
+                          step_jacobians"
+                    .into(),
             });
         }
         if ws.tau.len() != nv || out.ab.nrows() != 2 * nv || out.ab.ncols() != 3 * nv || out.q1.len() != model.nq() {
