@@ -2,21 +2,25 @@
 //! bodies (or of fixed bodies: static rods) against planes and against each other, generic over the scalar so
 //! that duals flow through the contact points, depths, normals and the 5 parameters (β, e, γ, μ, ε).
 //!
-//! Detection (on X_t): a rod is its segment and radius (a cylinder is treated as a capsule); each end cap against
+//! Detection (at q): a rod is its segment and radius (a cylinder is treated as a capsule); each end cap against
 //! each plane (both ends can touch), signed distance d = n·x_end − offset − R (negative = penetration, I3),
 //! contact point x_end − R n; rod–rod by the segments' closest points (parallel segments: s = 0), d = |δ| − R₁ − R₂,
-//! n = δ/|δ| from rod 1 to rod 2 (|δ| → 0: n ⟂ both axes), point in the middle of the overlap. A contact is
-//! active when d < 0 (non-smooth point, docs/gradients.md). Pairs follow MuJoCo's contype / conaffinity and
-//! `Model::contact_exclude`; shapes with contype = conaffinity = 0 are ignored.
+//! n = δ/|δ| from rod 1 to rod 2 (|δ| → 0: n ⟂ both axes), point in the middle of the overlap. Pairs follow
+//! MuJoCo's contype / conaffinity and `Model::contact_exclude`; shapes with contype = conaffinity = 0 are ignored.
+//! A contact acts when its distance predicted one step ahead is negative, d + Δt v·n < 0 (§6 item 7; d < 0 alone
+//! chatters at rest, see [`active`]); a non-smooth point (docs/gradients.md).
 //!
-//! Response (forces held for one step, I5; from X_t's velocities): with the relative point velocity v (2 minus
-//! 1), arms r_i = x_c − p_i and K(x) = Σ m_i⁻¹ |x|² + (r_i × x)·I_i⁻¹ (r_i × x) (world inverse inertia):
+//! Response (forces held for one step, I5) from the velocity v passed in — the Featherstone step passes the
+//! velocity it reaches without contact, v̂ = v + h q̈ (§6 item 7: so the cables' explicit forces are not corrected
+//! twice) — with the relative point velocity v (2 minus 1), arms r_i = x_c − p_i and
+//! K(x) = Σ m_i⁻¹ |x|² + (r_i × x)·I_i⁻¹ (r_i × x) (world inverse inertia):
 //! j = max(0, (−β d/Δt² − (1+e) v·n/Δt)/K(n)) (no adhesion pull, I6); sliding
 //! f_s = −(1−γ) v_t/(Δt K(t)) (t = −v_t/|v_t|), scaled to μ j when longer (eq 4's hard switch); K(t) is taken as
 //! (v_tᵀ W v_t + ν² K(n))/(|v_t|² + ν²), ν = [`SLIP_GUARD`], so v_t → 0 gives no NaN in value or derivative.
 //! The force j n + f_s acts on body 2 at x_c, its opposite on body 1. Once per rod in contact (§6 item 10):
-//! τ_f = (ε − 1) I (ω·z) z/Δt about its axis z (I4: I, not I⁻¹). The wrenches enter τ through the cables'
-//! backward sweep (`data::wrenches_to_tau`).
+//! τ_f = (ε − 1) I (ω̃·z) z/Δt about its axis z (I4: I, not I⁻¹), ω̃ = ω + Δt I⁻¹ τ_contact the spin after this
+//! step's contact impulses, so that ω'·z = ε ω̃·z with friction acting too (with ω alone the two corrections add
+//! up and ring). The wrenches enter τ through the cables' backward sweep (`data::wrenches_to_tau`).
 use crate::data::{body_velocities, wrenches_to_tau, DynError};
 use crate::{DynData, DynModel};
 use nalgebra::Matrix3;
@@ -306,10 +310,10 @@ pub fn linear_contact_forces_into<T: Scalar>(
         for end in &rod.ends {
             let x = d.o_m[rod.body].act_point(&cv(end));
             let depth = n.dot(&x) - T::c(pl.offset + rod.radius);
-            if depth.re() >= 0.0 {
+            let xc = x - n * T::c(rod.radius);
+            if !active(d, &[pl.body, rod.body], &xc, &n, depth, dt) {
                 continue;
             }
-            let xc = x - n * T::c(rod.radius);
             let (s1, s2) = (BodyState::of(dm, d, pl.body), BodyState::of(dm, d, rod.body));
             let f = contact_force(&lc.param, dt, &s1, &s2, &xc, &n, depth);
             apply(dm, d, &s2, rod.body, &xc, &f);
@@ -324,9 +328,6 @@ pub fn linear_contact_forces_into<T: Scalar>(
         let c1 = a1 + (b1 - a1) * s;
         let delta = (a2 + (b2 - a2) * t) - c1;
         let (dist2, rr) = (delta.dot(&delta), r1.radius + r2.radius);
-        if dist2.re() >= rr * rr {
-            continue;
-        }
         let n = if dist2.re() > MIN_SEPARATION * MIN_SEPARATION {
             delta / dist2.sqrt()
         } else {
@@ -334,6 +335,9 @@ pub fn linear_contact_forces_into<T: Scalar>(
         };
         let depth = n.dot(&delta) - T::c(rr);
         let xc = c1 + n * (T::c(r1.radius) + depth * T::c(0.5));
+        if !active(d, &[r1.body, r2.body], &xc, &n, depth, dt) {
+            continue;
+        }
         let (s1, s2) = (BodyState::of(dm, d, r1.body), BodyState::of(dm, d, r2.body));
         let f = contact_force(&lc.param, dt, &s1, &s2, &xc, &n, depth);
         apply(dm, d, &s2, r2.body, &xc, &f);
@@ -350,11 +354,26 @@ pub fn linear_contact_forces_into<T: Scalar>(
         let b = rod.body;
         let z: Vec3<T> = cv(&rod.axis);
         let ib: Matrix3<T> = dm.inertia[b].fixed_view::<3, 3>(0, 0).into_owned();
-        let tz = ib * z * (ang(&d.vel[b]).dot(&z) * k_eps);
+        // the spin after this step's contact impulses (body frame), so that ω'·z = ε ω·z holds with them
+        let inv_ib = ib.try_inverse().unwrap_or_else(Matrix3::zeros);
+        let w = ang(&d.vel[b]) + inv_ib * ang(&d.f[b]) * T::c(dt);
+        let tz = ib * z * (w.dot(&z) * k_eps);
         d.f[b] += stack(&tz, &Vec3::zeros());
     }
     wrenches_to_tau(dm, d, tau);
     Ok(())
+}
+
+/// Whether a contact acts this step: its signed distance predicted one step ahead from the velocity `d.vel`,
+/// d + Δt v·n, is negative (spec 003 §6 item 7: detected at t + 1 too; at rest under load the bias drives d to
+/// 0⁻, where an activation at d < 0 would chatter). Non-smooth point (docs/gradients.md).
+fn active<T: Scalar>(d: &DynData<T>, bodies: &[usize; 2], xc: &Vec3<T>, n: &Vec3<T>, depth: T, dt: f64) -> bool {
+    let vel = |b: usize| {
+        let (x, v) = (&d.o_m[b], &d.vel[b]);
+        x.rot * (lin(v) + ang(v).cross(&(x.rot.transpose() * (xc - x.pos))))
+    };
+    let vn = (vel(bodies[1]) - vel(bodies[0])).dot(n);
+    (depth + vn * T::c(dt)).re() < 0.0
 }
 
 /// d.f[b] += the body wrench of the world force f at the world point x (skipped for fixed bodies).

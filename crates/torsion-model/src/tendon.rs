@@ -262,6 +262,44 @@ mod tests {
         assert_eq!(m.cable_actuators[1].timeconst, Some(0.25));
     }
 
+    /// The linear contact model: off for both SUPERball files as they are; on with a `<custom><numeric
+    /// name="torsion_linear_contact">`, its 5 global parameters named in the table; bad data and out-of-range values
+    /// are errors naming the element / parameter; the prism-on-ground builder turns it on.
+    #[test]
+    fn linear_contact_from_mjcf_and_parameters() {
+        assert!(superball("superball.xml").tensegrity_contact.is_none());
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/mjcf/superball.xml");
+        let text = std::fs::read_to_string(p).unwrap();
+        let with = |data: &str| {
+            text.replace(
+                "</mujoco>",
+                &format!(r#"<custom><numeric name="torsion_linear_contact" data="{data}"/></custom></mujoco>"#),
+            )
+        };
+        let mut m = load_mjcf_str(&with("0.3 0.2 0.4 0.9 0.01"), "sb.xml", None).unwrap();
+        let lc = m.tensegrity_contact.unwrap();
+        assert_eq!((lc.beta, lc.e, lc.gamma, lc.mu, lc.eps), (0.3, 0.2, 0.4, 0.9, 0.01));
+        assert!(!m.extras.warnings.iter().any(|w| w.contains("custom")), "{:?}", m.extras.warnings);
+        let sel = ParamSelection::by_names(&m, &crate::tendon::LINEAR_CONTACT_NAMES).unwrap();
+        assert_eq!(m.params_get(&sel), vec![0.3, 0.2, 0.4, 0.9, 0.01]);
+        m.param_set_by_name("contact_mu", 0.25).unwrap();
+        assert_eq!(m.tensegrity_contact.unwrap().mu, 0.25);
+        let e = m.param_set_by_name("contact_beta", 1.5).unwrap_err().to_string();
+        assert!(e.contains("contact_beta"), "{e}");
+        assert_eq!(m.tensegrity_contact.unwrap().beta, 0.3);
+        let e = load_mjcf_str(&with("0.3 0.2 0.4"), "sb.xml", None).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("sb.xml") && e.contains("numeric") && e.contains("line") && e.contains("5"), "{e}");
+        let e = load_mjcf_str(&with("0.3 0.2 0.4 0.9 1.5"), "sb.xml", None).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("contact_eps"), "{e}");
+        let e = load_mjcf_str(&with("0.3 2 0.4 0.9 0.01"), "sb.xml", None).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("contact_e ") && e.contains("line"), "{e}");
+        // no contact model: no contact_* entries
+        assert!(ParamSelection::by_prefix(&superball("superball.xml"), "contact_").is_empty());
+        let g = crate::builder::tensegrity_prism_on_ground();
+        assert_eq!(g.tensegrity_contact, Some(crate::LinearContact::default()));
+        assert_eq!(ParamSelection::by_prefix(&g, "contact_").len(), 5);
+    }
+
     /// The 3-bar prism: 9 pretensioned cables (every one longer than its rest length), 3 filter actuators.
     #[test]
     fn prism_is_pretensioned() {

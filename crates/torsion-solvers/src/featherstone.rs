@@ -200,7 +200,14 @@ pub fn step_generic_into<T: Scalar>(
     }
     fluid_forces_into(&passive.fluid, dm, q, v, d, tau)?;
     cable_forces_into(&dm.cables, dm, q, v, act, ctrl, d, tau)?;
-    linear_contact_forces_into(dm, q, v, dt, d, tau)?; // spec 003 §3.6 (off unless Model::tensegrity_contact)
+    if dm.tensegrity_contact.is_some() {
+        // spec 003 §3.6 from the velocity the step reaches without contact, v̂ = v + h q̈(τ) (§6 item 7)
+        aba_into(dm, q, v, tau, d, acc)?;
+        for k in 0..dm.nv {
+            acc[k] = v[k] + acc[k] * T::c(dt);
+        }
+        linear_contact_forces_into(dm, q, acc, dt, d, tau)?;
+    }
     if act1.len() != act.len() {
         return Err(torsion_dynamics::DynError::Shape { what: "act1 (output)", got: act1.len(), expected: act.len() });
     }

@@ -175,8 +175,8 @@ fn one_rod(pos: [f64; 3], axis_quat: &str, g: f64, lc: LinearContact) -> Model {
 const HORIZONTAL: &str = "0.70710678118654752 0 0.70710678118654752 0"; // body z → world x
 
 /// A rod dropped flat from 8 cm (e = 0, defaults otherwise) lands and comes to rest on the floor: penetration
-/// bounded by one step's travel at impact, final depth ≈ 0 (the Baumgarte equilibrium m g Δt² K(n)/(2β) per
-/// end), final speed ≈ 0. Without the contact model it falls through.
+/// bounded, final depth ≈ 0 (the equilibrium where each end's j = m g/2 with the predicted v̂_n = −g Δt:
+/// d = −(g Δt²/β)(m K(n)/2 − 1)), final speed ≈ 0. Without the contact model it falls through.
 #[test]
 fn dropped_rod_comes_to_rest_on_the_floor() {
     let m = one_rod([0.0, 0.0, 0.1], HORIZONTAL, -9.81, LinearContact { e: 0.0, ..Default::default() });
@@ -192,10 +192,13 @@ fn dropped_rod_comes_to_rest_on_the_floor() {
     }
     let depth = s.q[2] - 0.02;
     let speed = s.v.iter().fold(0.0f64, |a, x| a.max(x.abs()));
-    // the equilibrium: both ends carry m g / 2 with j = −β d/(Δt² K(n)), K(n) = 1/m + (L/2)²/I_xx
+    // both ends carry m g / 2: j = (−β d/Δt² + g)/K(n), K(n) = 1/m + (L/2)²/I_xx
     let ixx = m.body_inertia[1][(0, 0)];
-    let want = -10.0 * 9.81 * 1e-6 * (0.1 + 0.842f64.powi(2) / ixx) / (2.0 * 0.5);
-    eprintln!("dropped rod: final depth {depth:.3e} (equilibrium {want:.3e}), deepest {min_depth:.2e}, speed {speed:.1e}");
+    let kn = 0.1 + 0.842f64.powi(2) / ixx;
+    let want = -9.81 * 1e-6 / 0.5 * (10.0 * kn / 2.0 - 1.0);
+    eprintln!(
+        "dropped rod: final depth {depth:.3e} (equilibrium {want:.3e}), deepest {min_depth:.2e}, speed {speed:.1e}"
+    );
     assert!(min_depth > -2e-3, "penetration {min_depth}");
     assert!((depth - want).abs() < 1e-7 && speed < 1e-6, "depth {depth}, speed {speed}");
 }
@@ -256,7 +259,7 @@ fn contact_jacobian_errors(m: &Model, s0: &GenState, u: &Control) -> (f64, f64, 
             solver.local_diff(m, &base, &step(&solver, m, s0, &Control::with_ctrl(&t, &c), dt))
         },
         nv + nu,
-        1e-6,
+        1e-4, // a torque step of 1e-6 N·m moves the state by ~1e-10: round-off would dominate
     );
     let theta = m.params_get(&sel);
     let fc = fd_jacobian(
@@ -310,7 +313,10 @@ fn contact_jacobians_match_central_differences() {
     for (name, m, s0) in cases {
         let u = Control::zeros(m.nv());
         let (ea, eb, ec) = contact_jacobian_errors(&m, &s0, &u);
-        eprintln!("{name}: A {ea:.1e}, B {eb:.1e}, C (β, e, γ, μ, ε) {:?}", ec.iter().map(|e| format!("{e:.1e}")).collect::<Vec<_>>());
+        eprintln!(
+            "{name}: A {ea:.1e}, B {eb:.1e}, C (β, e, γ, μ, ε) {:?}",
+            ec.iter().map(|e| format!("{e:.1e}")).collect::<Vec<_>>()
+        );
         assert!(ea < 1e-6 && eb < 1e-6 && ec.iter().all(|&e| e < 1e-6), "{name}: A {ea:e} B {eb:e} C {ec:?}");
     }
 }
@@ -347,11 +353,6 @@ fn settle(m: &Model, mut s: GenState, n: usize) -> (GenState, f64, f64) {
                 deepest = deepest.min((c + a).z.min((c - a).z) - radius);
             }
         }
-        if k % 250 == 0 || k + 3 >= n {
-            let vmax = s.v.iter().fold(0.0f64, |a, x| a.max(x.abs()));
-            let i = s.v.iter().position(|x| x.abs() == vmax).unwrap();
-            eprintln!("DBG {k}: vmax {vmax:.3e} at {i}, deepest so far {deepest:.2e}");
-        }
         if k + 100 >= n {
             late_speed = late_speed.max(s.v.iter().fold(0.0f64, |a, x| a.max(x.abs())));
         }
@@ -360,27 +361,36 @@ fn settle(m: &Model, mut s: GenState, n: usize) -> (GenState, f64, f64) {
 }
 
 /// SUPERball (superball.xml, linear contact on with the defaults) dropped from 0.5 m above its rest height lands
-/// and settles over 2000 steps: finite, penetration bounded, slow at the end, CoM near MuJoCo's rest height
-/// (0.7295 m). Without the contact model it falls through the floor.
+/// and settles over 2000 steps without exploding: finite, penetration bounded, its CoM at MuJoCo's rest height
+/// (0.7295 m) and still over the second 1000 steps, the rods slow. A residual creep of the rod ends (~1 cm/s)
+/// remains: the paper's decoupled K(n), K(t) cannot hold a tilted rod end still (docs/decisions.md). Without the
+/// contact model it falls through the floor.
 #[test]
 fn superball_dropped_settles_on_the_floor() {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../torsion-model/tests/data/mjcf/superball.xml");
     let mut m = torsion_model::io::mjcf::load_mjcf(&p).unwrap();
     assert!(m.tensegrity_contact.is_none(), "the file loads unchanged: contact model off");
-    let eps: f64 = std::env::var("EPS").map(|x| x.parse().unwrap()).unwrap_or(0.005);
-    let gamma: f64 = std::env::var("GAMMA").map(|x| x.parse().unwrap()).unwrap_or(0.5);
-    m.tensegrity_contact = Some(LinearContact { eps, gamma, ..Default::default() });
+    m.tensegrity_contact = Some(LinearContact::default());
     let mut s = GenState::rest(&m);
     for k in 0..6 {
         s.q[7 * k + 2] += 0.5;
     }
-    let (s, deepest, late_speed) = settle(&m, s, 2000);
-    let com_z = (0..6).map(|k| s.q[7 * k + 2]).sum::<f64>() / 6.0;
-    eprintln!("SUPERball drop: CoM z {com_z:.4} m, deepest {deepest:.2e} m, max speed over the last 100 steps {late_speed:.1e}");
+    let com = |s: &GenState| torsion_math::Vec3::from_fn(|a, _| (0..6).map(|k| s.q[7 * k + a]).sum::<f64>() / 6.0);
+    let (s, deepest1, _) = settle(&m, s, 1000);
+    let c1 = com(&s);
+    let (s, deepest2, late_speed) = settle(&m, s, 1000);
+    let c2 = com(&s);
+    let deepest = deepest1.min(deepest2);
+    eprintln!(
+        "SUPERball drop: CoM z {:.4} m, CoM moved {:.1e} m over steps 1000–2000, deepest {deepest:.2e} m, max \
+         speed over the last 100 steps {late_speed:.1e}",
+        c2.z,
+        (c2 - c1).norm()
+    );
     assert!(s.q.iter().chain(&s.v).all(|x| x.is_finite()));
-    assert!(deepest > -0.02, "penetration {deepest}");
-    assert!(late_speed < 0.05, "still moving: {late_speed}");
-    assert!((com_z - 0.7295).abs() < 0.05, "CoM z {com_z}");
+    assert!(deepest > -5e-3, "penetration {deepest}");
+    assert!((c2.z - 0.7295).abs() < 0.01 && (c2 - c1).norm() < 1e-3, "CoM {c1} → {c2}");
+    assert!(late_speed < 0.05, "moving: {late_speed}");
 }
 
 /// The 3-bar prism on the floor (0.1 g, `tensegrity_prism_on_ground`) rests: after 3000 steps it is still, its
@@ -392,4 +402,25 @@ fn prism_rests_on_the_floor() {
     eprintln!("prism: deepest {deepest:.2e} m, max speed over the last 100 steps {late_speed:.1e}");
     assert!(s.q.iter().chain(&s.v).all(|x| x.is_finite()));
     assert!(deepest > -1e-3 && late_speed < 1e-3, "deepest {deepest}, speed {late_speed}");
+}
+
+/// A contact parameter changed after the workspace was built is used by the next step (the workspace's table
+/// does not carry `contact_*`: it refreshes them from the model each step).
+#[test]
+fn contact_parameters_reach_a_reused_workspace() {
+    let mut m = one_rod([0.0, 0.0, 0.019], HORIZONTAL, -9.81, LinearContact::default());
+    let solver = FeatherstoneSolver::default();
+    let mut ws = solver.workspace(&m).unwrap();
+    let s = GenState::new(m.qpos0.clone(), vec![0.0, 0.0, 0.5, 0.0, 0.3, 0.2]);
+    let u = Control::zeros(6);
+    let mut o = s.clone();
+    solver.step(&m, &s, &u, m.dt, &mut o, &mut ws, None).unwrap();
+    for (name, v) in
+        [("contact_beta", 0.2), ("contact_e", 0.4), ("contact_gamma", 0.9), ("contact_mu", 0.1), ("contact_eps", 0.0)]
+    {
+        m.param_set_by_name(name, v).unwrap();
+        solver.step(&m, &s, &u, m.dt, &mut o, &mut ws, None).unwrap();
+        let fresh = step(&solver, &m, &s, &u, m.dt);
+        assert_eq!((&o.q, &o.v), (&fresh.q, &fresh.v), "{name}");
+    }
 }

@@ -60,6 +60,9 @@
 //!   raw); two-site spatial tendons and the general / motor actuators on them also become `Model::cables` /
 //!   `Model::cable_actuators` (`tendons_actuators.rs`). Joint order: parent before child (MJCF body pre-order, joints in file order, = MuJoCo's joint order).
 //!
+//! - `<custom><numeric name="torsion_linear_contact" data="β e γ μ ε"/>` turns spec 003's linear contact model on
+//!   (`Model::tensegrity_contact`, `tendon::LinearContact`); without it the model is off.
+//!
 //! Reported once each in `extras.warnings` ("… ignored"): other `option` attributes and children, physics attributes not modelled (`geom@condim`, `geom@solref`, `joint@solreflimit`,
 //! `body@mocap`, …), `contact`, `equality`, `sensor`, `keyframe`, `custom`, `extension`, `deformable`
 //! children, hfield/skin assets, `compiler` options without an effect here (boundmass, balanceinertia, …),
