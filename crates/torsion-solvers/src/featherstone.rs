@@ -84,8 +84,10 @@ impl FeatherstoneWorkspace {
             self.theta_now.copy_from_slice(&self.theta);
         }
         self.dm.gravity = cv(&model.gravity);
+        // the cable and contact_* entries of θ are not in the workspace's table: take them from the model
+        self.dm.cables.set_params(model);
         if let (Some(t), Some(lc)) = (self.dm.tensegrity_contact.as_mut(), model.tensegrity_contact.as_ref()) {
-            t.set_params(lc); // θ's contact_* entries are not in the workspace's table
+            t.set_params(lc);
         }
         self.passive.fill(model, damping);
         Ok(())

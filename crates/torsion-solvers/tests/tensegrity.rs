@@ -279,6 +279,7 @@ fn contact_jacobian_errors(m: &Model, s0: &GenState, u: &Control) -> (f64, f64, 
         .enumerate()
         .map(|(c, e)| if jac.c.column(c).amax() < 1e-12 && fc.column(c).amax() < 1e-8 { 0.0 } else { e })
         .collect();
+    assert!(jac.c.column(0).amax() > 0.0, "β moves the rods: the contacts act");
     (ea, eb, ec)
 }
 
@@ -422,5 +423,29 @@ fn contact_parameters_reach_a_reused_workspace() {
         solver.step(&m, &s, &u, m.dt, &mut o, &mut ws, None).unwrap();
         let fresh = step(&solver, &m, &s, &u, m.dt);
         assert_eq!((&o.q, &o.v), (&fresh.q, &fresh.v), "{name}");
+    }
+}
+
+/// The same for the cable parameters (they too are not in the workspace's table; before: the reused workspace
+/// kept the stiffness it was built with).
+#[test]
+fn cable_parameters_reach_a_reused_workspace() {
+    let mut m = torsion_model::builder::tensegrity_prism();
+    let solver = FeatherstoneSolver::default();
+    let mut ws = solver.workspace(&m).unwrap();
+    let s = GenState::rest(&m);
+    let mut o = s.clone();
+    for (name, v) in [
+        ("tendon_stiffness[c0]", 5000.0),
+        ("tendon_damping[c3]", 10.0),
+        ("actuator_gain[a1]", 50.0),
+        ("actuator_timeconst[a2]", 0.3),
+    ] {
+        m.param_set_by_name(name, v).unwrap();
+        let s = GenState::with_act(s.q.clone(), vec![0.1; m.nv()], vec![1.0, 2.0, 3.0]);
+        let u = Control::with_ctrl(&vec![0.0; m.nv()], &[4.0, 5.0, 6.0]);
+        solver.step(&m, &s, &u, m.dt, &mut o, &mut ws, None).unwrap();
+        let fresh = step(&solver, &m, &s, &u, m.dt);
+        assert_eq!((&o.v, &o.act), (&fresh.v, &fresh.act), "{name}");
     }
 }
