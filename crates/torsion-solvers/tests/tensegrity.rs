@@ -363,9 +363,8 @@ fn settle(m: &Model, mut s: GenState, n: usize) -> (GenState, f64, f64) {
 
 /// SUPERball (superball.xml, linear contact on with the defaults) dropped from 0.5 m above its rest height lands
 /// and settles over 2000 steps without exploding: finite, penetration bounded, its CoM at MuJoCo's rest height
-/// (0.7295 m) and still over the second 1000 steps, the rods slow. A residual creep of the rod ends (~1 cm/s)
-/// remains: the paper's decoupled K(n), K(t) cannot hold a tilted rod end still (docs/decisions.md). Without the
-/// contact model it falls through the floor.
+/// (0.7295 m) and still over the second 1000 steps, the rods slow. A residual creep of the rods (≤ 0.034 m/s or
+/// rad/s) remains (docs/decisions.md, open). Without the contact model it falls through the floor.
 #[test]
 fn superball_dropped_settles_on_the_floor() {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../torsion-model/tests/data/mjcf/superball.xml");
