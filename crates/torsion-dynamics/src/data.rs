@@ -42,6 +42,8 @@ pub struct DynModel<T: Scalar> {
     pub nb: usize,
     /// cables and cable actuators (`passive::cable_forces_into`), their parameters on T
     pub cables: crate::passive::Cables<T>,
+    /// spec 003's linear contact model for rods (`tensegrity_contact.rs`), its parameters on T; None = off
+    pub tensegrity_contact: Option<crate::tensegrity_contact::LinearContactTerm<T>>,
 }
 
 /// q and v are laid out by the model's joints in order (`q_start` / `v_start` are the running sums).
@@ -112,6 +114,7 @@ impl<T: Scalar> DynModel<T> {
             damping: vec![T::zero(); model.nv()],
             nb,
             cables: crate::passive::Cables::build(model, table, theta),
+            tensegrity_contact: crate::tensegrity_contact::LinearContactTerm::build(model, table, theta)?,
         })
     }
 
@@ -148,6 +151,7 @@ impl<T: Scalar> DynModel<T> {
             damping: vec(&self.damping),
             nb: self.nb,
             cables: self.cables.lift(),
+            tensegrity_contact: self.tensegrity_contact.as_ref().map(|c| c.lift()),
         }
     }
 
@@ -226,6 +230,8 @@ pub struct DynData<T: Scalar> {
     pub(crate) dytj: Vec<Vec3<T>>,
     /// a zero nv-vector (gravity and bias run RNEA with it)
     pub(crate) zero_nv: Vec<T>,
+    /// per rod of the linear contact model: in contact this step (`tensegrity_contact.rs`)
+    pub(crate) rod_contact: Vec<bool>,
 }
 
 impl<T: Scalar> DynData<T> {
@@ -265,6 +271,7 @@ impl<T: Scalar> DynData<T> {
             dfdv: z6,
             dytj: vec![Vec3::zeros(); nv],
             zero_nv: vec![T::zero(); nv],
+            rod_contact: vec![false; dm.tensegrity_contact.as_ref().map_or(0, |c| c.rods.len())],
         }
     }
 }

@@ -22,6 +22,7 @@ pub mod passive;
 pub mod regressor;
 pub mod rnea;
 pub mod rnea_derivatives;
+pub mod tensegrity_contact;
 
 pub use aba::{aba, aba_into};
 pub use crba::{crba, crba_into};

@@ -194,6 +194,21 @@ impl<T: Scalar> Cables<T> {
     pub fn is_empty(&self) -> bool {
         self.cable.is_empty()
     }
+
+    /// Copy the model's current cable and actuator parameters (a stepper's per-step refresh, same model
+    /// structure; no allocation).
+    pub fn set_params(&mut self, model: &Model) {
+        for (c, mc) in self.cable.iter_mut().zip(&model.cables) {
+            c.stiffness = T::c(mc.stiffness);
+            c.damping = T::c(mc.damping);
+        }
+        for (a, ma) in self.actuator.iter_mut().zip(&model.cable_actuators) {
+            a.gain = T::c(ma.gain);
+            if let (Some(f), Some(t)) = (a.filter.as_mut(), ma.timeconst) {
+                f.0 = T::c(t);
+            }
+        }
+    }
 }
 
 /// Clamp to a range (MuJoCo ctrlrange / forcerange): the value itself inside [lo, hi] (derivative 1), the

@@ -307,6 +307,37 @@ pub fn tensegrity_prism() -> Model {
     m
 }
 
+/// The 3-bar prism of [`tensegrity_prism`] standing on a floor with spec 003 §3.6's linear contact model on
+/// (default parameters, `LinearContact::default`): a plane geom "floor" on the world, a capsule geom per rod
+/// (radius 0.02 m, the rod's length), and the prism lowered so its bottom nodes' caps touch z = 0 (depth 0).
+pub fn tensegrity_prism_on_ground() -> Model {
+    use crate::shape::{Shape, ShapeKind, DEFAULT_FRICTION};
+    let (len, radius) = (1.684, 0.02);
+    let mut m = tensegrity_prism();
+    let shape = |name: String, body: usize, kind: ShapeKind| Shape {
+        name,
+        body,
+        pose: (Vec3::zeros(), Quat::identity()),
+        kind,
+        friction: DEFAULT_FRICTION,
+        restitution: 0.0,
+        contype: 1,
+        conaffinity: 1,
+    };
+    m.shapes.push(shape("floor".into(), 0, ShapeKind::Plane { half_extents: [0.0, 0.0] }));
+    for k in 0..3 {
+        m.shapes.push(shape(format!("rod{k}"), k + 1, ShapeKind::Capsule { radius, half_length: len / 2.0 }));
+    }
+    // bottom nodes at z = 1 (tensegrity_prism): down to z = radius
+    for k in 0..3 {
+        m.qpos0[7 * k + 2] -= 1.0 - radius;
+    }
+    m.body_pose0 = m.forward_kinematics(&m.qpos0.clone()).expect("prism placement");
+    m.tensegrity_contact = Some(crate::tendon::LinearContact::default());
+    m.validate().expect("valid prism");
+    m
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,4 +24,4 @@ pub use params::{ParamKind, ParamSelection, ParamTable};
 pub use shape::{Shape, ShapeKind};
 pub use state::{ContactWarmStart, GenState, MaximalState, WarmImpulse};
 pub use state_space::StateSpace;
-pub use tendon::{Cable, CableActuator, Transmission};
+pub use tendon::{Cable, CableActuator, LinearContact, Transmission};

@@ -156,6 +156,10 @@ pub struct Model {
     /// spec 003 §3.3, `tendon.rs`): the controls (nu) and activation states (na) of the generalized-coordinate
     /// steppers
     pub cable_actuators: Vec<crate::tendon::CableActuator>,
+    /// spec 003 §3.6's linear contact model (β, e, γ, μ, ε) for capsule / cylinder rods against planes and each
+    /// other, applied by the Featherstone stepper; None = off (MJCF `<custom><numeric
+    /// name="torsion_linear_contact" data="β e γ μ ε"/>`, `builder::tensegrity_prism_on_ground`)
+    pub tensegrity_contact: Option<crate::tendon::LinearContact>,
     /// sites, actuators, tendons (raw, as parsed) and loader warnings
     pub extras: ModelExtras,
 }
@@ -199,6 +203,7 @@ impl Model {
             source_file: None,
             cables: vec![],
             cable_actuators: vec![],
+            tensegrity_contact: None,
             extras: ModelExtras::default(),
         }
     }

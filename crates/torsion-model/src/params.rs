@@ -8,7 +8,8 @@
 //! that several shapes share gets the shape's index appended (`shape_friction[geom#3]`) so every entry has one
 //! name. Cables contribute `tendon_stiffness[cable]` and `tendon_damping[cable]`, their actuators
 //! `actuator_gain[actuator]` and, for filter actuators, `actuator_timeconst[actuator]` (spec 003's k/m, c/m, b, a:
-//! see `tendon.rs`). Joint axes and limits are not differentiable. A `ModelGrad` is a `Vec<f64>` of the table's length.
+//! see `tendon.rs`); the linear contact model (`Model::tensegrity_contact`) its 5 global `contact_beta`, `contact_e`,
+//! `contact_gamma`, `contact_mu`, `contact_eps`. Joint axes and limits are not differentiable. A `ModelGrad` is a `Vec<f64>` of the table's length.
 use crate::error::ModelError;
 use crate::model::Model;
 
@@ -41,6 +42,9 @@ pub enum ParamKind {
     ActuatorGain(usize),
     /// cable actuator a (filter): time constant τ (`actuator_timeconst[name]`, s; spec 003's a = Δt / τ)
     ActuatorTimeconst(usize),
+    /// the linear contact model's parameter k ∈ 0..5 (β, e, γ, μ, ε; `Model::tensegrity_contact`, names
+    /// `tendon::LINEAR_CONTACT_NAMES`), read by the Featherstone stepper's contact kernel
+    LinearContact(usize),
 }
 
 impl ParamKind {
@@ -48,6 +52,10 @@ impl ParamKind {
     /// the rigid-body dynamics (`scatter_params` ignores it).
     pub fn is_contact_material(&self) -> bool {
         matches!(self, ParamKind::ShapeFriction(_) | ParamKind::ShapeRestitution(_))
+    }
+    /// A parameter of the linear contact model (read by torsion-dynamics `tensegrity_contact.rs`).
+    pub fn is_linear_contact(&self) -> bool {
+        matches!(self, ParamKind::LinearContact(_))
     }
     /// A cable or cable-actuator parameter (read by the cable kernel, `torsion_dynamics::passive`, not by
     /// `scatter_params`).
@@ -169,6 +177,12 @@ impl Model {
                 kinds.push(ParamKind::ActuatorTimeconst(k));
             }
         }
+        if self.tensegrity_contact.is_some() {
+            for (k, n) in crate::tendon::LINEAR_CONTACT_NAMES.iter().enumerate() {
+                names.push(n.to_string());
+                kinds.push(ParamKind::LinearContact(k));
+            }
+        }
         ParamTable { names, kinds }
     }
 
@@ -201,6 +215,7 @@ impl Model {
             ParamKind::TendonDamping(k) => self.cables[k].damping,
             ParamKind::ActuatorGain(k) => self.cable_actuators[k].gain,
             ParamKind::ActuatorTimeconst(k) => self.cable_actuators[k].timeconst.unwrap_or(0.0),
+            ParamKind::LinearContact(k) => self.tensegrity_contact.map_or(0.0, |c| c.get(k)),
         }
     }
 
@@ -234,6 +249,11 @@ impl Model {
             ParamKind::ActuatorTimeconst(k) => {
                 if let Some(t) = self.cable_actuators[k].timeconst.as_mut() {
                     *t = v
+                }
+            }
+            ParamKind::LinearContact(k) => {
+                if let Some(c) = self.tensegrity_contact.as_mut() {
+                    c.set(k, v)
                 }
             }
         }
@@ -307,13 +327,14 @@ pub fn scatter_params<T: torsion_math::Scalar>(
                     s[f] = v
                 }
             }
-            // contact material: the contact solvers; cables: `DynModel::build` (torsion-dynamics)
+            // contact material: the contact solvers; cables and the linear contact model: `DynModel::build`
             ParamKind::ShapeFriction(_)
             | ParamKind::ShapeRestitution(_)
             | ParamKind::TendonStiffness(_)
             | ParamKind::TendonDamping(_)
             | ParamKind::ActuatorGain(_)
-            | ParamKind::ActuatorTimeconst(_) => {}
+            | ParamKind::ActuatorTimeconst(_)
+            | ParamKind::LinearContact(_) => {}
         }
     }
 }

@@ -57,6 +57,64 @@ pub struct CableActuator {
     pub ctrlrange: Option<(f64, f64)>,
 }
 
+/// Spec 003 §3.6's linear contact model for rods (capsule / cylinder geoms of loose bodies) against planes and
+/// each other: reaction j = (−β d/Δt² − (1+e) v·n/Δt)/K(n) (clamped ≥ 0), sliding friction
+/// −(1−γ) v_t/(Δt K(t)) capped at μ j, torsional/rolling damping (ε − 1) I (ω·z) z/Δt once per rod in contact
+/// (kernel: torsion-dynamics `tensegrity_contact.rs`). Global parameters, one set for all pairs; named
+/// `contact_beta`, `contact_e`, `contact_gamma`, `contact_mu`, `contact_eps` in the parameter table.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinearContact {
+    /// Baumgarte bias β ∈ [0, 1]: the fraction of the depth corrected per step
+    pub beta: f64,
+    /// restitution e ∈ [−1, 1]: v_n' = −e v_n (one step, other forces ignored)
+    pub e: f64,
+    /// sliding damping γ ∈ [0, 1]: v_t' = γ v_t while below the Coulomb cap
+    pub gamma: f64,
+    /// Coulomb coefficient μ ≥ 0 (spec range [0, 1])
+    pub mu: f64,
+    /// spin damping ε ∈ [0, 1] (spec range [0, 0.01]): ω'·z = ε ω·z about the rod axis
+    pub eps: f64,
+}
+
+/// The parameter names of [`LinearContact`]'s fields, in table order (β, e, γ, μ, ε).
+pub const LINEAR_CONTACT_NAMES: [&str; 5] = ["contact_beta", "contact_e", "contact_gamma", "contact_mu", "contact_eps"];
+
+/// The MJCF `<custom><numeric name=…>` that turns the linear contact model on: data = "β e γ μ ε".
+pub const LINEAR_CONTACT_CUSTOM: &str = "torsion_linear_contact";
+
+impl Default for LinearContact {
+    /// The middle of spec 003 §3.7's ranges (e = 0: inelastic), docs/decisions.md.
+    fn default() -> Self {
+        LinearContact { beta: 0.5, e: 0.0, gamma: 0.5, mu: 0.5, eps: 0.005 }
+    }
+}
+
+impl LinearContact {
+    pub fn get(&self, k: usize) -> f64 {
+        [self.beta, self.e, self.gamma, self.mu, self.eps][k]
+    }
+    pub fn set(&mut self, k: usize, v: f64) {
+        *[&mut self.beta, &mut self.e, &mut self.gamma, &mut self.mu, &mut self.eps][k] = v;
+    }
+    pub fn from_array(a: [f64; 5]) -> Self {
+        LinearContact { beta: a[0], e: a[1], gamma: a[2], mu: a[3], eps: a[4] }
+    }
+    /// Range checks; errors name the parameter.
+    pub fn validate(&self) -> Result<(), crate::ModelError> {
+        let ranges = [(0.0, 1.0), (-1.0, 1.0), (0.0, 1.0), (0.0, f64::INFINITY), (0.0, 1.0)];
+        for (k, (lo, hi)) in ranges.into_iter().enumerate() {
+            let v = self.get(k);
+            if !(v >= lo && v <= hi && v.is_finite()) {
+                return Err(crate::ModelError::Invalid(format!(
+                    "{} must be in [{lo}, {hi}] and finite, got {v}",
+                    LINEAR_CONTACT_NAMES[k]
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Length of the cable's end-to-end vector below which its direction is taken as zero (no NaN at L = 0).
 pub const MIN_CABLE_LENGTH: f64 = 1e-12;
 
@@ -112,6 +170,9 @@ impl crate::Model {
             if !(lo.is_finite() && hi.is_finite() && lo <= hi) {
                 return bad(format!("cable '{}': springlength lower {lo} must be ≤ upper {hi}", c.name));
             }
+        }
+        if let Some(lc) = &self.tensegrity_contact {
+            lc.validate()?;
         }
         for a in &self.cable_actuators {
             match a.transmission {
@@ -305,6 +366,44 @@ mod tests {
         for w in ["'ms' (site / body transmission)", "'d' (<damper>)"] {
             assert!(m.extras.warnings.iter().any(|x| x.contains(w)), "{w}: {:?}", m.extras.warnings);
         }
+    }
+
+    /// The linear contact model: off for both SUPERball files as they are; on with a `<custom><numeric
+    /// name="torsion_linear_contact">`, its 5 global parameters named in the table; bad data and out-of-range values
+    /// are errors naming the element / parameter; the prism-on-ground builder turns it on.
+    #[test]
+    fn linear_contact_from_mjcf_and_parameters() {
+        assert!(superball("superball.xml").tensegrity_contact.is_none());
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/mjcf/superball.xml");
+        let text = std::fs::read_to_string(p).unwrap();
+        let with = |data: &str| {
+            text.replace(
+                "</mujoco>",
+                &format!(r#"<custom><numeric name="torsion_linear_contact" data="{data}"/></custom></mujoco>"#),
+            )
+        };
+        let mut m = load_mjcf_str(&with("0.3 0.2 0.4 0.9 0.01"), "sb.xml", None).unwrap();
+        let lc = m.tensegrity_contact.unwrap();
+        assert_eq!((lc.beta, lc.e, lc.gamma, lc.mu, lc.eps), (0.3, 0.2, 0.4, 0.9, 0.01));
+        assert!(!m.extras.warnings.iter().any(|w| w.contains("custom")), "{:?}", m.extras.warnings);
+        let sel = ParamSelection::by_names(&m, &crate::tendon::LINEAR_CONTACT_NAMES).unwrap();
+        assert_eq!(m.params_get(&sel), vec![0.3, 0.2, 0.4, 0.9, 0.01]);
+        m.param_set_by_name("contact_mu", 0.25).unwrap();
+        assert_eq!(m.tensegrity_contact.unwrap().mu, 0.25);
+        let e = m.param_set_by_name("contact_beta", 1.5).unwrap_err().to_string();
+        assert!(e.contains("contact_beta"), "{e}");
+        assert_eq!(m.tensegrity_contact.unwrap().beta, 0.3);
+        let e = load_mjcf_str(&with("0.3 0.2 0.4"), "sb.xml", None).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("sb.xml") && e.contains("numeric") && e.contains("line") && e.contains("5"), "{e}");
+        let e = load_mjcf_str(&with("0.3 0.2 0.4 0.9 1.5"), "sb.xml", None).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("contact_eps"), "{e}");
+        let e = load_mjcf_str(&with("0.3 2 0.4 0.9 0.01"), "sb.xml", None).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("contact_e ") && e.contains("line"), "{e}");
+        // no contact model: no contact_* entries
+        assert!(ParamSelection::by_prefix(&superball("superball.xml"), "contact_").is_empty());
+        let g = crate::builder::tensegrity_prism_on_ground();
+        assert_eq!(g.tensegrity_contact, Some(crate::LinearContact::default()));
+        assert_eq!(ParamSelection::by_prefix(&g, "contact_").len(), 5);
     }
 
     /// The 3-bar prism: 9 pretensioned cables (every one longer than its rest length), 3 filter actuators.

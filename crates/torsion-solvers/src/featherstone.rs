@@ -5,7 +5,8 @@
 //! damping (implicit, as MuJoCo's Euler integrator: h D enters ABA as armature, so stiff damping on light links
 //! stays stable), K = hinge/slide joint springs (explicit). Cables and their motor filters (spec 003 §3.3–3.5,
 //! `passive::cable_forces_into`) enter u explicitly from the activation act, then act' = act + h (ctrl − act)/τ
-//! (MuJoCo's Euler); the state carries act, the control the actuators' ctrl. Same `Solver` / `DiffSolver`
+//! (MuJoCo's Euler); the state carries act, the control the actuators' ctrl. Spec 003's linear contact model for
+//! rods (`Model::tensegrity_contact`, `tensegrity_contact.rs`) enters u the same way, forces held for one step. Same `Solver` / `DiffSolver`
 //! contract as XPBD.
 //! Derivatives: A and B from the analytic ABA derivatives (Carpentier–Mansard, `aba_derivatives`: ∂q̈/∂q,
 //! ∂q̈/∂v, M̃⁻¹ in one sweep plus a Cholesky) chained through the step and the per-joint integration map
@@ -27,6 +28,7 @@ use torsion_dynamics::passive::{
     activation_step, cable_forces_into, joint_actuator_derivatives, joint_actuator_forces_into,
 };
 use torsion_dynamics::regressor::{regressor_vjp_into, regressor_vjp_pass, RneaAdjoint};
+use torsion_dynamics::tensegrity_contact::linear_contact_forces_into;
 use torsion_dynamics::{aba_into, DynData, DynModel};
 use torsion_math::scalar::cv;
 use torsion_math::{Scalar, Vec3};
@@ -115,6 +117,11 @@ impl FeatherstoneWorkspace {
             self.theta_now.copy_from_slice(&self.theta);
         }
         self.dm.gravity = cv(&model.gravity);
+        // the cable and contact_* entries of θ are not in the workspace's table: take them from the model
+        self.dm.cables.set_params(model);
+        if let (Some(t), Some(lc)) = (self.dm.tensegrity_contact.as_mut(), model.tensegrity_contact.as_ref()) {
+            t.set_params(lc);
+        }
         self.passive.fill(model, damping);
         Ok(())
     }
@@ -254,6 +261,14 @@ fn step_accel_into<T: Scalar>(
     fluid_forces_into(&passive.fluid, dm, q, v, d, tau)?;
     cable_forces_into(&dm.cables, dm, q, v, act, ctrl, d, tau)?;
     joint_actuator_forces_into(&dm.cables, q, v, act, ctrl, tau)?;
+    if dm.tensegrity_contact.is_some() {
+        // spec 003 §3.6 from the velocity the step reaches without contact, v̂ = v + h q̈(τ) (§6 item 7)
+        aba_into(dm, q, v, tau, d, acc)?;
+        for k in 0..dm.nv {
+            acc[k] = v[k] + acc[k] * T::c(dt);
+        }
+        linear_contact_forces_into(dm, q, acc, dt, d, tau)?;
+    }
     if act1.len() != act.len() {
         return Err(torsion_dynamics::DynError::Shape { what: "act1 (output)", got: act1.len(), expected: act.len() });
     }
@@ -453,7 +468,8 @@ impl FeatherstoneSolver {
     /// Jacobian of the step w.r.t. (tangent state, controls, selected θ) in tangent coordinates, and the
     /// next configuration q1: columns 0..3nv analytic (`aba_derivatives` chained through the step and the
     /// integration map), θ columns by dual passes.
-    /// Models with cables: every column by dual passes (`jacobian_dual`; docs/gradients.md).
+    /// Models with cables or the linear contact model: every column by dual passes (`jacobian_dual`;
+    /// docs/gradients.md).
     fn jacobian(
         &self,
         model: &Model,
@@ -462,7 +478,7 @@ impl FeatherstoneSolver {
         dt: f64,
         sel: &ParamSelection,
     ) -> Result<(DMatrix<f64>, Vec<f64>), SolverError> {
-        if !model.cables.is_empty() || model.na() > 0 {
+        if !model.cables.is_empty() || model.na() > 0 || model.tensegrity_contact.is_some() {
             let jac = self.jacobian_dual(model, s, u, dt, sel)?;
             let [_, q1, ..] = self.dual_inputs(model, s, u, dt)?;
             return Ok((jac, q1.iter().map(|x| x.re).collect()));
@@ -518,11 +534,13 @@ impl FeatherstoneSolver {
     ) -> Result<(), SolverError> {
         self.check(model, s, u, dt)?;
         let nv = model.nv();
-        if !model.cables.is_empty() || model.na() > 0 {
+        if !model.cables.is_empty() || model.na() > 0 || model.tensegrity_contact.is_some() {
             return Err(SolverError::Unsupported {
                 solver: "featherstone",
-                problem: "transition_jacobians_into does not cover cables or filter actuators yet: use step_jacobians"
-                    .into(),
+                problem:
+                    "transition_jacobians_into does not cover cables, filter actuators or the linear contact model \
+                          yet: use step_jacobians"
+                        .into(),
             });
         }
         if ws.tau.len() != nv || out.ab.nrows() != 2 * nv || out.ab.ncols() != 3 * nv || out.q1.len() != model.nq() {
@@ -560,7 +578,10 @@ impl FeatherstoneSolver {
                 problem: format!("parameter selection index {i} past the table's {} entries", ws.adj.kinds.len()),
             });
         }
-        Ok(model.cables.is_empty() && model.cable_actuators.is_empty() && !ws.passive.fluid.on())
+        Ok(model.cables.is_empty()
+            && model.cable_actuators.is_empty()
+            && model.tensegrity_contact.is_none()
+            && !ws.passive.fluid.on())
     }
 }
 

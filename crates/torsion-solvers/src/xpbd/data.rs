@@ -147,7 +147,8 @@ impl DataGrad {
                 | ParamKind::TendonStiffness(_)
                 | ParamKind::TendonDamping(_)
                 | ParamKind::ActuatorGain(_)
-                | ParamKind::ActuatorTimeconst(_) => 0.0,
+                | ParamKind::ActuatorTimeconst(_)
+                | ParamKind::LinearContact(_) => 0.0,
             };
         }
     }

@@ -61,6 +61,9 @@
 //!   actuators on them or on hinge / slide joints `Model::cable_actuators` (`tendons_actuators.rs`; ball / free
 //!   joint actuators are an error). Joint order: parent before child (MJCF body pre-order, joints in file order, = MuJoCo's joint order).
 //!
+//! - `<custom><numeric name="torsion_linear_contact" data="β e γ μ ε"/>` turns spec 003's linear contact model on
+//!   (`Model::tensegrity_contact`, `tendon::LinearContact`); without it the model is off.
+//!
 //! Reported once each in `extras.warnings` ("… ignored"): other `option` attributes and children, physics attributes not modelled (`geom@condim`, `geom@solref`, `joint@solreflimit`,
 //! `body@mocap`, …), `contact`, `equality`, `sensor`, `keyframe`, `custom`, `extension`, `deformable`
 //! children, hfield/skin assets, `compiler` options without an effect here (boundmass, balanceinertia, …),
@@ -300,6 +303,10 @@ impl Compiler {
                 "visual" | "statistic" | "size" => {}
                 "contact" | "equality" | "sensor" | "keyframe" | "custom" | "extension" | "deformable" => {
                     for e in &c.children {
+                        let lc = crate::tendon::LINEAR_CONTACT_CUSTOM;
+                        if c.tag == "custom" && e.tag == "numeric" && e.get("name") == Some(lc) {
+                            continue; // read below
+                        }
                         self.warn(format!("{}/{} ignored", c.tag, e.tag));
                     }
                 }
@@ -323,8 +330,25 @@ impl Compiler {
         let mut m = self.assemble(name, &bodies)?;
         self.read_tendons(root, &mut m)?;
         self.read_actuators(root, &mut m, &bodies)?;
+        m.tensegrity_contact = read_linear_contact(root)?;
         m.extras.warnings = std::mem::take(&mut self.extras.borrow_mut().warnings);
         m.validate().map_err(|e| root.err(format!("the loaded model is invalid: {e}")))?;
         Ok(m)
     }
+}
+
+/// `<custom><numeric name="torsion_linear_contact" data="β e γ μ ε"/>` (a MuJoCo-valid element MuJoCo itself
+/// ignores) turns spec 003's linear contact model on (`Model::tensegrity_contact`); absent: off.
+fn read_linear_contact(root: &El) -> Result<Option<crate::tendon::LinearContact>, ModelError> {
+    let name = crate::tendon::LINEAR_CONTACT_CUSTOM;
+    let Some(e) = root.elements("custom").flat_map(|c| c.elements("numeric")).find(|e| e.get("name") == Some(name))
+    else {
+        return Ok(None);
+    };
+    let it = Item { el: e, def: &[] };
+    let data = it.get("data").ok_or_else(|| e.err("needs data=\"β e γ μ ε\" (5 numbers)"))?;
+    let v = it.parse("data", data, 5, 5)?;
+    let lc = crate::tendon::LinearContact::from_array([v[0], v[1], v[2], v[3], v[4]]);
+    lc.validate().map_err(|err| e.err(err))?;
+    Ok(Some(lc))
 }
