@@ -3,6 +3,7 @@
 //! and contact islands (`delassus.rs`), and the contact problem of a step — M, S(v), G, the impact's and the
 //! step's offsets, restitution, impulse application (`prelude.rs`). ncp's staggered projections are one user; the
 //! boxed LCP (Jade, spec 004) will be the second.
+pub mod buffers;
 pub mod delassus;
 pub mod frames;
 pub mod prelude;

@@ -22,6 +22,9 @@ pub struct NcpSimWorkspace {
     pub frames: Vec<ContactFrame>,
     /// the last step's report (ADMM results, NCP residuals, impulses)
     pub report: NcpReport,
+    /// the bodies' world poses for collision detection, and the forward kinematics' scratch
+    poses: Vec<(torsion_math::Vec3, torsion_math::Quat)>,
+    placed: Vec<bool>,
 }
 
 /// What `step` saves for `step_vjp` (the input state carries the warm start, so the same passes are recomputed).
@@ -88,10 +91,11 @@ impl NcpSolver {
             ws.frames.clear();
             return Ok(());
         }
-        let poses =
-            model.forward_kinematics(q).map_err(|e| SolverError::BadInput { solver: "ncp", problem: e.to_string() })?;
+        model
+            .forward_kinematics_into(q, &mut ws.poses, &mut ws.placed)
+            .map_err(|e| SolverError::BadInput { solver: "ncp", problem: e.to_string() })?;
         let previous_t1 = |id: &torsion_collision::ContactId| warm.get(contact_key(id)).map(|w| w.t1.into());
-        ws.world.detect_with_tangents(&poses, &previous_t1, &mut ws.contacts).map_err(collision_err)?;
+        ws.world.detect_with_tangents(&ws.poses, &previous_t1, &mut ws.contacts).map_err(collision_err)?;
         frames_from_collision(model, &ws.contacts, &mut ws.frames);
         Ok(())
     }
@@ -113,6 +117,8 @@ impl Solver for NcpSolver {
             contacts: Contacts::default(),
             frames: vec![],
             report: NcpReport::default(),
+            poses: vec![],
+            placed: vec![],
         })
     }
 
@@ -139,12 +145,21 @@ impl Solver for NcpSolver {
         self.detect(model, ws, &s.q, &s.warm)?;
         let NcpSimWorkspace { ncp, frames, report, .. } = ws;
         if let Some(r) = rec {
-            r.s = Some(s.clone());
-            r.u = u.joint_torque.clone();
+            // copied into the record's buffers (no allocation once they have grown)
+            match &mut r.s {
+                Some(rs) => {
+                    rs.q.clone_from(&s.q);
+                    rs.v.clone_from(&s.v);
+                    rs.act.clone_from(&s.act);
+                    rs.warm.fill(s.warm.as_slice().iter().copied());
+                }
+                None => r.s = Some(s.clone()),
+            }
+            r.u.clone_from(&u.joint_torque);
             r.dt = dt;
-            r.frames = frames.clone();
+            r.frames.clone_from(frames);
         }
-        *report = self.step_with_contacts(model, ncp, s, &u.joint_torque, dt, frames, out)?;
+        self.step_with_contacts_into(model, ncp, s, &u.joint_torque, dt, frames, out, report)?;
         let r = &*report;
         let passes = r.qp.len() + r.impact.as_ref().map_or(0, |i| i.qp.len());
         let mut admm = r.qp.iter().chain(&r.qcqp).chain(r.impact.iter().flat_map(|i| i.qp.iter().chain(&i.qcqp)));
