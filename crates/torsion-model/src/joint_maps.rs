@@ -214,6 +214,13 @@ pub fn difference<T: Scalar, L: JointLayout + ?Sized>(layout: &L, q0: &[T], q1: 
 /// 1-DoF joints; G δ = ½ q ⊗ [0, δ] for quaternions (right perturbation); R for a free joint's position.
 pub fn ambient_to_tangent<L: JointLayout + ?Sized>(layout: &L, q: &[f64], g: &[f64]) -> Vec<f64> {
     let mut out = vec![0.0; nv(layout)];
+    ambient_to_tangent_into(layout, q, g, &mut out);
+    out
+}
+
+/// [`ambient_to_tangent`] into `out` (nv entries, every one written): no allocation.
+pub fn ambient_to_tangent_into<L: JointLayout + ?Sized>(layout: &L, q: &[f64], g: &[f64], out: &mut [f64]) {
+    out.fill(0.0);
     for (kind, a, b) in offsets(layout) {
         match kind {
             JointType::Revolute | JointType::Prismatic => out[b] = g[a],
@@ -227,7 +234,6 @@ pub fn ambient_to_tangent<L: JointLayout + ?Sized>(layout: &L, q: &[f64], g: &[f
             }
         }
     }
-    out
 }
 
 /// Gᵀ ḡ for G δ = ½ q ⊗ [0, δ].
@@ -243,6 +249,13 @@ fn quat_grad(q: &[f64], g: &[f64]) -> [f64; 3] {
 /// that [`ambient_to_tangent`] of the result gives g_t back.
 pub fn tangent_to_ambient<L: JointLayout + ?Sized>(layout: &L, q: &[f64], gt: &[f64]) -> Vec<f64> {
     let mut out = vec![0.0; nq(layout)];
+    tangent_to_ambient_into(layout, q, gt, &mut out);
+    out
+}
+
+/// [`tangent_to_ambient`] into `out` (nq entries, every one written): no allocation.
+pub fn tangent_to_ambient_into<L: JointLayout + ?Sized>(layout: &L, q: &[f64], gt: &[f64], out: &mut [f64]) {
+    out.fill(0.0);
     let push = |q: &[f64], d: &[f64]| {
         let qq = Quat::new(q[0], q[1], q[2], q[3]);
         let r = qq.mul(&Quat::new(0.0, d[0], d[1], d[2])).scale(2.0);
@@ -261,7 +274,6 @@ pub fn tangent_to_ambient<L: JointLayout + ?Sized>(layout: &L, q: &[f64], gt: &[
             }
         }
     }
-    out
 }
 
 #[cfg(test)]

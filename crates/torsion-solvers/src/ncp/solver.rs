@@ -8,7 +8,7 @@
 //! continue from its t1), written to the output — nothing carries over in the workspace (design.md §3).
 use super::staggered::{NcpReport, NcpSolver, NcpWorkspace};
 use crate::contact::frames::{contact_key, frames_from_collision, ContactFrame};
-use crate::generalized::{recorded, transposed_jacobian_product, ContactWarmStart, GenState};
+use crate::generalized::{recorded, transposed_jacobian_product_with, ContactWarmStart, GenState, ProductScratch};
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use torsion_collision::{CollisionWorld, Contacts};
 use torsion_model::{Control, Model, ParamSelection};
@@ -25,6 +25,10 @@ pub struct NcpSimWorkspace {
     /// the bodies' world poses for collision detection, and the forward kinematics' scratch
     poses: Vec<(torsion_math::Vec3, torsion_math::Quat)>,
     placed: Vec<bool>,
+    /// `step_vjp`'s: the recomputed step's report, the Jacobians, the product's buffers
+    vjp_report: NcpReport,
+    vjp_jac: StepJacobians,
+    vjp_product: ProductScratch,
 }
 
 /// What `step` saves for `step_vjp` (the input state carries the warm start, so the same passes are recomputed).
@@ -34,6 +38,18 @@ pub struct NcpRecord {
     u: Vec<f64>,
     dt: f64,
     frames: Vec<ContactFrame>,
+}
+
+/// A, B, C from the tangent Jacobians' columns (state 2nv, controls nv, then the `ns` selected parameters) into
+/// `out` (reshaped only when its shapes differ).
+fn copy_jacobians(cols: &nalgebra::DMatrix<f64>, nv: usize, ns: usize, out: &mut StepJacobians) {
+    let n = 2 * nv;
+    if out.a.shape() != (n, n) || out.b.shape() != (n, nv) || out.c.shape() != (n, ns) {
+        *out = StepJacobians::zeros(n, nv, ns);
+    }
+    out.a.copy_from(&cols.columns(0, n));
+    out.b.copy_from(&cols.columns(n, nv));
+    out.c.copy_from(&cols.columns(3 * nv, ns));
 }
 
 fn collision_err(e: torsion_collision::CollisionError) -> SolverError {
@@ -119,6 +135,9 @@ impl Solver for NcpSolver {
             report: NcpReport::default(),
             poses: vec![],
             placed: vec![],
+            vjp_report: NcpReport::default(),
+            vjp_jac: StepJacobians::zeros(0, 0, 0),
+            vjp_product: ProductScratch::default(),
         })
     }
 
@@ -195,9 +214,11 @@ impl DiffSolver for NcpSolver {
     ) -> Result<(), SolverError> {
         let s = recorded(&rec.s, "ncp")?;
         check_grad_sizes("ncp", model.nv(), g_u, sel, g_theta)?;
-        let (jac, next, _) = self.jacobians(model, &mut ws.ncp, s, &rec.u, rec.dt, &rec.frames, sel, false)?;
-        let j = StepJacobians { a: jac.a, b: jac.b, c: jac.c };
-        transposed_jacobian_product(model, &s.q, &next.q, &j, g_out, g_s, g_u, g_theta);
+        self.jacobians_into(model, &mut ws.ncp, s, &rec.u, rec.dt, &rec.frames, sel, false, &mut ws.vjp_report)?;
+        let tan = ws.ncp.tangent();
+        copy_jacobians(&tan.cols, model.nv(), sel.len(), &mut ws.vjp_jac);
+        let (j, sc) = (&ws.vjp_jac, &mut ws.vjp_product);
+        transposed_jacobian_product_with(model, &s.q, &tan.next.q, j, g_out, g_s, g_u, g_theta, sc);
         Ok(())
     }
 
@@ -215,9 +236,9 @@ impl DiffSolver for NcpSolver {
         out: &mut StepJacobians,
     ) -> Result<(), SolverError> {
         self.detect(model, ws, &s.q, &s.warm)?;
-        let (jac, _, report) = self.jacobians(model, &mut ws.ncp, s, &u.joint_torque, dt, &ws.frames, sel, false)?;
-        ws.report = report;
-        out.assign(&StepJacobians { a: jac.a, b: jac.b, c: jac.c });
+        let NcpSimWorkspace { ncp, frames, report, .. } = ws;
+        self.jacobians_into(model, ncp, s, &u.joint_torque, dt, frames, sel, false, report)?;
+        copy_jacobians(&ncp.tangent().cols, model.nv(), sel.len(), out);
         Ok(())
     }
 

@@ -23,6 +23,7 @@
 //! (islands), solved one by one.
 use super::admm::{Admm, AdmmInfo, AdmmOptions};
 use super::sets::{ConstraintSet, FrictionSet};
+use super::tangent::TangentWorkspace;
 use crate::contact::buffers::reshape_zeroed;
 use crate::contact::frames::{body_joints, ContactFrame, ContactGeom};
 use crate::contact::prelude::{
@@ -150,7 +151,7 @@ pub struct NcpSolver {
 /// tests/alloc.rs, which warms up first).
 pub struct NcpWorkspace {
     pub(crate) dm: DynModel<f64>,
-    d: DynData<f64>,
+    pub(crate) d: DynData<f64>,
     pub(crate) body_joint: Vec<usize>,
     pub(crate) tape: Tape,
     /// solve each contact island on its own (default; the same problem, as G is block diagonal over islands —
@@ -171,6 +172,15 @@ pub struct NcpWorkspace {
     res: ResidualBuffers,
     /// an impact report's buffers, kept while a step has no impact
     spare_impact: ImpactReport,
+    /// the tangent Jacobians' buffers (`tangent.rs`; built at their first use)
+    pub(crate) tan: Option<Box<TangentWorkspace>>,
+}
+
+impl NcpWorkspace {
+    /// The tangent Jacobians' buffers (after a `jacobians_into`).
+    pub(crate) fn tangent(&self) -> &TangentWorkspace {
+        self.tan.as_ref().expect("jacobians_into fills the tangent workspace")
+    }
 }
 
 /// The contact velocities of `residuals`.
@@ -289,6 +299,7 @@ impl NcpSolver {
             whole: vec![],
             res: ResidualBuffers::default(),
             spare_impact: ImpactReport::default(),
+            tan: Some(Box::new(TangentWorkspace::new(model))),
         })
     }
 
@@ -384,6 +395,7 @@ impl NcpSolver {
             whole: whole_group,
             res,
             spare_impact,
+            ..
         } = ws;
         geoms.clear();
         geoms.extend(contacts.iter().map(ContactGeom::from_frame));
@@ -413,11 +425,14 @@ impl NcpSolver {
                 &*whole_group
             };
             let whole = groups.len() == 1;
-            islands.truncate(groups.len());
-            islands.resize_with(groups.len(), Island::default);
+            // islands beyond this step's count are kept (their buffers reused), not dropped
+            if islands.len() < groups.len() {
+                islands.resize_with(groups.len(), Island::default);
+            }
             for (isl, idx) in islands.iter_mut().zip(groups) {
                 isl.gather(idx, &pre.gn, &pre.gt, whole);
             }
+            let islands = &mut islands[..groups.len()];
             let mut passes = Passes { o, contacts, islands, whole, admm, buf };
             // no contact approaching (every impact offset b ≥ −1e-9 (1 + max |b|) m/s: resting contacts leave the
             // previous step at J_n v = 0 to the solver's tolerance): the compression's impulses are 0 (λ = 0
@@ -466,7 +481,7 @@ impl NcpSolver {
             }
         } else {
             out.warm.clear();
-            tape.step.passes.clear();
+            tape.step.recycle(0);
             tape.step.ln.clear();
             tape.step.lt.clear();
         }
@@ -490,7 +505,7 @@ impl NcpSolver {
 struct Passes<'a> {
     o: &'a NcpOptions,
     contacts: &'a [ContactFrame],
-    islands: &'a mut Vec<Island>,
+    islands: &'a mut [Island],
     whole: bool,
     admm: &'a mut HashMap<usize, (Admm, Admm)>,
     buf: &'a mut StepBuffers,
@@ -516,7 +531,7 @@ impl Passes<'_> {
             buf.ln_old.clone_from(ln);
             buf.lt_old.clone_from(lt);
             if npass == tape.passes.len() {
-                tape.passes.push(Pass::default());
+                tape.passes.push(tape.spare.pop().unwrap_or_default());
             }
             let pass = &mut tape.passes[npass];
             npass += 1;
@@ -564,7 +579,7 @@ impl Passes<'_> {
                 break;
             }
         }
-        tape.passes.truncate(npass);
+        tape.recycle(npass);
         tape.bn.clear();
         tape.bn.extend_from_slice(bn);
         tape.bt.clear();
@@ -597,6 +612,18 @@ pub(crate) struct PhaseTape {
     pub lt: Vec<f64>,
     /// max |Δλ| of the last pass
     pub last_change: f64,
+    /// passes' buffers beyond the last solve's count, kept for reuse
+    spare: Vec<Pass>,
+}
+
+impl PhaseTape {
+    /// Keep the first `n` passes; the others' buffers go to the spares.
+    fn recycle(&mut self, n: usize) {
+        while self.passes.len() > n {
+            let p = self.passes.pop().expect("len > n");
+            self.spare.push(p);
+        }
+    }
 }
 
 /// What the tangent Jacobians need from the last forward step.
