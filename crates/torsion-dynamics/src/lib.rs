@@ -28,4 +28,4 @@ pub use aba::{aba, aba_into};
 pub use crba::{crba, crba_into};
 pub use data::{DynData, DynError, DynModel};
 pub use fk::forward_kinematics;
-pub use rnea::{gravity, nonlinear_effects, rnea, rnea_into};
+pub use rnea::{gravity, nonlinear_effects, nonlinear_effects_into, rnea, rnea_into};

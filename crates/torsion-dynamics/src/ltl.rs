@@ -17,10 +17,16 @@ pub const NO_DOF: usize = usize::MAX;
 /// λ(i) for every DoF i (λ(i) < i; `NO_DOF` at the top of a tree). Needs joints in parent-before-child order
 /// (as CRBA / RNEA).
 pub fn dof_parents<T: Scalar>(dm: &DynModel<T>, out: &mut Vec<usize>) {
+    dof_parents_with(dm, out, &mut vec![]);
+}
+
+/// [`dof_parents`] with the caller's scratch `body_last` (no allocation once it has the body count).
+pub fn dof_parents_with<T: Scalar>(dm: &DynModel<T>, out: &mut Vec<usize>, body_last: &mut Vec<usize>) {
     out.clear();
     out.resize(dm.nv, NO_DOF);
     // the last DoF of the joint moving each body (NO_DOF for fixed bodies and zero-DoF joints above them)
-    let mut body_last = vec![NO_DOF; dm.nb];
+    body_last.clear();
+    body_last.resize(dm.nb, NO_DOF);
     for j in 0..dm.parent.len() {
         let (vs, n) = (dm.v_start[j], dm.joint[j].nv);
         let above = body_last[dm.parent[j]];

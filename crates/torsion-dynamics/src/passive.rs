@@ -30,18 +30,46 @@ pub fn passive_forces_in<T: Scalar>(
     q: &[T],
     v: &[T],
 ) -> Result<Vec<T>, DynError> {
-    let mut f = joint_passive(model, q, v)?;
-    let fluid = crate::fluid::FluidBodies::new(model);
-    if fluid.on() {
-        crate::fluid::fluid_forces_into(&fluid, dm, q, v, d, &mut f)?;
-    }
+    let mut f = vec![T::zero(); model.nv()];
+    passive_forces_into(model, dm, d, &crate::fluid::FluidBodies::new(model), q, v, &mut f)?;
     Ok(f)
+}
+
+/// [`passive_forces_in`] written into `f` (nv entries) with the caller's fluid data (`FluidBodies::new(model)`,
+/// built once): no allocation.
+pub fn passive_forces_into<T: Scalar>(
+    model: &Model,
+    dm: &crate::DynModel<T>,
+    d: &mut crate::DynData<T>,
+    fluid: &crate::fluid::FluidBodies,
+    q: &[T],
+    v: &[T],
+    f: &mut [T],
+) -> Result<(), DynError> {
+    joint_passive_into(model, &dm.q_start, &dm.v_start, q, v, f)?;
+    if fluid.on() {
+        crate::fluid::fluid_forces_into(fluid, dm, q, v, d, f)?;
+    }
+    Ok(())
 }
 
 /// Joint damping and hinge / slide springs.
 fn joint_passive<T: Scalar>(model: &Model, q: &[T], v: &[T]) -> Result<Vec<T>, DynError> {
-    let (qs, vs) = (model.joint_q_start(), model.joint_v_start());
     let mut f = vec![T::zero(); model.nv()];
+    joint_passive_into(model, &model.joint_q_start(), &model.joint_v_start(), q, v, &mut f)?;
+    Ok(f)
+}
+
+/// [`joint_passive`] into `f` (overwritten), with the joints' q / v offsets `qs`, `vs`.
+fn joint_passive_into<T: Scalar>(
+    model: &Model,
+    qs: &[usize],
+    vs: &[usize],
+    q: &[T],
+    v: &[T],
+    f: &mut [T],
+) -> Result<(), DynError> {
+    f.fill(T::zero());
     for j in 0..model.joint_count() {
         let t = model.joint_type[j];
         for i in 0..t.dof() {
@@ -62,7 +90,7 @@ fn joint_passive<T: Scalar>(model: &Model, q: &[T], v: &[T]) -> Result<Vec<T>, D
             }
         }
     }
-    Ok(f)
+    Ok(())
 }
 
 // ----- cables and their actuators (spec 003 §3.3–3.4; MuJoCo semantics in torsion-model `tendon.rs`)

@@ -111,3 +111,21 @@ pub fn nonlinear_effects<T: Scalar>(
     dm.check_v("v", v)?;
     Ok(rnea_zeros(dm, q, Some(v), d))
 }
+
+/// [`nonlinear_effects`] written into `tau` (nv entries): no allocation.
+pub fn nonlinear_effects_into<T: Scalar>(
+    dm: &DynModel<T>,
+    q: &[T],
+    v: &[T],
+    d: &mut DynData<T>,
+    tau: &mut [T],
+) -> Result<(), DynError> {
+    dm.check_q(q)?;
+    dm.check_v("v", v)?;
+    tau.fill(T::zero());
+    let z = std::mem::take(&mut d.zero_nv);
+    local_kinematics(dm, q, d);
+    rnea_pass(dm, v, &z, d, true, tau);
+    d.zero_nv = z;
+    Ok(())
+}

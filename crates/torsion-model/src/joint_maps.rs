@@ -218,8 +218,9 @@ pub fn ambient_to_tangent<L: JointLayout + ?Sized>(layout: &L, q: &[f64], g: &[f
     out
 }
 
-/// [`ambient_to_tangent`] into `out` (nv); no heap allocation.
+/// [`ambient_to_tangent`] into `out` (nv entries, every one written): no allocation.
 pub fn ambient_to_tangent_into<L: JointLayout + ?Sized>(layout: &L, q: &[f64], g: &[f64], out: &mut [f64]) {
+    out.fill(0.0);
     for (kind, a, b) in offsets(layout) {
         match kind {
             JointType::Revolute | JointType::Prismatic => out[b] = g[a],
@@ -252,8 +253,9 @@ pub fn tangent_to_ambient<L: JointLayout + ?Sized>(layout: &L, q: &[f64], gt: &[
     out
 }
 
-/// [`tangent_to_ambient`] into `out` (nq; every entry written); no heap allocation.
+/// [`tangent_to_ambient`] into `out` (nq entries, every one written): no allocation.
 pub fn tangent_to_ambient_into<L: JointLayout + ?Sized>(layout: &L, q: &[f64], gt: &[f64], out: &mut [f64]) {
+    out.fill(0.0);
     let push = |q: &[f64], d: &[f64]| {
         let qq = Quat::new(q[0], q[1], q[2], q[3]);
         let r = qq.mul(&Quat::new(0.0, d[0], d[1], d[2])).scale(2.0);

@@ -292,6 +292,19 @@ impl Model {
     /// Generalized joint positions (layout of [`Model::nq`]) → world COM poses of every body (fixed and free
     /// root bodies keep `body_pose0`).
     pub fn forward_kinematics(&self, q: &[f64]) -> Result<Vec<(Vec3, Quat)>, ModelError> {
+        let (mut pose, mut done) = (vec![], vec![]);
+        self.forward_kinematics_into(q, &mut pose, &mut done)?;
+        Ok(pose)
+    }
+
+    /// [`Model::forward_kinematics`] into `pose` with the scratch `done` (both refilled in place: no
+    /// allocation once they have the body count's capacity).
+    pub fn forward_kinematics_into(
+        &self,
+        q: &[f64],
+        pose: &mut Vec<(Vec3, Quat)>,
+        done: &mut Vec<bool>,
+    ) -> Result<(), ModelError> {
         if q.len() != self.nq() {
             return Err(ModelError::Invalid(format!(
                 "joint position vector has {} entries, the model needs {} (joints: {})",
@@ -300,8 +313,9 @@ impl Model {
                 self.joint_name.join(", ")
             )));
         }
-        let mut pose = self.body_pose0.clone();
-        let mut done = self.root_bodies();
+        pose.clear();
+        pose.extend_from_slice(&self.body_pose0);
+        self.root_bodies_into(done);
         let mut iq = 0;
         for j in 0..self.joint_count() {
             let (p, c) = (self.joint_parent[j], self.joint_child[j]);
@@ -342,7 +356,7 @@ impl Model {
             pose[c] = (xc, qc);
             done[c] = true;
         }
-        Ok(pose)
+        Ok(())
     }
 
     /// A state at rest at joint positions `q` (see [`Model::forward_kinematics`]).
@@ -358,13 +372,20 @@ impl Model {
 
     /// Bodies placed by `body_pose0` rather than by a joint: fixed bodies and free (jointless) bodies.
     pub fn root_bodies(&self) -> Vec<bool> {
-        let mut root = vec![true; self.body_count()];
+        let mut root = vec![];
+        self.root_bodies_into(&mut root);
+        root
+    }
+
+    /// [`Model::root_bodies`] into `root` (refilled in place).
+    pub fn root_bodies_into(&self, root: &mut Vec<bool>) {
+        root.clear();
+        root.resize(self.body_count(), true);
         for &c in &self.joint_child {
             if c < root.len() && !self.body_fixed[c] {
                 root[c] = false;
             }
         }
-        root
     }
 
     /// Number of one-DoF joints (entries of a joint-position vector).

@@ -3,10 +3,10 @@
 //! Jᵀḡ for a step's transition Jacobians. Their state space, [`GenState`] with its contact warm start and its
 //! manifold maps (`StateSpace`), lives in `torsion-model` beside `MaximalState` and is re-exported here.
 use crate::solver::{SolverError, StepJacobians};
-use nalgebra::DVector;
+use nalgebra::DMatrix;
 use num_dual::Dual64;
 use torsion_dynamics::DynModel;
-use torsion_model::joint_maps::{ambient_to_tangent, tangent_to_ambient};
+use torsion_model::joint_maps::{ambient_to_tangent_into, tangent_to_ambient_into};
 use torsion_model::params::ParamKind;
 pub use torsion_model::{ContactWarmStart, GenState, WarmImpulse};
 use torsion_model::{JointType, Model, ParamTable};
@@ -88,13 +88,53 @@ pub(crate) fn transposed_jacobian_product(
     g_u: &mut [f64],
     g_theta: &mut [f64],
 ) {
+    let mut sc = ProductScratch::default();
+    transposed_jacobian_product_with(model, q, q1, jac, g_out, g_s, g_u, g_theta, &mut sc)
+}
+
+/// The buffers of [`transposed_jacobian_product_with`].
+#[derive(Debug, Default)]
+pub(crate) struct ProductScratch {
+    gq_t: Vec<f64>,
+    g: Vec<f64>,
+    ra: Vec<f64>,
+    rb: Vec<f64>,
+    rc: Vec<f64>,
+    gq_in: Vec<f64>,
+}
+
+/// [`transposed_jacobian_product`] with reused buffers: no allocation once they have grown.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn transposed_jacobian_product_with(
+    model: &Model,
+    q: &[f64],
+    q1: &[f64],
+    jac: &StepJacobians,
+    g_out: &GenState,
+    g_s: &mut GenState,
+    g_u: &mut [f64],
+    g_theta: &mut [f64],
+    sc: &mut ProductScratch,
+) {
     let nv = model.nv();
-    let gq_t = ambient_to_tangent(model, q1, &g_out.q);
-    let nx = 2 * nv + g_out.act.len();
-    let g = DVector::from_iterator(nx, gq_t.iter().chain(&g_out.v).chain(&g_out.act).copied());
-    let (ra, rb, rc) = (jac.a.transpose() * &g, jac.b.transpose() * &g, jac.c.transpose() * &g);
-    let gq_in = tangent_to_ambient(model, q, &ra.as_slice()[..nv]);
-    for (a, b) in g_s.q.iter_mut().zip(&gq_in) {
+    sc.gq_t.resize(nv, 0.0);
+    ambient_to_tangent_into(model, q1, &g_out.q, &mut sc.gq_t);
+    sc.g.clear();
+    sc.g.extend(sc.gq_t.iter().chain(&g_out.v).chain(&g_out.act).copied());
+    // Mᵀ g, each entry summed in row order (as nalgebra's gemv of the transposed matrix)
+    let tmul = |m: &DMatrix<f64>, g: &[f64], out: &mut Vec<f64>| {
+        out.clear();
+        out.extend((0..m.ncols()).map(|c| {
+            (0..m.nrows()).fold(0.0, |acc, j| if j == 0 { m[(j, c)] * g[j] } else { acc + m[(j, c)] * g[j] })
+        }));
+    };
+    tmul(&jac.a, &sc.g, &mut sc.ra);
+    tmul(&jac.b, &sc.g, &mut sc.rb);
+    tmul(&jac.c, &sc.g, &mut sc.rc);
+    let (ra, rb, rc) = (&sc.ra, &sc.rb, &sc.rc);
+    sc.gq_in.resize(q.len(), 0.0);
+    tangent_to_ambient_into(model, q, &ra[..nv], &mut sc.gq_in);
+    for (a, b) in g_s.q.iter_mut().zip(&sc.gq_in) {
         *a += b;
     }
     for i in 0..nv {

@@ -1,14 +1,259 @@
-//! Zero heap allocations after the workspace is built (design.md §7, issue 13): a counting global allocator
-//! (`torsion_math::alloc_count`, per thread) around repeated calls. Each solver's cases are their own `#[test]`.
-
+//! Heap allocations per call after the workspace is built (design.md §7, issue 13 item 3): one shared counting
+//! allocator (torsion-math `alloc_count`), counting the test's own thread only. Each case warms up first (a
+//! workspace's contact-count capacity grows on a new maximum, documented in `NcpWorkspace`), then asserts 0
+//! allocations per call. Each solver's cases are separate `#[test]` functions.
 use torsion_math::alloc_count::{thread_allocations, CountingAlloc};
+use torsion_model::io::mjcf::load_mjcf_str;
 use torsion_model::io::{example_robot_data_dir, load_urdf, robots::PANDA_URDF, UrdfOptions};
-use torsion_model::{Control, GenState, Model, ParamSelection};
+use torsion_model::{Control, MaximalState, Model, ParamSelection};
 use torsion_solvers::featherstone::FeatherstoneSolver;
-use torsion_solvers::{DiffSolver, Solver, StepJacobians};
+use torsion_solvers::ncp::{NcpGradient, NcpSolver};
+use torsion_solvers::xpbd::XpbdSolver;
+use torsion_solvers::{DiffSolver, GenState, Solver, StepJacobians};
 
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
+
+/// Allocations made by `f` on this thread.
+fn count(f: impl FnOnce()) -> usize {
+    let a0 = thread_allocations();
+    f();
+    thread_allocations() - a0
+}
+
+/// `n` boxes on a plane (friction 0.5, restitution `eps` on every shape), lying on the floor a little apart.
+fn boxes(n: usize, eps: f64) -> Model {
+    let mut bodies = String::new();
+    for i in 0..n {
+        bodies += &format!(
+            r#"<body pos="{} {} 0.0999" euler="0 0 {}"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/></body>"#,
+            0.3 * (i % 4) as f64,
+            0.3 * (i / 4) as f64,
+            0.2 * i as f64
+        );
+    }
+    let xml = format!(
+        r#"<mujoco><option timestep="0.005" gravity="0 0 -9.81"/><worldbody><geom type="plane" size="10 10 0.1" friction="0.5"/>{bodies}</worldbody></mujoco>"#
+    );
+    let mut m = load_mjcf_str(&xml, "boxes.xml", None).unwrap();
+    m.shapes.iter_mut().for_each(|s| s.restitution = eps);
+    m
+}
+
+/// A sphere falling onto a plane at 1 m/s, ε = 0.5 (the impact solve runs at the landing step).
+fn bouncing_sphere() -> (Model, GenState) {
+    let xml = r#"<mujoco><option timestep="0.005" gravity="0 0 -9.81"/><worldbody><geom type="plane" size="10 10 0.1" friction="0.5"/>
+        <body pos="0 0 0.1"><freejoint/><geom type="sphere" size="0.1" mass="1" friction="0.5"/></body></worldbody></mujoco>"#;
+    let mut m = load_mjcf_str(xml, "sphere.xml", None).unwrap();
+    m.shapes.iter_mut().for_each(|s| s.restitution = 0.5);
+    let mut s = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
+    s.q[2] = 0.1005;
+    s.v[5] = -1.0; // linear velocity (the free joint: angular, then linear)
+    (m, s)
+}
+
+/// The states of a rollout of `steps` steps from `s0` (every state stepped from, with its warm start).
+fn rollout(solver: &NcpSolver, m: &Model, s0: &GenState, u: &Control, steps: usize) -> Vec<GenState> {
+    let mut ws = solver.workspace(m).unwrap();
+    let mut states = vec![s0.clone()];
+    for _ in 0..steps {
+        let mut next = s0.clone();
+        solver.step(m, states.last().unwrap(), u, 0.005, &mut next, &mut ws, None).unwrap();
+        states.push(next);
+    }
+    states
+}
+
+/// Shape pairs a plane and a box (parry's half-space × polygonal-feature-map manifold) among the contacts.
+fn plane_box_pairs(m: &Model, contacts: &torsion_collision::Contacts) -> usize {
+    use torsion_model::ShapeKind::{Box, Plane};
+    let mut pairs: Vec<(usize, usize)> = contacts.contacts.iter().map(|c| (c.geom_a, c.geom_b)).collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    pairs
+        .iter()
+        .filter(|&&(a, b)| {
+            let (ka, kb) = (&m.shapes[a].kind, &m.shapes[b].kind);
+            matches!((ka, kb), (Plane { .. }, Box { .. }) | (Box { .. }, Plane { .. }))
+        })
+        .count()
+}
+
+/// ncp `step` over the states of a rollout (warmed up on the same states first): per step, the allocations of
+/// the step and of its collision detection alone (`NcpSolver::detect`), and the plane–box pairs in contact;
+/// and how many steps made an impact solve.
+fn ncp_step_allocs(m: &Model, s0: &GenState, u: &Control, steps: usize) -> (Vec<[usize; 3]>, usize) {
+    let solver = NcpSolver::default();
+    let states = rollout(&solver, m, s0, u, steps);
+    let mut ws = solver.workspace(m).unwrap();
+    let mut rec = solver.record(m);
+    let mut out = s0.clone();
+    for s in &states {
+        solver.step(m, s, u, 0.005, &mut out, &mut ws, Some(&mut rec)).unwrap();
+    }
+    let mut impacts = 0;
+    let counts = states
+        .iter()
+        .map(|s| {
+            let step = count(|| {
+                solver.step(m, s, u, 0.005, &mut out, &mut ws, Some(&mut rec)).unwrap();
+            });
+            impacts += ws.report.impact.is_some() as usize;
+            let detect = count(|| solver.detect(m, &mut ws, &s.q, &s.warm).unwrap());
+            [step, detect, plane_box_pairs(m, &ws.contacts)]
+        })
+        .collect();
+    (counts, impacts)
+}
+
+/// parry 0.31's `contact_manifold_halfspace_pfm` (a plane against a box: `DefaultQueryDispatcher::
+/// contact_manifolds` in torsion-collision's narrow phase) moves the manifold's point list out
+/// (`core::mem::take(&mut manifold.points)`, for its contact tracking) and pushes the new points into an empty
+/// list: one allocation per plane–box pair with contact points, per call, whatever the number of its contacts
+/// (1 to 4). That is the only allocation left in a step: the step allocates exactly what its collision
+/// detection does, and that is one per plane–box pair in contact (spheres: none).
+fn assert_only_parry(name: &str, counts: &[[usize; 3]]) {
+    for (k, &[step, detect, pairs]) in counts.iter().enumerate() {
+        assert!(
+            step == detect && detect == pairs,
+            "{name}, step {k}: {step} allocations in the step, {detect} in collision detection, {pairs} plane–box \
+             pairs in contact (all: {counts:?})"
+        );
+    }
+}
+
+#[test]
+fn ncp_step_allocates_nothing_but_parrys_plane_box_manifolds() {
+    // boxes resting, boxes sliding (2 m/s along x), a sphere bouncing with ε = 0.5
+    let m = boxes(4, 0.0);
+    let rest = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
+    let mut slide = rest.clone();
+    for b in 0..4 {
+        slide.v[6 * b + 3] = 2.0;
+    }
+    let u = Control::from_torques(&vec![0.0; m.nv()]);
+    for (name, s0) in [("boxes resting", &rest), ("boxes sliding", &slide)] {
+        let (c, _) = ncp_step_allocs(&m, s0, &u, 20);
+        assert!(c.iter().all(|c| c[2] == 4), "{name}: every box touches the floor ({c:?})");
+        assert_only_parry(name, &c);
+    }
+    let (m, s0) = bouncing_sphere();
+    let u = Control::from_torques(&vec![0.0; m.nv()]);
+    let (c, impacts) = ncp_step_allocs(&m, &s0, &u, 20);
+    assert!(impacts > 0, "the impact solve never ran");
+    assert!(c.iter().all(|c| c[0] == 0), "sphere bouncing (ε = 0.5): allocations per step {c:?}");
+}
+
+/// Allocations of the fixed-point derivative's pseudo-inverse (`ncp::fixed_point`): its m × m matrix, consumed
+/// by nalgebra's SVD, the SVD's factors and the pseudo-inverse, measured here for m = 1..24: (fewest, most)
+/// (15 for m ≤ 5, 16 above with nalgebra 0.34).
+fn svd_pseudo_inverse_allocs() -> (usize, usize) {
+    let counts: Vec<usize> = (1..25)
+        .map(|m| {
+            count(|| {
+                let k = nalgebra::DMatrix::<f64>::from_fn(m, m, |i, j| 1.0 / (1.0 + i as f64 + 2.0 * j as f64));
+                let svd = k.svd(true, true);
+                std::hint::black_box(svd.pseudo_inverse(1e-11).unwrap());
+            })
+        })
+        .collect();
+    (*counts.iter().min().unwrap(), *counts.iter().max().unwrap())
+}
+
+/// ncp `step_vjp` (no parameter, every parameter) and `step_jacobians_into` on a contact step with sliding boxes
+/// and on the bouncing sphere's impact step. With the cascade derivative (`NcpGradient::Cascade`) nothing is
+/// allocated but parry's plane–box manifolds in `step_jacobians_into`'s collision detection (see
+/// `assert_only_parry`); the fixed-point derivative adds its SVD pseudo-inverse, once per solve (the impact's
+/// and the step's), never per direction.
+#[test]
+fn ncp_step_vjp_and_jacobians_allocate_nothing_but_parry_and_the_fixed_points_svd() {
+    let (svd_min, svd_max) = svd_pseudo_inverse_allocs();
+    let m = boxes(2, 0.0);
+    let mut s0 = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
+    s0.v[3] = 1.0;
+    let (ms, ss) = bouncing_sphere();
+    for (name, m, s0) in [("boxes", &m, &s0), ("sphere impact", &ms, &ss)] {
+        for gradient in [NcpGradient::Cascade, NcpGradient::FixedPoint] {
+            let mut solver = NcpSolver::default();
+            solver.options.gradient = gradient;
+            let u = Control::from_torques(&vec![0.1; m.nv()]);
+            let mut ws = solver.workspace(m).unwrap();
+            let mut rec = solver.record(m);
+            let mut out = s0.clone();
+            solver.step(m, s0, &u, 0.005, &mut out, &mut ws, Some(&mut rec)).unwrap();
+            assert!(!ws.frames.is_empty(), "{name}: no contact");
+            let phases = 1 + ws.report.impact.is_some() as usize;
+            assert_eq!(phases, if name == "boxes" { 1 } else { 2 }, "{name}: the impact solve");
+            // the cascade: nothing; the fixed point: one SVD pseudo-inverse per solve
+            let expected = |c: usize| match gradient {
+                NcpGradient::Cascade => c == 0,
+                // (a solve whose coupled system is empty, every impulse pinned, has no SVD)
+                _ => (0..=phases).any(|k| (k * svd_min..=k * svd_max).contains(&c)),
+            };
+            let mut per_sel = vec![];
+            let parry = plane_box_pairs(m, &ws.contacts);
+            let mut g_out = solver.zero_grad(m);
+            g_out.q.iter_mut().chain(g_out.v.iter_mut()).enumerate().for_each(|(i, g)| *g = 0.1 * i as f64 - 0.3);
+            let mut g_s = solver.zero_grad(m);
+            let mut g_u = vec![0.0; m.nv()];
+            for sel in [ParamSelection::none(), ParamSelection::all(m)] {
+                let what = format!("{name}, {gradient:?}, {} parameters", sel.len());
+                let mut g_theta = vec![0.0; sel.len()];
+                let mut vjp =
+                    || solver.step_vjp(m, &rec, &g_out, &mut g_s, &mut g_u, &sel, &mut g_theta, &mut ws).unwrap();
+                vjp();
+                let c = count(vjp);
+                assert!(expected(c), "{what}: {c} step_vjp allocations (the fixed point's SVD: {svd_min}–{svd_max})");
+                let mut jac = StepJacobians::for_solver(&solver, m, &sel);
+                let mut jacobians = || solver.step_jacobians_into(m, s0, &u, 0.005, &sel, &mut ws, &mut jac).unwrap();
+                jacobians();
+                let cj = count(jacobians);
+                assert!(
+                    cj >= parry && expected(cj - parry),
+                    "{what}: {cj} step_jacobians_into allocations ({parry} plane–box pairs)"
+                );
+                per_sel.push((c, cj));
+            }
+            // never per direction: the same with 0 and with every parameter
+            assert_eq!(
+                per_sel[0], per_sel[1],
+                "{name}, {gradient:?}: allocations (vjp, jacobians) with 0 / all parameters"
+            );
+        }
+    }
+}
+
+/// XPBD `step`, `step_vjp` and `step_jacobians_into` on the two-link arm.
+#[test]
+fn xpbd_step_vjp_and_jacobians_allocate_nothing() {
+    let (m, s0): (Model, MaximalState) = torsion_model::builder::spinning_thick_arm();
+    let solver = XpbdSolver::default();
+    let u = Control::from_torques(&[0.7, -0.3]);
+    let mut ws = solver.workspace(&m).unwrap();
+    let mut rec = solver.record(&m);
+    let mut out = s0.clone();
+    let step = |rec: &mut _, ws: &mut _, out: &mut _| solver.step(&m, &s0, &u, 0.01, out, ws, Some(rec)).unwrap();
+    step(&mut rec, &mut ws, &mut out);
+    let c = count(|| {
+        step(&mut rec, &mut ws, &mut out);
+    });
+    assert_eq!(c, 0, "xpbd step: {c} allocations");
+    let g_out = out.clone();
+    let mut g_s = solver.zero_grad(&m);
+    let mut g_u = vec![0.0; m.joint_count()];
+    for sel in [ParamSelection::none(), ParamSelection::all(&m)] {
+        let mut g_theta = vec![0.0; sel.len()];
+        let mut vjp = || solver.step_vjp(&m, &rec, &g_out, &mut g_s, &mut g_u, &sel, &mut g_theta, &mut ws).unwrap();
+        vjp();
+        let c = count(vjp);
+        assert_eq!(c, 0, "xpbd step_vjp with {} parameters: {c} allocations", sel.len());
+        let mut jac = StepJacobians::for_solver(&solver, &m, &sel);
+        let mut jacobians = || solver.step_jacobians_into(&m, &s0, &u, 0.01, &sel, &mut ws, &mut jac).unwrap();
+        jacobians();
+        let c = count(jacobians);
+        assert_eq!(c, 0, "xpbd step_jacobians_into with {} parameters: {c} allocations", sel.len());
+    }
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Featherstone (issue 14 item 1 / issue 13): step, the reverse-mode step_vjp and step_jacobians_into
@@ -21,7 +266,7 @@ fn panda() -> Model {
 }
 
 /// Allocations of `f` over 20 calls, after two warm-up calls (the record's buffers take their sizes then).
-fn count(mut f: impl FnMut()) -> usize {
+fn count_calls(mut f: impl FnMut()) -> usize {
     f();
     f();
     let before = thread_allocations();
@@ -49,11 +294,11 @@ fn featherstone_step_vjp_and_jacobians_allocate_nothing() {
         let mut ws = solver.workspace(&m).unwrap();
         let mut rec = solver.record(&m);
         let mut out = s.clone();
-        let n = count(|| {
+        let n = count_calls(|| {
             solver.step(&m, &s, &u, dt, &mut out, &mut ws, None).unwrap();
         });
         assert_eq!(n, 0, "{name}: step allocated {n} times");
-        let n = count(|| {
+        let n = count_calls(|| {
             solver.step(&m, &s, &u, dt, &mut out, &mut ws, Some(&mut rec)).unwrap();
         });
         assert_eq!(n, 0, "{name}: step with a record allocated {n} times");
@@ -62,13 +307,13 @@ fn featherstone_step_vjp_and_jacobians_allocate_nothing() {
         for (which, sel) in [("none", ParamSelection::none()), ("inertial", inertial), ("all", ParamSelection::all(&m))]
         {
             let (mut gs, mut gu, mut gt) = (solver.zero_grad(&m), vec![0.0; nv], vec![0.0; sel.len()]);
-            let n = count(|| {
+            let n = count_calls(|| {
                 solver.step_vjp(&m, &rec, &g_out, &mut gs, &mut gu, &sel, &mut gt, &mut ws).unwrap();
             });
             assert_eq!(n, 0, "{name}: step_vjp (sel {which}, {} parameters) allocated {n} times", sel.len());
             assert!(gt.iter().all(|x| x.is_finite()) && (sel.is_empty() || gt.iter().any(|x| *x != 0.0)));
             let mut jac = StepJacobians::for_solver(&solver, &m, &sel);
-            let n = count(|| {
+            let n = count_calls(|| {
                 solver.step_jacobians_into(&m, &s, &u, dt, &sel, &mut ws, &mut jac).unwrap();
             });
             assert_eq!(n, 0, "{name}: step_jacobians_into (sel {which}) allocated {n} times");

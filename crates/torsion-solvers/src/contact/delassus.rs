@@ -23,6 +23,10 @@ pub struct ContactPattern {
     pub roots: Vec<[usize; 2]>,
     /// contacts of each island, ascending (islands ordered by their first contact)
     pub islands: Vec<Vec<usize>>,
+    /// `fill`'s scratch: island lists kept for reuse, the union-find over root DoFs, each root's island
+    spare: Vec<Vec<usize>>,
+    up: Vec<usize>,
+    island_of_root: Vec<usize>,
 }
 
 impl ContactPattern {
@@ -33,7 +37,19 @@ impl ContactPattern {
         body_joint: &[usize],
         contacts: &[ContactGeom<T>],
     ) -> Self {
-        let nc = contacts.len();
+        let mut pat = ContactPattern::default();
+        pat.fill(dm, lambda, body_joint, contacts);
+        pat
+    }
+
+    /// [`ContactPattern::new`] in place, reusing the lists (no allocation once they have grown).
+    pub fn fill<T: Scalar>(
+        &mut self,
+        dm: &DynModel<T>,
+        lambda: &[usize],
+        body_joint: &[usize],
+        contacts: &[ContactGeom<T>],
+    ) {
         // the deepest DoF moving a body: its joint's last DoF, else (a 0-DoF joint) that of the body above
         let deepest = |body: usize| -> usize {
             let mut b = body;
@@ -46,12 +62,14 @@ impl ContactPattern {
             }
             NO_DOF
         };
-        let mut pat = ContactPattern {
-            start: Vec::with_capacity(nc + 1),
-            dofs: Vec::new(),
-            roots: Vec::with_capacity(nc),
-            islands: Vec::new(),
-        };
+        let pat = self;
+        pat.start.clear();
+        pat.dofs.clear();
+        pat.roots.clear();
+        while let Some(mut isl) = pat.islands.pop() {
+            isl.clear();
+            pat.spare.push(isl);
+        }
         pat.start.push(0);
         for c in contacts {
             // the two chains, each descending (λ(i) < i), merged into one ascending list without repeats
@@ -86,7 +104,9 @@ impl ContactPattern {
         }
         // islands: union-find over root DoFs
         let nv = lambda.len();
-        let mut up: Vec<usize> = (0..nv).collect();
+        let up = &mut pat.up;
+        up.clear();
+        up.extend(0..nv);
         fn find(up: &mut [usize], mut x: usize) -> usize {
             while up[x] != x {
                 up[x] = up[up[x]];
@@ -96,26 +116,29 @@ impl ContactPattern {
         }
         for r in &pat.roots {
             if r[0] != NO_DOF && r[1] != NO_DOF {
-                let (x, y) = (find(&mut up, r[0]), find(&mut up, r[1]));
+                let (x, y) = (find(up, r[0]), find(up, r[1]));
                 up[x.max(y)] = x.min(y);
             }
         }
-        let mut island_of_root = vec![usize::MAX; nv];
+        let island_of_root = &mut pat.island_of_root;
+        island_of_root.clear();
+        island_of_root.resize(nv, usize::MAX);
         for (c, r) in pat.roots.iter().enumerate() {
             let any = if r[0] != NO_DOF { r[0] } else { r[1] };
             if any == NO_DOF {
                 // between fixed bodies: touches nothing, an island of its own
-                pat.islands.push(vec![c]);
+                let mut isl = pat.spare.pop().unwrap_or_default();
+                isl.push(c);
+                pat.islands.push(isl);
                 continue;
             }
-            let k = find(&mut up, any);
+            let k = find(up, any);
             if island_of_root[k] == usize::MAX {
                 island_of_root[k] = pat.islands.len();
-                pat.islands.push(vec![]);
+                pat.islands.push(pat.spare.pop().unwrap_or_default());
             }
             pat.islands[island_of_root[k]].push(c);
         }
-        pat
     }
 
     pub fn support(&self, c: usize) -> &[usize] {
@@ -125,7 +148,7 @@ impl ContactPattern {
 
 /// Y = L⁻ᵀ Jᵀ on the supports and the non-zero blocks of W = YᵀY written into G_n (nc × nc), G_t (2nc × 2nc),
 /// G_nt (nc × 2nc) (zero elsewhere). `l`, `lambda`: M = Lᵀ L from `ltl_in_place`.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, dead_code)]
 pub(crate) fn assemble<T: Scalar>(
     l: &DMatrix<T>,
     lambda: &[usize],
@@ -136,18 +159,50 @@ pub(crate) fn assemble<T: Scalar>(
     gt: &mut DMatrix<T>,
     gnt: &mut DMatrix<T>,
 ) {
+    assemble_with(l, lambda, jn, jt, pat, gn, gt, gnt, &mut DelassusScratch::default())
+}
+
+/// The buffers of [`assemble_with`]: Y on the supports, a dense column, the contacts by root DoF.
+pub(crate) struct DelassusScratch<T: Scalar> {
+    y: Vec<T>,
+    w: Vec<T>,
+    by_root: Vec<Vec<usize>>,
+}
+
+impl<T: Scalar> Default for DelassusScratch<T> {
+    fn default() -> Self {
+        DelassusScratch { y: vec![], w: vec![], by_root: vec![] }
+    }
+}
+
+/// [`assemble`] with reused buffers (no allocation once they have grown).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn assemble_with<T: Scalar>(
+    l: &DMatrix<T>,
+    lambda: &[usize],
+    jn: &DMatrix<T>,
+    jt: &DMatrix<T>,
+    pat: &ContactPattern,
+    gn: &mut DMatrix<T>,
+    gt: &mut DMatrix<T>,
+    gnt: &mut DMatrix<T>,
+    sc: &mut DelassusScratch<T>,
+) {
     let nc = pat.roots.len();
     let nv = lambda.len();
     // y[3 (start[c] + p) + m]: row m (n, t1, t2) of contact c at its p-th support DoF
-    let mut y = vec![T::zero(); 3 * pat.dofs.len()];
-    let mut w = vec![T::zero(); nv];
+    let DelassusScratch { y, w, by_root } = sc;
+    y.clear();
+    y.resize(3 * pat.dofs.len(), T::zero());
+    w.clear();
+    w.resize(nv, T::zero());
     for c in 0..nc {
         let sup = pat.support(c);
         for m in 0..3 {
             for &k in sup {
                 w[k] = if m == 0 { jn[(c, k)] } else { jt[(2 * c + m - 1, k)] };
             }
-            lt_solve_on(l, lambda, &mut w, sup);
+            lt_solve_on(l, lambda, w, sup);
             for (p, &k) in sup.iter().enumerate() {
                 y[3 * (pat.start[c] + p) + m] = w[k];
                 w[k] = T::zero();
@@ -158,7 +213,8 @@ pub(crate) fn assemble<T: Scalar>(
     gt.fill(T::zero());
     gnt.fill(T::zero());
     // contacts by root DoF; a pair sharing two roots is computed under the smaller one
-    let mut by_root: Vec<Vec<usize>> = vec![Vec::new(); nv];
+    by_root.iter_mut().for_each(|b| b.clear());
+    by_root.resize_with(nv.max(by_root.len()), Vec::new);
     for (c, r) in pat.roots.iter().enumerate() {
         for (i, &x) in r.iter().enumerate() {
             if x != NO_DOF && (i == 0 || x != r[0]) {

@@ -3,15 +3,17 @@
 //! the smooth update S(v), the contact Jacobians, the Delassus blocks G = J M⁻¹ Jᵀ and the offsets of the impact
 //! and of the step, the impact's restitution and the impulse application. Free of any one solver's options
 //! (`PreludeOptions`); the solver of the impulses (ncp's staggered ADMM passes, an LCP) is the caller's.
-use super::delassus::{assemble, ContactPattern};
+use super::buffers::reshape_zeroed;
+use super::delassus::{assemble_with, ContactPattern, DelassusScratch};
 use super::frames::{contact_jacobians, ContactGeom};
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
+use torsion_dynamics::fluid::FluidBodies;
 use torsion_dynamics::gyroscopic::implicit_gyroscopic;
 use torsion_dynamics::joints::add_free_frame_term;
-use torsion_dynamics::ltl::{dof_parents, ltl_in_place, ltl_solve_in_place};
-use torsion_dynamics::passive::passive_forces_in;
-use torsion_dynamics::{crba_into, forward_kinematics, nonlinear_effects, DynData, DynModel};
+use torsion_dynamics::ltl::{dof_parents_with, ltl_in_place, ltl_solve_in_place};
+use torsion_dynamics::passive::passive_forces_into;
+use torsion_dynamics::{crba_into, forward_kinematics, nonlinear_effects_into, DynData, DynModel};
 use torsion_math::Scalar;
 use torsion_model::Model;
 
@@ -52,6 +54,50 @@ pub struct Prelude<T: Scalar> {
     /// the impact's offsets (from v; empty when no contact has ε > 0)
     pub bn_impact: Vec<T>,
     pub bt_impact: Vec<T>,
+    scratch: PreludeScratch<T>,
+}
+
+/// Buffers of `prelude_into` and `after_impact` (reused from step to step).
+struct PreludeScratch<T: Scalar> {
+    bias: Vec<T>,
+    passive: Vec<T>,
+    /// v + M⁻¹ Jᵀ P after an impact
+    struck: Vec<T>,
+    /// the model's fluid data (built at the first step)
+    fluid: Option<FluidBodies>,
+    delassus: DelassusScratch<T>,
+    /// `dof_parents_with`'s scratch
+    body_last: Vec<usize>,
+}
+
+impl<T: Scalar> Default for Prelude<T> {
+    /// Empty buffers for `prelude_into` (sized by its first call).
+    fn default() -> Self {
+        let e = || DMatrix::from_vec(0, 0, Vec::new());
+        Prelude {
+            l: e(),
+            lambda: vec![],
+            pattern: ContactPattern::default(),
+            vp: vec![],
+            jn: e(),
+            jt: e(),
+            gn: e(),
+            gt: e(),
+            gnt: e(),
+            bn: vec![],
+            bt: vec![],
+            bn_impact: vec![],
+            bt_impact: vec![],
+            scratch: PreludeScratch {
+                bias: vec![],
+                passive: vec![],
+                struck: vec![],
+                fluid: None,
+                delassus: DelassusScratch::default(),
+                body_last: vec![],
+            },
+        }
+    }
 }
 
 /// The inputs of a step's contact problem, shared by `prelude` and `Prelude::after_impact`.
@@ -72,52 +118,50 @@ pub struct StepInputs<'a, T: Scalar> {
 /// G = YᵀY with Y = L⁻ᵀ Jᵀ (M = Lᵀ L); v^p = S(v) (`smooth_velocity`) and the step's offsets
 /// (`step_offsets`); with a contact of ε > 0, the impact's offsets from v (`impact_offsets`).
 pub fn prelude<T: Scalar>(x: &StepInputs<T>, d: &mut DynData<T>) -> Result<Prelude<T>, SolverError> {
+    let mut pre = Prelude::default();
+    prelude_into(x, d, &mut pre)?;
+    Ok(pre)
+}
+
+/// [`prelude`] into `pre`, reusing its buffers (no allocation once they have grown to the step's size: the
+/// contact-dependent ones grow only when a step has more contacts than any before).
+pub fn prelude_into<T: Scalar>(x: &StepInputs<T>, d: &mut DynData<T>, pre: &mut Prelude<T>) -> Result<(), SolverError> {
     let StepInputs { model, dm, body_joint, q, v, u, dt, contacts, o } = *x;
     let nv = dm.nv;
-    let mut l = DMatrix::zeros(nv, nv);
-    crba_into(dm, q, d, &mut l).map_err(dyn_err(o.solver))?;
-    let mut lambda = vec![];
-    dof_parents(dm, &mut lambda);
-    if !ltl_in_place(&mut l, &lambda) {
+    reshape_zeroed(&mut pre.l, nv, nv);
+    crba_into(dm, q, d, &mut pre.l).map_err(dyn_err(o.solver))?;
+    dof_parents_with(dm, &mut pre.lambda, &mut pre.scratch.body_last);
+    if !ltl_in_place(&mut pre.l, &pre.lambda) {
         return Err(SolverError::BadInput {
             solver: o.solver,
             problem: "the joint-space inertia matrix is not positive definite".into(),
         });
     }
-    let vp = smooth_velocity(model, dm, d, &l, &lambda, q, v, u, dt, o)?;
+    let Prelude { l, lambda, vp, scratch, .. } = pre;
+    smooth_velocity(model, dm, d, l, lambda, q, v, u, dt, o, scratch, vp)?;
     let nc = contacts.len();
-    let (mut jn, mut jt) = (DMatrix::zeros(nc, nv), DMatrix::zeros(2 * nc, nv));
+    reshape_zeroed(&mut pre.jn, nc, nv);
+    reshape_zeroed(&mut pre.jt, 2 * nc, nv);
     forward_kinematics(dm, q, d);
-    contact_jacobians(dm, d, body_joint, contacts, &mut jn, &mut jt);
+    contact_jacobians(dm, d, body_joint, contacts, &mut pre.jn, &mut pre.jt);
     // Y = L⁻ᵀ Jᵀ on each contact's DoFs, G = YᵀY on the pairs sharing a tree: M⁻¹ is never formed (spec 001 §3.1)
-    let pattern = ContactPattern::new(dm, &lambda, body_joint, contacts);
-    let (mut gn, mut gt, mut gnt) =
-        (DMatrix::zeros(nc, nc), DMatrix::zeros(2 * nc, 2 * nc), DMatrix::zeros(nc, 2 * nc));
-    assemble(&l, &lambda, &jn, &jt, &pattern, &mut gn, &mut gt, &mut gnt);
-    let mut pre = Prelude {
-        l,
-        lambda,
-        pattern,
-        vp,
-        jn,
-        jt,
-        gn,
-        gt,
-        gnt,
-        bn: vec![],
-        bt: vec![],
-        bn_impact: vec![],
-        bt_impact: vec![],
-    };
+    pre.pattern.fill(dm, &pre.lambda, body_joint, contacts);
+    reshape_zeroed(&mut pre.gn, nc, nc);
+    reshape_zeroed(&mut pre.gt, 2 * nc, 2 * nc);
+    reshape_zeroed(&mut pre.gnt, nc, 2 * nc);
+    let Prelude { l, lambda, jn, jt, pattern, gn, gt, gnt, scratch, .. } = pre;
+    assemble_with(l, lambda, jn, jt, pattern, gn, gt, gnt, &mut scratch.delassus);
     pre.step_offsets(contacts, dt, o);
+    pre.bn_impact.clear();
+    pre.bt_impact.clear();
     if contacts.iter().any(|c| c.restitution.re() > 0.0) {
         pre.impact_offsets(contacts, v, dt);
     }
-    Ok(pre)
+    Ok(())
 }
 
 /// The smooth velocity update S (spec 001 §3.2): v^p = v + Δt M⁻¹ τ(q, v, u) with M = Lᵀ L factorised, the
-/// implicit gyroscopic torque of loose free bodies and the free joints' frame term.
+/// implicit gyroscopic torque of loose free bodies and the free joints' frame term; into `vp`.
 #[allow(clippy::too_many_arguments)]
 fn smooth_velocity<T: Scalar>(
     model: &Model,
@@ -130,20 +174,30 @@ fn smooth_velocity<T: Scalar>(
     u: &[T],
     dt: f64,
     o: &PreludeOptions,
-) -> Result<Vec<T>, SolverError> {
+    sc: &mut PreludeScratch<T>,
+    vp: &mut Vec<T>,
+) -> Result<(), SolverError> {
     let nv = dm.nv;
-    let bias = nonlinear_effects(dm, q, v, d).map_err(dyn_err(o.solver))?;
-    let passive =
-        if o.passive { passive_forces_in(model, dm, d, q, v).map_err(dyn_err(o.solver))? } else { vec![T::zero(); nv] };
-    let mut vp: Vec<T> = (0..nv).map(|k| u[k] - bias[k] + passive[k]).collect();
-    ltl_solve_in_place(l, lambda, &mut vp);
+    sc.bias.resize(nv, T::zero());
+    nonlinear_effects_into(dm, q, v, d, &mut sc.bias).map_err(dyn_err(o.solver))?;
+    sc.passive.clear();
+    sc.passive.resize(nv, T::zero());
+    if o.passive {
+        let fluid = sc.fluid.get_or_insert_with(|| FluidBodies::new(model));
+        fluid.fill(model);
+        passive_forces_into(model, dm, d, fluid, q, v, &mut sc.passive).map_err(dyn_err(o.solver))?;
+    }
+    let (bias, passive) = (&sc.bias, &sc.passive);
+    vp.clear();
+    vp.extend((0..nv).map(|k| u[k] - bias[k] + passive[k]));
+    ltl_solve_in_place(l, lambda, vp);
     let h = T::c(dt);
     for k in 0..nv {
         vp[k] = v[k] + h * vp[k];
     }
-    implicit_gyroscopic(dm, v, h, &mut vp);
-    add_free_frame_term(dm, v, h, &mut vp);
-    Ok(vp)
+    implicit_gyroscopic(dm, v, h, vp);
+    add_free_frame_term(dm, v, h, vp);
+    Ok(())
 }
 
 impl<T: Scalar> Prelude<T> {
@@ -156,16 +210,17 @@ impl<T: Scalar> Prelude<T> {
     /// it is the impact's (`impact_offsets`, `restitution_impulses`), applied before the smooth forces.
     fn step_offsets(&mut self, contacts: &[ContactGeom<T>], dt: f64, o: &PreludeOptions) {
         let h = T::c(dt);
-        let bn = (0..contacts.len())
-            .map(|i| {
-                let c = &contacts[i];
-                let zero = T::zero();
-                let e = if c.distance.re() < 0.0 { -c.distance } else { zero };
-                let gap = if c.distance.re() > 0.0 { c.distance } else { zero };
-                self.row_dot(&self.jn, i, i, &self.vp) + gap / h - T::c(o.baumgarte) * e
-            })
-            .collect();
-        let bt = (0..2 * contacts.len()).map(|r| self.row_dot(&self.jt, r, r / 2, &self.vp)).collect();
+        let (mut bn, mut bt) = (std::mem::take(&mut self.bn), std::mem::take(&mut self.bt));
+        bn.clear();
+        bn.extend((0..contacts.len()).map(|i| {
+            let c = &contacts[i];
+            let zero = T::zero();
+            let e = if c.distance.re() < 0.0 { -c.distance } else { zero };
+            let gap = if c.distance.re() > 0.0 { c.distance } else { zero };
+            self.row_dot(&self.jn, i, i, &self.vp) + gap / h - T::c(o.baumgarte) * e
+        }));
+        bt.clear();
+        bt.extend((0..2 * contacts.len()).map(|r| self.row_dot(&self.jt, r, r / 2, &self.vp)));
         (self.bn, self.bt) = (bn, bt);
     }
 
@@ -174,20 +229,21 @@ impl<T: Scalar> Prelude<T> {
     /// from where it is), ρ = φ⁺/Δt otherwise; b_t = J_t v.
     fn impact_offsets(&mut self, contacts: &[ContactGeom<T>], v: &[T], dt: f64) {
         let h = T::c(dt);
-        let bn = (0..contacts.len())
-            .map(|i| {
-                let c = &contacts[i];
-                let vn = self.row_dot(&self.jn, i, i, v);
-                let gap = if c.distance.re() > 0.0 { c.distance } else { T::zero() };
-                let struck = gap.re() <= 0.0 || (c.restitution.re() > 0.0 && vn.re() * dt + gap.re() <= 0.0);
-                if struck {
-                    vn
-                } else {
-                    vn + gap / h
-                }
-            })
-            .collect();
-        let bt = (0..2 * contacts.len()).map(|r| self.row_dot(&self.jt, r, r / 2, v)).collect();
+        let (mut bn, mut bt) = (std::mem::take(&mut self.bn_impact), std::mem::take(&mut self.bt_impact));
+        bn.clear();
+        bn.extend((0..contacts.len()).map(|i| {
+            let c = &contacts[i];
+            let vn = self.row_dot(&self.jn, i, i, v);
+            let gap = if c.distance.re() > 0.0 { c.distance } else { T::zero() };
+            let struck = gap.re() <= 0.0 || (c.restitution.re() > 0.0 && vn.re() * dt + gap.re() <= 0.0);
+            if struck {
+                vn
+            } else {
+                vn + gap / h
+            }
+        }));
+        bt.clear();
+        bt.extend((0..2 * contacts.len()).map(|r| self.row_dot(&self.jt, r, r / 2, v)));
         (self.bn_impact, self.bt_impact) = (bn, bt);
     }
 
@@ -201,8 +257,12 @@ impl<T: Scalar> Prelude<T> {
         pt: &[T],
     ) -> Result<(), SolverError> {
         let StepInputs { model, dm, q, v, u, dt, contacts, o, .. } = *x;
-        let struck = impulse_velocity(self, v, pn, pt);
-        self.vp = smooth_velocity(model, dm, d, &self.l, &self.lambda, q, &struck, u, dt, o)?;
+        let mut struck = std::mem::take(&mut self.scratch.struck);
+        impulse_velocity(self, v, pn, pt, &mut struck);
+        let Prelude { l, lambda, vp, scratch, .. } = self;
+        let r = smooth_velocity(model, dm, d, l, lambda, q, &struck, u, dt, o, scratch, vp);
+        self.scratch.struck = struck;
+        r?;
         self.step_offsets(contacts, dt, o);
         Ok(())
     }
@@ -213,27 +273,51 @@ impl<T: Scalar> Prelude<T> {
 /// never adds kinetic energy; with unequal ε (a bouncy ball on a box resting on the floor) the restitution may
 /// push a body into a resting contact, and the step's solve takes that velocity out (tested, tests/ncp_energy.rs).
 pub fn restitution_impulses<T: Scalar>(contacts: &[ContactGeom<T>], ln: &[T], lt: &[T]) -> (Vec<T>, Vec<T>) {
-    let one = T::one();
-    (
-        (0..ln.len()).map(|i| (one + contacts[i].restitution) * ln[i]).collect(),
-        (0..lt.len()).map(|k| (one + contacts[k / 2].restitution) * lt[k]).collect(),
-    )
+    let (mut pn, mut pt) = (vec![], vec![]);
+    restitution_impulses_into(contacts, ln, lt, &mut pn, &mut pt);
+    (pn, pt)
 }
 
-/// base + M⁻¹ (J_nᵀ λ_n + J_tᵀ λ_t) on any scalar.
-fn impulse_velocity<T: Scalar>(pre: &Prelude<T>, base: &[T], ln: &[T], lt: &[T]) -> Vec<T> {
+/// [`restitution_impulses`] into `pn`, `pt` (refilled in place).
+pub fn restitution_impulses_into<T: Scalar>(
+    contacts: &[ContactGeom<T>],
+    ln: &[T],
+    lt: &[T],
+    pn: &mut Vec<T>,
+    pt: &mut Vec<T>,
+) {
+    let one = T::one();
+    pn.clear();
+    pn.extend((0..ln.len()).map(|i| (one + contacts[i].restitution) * ln[i]));
+    pt.clear();
+    pt.extend((0..lt.len()).map(|k| (one + contacts[k / 2].restitution) * lt[k]));
+}
+
+/// base + M⁻¹ (J_nᵀ λ_n + J_tᵀ λ_t) on any scalar, into `out`.
+fn impulse_velocity<T: Scalar>(pre: &Prelude<T>, base: &[T], ln: &[T], lt: &[T], out: &mut Vec<T>) {
     let nv = base.len();
-    let mut f = vec![T::zero(); nv];
+    out.clear();
+    out.resize(nv, T::zero());
+    let f = out;
     for i in 0..ln.len() {
         for &k in pre.pattern.support(i) {
             f[k] += pre.jn[(i, k)] * ln[i] + pre.jt[(2 * i, k)] * lt[2 * i] + pre.jt[(2 * i + 1, k)] * lt[2 * i + 1];
         }
     }
-    ltl_solve_in_place(&pre.l, &pre.lambda, &mut f);
-    (0..nv).map(|k| base[k] + f[k]).collect()
+    ltl_solve_in_place(&pre.l, &pre.lambda, f);
+    for k in 0..nv {
+        f[k] = base[k] + f[k];
+    }
 }
 
 /// v⁺ = v^p + M⁻¹ (J_nᵀ λ_n + J_tᵀ λ_t) on any scalar.
 pub fn apply_impulses<T: Scalar>(pre: &Prelude<T>, ln: &[T], lt: &[T]) -> Vec<T> {
-    impulse_velocity(pre, &pre.vp, ln, lt)
+    let mut out = vec![];
+    apply_impulses_into(pre, ln, lt, &mut out);
+    out
+}
+
+/// [`apply_impulses`] into `out` (refilled in place).
+pub fn apply_impulses_into<T: Scalar>(pre: &Prelude<T>, ln: &[T], lt: &[T], out: &mut Vec<T>) {
+    impulse_velocity(pre, &pre.vp, ln, lt, out)
 }

@@ -48,6 +48,15 @@ pub struct ReducedKkt {
     pub last_residual: std::cell::Cell<f64>,
 }
 
+/// Scratch of [`ReducedKkt::jvp_into`]: the right-hand side, the solution and the refinement's buffers.
+#[derive(Clone, Debug, Default)]
+pub struct KktScratch {
+    rhs: Vec<f64>,
+    x: Vec<f64>,
+    r: Vec<f64>,
+    hu: Vec<f64>,
+}
+
 fn shape(problem: String) -> SolverError {
     SolverError::BadInput { solver: "ncp", problem }
 }
@@ -377,8 +386,18 @@ impl ReducedKkt {
 
     /// Forward mode: dz for perturbations dP (optional), dq and dr (per contact; empty for the orthant).
     pub fn jvp(&self, dp: Option<&DMatrix<f64>>, dq: &[f64], dr: &[f64]) -> Vec<f64> {
+        let mut dz = vec![];
+        self.jvp_into(dp, dq, dr, &mut dz, &mut KktScratch::default());
+        dz
+    }
+
+    /// [`ReducedKkt::jvp`] into `dz` with reused scratch (no allocation once the buffers have grown).
+    pub fn jvp_into(&self, dp: Option<&DMatrix<f64>>, dq: &[f64], dr: &[f64], dz: &mut Vec<f64>, sc: &mut KktScratch) {
         let nf = self.free.len();
-        let mut rhs = vec![0.0; nf + self.active.len()];
+        let m = nf + self.active.len();
+        let KktScratch { rhs, x, r, hu } = sc;
+        rhs.clear();
+        rhs.resize(m, 0.0);
         for (a, &j) in self.free.iter().enumerate() {
             let dpz = dp.map(|d| (0..self.n).map(|t| d[(j, t)] * self.z[t]).sum::<f64>()).unwrap_or(0.0);
             rhs[a] = -(dpz + dq[j]);
@@ -386,12 +405,18 @@ impl ReducedKkt {
         for (c, act) in self.active.iter().enumerate() {
             rhs[nf + c] = -act.d_dr * dr[act.index];
         }
-        let x = self.solve(&rhs);
-        let mut dz = vec![0.0; self.n];
+        for b in [&mut *x, &mut *r] {
+            b.clear();
+            b.resize(m, 0.0);
+        }
+        hu.clear();
+        hu.resize(nf, 0.0);
+        self.solve_into(rhs, x, r, hu);
+        dz.clear();
+        dz.resize(self.n, 0.0);
         for (a, &j) in self.free.iter().enumerate() {
             dz[j] = x[a];
         }
-        dz
     }
 
     /// The KKT equations of the current active set at the build point (used by the ADMM polish): writes the
@@ -468,7 +493,13 @@ impl ReducedKkt {
     pub(crate) fn free(&self) -> &[usize] {
         &self.free
     }
+    /// [`ReducedKkt::matrix`]'s size m and its entries (column-major, m²), without a copy.
+    pub(crate) fn matrix_slice(&self) -> (usize, &[f64]) {
+        let m = self.free.len() + self.active.len();
+        (m, &self.k[..m * m])
+    }
     /// K = [H A; Aᵀ 0] over the free coordinates and the strictly active constraints (rows normalised).
+    #[allow(dead_code)]
     pub(crate) fn matrix(&self) -> DMatrix<f64> {
         let m = self.free.len() + self.active.len();
         DMatrix::from_column_slice(m, m, &self.k[..m * m])

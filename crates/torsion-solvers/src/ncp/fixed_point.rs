@@ -22,7 +22,10 @@ use nalgebra::DMatrix;
 /// Singular values below this fraction of the largest are treated as zero (redundant impulses).
 const SVD_TOL: f64 = 1e-11;
 
-/// The coupled KKT system at a converged (λ_n, λ_t), pseudo-inverted once.
+/// The coupled KKT system at a converged (λ_n, λ_t), pseudo-inverted once. [`FixedPointKkt::rebuild`] reuses
+/// the buffers; only the SVD pseudo-inverse allocates (nalgebra's `SVD` consumes the matrix and allocates its
+/// factors and the pseudo-inverse: a fixed number of allocations per build, counted in tests/alloc.rs).
+#[derive(Default)]
 pub(crate) struct FixedPointKkt {
     free_n: Vec<usize>,
     free_t: Vec<usize>,
@@ -34,12 +37,25 @@ pub(crate) struct FixedPointKkt {
     pub rank_deficient: bool,
     /// some contact sticks (λ_n > 0, λ_t strictly inside its friction set)
     pub sticking: bool,
+    /// the build's scratch: the QP's and the QCQP's linear terms and reduced KKT systems, radii, positions
+    g_n: Vec<f64>,
+    g_t: Vec<f64>,
+    r: Vec<f64>,
+    kn: Option<ReducedKkt>,
+    kt: Option<ReducedKkt>,
+    pos_n: Vec<usize>,
+}
+
+/// `v` ← `x` (refilled in place).
+fn set_from<T: Copy>(v: &mut Vec<T>, x: &[T]) {
+    v.clear();
+    v.extend_from_slice(x);
 }
 
 impl FixedPointKkt {
     /// Build at the impulses (λ_n, λ_t) of the blocks G_n (nc²), G_t (2nc × 2nc), G_nt (nc × 2nc) and offsets
     /// b_n, b_t, with friction coefficients μ per contact.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, dead_code)]
     pub fn new(
         gn: &DMatrix<f64>,
         gt: &DMatrix<f64>,
@@ -51,20 +67,51 @@ impl FixedPointKkt {
         mu: &[f64],
         kind: FrictionSet,
     ) -> Result<Self, SolverError> {
+        let mut k = FixedPointKkt::default();
+        k.rebuild(gn, gt, gnt, bn, bt, ln, lt, mu, kind)?;
+        Ok(k)
+    }
+
+    /// [`FixedPointKkt::new`] into this storage (on an error the contents are unspecified).
+    #[allow(clippy::too_many_arguments)]
+    pub fn rebuild(
+        &mut self,
+        gn: &DMatrix<f64>,
+        gt: &DMatrix<f64>,
+        gnt: &DMatrix<f64>,
+        bn: &[f64],
+        bt: &[f64],
+        ln: &[f64],
+        lt: &[f64],
+        mu: &[f64],
+        kind: FrictionSet,
+    ) -> Result<(), SolverError> {
         let nc = ln.len();
-        let g_n: Vec<f64> = (0..nc).map(|i| bn[i] + (0..2 * nc).map(|k| gnt[(i, k)] * lt[k]).sum::<f64>()).collect();
-        let g_t: Vec<f64> = (0..2 * nc).map(|k| bt[k] + (0..nc).map(|i| gnt[(i, k)] * ln[i]).sum::<f64>()).collect();
-        let r: Vec<f64> = (0..nc).map(|i| mu[i] * ln[i]).collect();
-        let kn = ReducedKkt::new(gn, &g_n, ln, ConstraintSet::Nonneg)?;
-        let kt = ReducedKkt::new(gt, &g_t, lt, ConstraintSet::Friction { kind, r: &r })?;
-        let (free_n, free_t) = (kn.free().to_vec(), kt.free().to_vec());
+        let (g_n, g_t, r) = (&mut self.g_n, &mut self.g_t, &mut self.r);
+        g_n.clear();
+        g_n.extend((0..nc).map(|i| bn[i] + (0..2 * nc).map(|k| gnt[(i, k)] * lt[k]).sum::<f64>()));
+        g_t.clear();
+        g_t.extend((0..2 * nc).map(|k| bt[k] + (0..nc).map(|i| gnt[(i, k)] * ln[i]).sum::<f64>()));
+        r.clear();
+        r.extend((0..nc).map(|i| mu[i] * ln[i]));
+        let kn = self.kn.get_or_insert_with(|| ReducedKkt::with_capacity(nc, 0));
+        kn.rebuild(gn, g_n, ln, ConstraintSet::Nonneg)?;
+        let kt = self.kt.get_or_insert_with(|| ReducedKkt::with_capacity(2 * nc, 0));
+        kt.rebuild(gt, g_t, lt, ConstraintSet::Friction { kind, r })?;
+        let (free_n, free_t, active) = (&mut self.free_n, &mut self.free_t, &mut self.active);
+        set_from(free_n, kn.free());
+        set_from(free_t, kt.free());
+        active.clear();
+        active.extend_from_slice(kt.active());
         let (nfn, nft) = (free_n.len(), free_t.len());
-        let active = kt.active().to_vec();
-        let sticking = (0..nc)
+        self.sticking = (0..nc)
             .any(|i| ln[i] > 0.0 && mu[i] > 0.0 && free_t.contains(&(2 * i)) && !active.iter().any(|a| a.index == i));
         let m = nfn + nft + active.len();
+        // the matrix (consumed by the SVD below)
         let mut k = DMatrix::zeros(m, m);
-        let mut pos_n = vec![usize::MAX; nc];
+        let pos_n = &mut self.pos_n;
+        pos_n.clear();
+        pos_n.resize(nc, usize::MAX);
         for (a, &i) in free_n.iter().enumerate() {
             pos_n[i] = a;
             for (b, &j) in free_n.iter().enumerate() {
@@ -75,10 +122,10 @@ impl FixedPointKkt {
                 k[(nfn + b, a)] = gnt[(i, t)];
             }
         }
-        let kt_m = kt.matrix();
-        for a in 0..kt_m.nrows() {
-            for b in 0..kt_m.ncols() {
-                k[(nfn + a, nfn + b)] = kt_m[(a, b)];
+        let (mt, kt_m) = kt.matrix_slice();
+        for a in 0..mt {
+            for b in 0..mt {
+                k[(nfn + a, nfn + b)] = kt_m[a + b * mt];
             }
         }
         for (c, act) in active.iter().enumerate() {
@@ -87,7 +134,7 @@ impl FixedPointKkt {
                 k[(nfn + nft + c, a)] = act.d_dr * mu[act.index];
             }
         }
-        let (pinv, rank_deficient) = if m == 0 {
+        (self.pinv, self.rank_deficient) = if m == 0 {
             (DMatrix::zeros(0, 0), false)
         } else {
             let svd = k.svd(true, true);
@@ -98,11 +145,15 @@ impl FixedPointKkt {
                 .map_err(|e| SolverError::BadInput { solver: "ncp", problem: format!("fixed-point KKT: {e}") })?;
             (p, deficient)
         };
-        Ok(FixedPointKkt { free_n, free_t, active, pinv, ln: ln.to_vec(), lt: lt.to_vec(), rank_deficient, sticking })
+        set_from(&mut self.ln, ln);
+        set_from(&mut self.lt, lt);
+        Ok(())
     }
 
-    /// (dλ_n, dλ_t) for perturbations of the blocks, offsets and friction coefficients.
-    pub fn jvp(
+    /// (dλ_n, dλ_t) for perturbations of the blocks, offsets and friction coefficients, into `dln`, `dlt` with
+    /// the scratch `rhs`, `x` (no allocation once grown).
+    #[allow(clippy::too_many_arguments)]
+    pub fn jvp_into(
         &self,
         dgn: &DMatrix<f64>,
         dgt: &DMatrix<f64>,
@@ -110,10 +161,14 @@ impl FixedPointKkt {
         dbn: &[f64],
         dbt: &[f64],
         dmu: &[f64],
-    ) -> (Vec<f64>, Vec<f64>) {
+        dln: &mut Vec<f64>,
+        dlt: &mut Vec<f64>,
+        rhs: &mut Vec<f64>,
+        x: &mut Vec<f64>,
+    ) {
         let (ln, lt) = (&self.ln, &self.lt);
         let (nc, nfn) = (ln.len(), self.free_n.len());
-        let mut rhs = Vec::with_capacity(self.pinv.nrows());
+        rhs.clear();
         for &i in &self.free_n {
             let s = (0..nc).map(|j| dgn[(i, j)] * ln[j]).sum::<f64>()
                 + (0..2 * nc).map(|k| dgnt[(i, k)] * lt[k]).sum::<f64>()
@@ -129,14 +184,23 @@ impl FixedPointKkt {
         for act in &self.active {
             rhs.push(-act.d_dr * dmu[act.index] * ln[act.index]);
         }
-        let x = &self.pinv * nalgebra::DVector::from_vec(rhs);
-        let (mut dln, mut dlt) = (vec![0.0; nc], vec![0.0; 2 * nc]);
+        // x = pinv rhs, column by column (nalgebra's gemv order)
+        x.clear();
+        x.resize(self.pinv.nrows(), 0.0);
+        for (j, &r) in rhs.iter().enumerate() {
+            for (a, xa) in x.iter_mut().enumerate() {
+                *xa = if j == 0 { self.pinv[(a, j)] * r } else { *xa + self.pinv[(a, j)] * r };
+            }
+        }
+        dln.clear();
+        dln.resize(nc, 0.0);
+        dlt.clear();
+        dlt.resize(2 * nc, 0.0);
         for (a, &i) in self.free_n.iter().enumerate() {
             dln[i] = x[a];
         }
         for (b, &k) in self.free_t.iter().enumerate() {
             dlt[k] = x[nfn + b];
         }
-        (dln, dlt)
     }
 }

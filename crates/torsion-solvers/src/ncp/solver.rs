@@ -8,7 +8,7 @@
 //! continue from its t1), written to the output — nothing carries over in the workspace (design.md §3).
 use super::staggered::{NcpReport, NcpSolver, NcpWorkspace};
 use crate::contact::frames::{contact_key, frames_from_collision, ContactFrame};
-use crate::generalized::{recorded, transposed_jacobian_product, ContactWarmStart, GenState};
+use crate::generalized::{recorded, transposed_jacobian_product_with, ContactWarmStart, GenState, ProductScratch};
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use torsion_collision::{CollisionWorld, Contacts};
 use torsion_model::{Control, Model, ParamSelection};
@@ -22,6 +22,13 @@ pub struct NcpSimWorkspace {
     pub frames: Vec<ContactFrame>,
     /// the last step's report (ADMM results, NCP residuals, impulses)
     pub report: NcpReport,
+    /// the bodies' world poses for collision detection, and the forward kinematics' scratch
+    poses: Vec<(torsion_math::Vec3, torsion_math::Quat)>,
+    placed: Vec<bool>,
+    /// `step_vjp`'s: the recomputed step's report, the Jacobians, the product's buffers
+    vjp_report: NcpReport,
+    vjp_jac: StepJacobians,
+    vjp_product: ProductScratch,
 }
 
 /// What `step` saves for `step_vjp` (the input state carries the warm start, so the same passes are recomputed).
@@ -31,6 +38,18 @@ pub struct NcpRecord {
     u: Vec<f64>,
     dt: f64,
     frames: Vec<ContactFrame>,
+}
+
+/// A, B, C from the tangent Jacobians' columns (state 2nv, controls nv, then the `ns` selected parameters) into
+/// `out` (reshaped only when its shapes differ).
+fn copy_jacobians(cols: &nalgebra::DMatrix<f64>, nv: usize, ns: usize, out: &mut StepJacobians) {
+    let n = 2 * nv;
+    if out.a.shape() != (n, n) || out.b.shape() != (n, nv) || out.c.shape() != (n, ns) {
+        *out = StepJacobians::zeros(n, nv, ns);
+    }
+    out.a.copy_from(&cols.columns(0, n));
+    out.b.copy_from(&cols.columns(n, nv));
+    out.c.copy_from(&cols.columns(3 * nv, ns));
 }
 
 fn collision_err(e: torsion_collision::CollisionError) -> SolverError {
@@ -88,10 +107,11 @@ impl NcpSolver {
             ws.frames.clear();
             return Ok(());
         }
-        let poses =
-            model.forward_kinematics(q).map_err(|e| SolverError::BadInput { solver: "ncp", problem: e.to_string() })?;
+        model
+            .forward_kinematics_into(q, &mut ws.poses, &mut ws.placed)
+            .map_err(|e| SolverError::BadInput { solver: "ncp", problem: e.to_string() })?;
         let previous_t1 = |id: &torsion_collision::ContactId| warm.get(contact_key(id)).map(|w| w.t1.into());
-        ws.world.detect_with_tangents(&poses, &previous_t1, &mut ws.contacts).map_err(collision_err)?;
+        ws.world.detect_with_tangents(&ws.poses, &previous_t1, &mut ws.contacts).map_err(collision_err)?;
         frames_from_collision(model, &ws.contacts, &mut ws.frames);
         Ok(())
     }
@@ -113,6 +133,11 @@ impl Solver for NcpSolver {
             contacts: Contacts::default(),
             frames: vec![],
             report: NcpReport::default(),
+            poses: vec![],
+            placed: vec![],
+            vjp_report: NcpReport::default(),
+            vjp_jac: StepJacobians::zeros(0, 0, 0),
+            vjp_product: ProductScratch::default(),
         })
     }
 
@@ -139,12 +164,21 @@ impl Solver for NcpSolver {
         self.detect(model, ws, &s.q, &s.warm)?;
         let NcpSimWorkspace { ncp, frames, report, .. } = ws;
         if let Some(r) = rec {
-            r.s = Some(s.clone());
-            r.u = u.joint_torque.clone();
+            // copied into the record's buffers (no allocation once they have grown)
+            match &mut r.s {
+                Some(rs) => {
+                    rs.q.clone_from(&s.q);
+                    rs.v.clone_from(&s.v);
+                    rs.act.clone_from(&s.act);
+                    rs.warm.fill(s.warm.as_slice().iter().copied());
+                }
+                None => r.s = Some(s.clone()),
+            }
+            r.u.clone_from(&u.joint_torque);
             r.dt = dt;
-            r.frames = frames.clone();
+            r.frames.clone_from(frames);
         }
-        *report = self.step_with_contacts(model, ncp, s, &u.joint_torque, dt, frames, out)?;
+        self.step_with_contacts_into(model, ncp, s, &u.joint_torque, dt, frames, out, report)?;
         let r = &*report;
         let passes = r.qp.len() + r.impact.as_ref().map_or(0, |i| i.qp.len());
         let mut admm = r.qp.iter().chain(&r.qcqp).chain(r.impact.iter().flat_map(|i| i.qp.iter().chain(&i.qcqp)));
@@ -180,9 +214,11 @@ impl DiffSolver for NcpSolver {
     ) -> Result<(), SolverError> {
         let s = recorded(&rec.s, "ncp")?;
         check_grad_sizes("ncp", model.nv(), g_u, sel, g_theta)?;
-        let (jac, next, _) = self.jacobians(model, &mut ws.ncp, s, &rec.u, rec.dt, &rec.frames, sel, false)?;
-        let j = StepJacobians { a: jac.a, b: jac.b, c: jac.c };
-        transposed_jacobian_product(model, &s.q, &next.q, &j, g_out, g_s, g_u, g_theta);
+        self.jacobians_into(model, &mut ws.ncp, s, &rec.u, rec.dt, &rec.frames, sel, false, &mut ws.vjp_report)?;
+        let tan = ws.ncp.tangent();
+        copy_jacobians(&tan.cols, model.nv(), sel.len(), &mut ws.vjp_jac);
+        let (j, sc) = (&ws.vjp_jac, &mut ws.vjp_product);
+        transposed_jacobian_product_with(model, &s.q, &tan.next.q, j, g_out, g_s, g_u, g_theta, sc);
         Ok(())
     }
 
@@ -200,9 +236,9 @@ impl DiffSolver for NcpSolver {
         out: &mut StepJacobians,
     ) -> Result<(), SolverError> {
         self.detect(model, ws, &s.q, &s.warm)?;
-        let (jac, _, report) = self.jacobians(model, &mut ws.ncp, s, &u.joint_torque, dt, &ws.frames, sel, false)?;
-        ws.report = report;
-        out.assign(&StepJacobians { a: jac.a, b: jac.b, c: jac.c });
+        let NcpSimWorkspace { ncp, frames, report, .. } = ws;
+        self.jacobians_into(model, ncp, s, &u.joint_torque, dt, frames, sel, false, report)?;
+        copy_jacobians(&ncp.tangent().cols, model.nv(), sel.len(), out);
         Ok(())
     }
 

@@ -23,9 +23,12 @@
 //! (islands), solved one by one.
 use super::admm::{Admm, AdmmInfo, AdmmOptions};
 use super::sets::{ConstraintSet, FrictionSet};
+use super::tangent::TangentWorkspace;
+use crate::contact::buffers::reshape_zeroed;
 use crate::contact::frames::{body_joints, ContactFrame, ContactGeom};
 use crate::contact::prelude::{
-    apply_impulses, dyn_err as dyn_err_of, prelude, restitution_impulses, Prelude, PreludeOptions, StepInputs,
+    apply_impulses_into, dyn_err as dyn_err_of, prelude_into, restitution_impulses_into, Prelude, PreludeOptions,
+    StepInputs,
 };
 use crate::generalized::{GenState, WarmImpulse};
 use crate::solver::SolverError;
@@ -141,11 +144,14 @@ pub struct NcpSolver {
     pub options: NcpOptions,
 }
 
-/// Buffers reused across steps (resized when the number of contacts grows); no state carried from one step to
-/// the next (the warm start is in `GenState::warm`).
+/// Buffers reused across steps; no state carried from one step to the next (the warm start is in
+/// `GenState::warm`). Sized by the model when built; the buffers whose size follows the number of contacts (or
+/// of islands, of a new island size's ADMM solvers) grow when a step has more than any step before, and are
+/// reused after: a step allocates nothing once the workspace has seen its contact count (design.md §7,
+/// tests/alloc.rs, which warms up first).
 pub struct NcpWorkspace {
     pub(crate) dm: DynModel<f64>,
-    d: DynData<f64>,
+    pub(crate) d: DynData<f64>,
     pub(crate) body_joint: Vec<usize>,
     pub(crate) tape: Tape,
     /// solve each contact island on its own (default; the same problem, as G is block diagonal over islands —
@@ -155,6 +161,35 @@ pub struct NcpWorkspace {
     /// one QP / QCQP solver per island size (n, 2n)
     admm: HashMap<usize, (Admm, Admm)>,
     buf: StepBuffers,
+    /// the step's contact problem (its buffers reused), the contacts as geometry, v⁺, the impact's impulses
+    pre: Prelude<f64>,
+    geoms: Vec<ContactGeom<f64>>,
+    vplus: Vec<f64>,
+    pn: Vec<f64>,
+    pt: Vec<f64>,
+    /// the one group of every contact (islands not split)
+    whole: Vec<Vec<usize>>,
+    res: ResidualBuffers,
+    /// an impact report's buffers, kept while a step has no impact
+    spare_impact: ImpactReport,
+    /// the tangent Jacobians' buffers (`tangent.rs`; built at their first use)
+    pub(crate) tan: Option<Box<TangentWorkspace>>,
+}
+
+impl NcpWorkspace {
+    /// The tangent Jacobians' buffers (after a `jacobians_into`).
+    pub(crate) fn tangent(&self) -> &TangentWorkspace {
+        self.tan.as_ref().expect("jacobians_into fills the tangent workspace")
+    }
+}
+
+/// The contact velocities of `residuals`.
+#[derive(Default)]
+struct ResidualBuffers {
+    un: Vec<f64>,
+    ut: Vec<f64>,
+    jvp: Vec<f64>,
+    jtvp: Vec<f64>,
 }
 
 /// The impulses of the staggered passes and their previous values, the disk radii.
@@ -187,8 +222,8 @@ impl Island {
             return;
         }
         let m = idx.len();
-        self.gn.resize_mut(m, m, 0.0);
-        self.gt.resize_mut(2 * m, 2 * m, 0.0);
+        reshape_zeroed(&mut self.gn, m, m);
+        reshape_zeroed(&mut self.gt, 2 * m, 2 * m);
         for (b, &j) in idx.iter().enumerate() {
             for (a, &i) in idx.iter().enumerate() {
                 self.gn[(a, b)] = gn[(i, j)];
@@ -256,6 +291,15 @@ impl NcpSolver {
             islands: vec![],
             admm: HashMap::new(),
             buf: StepBuffers::default(),
+            pre: Prelude::default(),
+            geoms: vec![],
+            vplus: vec![],
+            pn: vec![],
+            pt: vec![],
+            whole: vec![],
+            res: ResidualBuffers::default(),
+            spare_impact: ImpactReport::default(),
+            tan: Some(Box::new(TangentWorkspace::new(model))),
         })
     }
 
@@ -310,34 +354,85 @@ impl NcpSolver {
         contacts: &[ContactFrame],
         out: &mut GenState,
     ) -> Result<NcpReport, SolverError> {
+        let mut report = NcpReport::default();
+        self.step_with_contacts_into(model, ws, s, u, dt, contacts, out, &mut report)?;
+        Ok(report)
+    }
+
+    /// [`NcpSolver::step_with_contacts`] reporting into `report`, whose buffers are reused: no heap allocation
+    /// once the workspace and the report have seen the step's contact count.
+    #[allow(clippy::too_many_arguments)]
+    pub fn step_with_contacts_into(
+        &self,
+        model: &Model,
+        ws: &mut NcpWorkspace,
+        s: &GenState,
+        u: &[f64],
+        dt: f64,
+        contacts: &[ContactFrame],
+        out: &mut GenState,
+        report: &mut NcpReport,
+    ) -> Result<(), SolverError> {
         self.check(ws, s, u, dt, contacts)?;
         let o = &self.options;
         let nq = ws.dm.nq;
         ws.dm.gravity = torsion_math::scalar::cv(&model.gravity);
-        let geoms: Vec<ContactGeom<f64>> = contacts.iter().map(ContactGeom::from_frame).collect();
         let po = o.prelude();
-        let NcpWorkspace { dm, d, body_joint, tape, islands, admm, buf, split_islands } = ws;
-        let x = StepInputs { model, dm, body_joint, q: &s.q, v: &s.v, u, dt, contacts: &geoms, o: &po };
-        let mut pre = prelude(&x, d)?;
+        let NcpWorkspace {
+            dm,
+            d,
+            body_joint,
+            tape,
+            islands,
+            admm,
+            buf,
+            split_islands,
+            pre,
+            geoms,
+            vplus,
+            pn,
+            pt,
+            whole: whole_group,
+            res,
+            spare_impact,
+            ..
+        } = ws;
+        geoms.clear();
+        geoms.extend(contacts.iter().map(ContactGeom::from_frame));
+        let x = StepInputs { model, dm, body_joint, q: &s.q, v: &s.v, u, dt, contacts: geoms, o: &po };
+        prelude_into(&x, d, pre)?;
         let nc = contacts.len();
-        let mut report = NcpReport { contacts: nc, ..Default::default() };
-        let mut vplus = pre.vp.clone();
+        report.contacts = nc;
+        report.qp.clear();
+        report.qcqp.clear();
+        report.last_change = 0.0;
+        report.residuals = NcpResiduals::default();
+        report.lambda_n.clear();
+        report.lambda_t.clear();
+        if let Some(imp) = report.impact.take() {
+            *spare_impact = imp;
+        }
+        vplus.clone_from(&pre.vp);
         tape.has_impact = false;
         if nc > 0 {
             // independent problems per island (the whole set when not split, or when it is one island)
-            let all: Vec<Vec<usize>>;
             let groups = if *split_islands && pre.pattern.islands.len() > 1 {
                 &pre.pattern.islands
             } else {
-                all = vec![(0..nc).collect()];
-                &all
+                whole_group.resize_with(1, Vec::new);
+                whole_group[0].clear();
+                whole_group[0].extend(0..nc);
+                &*whole_group
             };
             let whole = groups.len() == 1;
-            islands.truncate(groups.len());
-            islands.resize_with(groups.len(), Island::default);
+            // islands beyond this step's count are kept (their buffers reused), not dropped
+            if islands.len() < groups.len() {
+                islands.resize_with(groups.len(), Island::default);
+            }
             for (isl, idx) in islands.iter_mut().zip(groups) {
                 isl.gather(idx, &pre.gn, &pre.gt, whole);
             }
+            let islands = &mut islands[..groups.len()];
             let mut passes = Passes { o, contacts, islands, whole, admm, buf };
             // no contact approaching (every impact offset b ≥ −1e-9 (1 + max |b|) m/s: resting contacts leave the
             // previous step at J_n v = 0 to the solver's tolerance): the compression's impulses are 0 (λ = 0
@@ -349,14 +444,17 @@ impl NcpSolver {
                 passes.buf.ln.resize(nc, 0.0);
                 passes.buf.lt.clear();
                 passes.buf.lt.resize(2 * nc, 0.0);
-                let mut info = ImpactReport::default();
-                passes.run(&pre, &pre.bn_impact, &pre.bt_impact, &mut tape.impact, &mut info.qp, &mut info.qcqp)?;
+                let mut info = std::mem::take(spare_impact);
+                info.qp.clear();
+                info.qcqp.clear();
+                passes.run(pre, &pre.bn_impact, &pre.bt_impact, &mut tape.impact, &mut info.qp, &mut info.qcqp)?;
                 tape.has_impact = true;
                 let (ln, lt) = (&tape.impact.ln, &tape.impact.lt);
-                let (pn, pt) = restitution_impulses(&geoms, ln, lt);
-                pre.after_impact(&x, d, &pn, &pt)?;
+                restitution_impulses_into(geoms, ln, lt, pn, pt);
+                pre.after_impact(&x, d, pn, pt)?;
                 info.last_change = tape.impact.last_change;
-                (info.lambda_n, info.lambda_t) = (pn, pt);
+                info.lambda_n.clone_from(pn);
+                info.lambda_t.clone_from(pt);
                 report.impact = Some(info);
             }
             // the step, warm-started by contact id from the input state
@@ -364,40 +462,41 @@ impl NcpSolver {
             passes.buf.ln.extend(contacts.iter().map(|c| s.warm.get(c.id).map_or(0.0, |w| w.normal)));
             passes.buf.lt.clear();
             passes.buf.lt.extend(contacts.iter().flat_map(|c| s.warm.get(c.id).map_or([0.0; 2], |w| w.tangent)));
-            passes.run(&pre, &pre.bn, &pre.bt, &mut tape.step, &mut report.qp, &mut report.qcqp)?;
+            passes.run(pre, &pre.bn, &pre.bt, &mut tape.step, &mut report.qp, &mut report.qcqp)?;
             report.last_change = tape.step.last_change;
             let (ln, lt) = (&tape.step.ln, &tape.step.lt);
-            vplus = apply_impulses(&pre, ln, lt);
-            report.residuals = residuals(&pre.jn, &pre.jt, &vplus, &pre.bn, &pre.vp, ln, lt, &passes.buf.r, o);
+            apply_impulses_into(pre, ln, lt, vplus);
+            report.residuals = residuals(pre, vplus, ln, lt, &passes.buf.r, o, res);
             out.warm.fill(contacts.iter().enumerate().map(|(i, c)| WarmImpulse {
                 id: c.id,
                 normal: ln[i],
                 tangent: [lt[2 * i], lt[2 * i + 1]],
                 t1: c.tangents[0].into(),
             }));
-            report.lambda_n = ln.clone();
-            report.lambda_t = lt.clone();
+            report.lambda_n.clone_from(ln);
+            report.lambda_t.clone_from(lt);
             if let Some(imp) = &report.impact {
                 report.lambda_n.iter_mut().zip(&imp.lambda_n).for_each(|(a, b)| *a += b);
                 report.lambda_t.iter_mut().zip(&imp.lambda_t).for_each(|(a, b)| *a += b);
             }
         } else {
             out.warm.clear();
-            tape.step.passes.clear();
+            tape.step.recycle(0);
             tape.step.ln.clear();
             tape.step.lt.clear();
         }
-        tape.gn = pre.gn;
-        tape.gt = pre.gt;
-        tape.gnt = pre.gnt;
+        // the tape takes the step's Delassus blocks (buffers swapped, not copied)
+        std::mem::swap(&mut tape.gn, &mut pre.gn);
+        std::mem::swap(&mut tape.gt, &mut pre.gt);
+        std::mem::swap(&mut tape.gnt, &mut pre.gnt);
         // (q⁺, v⁺) from v⁺ in the step's frame: q⁺ = q ⊕ Δt v⁺ (free joints: MuJoCo's Euler, `joints::advance_into`)
         out.q.resize(nq, 0.0);
         out.v.resize(vplus.len(), 0.0);
-        advance_into(&ws.dm, &s.q, &vplus, dt, &mut out.q, &mut out.v);
+        advance_into(&ws.dm, &s.q, &ws.vplus, dt, &mut out.q, &mut out.v);
         if out.q.iter().chain(&out.v).any(|x| !x.is_finite()) {
             return Err(SolverError::NonFinite { solver: "ncp", what: "(q or v)".into() });
         }
-        Ok(report)
+        Ok(())
     }
 }
 
@@ -406,7 +505,7 @@ impl NcpSolver {
 struct Passes<'a> {
     o: &'a NcpOptions,
     contacts: &'a [ContactFrame],
-    islands: &'a mut Vec<Island>,
+    islands: &'a mut [Island],
     whole: bool,
     admm: &'a mut HashMap<usize, (Admm, Admm)>,
     buf: &'a mut StepBuffers,
@@ -432,7 +531,7 @@ impl Passes<'_> {
             buf.ln_old.clone_from(ln);
             buf.lt_old.clone_from(lt);
             if npass == tape.passes.len() {
-                tape.passes.push(Pass::default());
+                tape.passes.push(tape.spare.pop().unwrap_or_default());
             }
             let pass = &mut tape.passes[npass];
             npass += 1;
@@ -480,7 +579,7 @@ impl Passes<'_> {
                 break;
             }
         }
-        tape.passes.truncate(npass);
+        tape.recycle(npass);
         tape.bn.clear();
         tape.bn.extend_from_slice(bn);
         tape.bt.clear();
@@ -513,6 +612,18 @@ pub(crate) struct PhaseTape {
     pub lt: Vec<f64>,
     /// max |Δλ| of the last pass
     pub last_change: f64,
+    /// passes' buffers beyond the last solve's count, kept for reuse
+    spare: Vec<Pass>,
+}
+
+impl PhaseTape {
+    /// Keep the first `n` passes; the others' buffers go to the spares.
+    fn recycle(&mut self, n: usize) {
+        while self.passes.len() > n {
+            let p = self.passes.pop().expect("len > n");
+            self.spare.push(p);
+        }
+    }
 }
 
 /// What the tangent Jacobians need from the last forward step.
@@ -529,28 +640,30 @@ pub(crate) struct Tape {
 }
 
 /// NCP residuals (§3.9) at v⁺: Signorini on u_n + (b_n − J_n v^p) (the same offsets as the QP), the friction
-/// set, and maximum dissipation for sliding / sticking contacts.
-#[allow(clippy::too_many_arguments)]
+/// set, and maximum dissipation for sliding / sticking contacts. The contact velocities go to `rb`.
 fn residuals(
-    jn: &DMatrix<f64>,
-    jt: &DMatrix<f64>,
+    pre: &Prelude<f64>,
     vplus: &[f64],
-    bn: &[f64],
-    vp: &[f64],
     ln: &[f64],
     lt: &[f64],
     r: &[f64],
     o: &NcpOptions,
+    rb: &mut ResidualBuffers,
 ) -> NcpResiduals {
-    let v = nalgebra::DVector::from_column_slice(vplus);
-    let (un, ut) = (jn * &v, jt * &v);
-    let vpv = nalgebra::DVector::from_column_slice(vp);
-    let jvp = jn * &vpv;
+    let (jn, jt, bn, vp) = (&pre.jn, &pre.jt, &pre.bn, &pre.vp);
+    let rows = |j: &DMatrix<f64>, x: &[f64], out: &mut Vec<f64>| {
+        out.clear();
+        out.extend((0..j.nrows()).map(|i| (0..j.ncols()).map(|k| j[(i, k)] * x[k]).sum::<f64>()));
+    };
+    rows(jn, vplus, &mut rb.un);
+    rows(jt, vplus, &mut rb.ut);
+    rows(jn, vp, &mut rb.jvp);
+    rows(jt, vp, &mut rb.jtvp);
+    let (un, ut, jvp) = (&rb.un, &rb.ut, &rb.jvp);
     let mut res = NcpResiduals::default();
     // slip below 1e-9 of the contact velocities before and after the impulses counts as sticking (a contact at
     // rest may sit on the disk's boundary: then u_t / ‖u_t‖ is round-off)
-    let scale_v =
-        un.iter().chain(ut.iter()).chain(jvp.iter()).chain((jt * &vpv).iter()).fold(1e-12f64, |m, x| m.max(x.abs()));
+    let scale_v = un.iter().chain(ut).chain(jvp).chain(&rb.jtvp).fold(1e-12f64, |m, x| m.max(x.abs()));
     for i in 0..ln.len() {
         // the QP's slack: G_n λ_n + g_n = J_n v⁺ + (b_n − J_n v^p)
         let slack = un[i] + (bn[i] - jvp[i]);

@@ -10,21 +10,22 @@
 //! contact is a non-smooth point, docs/gradients.md). A selected contact-material parameter
 //! (`shape_friction[·]` / `shape_restitution[·]`) seeds the μ / ε tangent of exactly the contacts whose pair
 //! value it supplies (`contact::frames::pair_source`); the dynamics model is then not rebuilt.
-use super::backward::ReducedKkt;
+use super::backward::{KktScratch, ReducedKkt};
 use super::fixed_point::FixedPointKkt;
 use super::sets::{friction_gauge, ConstraintSet};
 use super::staggered::{dyn_err, NcpGradient, NcpOptions, NcpReport, NcpSolver, NcpWorkspace, PhaseTape, Tape};
 use crate::contact::anchor::Anchor;
+use crate::contact::buffers::reshape_zeroed;
 use crate::contact::frames::{pair_source, ContactFrame, ContactGeom};
-use crate::contact::prelude::{apply_impulses, prelude, restitution_impulses, StepInputs};
+use crate::contact::prelude::{apply_impulses_into, prelude_into, restitution_impulses_into, Prelude, StepInputs};
 use crate::generalized::{dual_tangent, GenState};
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
 use num_dual::Dual64;
-use torsion_dynamics::joints::{advance_into, integrate};
+use torsion_dynamics::joints::{advance_into, integrate_scaled_into};
 use torsion_dynamics::{forward_kinematics, DynData, DynModel};
 use torsion_model::params::ParamKind;
-use torsion_model::{Model, ParamSelection, Shape};
+use torsion_model::{Model, ParamSelection, ParamTable, Shape};
 
 /// ∂(q⁺, v⁺)/∂(·) in tangent coordinates (rows: 2nv).
 #[derive(Clone, Debug)]
@@ -44,8 +45,101 @@ pub struct NcpJacobians {
 fn lift(x: &[f64]) -> Vec<Dual64> {
     x.iter().map(|&v| Dual64::from(v)).collect()
 }
-fn eps_mat(m: &DMatrix<Dual64>) -> DMatrix<f64> {
-    m.map(|x| x.eps)
+
+/// `out` ← `x` lifted to duals with zero tangents (refilled in place).
+fn lift_into(x: &[f64], out: &mut Vec<Dual64>) {
+    out.clear();
+    out.extend(x.iter().map(|&v| Dual64::from(v)));
+}
+
+/// The buffers of the tangent Jacobians, reused from call to call (design.md §7: no heap allocation once the
+/// workspace has seen the step's contact count). The dual dynamics models are built once per parameter values:
+/// the base one (θ lifted) and, per selected non-material parameter, one with that parameter's tangent seeded
+/// (kept, one per parameter; rebuilt only when the model's parameter values change).
+pub(crate) struct TangentWorkspace {
+    table: ParamTable,
+    theta: Vec<f64>,
+    /// θ of the dual models below
+    built_theta: Vec<f64>,
+    base_dm: Option<DynModel<Dual64>>,
+    param_dm: Vec<Option<DynModel<Dual64>>>,
+    d: Option<DynData<Dual64>>,
+    pre: Prelude<Dual64>,
+    /// the step's output state
+    pub(crate) next: GenState,
+    anchors: Vec<Anchor>,
+    mu: Vec<f64>,
+    mu_src: Vec<Option<ParamKind>>,
+    eps_src: Vec<Option<ParamKind>>,
+    q0: Vec<Dual64>,
+    q: Vec<Dual64>,
+    e: Vec<Dual64>,
+    v: Vec<Dual64>,
+    u: Vec<Dual64>,
+    geoms: Vec<ContactGeom<Dual64>>,
+    dgn: DMatrix<f64>,
+    dgt: DMatrix<f64>,
+    dgnt: DMatrix<f64>,
+    dmu: Vec<f64>,
+    ln: Vec<Dual64>,
+    lt: Vec<Dual64>,
+    pn: Vec<Dual64>,
+    pt: Vec<Dual64>,
+    vplus: Vec<Dual64>,
+    q1: Vec<Dual64>,
+    v1: Vec<Dual64>,
+    impact: PhaseJvp,
+    step: PhaseJvp,
+    jvp: JvpScratch,
+    /// ∂(q⁺, v⁺) per direction: state (2nv), controls (nv), selected parameters, μ per contact, ε
+    pub(crate) cols: DMatrix<f64>,
+}
+
+impl TangentWorkspace {
+    pub(crate) fn new(model: &Model) -> Self {
+        let e = || DMatrix::from_vec(0, 0, Vec::new());
+        TangentWorkspace {
+            table: model.param_table(),
+            theta: vec![],
+            built_theta: vec![],
+            base_dm: None,
+            param_dm: vec![],
+            d: None,
+            pre: Prelude::default(),
+            next: GenState::new(vec![], vec![]),
+            anchors: vec![],
+            mu: vec![],
+            mu_src: vec![],
+            eps_src: vec![],
+            q0: vec![],
+            q: vec![],
+            e: vec![],
+            v: vec![],
+            u: vec![],
+            geoms: vec![],
+            dgn: e(),
+            dgt: e(),
+            dgnt: e(),
+            dmu: vec![],
+            ln: vec![],
+            lt: vec![],
+            pn: vec![],
+            pt: vec![],
+            vplus: vec![],
+            q1: vec![],
+            v1: vec![],
+            impact: PhaseJvp::default(),
+            step: PhaseJvp::default(),
+            jvp: JvpScratch::default(),
+            cols: e(),
+        }
+    }
+}
+
+/// `m` ← the tangents of `x` (reusing `m`'s storage).
+fn eps_into(x: &DMatrix<Dual64>, m: &mut DMatrix<f64>) {
+    reshape_zeroed(m, x.nrows(), x.ncols());
+    m.zip_apply(x, |a, b| *a = b.eps);
 }
 
 impl NcpSolver {
@@ -78,25 +172,89 @@ impl NcpSolver {
         sel: &ParamSelection,
         per_contact: bool,
     ) -> Result<(NcpJacobians, GenState, NcpReport), SolverError> {
-        let mut next = s.clone();
-        let report = self.step_with_contacts(model, ws, s, u, dt, contacts, &mut next)?;
+        let mut report = NcpReport::default();
+        self.jacobians_into(model, ws, s, u, dt, contacts, sel, per_contact, &mut report)?;
+        let tan = ws.tangent();
+        let (nv, ns, nc) = (ws.dm.nv, sel.len(), contacts.len());
+        let (cols, ndir) = (&tan.cols, 3 * nv + ns + nc + 1);
+        let jac = NcpJacobians {
+            a: cols.columns(0, 2 * nv).into_owned(),
+            b: cols.columns(2 * nv, nv).into_owned(),
+            c: cols.columns(3 * nv, ns).into_owned(),
+            d_mu: cols.columns(3 * nv + ns, nc).into_owned(),
+            d_restitution: cols.column(ndir - 1).iter().copied().collect(),
+        };
+        Ok((jac, tan.next.clone(), report))
+    }
+
+    /// The step (reported into `report`) and its tangent Jacobians into the workspace (`NcpWorkspace::tangent`:
+    /// `cols`, the output state `next`), without allocation once the workspace has grown.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn jacobians_into(
+        &self,
+        model: &Model,
+        ws: &mut NcpWorkspace,
+        s: &GenState,
+        u: &[f64],
+        dt: f64,
+        contacts: &[ContactFrame],
+        sel: &ParamSelection,
+        per_contact: bool,
+        report: &mut NcpReport,
+    ) -> Result<(), SolverError> {
+        let mut tan = ws.tan.take().unwrap_or_else(|| Box::new(TangentWorkspace::new(model)));
+        let r = self.jacobians_in(model, ws, &mut tan, s, u, dt, contacts, sel, per_contact, report);
+        ws.tan = Some(tan);
+        r
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn jacobians_in(
+        &self,
+        model: &Model,
+        ws: &mut NcpWorkspace,
+        tw: &mut TangentWorkspace,
+        s: &GenState,
+        u: &[f64],
+        dt: f64,
+        contacts: &[ContactFrame],
+        sel: &ParamSelection,
+        per_contact: bool,
+        report: &mut NcpReport,
+    ) -> Result<(), SolverError> {
+        let next = &mut tw.next;
+        next.q.clone_from(&s.q);
+        next.v.clone_from(&s.v);
+        next.act.clone_from(&s.act);
+        next.warm.fill(s.warm.as_slice().iter().copied());
+        self.step_with_contacts_into(model, ws, s, u, dt, contacts, next, report)?;
         let o = &self.options;
         let po = o.prelude();
         let (nv, nc) = (ws.dm.nv, contacts.len());
-        // contact anchors at the base state, in body frames (see `Anchor`)
-        let mut d0 = DynData::new(&ws.dm);
-        forward_kinematics(&ws.dm, &s.q, &mut d0);
-        let anchors: Vec<Anchor> =
-            contacts.iter().map(|c| Anchor::new(c, &d0.o_m[c.body_a], &d0.o_m[c.body_b])).collect();
+        if sel.indices.iter().any(|&i| i >= tw.table.len()) {
+            return Err(SolverError::BadInput {
+                solver: "ncp",
+                problem: "the parameter selection does not match the model".into(),
+            });
+        }
+        // contact anchors at the base state, in body frames (see `Anchor`; the step's scratch kinematics)
+        forward_kinematics(&ws.dm, &s.q, &mut ws.d);
+        let d0 = &ws.d;
+        tw.anchors.clear();
+        tw.anchors.extend(contacts.iter().map(|c| Anchor::new(c, &d0.o_m[c.body_a], &d0.o_m[c.body_b])));
         // the derivative of each solve (the impact's, the step's): of the converged fixed point (one coupled
         // system) or of the executed cascade (one reduced KKT system per recorded QP / QCQP); either is
         // factorised once and shared by every direction
         let tape = &ws.tape;
-        let mu: Vec<f64> = contacts.iter().map(|c| c.mu).collect();
-        let impact = if tape.has_impact { Some(PhaseJvp::new(tape, &tape.impact, &mu, o)?) } else { None };
-        let step = PhaseJvp::new(tape, &tape.step, &mu, o)?;
-        let table = model.param_table();
-        let theta = model.param_vector();
+        tw.mu.clear();
+        tw.mu.extend(contacts.iter().map(|c| c.mu));
+        if tape.has_impact {
+            tw.impact.build(tape, &tape.impact, &tw.mu, o)?;
+        }
+        tw.step.build(tape, &tape.step, &tw.mu, o)?;
+        let table = &tw.table;
+        tw.theta.clear();
+        tw.theta.extend(table.kinds.iter().map(|&k| model.param_get(k)));
         // the shape whose parameter supplies each contact's μ / ε (collision contacts whose value is still the
         // model's: a value overwritten by the caller is not a function of the shape parameters)
         let source = |c: &ContactFrame, val: fn(&Shape) -> f64, v: f64| -> Option<usize> {
@@ -105,20 +263,37 @@ impl NcpSolver {
             let k = pair_source(s, val(a), val(b));
             (val(&model.shapes[k]) == v).then_some(k)
         };
-        let mu_src: Vec<Option<ParamKind>> =
-            contacts.iter().map(|c| source(c, |s| s.friction[0], c.mu).map(ParamKind::ShapeFriction)).collect();
-        let eps_src: Vec<Option<ParamKind>> = contacts
-            .iter()
-            .map(|c| source(c, |s| s.restitution, c.restitution).map(ParamKind::ShapeRestitution))
-            .collect();
+        tw.mu_src.clear();
+        tw.mu_src.extend(contacts.iter().map(|c| source(c, |s| s.friction[0], c.mu).map(ParamKind::ShapeFriction)));
+        tw.eps_src.clear();
+        tw.eps_src.extend(
+            contacts.iter().map(|c| source(c, |s| s.restitution, c.restitution).map(ParamKind::ShapeRestitution)),
+        );
         let with_gravity = |mut dm: DynModel<Dual64>| {
             dm.gravity = torsion_math::scalar::cv(&model.gravity);
             dm
         };
-        let base_dm = with_gravity(DynModel::build(model, &table, &lift(&theta)).map_err(dyn_err)?);
+        // the dual models: rebuilt when θ changed since they were built (allocates), reused otherwise
+        if tw.base_dm.is_none() || tw.built_theta != tw.theta {
+            tw.base_dm = Some(with_gravity(DynModel::build(model, table, &lift(&tw.theta)).map_err(dyn_err)?));
+            tw.param_dm.clear();
+            tw.param_dm.resize_with(table.len(), || None);
+            tw.built_theta.clone_from(&tw.theta);
+        }
+        for &i in &sel.indices {
+            if tw.param_dm[i].is_none() && !table.kinds[i].is_contact_material() {
+                let mut th = lift(&tw.theta);
+                th[i].eps = 1.0;
+                tw.param_dm[i] = Some(with_gravity(DynModel::build(model, table, &th).map_err(dyn_err)?));
+            }
+        }
+        let base_dm = tw.base_dm.as_mut().expect("built above");
+        base_dm.gravity = torsion_math::scalar::cv(&model.gravity);
+        let base_dm = tw.base_dm.as_ref().expect("built above");
+        let d = tw.d.get_or_insert_with(|| DynData::new(base_dm));
         let ndir = 3 * nv + sel.len() + nc + 1;
-        let mut cols = DMatrix::zeros(2 * nv, ndir);
-        let mut d = DynData::new(&base_dm);
+        reshape_zeroed(&mut tw.cols, 2 * nv, ndir);
+        lift_into(&s.q, &mut tw.q0);
         for dir in 0..ndir {
             if !per_contact && dir >= 3 * nv + sel.len() {
                 break;
@@ -126,92 +301,93 @@ impl NcpSolver {
             let param = (3 * nv..3 * nv + sel.len()).contains(&dir).then(|| sel.indices[dir - 3 * nv]);
             // a contact-material parameter: seeds μ / ε below, the dynamics model is the base one
             let mat = param.map(|i| table.kinds[i]).filter(|k| k.is_contact_material());
-            let owned;
             let dm = match param {
                 Some(i) if mat.is_none() => {
-                    let mut th = lift(&theta);
-                    th[i].eps = 1.0;
-                    owned = with_gravity(DynModel::build(model, &table, &th).map_err(dyn_err)?);
-                    &owned
+                    let dm = tw.param_dm[i].as_mut().expect("built above");
+                    dm.gravity = torsion_math::scalar::cv(&model.gravity);
+                    &*dm
                 }
-                _ => &base_dm,
+                _ => base_dm,
             };
-            let mut q = lift(&s.q);
+            let q = &mut tw.q;
             if dir < nv {
-                let mut e = vec![Dual64::from(0.0); nv];
-                e[dir].eps = 1.0;
-                q = integrate(dm, &q, &e);
+                tw.e.clear();
+                tw.e.resize(nv, Dual64::from(0.0));
+                tw.e[dir].eps = 1.0;
+                q.clone_from(&tw.q0);
+                integrate_scaled_into(dm, &tw.q0, &tw.e, Dual64::from(1.0), q);
+            } else {
+                q.clone_from(&tw.q0);
             }
-            let mut v = lift(&s.v);
+            lift_into(&s.v, &mut tw.v);
             if (nv..2 * nv).contains(&dir) {
-                v[dir - nv].eps = 1.0;
+                tw.v[dir - nv].eps = 1.0;
             }
-            let mut uu = lift(u);
+            lift_into(u, &mut tw.u);
             if (2 * nv..3 * nv).contains(&dir) {
-                uu[dir - 2 * nv].eps = 1.0;
+                tw.u[dir - 2 * nv].eps = 1.0;
             }
             let mu_dir = (3 * nv + sel.len()..3 * nv + sel.len() + nc).contains(&dir).then(|| dir - 3 * nv - sel.len());
-            forward_kinematics(dm, &q, &mut d);
-            let geoms: Vec<ContactGeom<Dual64>> = contacts
-                .iter()
-                .zip(&anchors)
-                .enumerate()
-                .map(|(i, (c, an))| {
-                    let mut g = an.geom(c, &d.o_m[c.body_a], &d.o_m[c.body_b]);
-                    if mu_dir == Some(i) || (mat.is_some() && mat == mu_src[i]) {
-                        g.mu.eps = 1.0;
-                    }
-                    if dir == ndir - 1 || (mat.is_some() && mat == eps_src[i]) {
-                        g.restitution.eps = 1.0;
-                    }
-                    g
-                })
-                .collect();
+            forward_kinematics(dm, q, d);
+            tw.geoms.clear();
+            for (i, (c, an)) in contacts.iter().zip(&tw.anchors).enumerate() {
+                let mut g = an.geom(c, &d.o_m[c.body_a], &d.o_m[c.body_b]);
+                if mu_dir == Some(i) || (mat.is_some() && mat == tw.mu_src[i]) {
+                    g.mu.eps = 1.0;
+                }
+                if dir == ndir - 1 || (mat.is_some() && mat == tw.eps_src[i]) {
+                    g.restitution.eps = 1.0;
+                }
+                tw.geoms.push(g);
+            }
             let x = StepInputs {
                 model,
                 dm,
                 body_joint: &ws.body_joint,
-                q: &q,
-                v: &v,
-                u: &uu,
+                q,
+                v: &tw.v,
+                u: &tw.u,
                 dt,
-                contacts: &geoms,
+                contacts: &tw.geoms,
                 o: &po,
             };
-            let mut pre = prelude(&x, &mut d)?;
-            let (dgn, dgt, dgnt) = (eps_mat(&pre.gn), eps_mat(&pre.gt), eps_mat(&pre.gnt));
-            let dmu: Vec<f64> = geoms.iter().map(|g| g.mu.eps).collect();
-            let g = PhaseGrads { contacts, gnt: &tape.gnt, dgn: &dgn, dgt: &dgt, dgnt: &dgnt, dmu: &dmu };
-            if let Some(imp) = &impact {
+            let pre = &mut tw.pre;
+            prelude_into(&x, d, pre)?;
+            eps_into(&pre.gn, &mut tw.dgn);
+            eps_into(&pre.gt, &mut tw.dgt);
+            eps_into(&pre.gnt, &mut tw.dgnt);
+            tw.dmu.clear();
+            tw.dmu.extend(tw.geoms.iter().map(|g| g.mu.eps));
+            let g = PhaseGrads { contacts, gnt: &tape.gnt, dgn: &tw.dgn, dgt: &tw.dgt, dgnt: &tw.dgnt, dmu: &tw.dmu };
+            if tape.has_impact {
                 // the impact's impulses and restitution, then the step from S(v + M⁻¹ Jᵀ P)
-                let (ln, lt) = imp.jvp(&tape.impact, &g, &pre.bn_impact, &pre.bt_impact);
-                let (pn, pt) = restitution_impulses(&geoms, &ln, &lt);
-                pre.after_impact(&x, &mut d, &pn, &pt)?;
+                tw.impact.jvp(&tape.impact, &g, &pre.bn_impact, &pre.bt_impact, &mut tw.jvp, &mut tw.ln, &mut tw.lt);
+                restitution_impulses_into(&tw.geoms, &tw.ln, &tw.lt, &mut tw.pn, &mut tw.pt);
+                pre.after_impact(&x, d, &tw.pn, &tw.pt)?;
             }
-            let (lnd, ltd) = step.jvp(&tape.step, &g, &pre.bn, &pre.bt);
-            let vplus = if nc > 0 { apply_impulses(&pre, &lnd, &ltd) } else { pre.vp.clone() };
-            let (mut q1, mut v1) = (q.clone(), vplus.clone());
-            advance_into(dm, &q, &vplus, Dual64::from(dt), &mut q1, &mut v1);
+            tw.step.jvp(&tape.step, &g, &pre.bn, &pre.bt, &mut tw.jvp, &mut tw.ln, &mut tw.lt);
+            if nc > 0 {
+                apply_impulses_into(pre, &tw.ln, &tw.lt, &mut tw.vplus);
+            } else {
+                tw.vplus.clone_from(&pre.vp);
+            }
+            let vplus = &tw.vplus;
+            tw.q1.clone_from(q);
+            tw.v1.clone_from(vplus);
+            advance_into(dm, q, vplus, Dual64::from(dt), &mut tw.q1, &mut tw.v1);
+            let next = &tw.next;
             for j in 0..dm.parent.len() {
                 let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
-                let t = dual_tangent(jm.kind, &next.q[qs..qs + jm.nq], &q1[qs..qs + jm.nq]);
+                let t = dual_tangent(jm.kind, &next.q[qs..qs + jm.nq], &tw.q1[qs..qs + jm.nq]);
                 for r in 0..jm.nv {
-                    cols[(vs + r, dir)] = t[r];
+                    tw.cols[(vs + r, dir)] = t[r];
                 }
             }
             for k in 0..nv {
-                cols[(nv + k, dir)] = v1[k].eps;
+                tw.cols[(nv + k, dir)] = tw.v1[k].eps;
             }
         }
-        let ns = sel.len();
-        let jac = NcpJacobians {
-            a: cols.columns(0, 2 * nv).into_owned(),
-            b: cols.columns(2 * nv, nv).into_owned(),
-            c: cols.columns(3 * nv, ns).into_owned(),
-            d_mu: cols.columns(3 * nv + ns, nc).into_owned(),
-            d_restitution: cols.column(ndir - 1).iter().copied().collect(),
-        };
-        Ok((jac, next, report))
+        Ok(())
     }
 }
 
@@ -225,14 +401,37 @@ struct PhaseGrads<'a> {
     dmu: &'a [f64],
 }
 
-/// The derivative of one solve of the staggered passes: the fixed point's, or the executed cascade's.
+/// The derivative of one solve of the staggered passes: the fixed point's, or the executed cascade's (the
+/// first `nk` pairs of `kkts`, rebuilt in place from call to call).
+#[derive(Default)]
 struct PhaseJvp {
-    fp: Option<FixedPointKkt>,
+    /// the fixed point's system (`use_fp`) or none (the cascade)
+    fp: FixedPointKkt,
+    use_fp: bool,
     kkts: Vec<(ReducedKkt, ReducedKkt)>,
+    nk: usize,
+    r: Vec<f64>,
+}
+
+/// The buffers of `PhaseJvp::jvp`.
+#[derive(Default)]
+struct JvpScratch {
+    dln: Vec<f64>,
+    dlt: Vec<f64>,
+    ln: Vec<f64>,
+    lt: Vec<f64>,
+    dbn: Vec<f64>,
+    dbt: Vec<f64>,
+    dg_n: Vec<f64>,
+    dg_t: Vec<f64>,
+    dr: Vec<f64>,
+    rhs: Vec<f64>,
+    x: Vec<f64>,
+    kkt: KktScratch,
 }
 
 impl PhaseJvp {
-    fn new(tape: &Tape, ph: &PhaseTape, mu: &[f64], o: &NcpOptions) -> Result<Self, SolverError> {
+    fn build(&mut self, tape: &Tape, ph: &PhaseTape, mu: &[f64], o: &NcpOptions) -> Result<(), SolverError> {
         let nc = mu.len();
         let lmax = ph.ln.iter().chain(&ph.lt).fold(0.0f64, |m, v| m.max(v.abs()));
         let converged = ph.last_change <= 1e-9 * (1.0 + lmax);
@@ -243,12 +442,13 @@ impl PhaseJvp {
             let r = mu[i] * ln[i];
             r > 0.0 && friction_gauge(o.friction_set, lt[2 * i], lt[2 * i + 1]) < r * (1.0 - 1e-6)
         });
-        let fp = match o.gradient {
-            NcpGradient::Cascade => None,
-            _ if nc == 0 => None,
-            NcpGradient::Auto if !converged && !may_stick => None,
+        self.use_fp = match o.gradient {
+            NcpGradient::Cascade => false,
+            _ if nc == 0 => false,
+            NcpGradient::Auto if !converged && !may_stick => false,
             g => {
-                let k = FixedPointKkt::new(&tape.gn, &tape.gt, &tape.gnt, &ph.bn, &ph.bt, ln, lt, mu, o.friction_set)?;
+                let k = &mut self.fp;
+                k.rebuild(&tape.gn, &tape.gt, &tape.gnt, &ph.bn, &ph.bt, ln, lt, mu, o.friction_set)?;
                 // Auto: the fixed point where it is the step's derivative and the cascade may not be — redundant
                 // impulses with a sticking contact (the passes' polished sub-problems move along their solution
                 // sets, and their chained derivatives follow: 2.1e-4 off under a tilt, docs/gradients.md) — or
@@ -256,51 +456,77 @@ impl PhaseJvp {
                 // (redundant sliding impulses: the executed passes choose among equivalent λ_n, and so must
                 // their derivative)
                 let use_fp = if k.rank_deficient { k.sticking } else { converged };
-                (g == NcpGradient::FixedPoint || use_fp).then_some(k)
+                g == NcpGradient::FixedPoint || use_fp
             }
         };
-        let mut kkts = Vec::with_capacity(ph.passes.len());
-        for p in ph.passes.iter().filter(|_| fp.is_none()) {
-            let r: Vec<f64> = (0..nc).map(|i| mu[i] * p.lambda_n[i]).collect();
-            let kn = ReducedKkt::new(&tape.gn, &p.g_n, &p.lambda_n, ConstraintSet::Nonneg)?;
-            let set = ConstraintSet::Friction { kind: o.friction_set, r: &r };
-            let kt = ReducedKkt::new(&tape.gt, &p.g_t, &p.lambda_t, set)?;
-            kkts.push((kn, kt));
+        self.nk = 0;
+        for p in ph.passes.iter().filter(|_| !self.use_fp) {
+            self.r.clear();
+            self.r.extend((0..nc).map(|i| mu[i] * p.lambda_n[i]));
+            if self.nk == self.kkts.len() {
+                self.kkts.push((ReducedKkt::with_capacity(nc, 0), ReducedKkt::with_capacity(2 * nc, 0)));
+            }
+            let (kn, kt) = &mut self.kkts[self.nk];
+            kn.rebuild(&tape.gn, &p.g_n, &p.lambda_n, ConstraintSet::Nonneg)?;
+            let set = ConstraintSet::Friction { kind: o.friction_set, r: &self.r };
+            kt.rebuild(&tape.gt, &p.g_t, &p.lambda_t, set)?;
+            self.nk += 1;
         }
-        Ok(PhaseJvp { fp, kkts })
+        Ok(())
     }
 
-    /// The impulses with their tangents for the offsets' tangents (dual `bn`, `bt`): at the fixed point, or
-    /// through the staggered passes (the warm start's tangent stopped).
-    fn jvp(&self, ph: &PhaseTape, g: &PhaseGrads, bn: &[Dual64], bt: &[Dual64]) -> (Vec<Dual64>, Vec<Dual64>) {
+    /// The impulses with their tangents (into `ln_out`, `lt_out`) for the offsets' tangents (dual `bn`, `bt`): at
+    /// the fixed point, or through the staggered passes (the warm start's tangent stopped).
+    #[allow(clippy::too_many_arguments)]
+    fn jvp(
+        &self,
+        ph: &PhaseTape,
+        g: &PhaseGrads,
+        bn: &[Dual64],
+        bt: &[Dual64],
+        sc: &mut JvpScratch,
+        ln_out: &mut Vec<Dual64>,
+        lt_out: &mut Vec<Dual64>,
+    ) {
         let nc = g.contacts.len();
-        let (mut dln, mut dlt) = (vec![0.0; nc], vec![0.0; 2 * nc]);
-        let (mut ln, mut lt) = (vec![0.0; nc], ph.lt_warm.clone());
-        let dbn: Vec<f64> = bn.iter().map(|v| v.eps).collect();
-        let dbt: Vec<f64> = bt.iter().map(|v| v.eps).collect();
-        if let Some(fp) = &self.fp {
-            (dln, dlt) = fp.jvp(g.dgn, g.dgt, g.dgnt, &dbn, &dbt, g.dmu);
+        let JvpScratch { dln, dlt, ln, lt, dbn, dbt, dg_n, dg_t, dr, rhs, x, kkt } = sc;
+        dln.clear();
+        dln.resize(nc, 0.0);
+        dlt.clear();
+        dlt.resize(2 * nc, 0.0);
+        ln.clear();
+        ln.resize(nc, 0.0);
+        lt.clone_from(&ph.lt_warm);
+        dbn.clear();
+        dbn.extend(bn.iter().map(|v| v.eps));
+        dbt.clear();
+        dbt.extend(bt.iter().map(|v| v.eps));
+        if self.use_fp {
+            self.fp.jvp_into(g.dgn, g.dgt, g.dgnt, dbn, dbt, g.dmu, dln, dlt, rhs, x);
             ln.copy_from_slice(&ph.ln);
             lt.copy_from_slice(&ph.lt);
         }
         let (gnt, dgnt) = (g.gnt, g.dgnt);
-        for (p, (kn, kt)) in ph.passes.iter().zip(&self.kkts) {
-            let dg_n: Vec<f64> = (0..nc)
-                .map(|i| dbn[i] + (0..2 * nc).map(|k| dgnt[(i, k)] * lt[k] + gnt[(i, k)] * dlt[k]).sum::<f64>())
-                .collect();
-            dln = kn.jvp(Some(g.dgn), &dg_n, &[]);
+        for (p, (kn, kt)) in ph.passes.iter().zip(&self.kkts[..self.nk]) {
+            dg_n.clear();
+            dg_n.extend(
+                (0..nc).map(|i| dbn[i] + (0..2 * nc).map(|k| dgnt[(i, k)] * lt[k] + gnt[(i, k)] * dlt[k]).sum::<f64>()),
+            );
+            kn.jvp_into(Some(g.dgn), dg_n, &[], dln, kkt);
             ln.copy_from_slice(&p.lambda_n);
-            let dg_t: Vec<f64> = (0..2 * nc)
-                .map(|k| dbt[k] + (0..nc).map(|i| dgnt[(i, k)] * ln[i] + gnt[(i, k)] * dln[i]).sum::<f64>())
-                .collect();
-            let dr: Vec<f64> = (0..nc).map(|i| g.dmu[i] * ln[i] + g.contacts[i].mu * dln[i]).collect();
-            dlt = kt.jvp(Some(g.dgt), &dg_t, &dr);
+            dg_t.clear();
+            dg_t.extend(
+                (0..2 * nc).map(|k| dbt[k] + (0..nc).map(|i| dgnt[(i, k)] * ln[i] + gnt[(i, k)] * dln[i]).sum::<f64>()),
+            );
+            dr.clear();
+            dr.extend((0..nc).map(|i| g.dmu[i] * ln[i] + g.contacts[i].mu * dln[i]));
+            kt.jvp_into(Some(g.dgt), dg_t, dr, dlt, kkt);
             lt.copy_from_slice(&p.lambda_t);
         }
-        (
-            (0..nc).map(|i| Dual64::new(ln[i], dln[i])).collect(),
-            (0..2 * nc).map(|k| Dual64::new(lt[k], dlt[k])).collect(),
-        )
+        ln_out.clear();
+        ln_out.extend((0..nc).map(|i| Dual64::new(ln[i], dln[i])));
+        lt_out.clear();
+        lt_out.extend((0..2 * nc).map(|k| Dual64::new(lt[k], dlt[k])));
     }
 }
 

@@ -11,7 +11,6 @@ pub mod step;
 
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use data::XpbdData;
-use nalgebra::DMatrix;
 use num_dual::Dual64;
 use step::{Scratch, XpbdRecord};
 use torsion_math::quat::{tangent_pull, tangent_push};
@@ -71,6 +70,47 @@ pub struct XpbdWorkspace {
     pub(crate) grad: step::VjpScratch,
     /// ∂L/∂θ over the whole table (the adjoint's), gathered into the selected entries by `step_vjp`
     pub(crate) g_theta_full: Vec<f64>,
+    /// the dual-number buffers of `step_jacobians_into`
+    pub(crate) tangent: TangentScratch,
+}
+
+/// The buffers of the forward-mode Jacobians (one Dual64 pass of the generic step per direction), sized by the
+/// model once, so `step_jacobians_into` allocates nothing (design.md §7).
+pub(crate) struct TangentScratch {
+    dyn_bodies: Vec<usize>,
+    /// the base inputs lifted (zero tangents) and the seeded ones of one direction
+    s0: MaximalState<Dual64>,
+    sd: MaximalState<Dual64>,
+    out: MaximalState<Dual64>,
+    u: Vec<Dual64>,
+    theta: Vec<Dual64>,
+    data: XpbdData<Dual64>,
+    scratch: Scratch<Dual64>,
+}
+
+impl TangentScratch {
+    fn new(model: &Model, table: &ParamTable) -> Self {
+        let s0 = MaximalState::<f64>::zeros(model.body_count()).lift::<Dual64>();
+        let theta = vec![Dual64::from(0.0); table.len()];
+        TangentScratch {
+            dyn_bodies: model.dynamic_bodies(),
+            sd: s0.clone(),
+            out: s0.clone(),
+            s0,
+            u: vec![Dual64::from(0.0); model.joint_count()],
+            data: XpbdData::build(model, table, &theta),
+            theta,
+            scratch: Scratch::new(model),
+        }
+    }
+}
+
+/// `dst` ← `src` element by element (no allocation: the shapes match by construction).
+fn copy_state(dst: &mut MaximalState<Dual64>, src: &MaximalState<Dual64>) {
+    dst.x.copy_from_slice(&src.x);
+    dst.q.copy_from_slice(&src.q);
+    dst.v.copy_from_slice(&src.v);
+    dst.w.copy_from_slice(&src.w);
 }
 
 impl XpbdSolver {
@@ -88,7 +128,7 @@ impl XpbdSolver {
         if !(self.options.compliance >= 0.0 && self.options.compliance.is_finite()) {
             return Err(SolverError::BadInput { solver: "xpbd", problem: "compliance must be ≥ 0".into() });
         }
-        for k in model.dynamic_bodies() {
+        for k in (0..model.body_count()).filter(|&k| !model.body_fixed[k]) {
             if model.body_mass[k] <= 0.0 {
                 return Err(SolverError::Unsupported {
                     solver: "xpbd",
@@ -226,6 +266,7 @@ impl Solver for XpbdSolver {
         let theta = model.param_vector();
         Ok(XpbdWorkspace {
             data: XpbdData::build(model, &table, &theta),
+            tangent: TangentScratch::new(model, &table),
             table,
             scratch: Scratch::new(model),
             grad: step::VjpScratch::new(model),
@@ -311,26 +352,54 @@ impl DiffSolver for XpbdSolver {
         u: &Control,
         dt: f64,
         sel: &ParamSelection,
-        _ws: &mut XpbdWorkspace,
+        ws: &mut XpbdWorkspace,
         out: &mut StepJacobians,
     ) -> Result<(), SolverError> {
         self.check(model)?;
         self.check_inputs(model, s, u, dt)?;
-        let table = model.param_table();
-        let theta = model.param_vector();
-        let dyn_b = model.dynamic_bodies();
-        let n = dyn_b.len() * TANGENT_PER_BODY;
+        let XpbdWorkspace { table, tangent: ts, .. } = ws;
+        if ts.theta.len() != table.len() || ts.s0.x.len() != s.x.len() || sel.indices.iter().any(|&i| i >= table.len())
+        {
+            return Err(SolverError::BadInput {
+                solver: "xpbd",
+                problem: "the parameter selection or workspace does not match the model".into(),
+            });
+        }
+        let n = ts.dyn_bodies.len() * TANGENT_PER_BODY;
         let nu = model.joint_count();
-        let ncols = n + nu + sel.len();
-        let mut jac = DMatrix::zeros(n, ncols);
-        let s0: MaximalState<Dual64> = s.lift();
-        let u0: Vec<Dual64> = u.joint_torque.iter().map(|&v| Dual64::from_re(v)).collect();
-        let th0: Vec<Dual64> = theta.iter().map(|&v| Dual64::from_re(v)).collect();
-        for col in 0..ncols {
-            let (mut sd, mut ud, mut td) = (s0.clone(), u0.clone(), th0.clone());
+        let ns = sel.len();
+        if out.a.shape() != (n, n) || out.b.shape() != (n, nu) || out.c.shape() != (n, ns) {
+            *out = StepJacobians::zeros(n, nu, ns);
+        }
+        // the base inputs, lifted with zero tangents
+        let lift3 = |v: &Vec3| Vec3::new(Dual64::from(v.x), Dual64::from(v.y), Dual64::from(v.z));
+        for k in 0..s.x.len() {
+            ts.s0.x[k] = lift3(&s.x[k]);
+            ts.s0.v[k] = lift3(&s.v[k]);
+            ts.s0.w[k] = lift3(&s.w[k]);
+            let q = &s.q[k];
+            ts.s0.q[k] = Quat::new(Dual64::from(q.w), Dual64::from(q.v.x), Dual64::from(q.v.y), Dual64::from(q.v.z));
+        }
+        for col in 0..n + nu + ns {
+            copy_state(&mut ts.sd, &ts.s0);
+            for (d, &v) in ts.u.iter_mut().zip(&u.joint_torque) {
+                *d = Dual64::from(v);
+            }
+            for (d, &k) in ts.theta.iter_mut().zip(&table.kinds) {
+                *d = Dual64::from(model.param_get(k));
+            }
+            let (sd, ud, td) = (&mut ts.sd, &mut ts.u, &mut ts.theta);
+            // the column of `out` this direction fills
+            let (jac, c) = if col < n {
+                (&mut out.a, col)
+            } else if col < n + nu {
+                (&mut out.b, col - n)
+            } else {
+                (&mut out.c, col - n - nu)
+            };
             if col < n {
                 let (bi, e) = (col / TANGENT_PER_BODY, col % TANGENT_PER_BODY);
-                let k = dyn_b[bi];
+                let k = ts.dyn_bodies[bi];
                 let mut unit = Vec3::zeros();
                 unit[e % 3] = 1.0;
                 match e / 3 {
@@ -347,29 +416,29 @@ impl DiffSolver for XpbdSolver {
             } else if col < n + nu {
                 ud[col - n].eps = 1.0;
             } else if table.kinds[sel.indices[col - n - nu]].is_contact_material() {
-                continue; // not read by XPBD: a zero column
+                jac.column_mut(c).fill(0.0); // not read by XPBD: a zero column
+                continue;
             } else {
                 td[sel.indices[col - n - nu]].eps = 1.0;
             }
-            let out = self.step_generic(model, &table, &td, &sd, &ud, dt);
-            for (bi, &k) in dyn_b.iter().enumerate() {
-                let o = bi * TANGENT_PER_BODY;
-                let qre = Quat::new(out.q[k].w.re, out.q[k].v.x.re, out.q[k].v.y.re, out.q[k].v.z.re);
-                let qdot = Quat::new(out.q[k].w.eps, out.q[k].v.x.eps, out.q[k].v.y.eps, out.q[k].v.z.eps);
+            // the generic step on duals (as `step_generic`, in the workspace's buffers)
+            ts.data.fill(model, table, td);
+            copy_state(&mut ts.out, sd);
+            step::step(model, &self.options, &ts.data, sd, ud, dt, &mut ts.out, &mut ts.scratch, None);
+            let o = &ts.out;
+            for (bi, &k) in ts.dyn_bodies.iter().enumerate() {
+                let r = bi * TANGENT_PER_BODY;
+                let qre = Quat::new(o.q[k].w.re, o.q[k].v.x.re, o.q[k].v.y.re, o.q[k].v.z.re);
+                let qdot = Quat::new(o.q[k].w.eps, o.q[k].v.x.eps, o.q[k].v.y.eps, o.q[k].v.z.eps);
                 let dq = tangent_pull(&qre, &qdot);
                 for i in 0..3 {
-                    jac[(o + i, col)] = out.x[k][i].eps;
-                    jac[(o + 3 + i, col)] = dq[i];
-                    jac[(o + 6 + i, col)] = out.v[k][i].eps;
-                    jac[(o + 9 + i, col)] = out.w[k][i].eps;
+                    jac[(r + i, c)] = o.x[k][i].eps;
+                    jac[(r + 3 + i, c)] = dq[i];
+                    jac[(r + 6 + i, c)] = o.v[k][i].eps;
+                    jac[(r + 9 + i, c)] = o.w[k][i].eps;
                 }
             }
         }
-        out.assign(&StepJacobians {
-            a: jac.columns(0, n).into_owned(),
-            b: jac.columns(n, nu).into_owned(),
-            c: jac.columns(n + nu, sel.len()).into_owned(),
-        });
         Ok(())
     }
 }
