@@ -125,7 +125,7 @@ fn baxter_page_renders_and_follows_the_trajectory() {
     eprintln!("baxter page: {} meshes, {lit} non-background pixels, max pose error {err:.1e}", page["meshCount"]);
     // the screenshot (README's docs/viewer.png is made from it)
     let shot = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/viewer_baxter.png");
-    let url = format!("file://{}", std::path::absolute(&html).unwrap().display());
+    let url = format!("file://{}#frame=50", std::path::absolute(&html).unwrap().display());
     let out = chromium(&bin, &[&format!("--screenshot={}", shot.display())], &url);
     assert!(out.status.success() && shot.is_file(), "{}", String::from_utf8_lossy(&out.stderr));
 }

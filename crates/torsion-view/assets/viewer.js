@@ -1,7 +1,8 @@
 // torsion viewer (issue 18): plays back the inlined trajectories of one model. three.js and OrbitControls are
 // inlined as text and imported through blob: URLs, so the page works offline from file://.
 // Test hook: window.torsionViewer; with "#selftest" in the URL the page writes the hook's state into
-// <pre id="torsion-test"> (read by crates/torsion-cli/tests/browser.rs through chromium --dump-dom).
+// <pre id="torsion-test"> (read by crates/torsion-cli/tests/browser.rs through chromium --dump-dom); "#frame=K"
+// opens the page at frame K.
 const hook = {
   ready: false, meshCount: 0, frameCount: 0, bodyCount: 0, errors: [],
   setFrame() {}, bodyPosition() { return null; }, bodyPose() { return null; }, nonBlankPixels() { return 0; },
@@ -113,9 +114,11 @@ async function main() {
     });
     const maxTension = t.cable_tensions ? Math.max(1e-12, ...t.cable_tensions.flat().map(Math.abs)) : 0;
     // contacts: points and normal-impulse arrows, a pool grown on demand
-    const maxImpulse = t.contacts ? Math.max(1e-12, ...t.contacts.flat().map((c) => Math.abs(c[2]))) : 0;
+    // arrow scale: the 90th percentile of the non-zero impulses (an impact's spike would shrink the rest)
+    const imps = t.contacts ? t.contacts.flat().map((c) => Math.abs(c[2])).filter((x) => x > 0).sort((a, b) => a - b) : [];
+    const refImpulse = imps.length ? imps[Math.floor(0.9 * (imps.length - 1))] : 1;
     const arrows = [];
-    return { t, bodies, cables, maxTension, arrows, maxImpulse, colour };
+    return { t, bodies, cables, maxTension, arrows, refImpulse, colour };
   });
 
   // --- scale of the scene (contact arrows, camera): the bodies' origins at frame 0 and the shapes' centres
@@ -126,12 +129,13 @@ async function main() {
     if (s.kind !== 'plane') box.expandByPoint(new THREE.Vector3(...s.pos).applyQuaternion(new THREE.Quaternion(p0[s.body][4], p0[s.body][5], p0[s.body][6], p0[s.body][3])).add(new THREE.Vector3(...p0[s.body])));
   });
   const size = Math.max(0.3, box.getSize(new THREE.Vector3()).length());
-  const arrowLength = 0.25 * size;
+  const arrowLength = 0.15 * size;
 
   // --- frames
   const slider = document.getElementById('slider');
   const timeLabel = document.getElementById('time');
   const showContacts = document.getElementById('show-contacts');
+  showContacts.parentElement.hidden = !trajs.some((t) => t.contacts);
   slider.max = String(nFrames - 1);
   let frame = 0;
   const v3 = (a) => new THREE.Vector3(a[0], a[1], a[2]);
@@ -157,9 +161,11 @@ async function main() {
       });
       const cs = (v.t.contacts && showContacts.checked) ? v.t.contacts[kk] : [];
       while (v.arrows.length < cs.length) {
-        const a = new THREE.ArrowHelper(new THREE.Vector3(0, 0, 1), new THREE.Vector3(), 1, v.colour.getHex());
+        const a = new THREE.ArrowHelper(new THREE.Vector3(0, 0, 1), new THREE.Vector3(), 1, 0xd62728);
         const dot = new THREE.Mesh(new THREE.SphereGeometry(0.01 * size, 8, 6), new THREE.MeshBasicMaterial({ color: 0xd62728 }));
         a.add(dot);
+        // drawn over the solids: the force acts inside the touching bodies
+        a.traverse((o) => { if (o.material) o.material.depthTest = false; o.renderOrder = 10; });
         scene.add(a);
         v.arrows.push(a);
       }
@@ -169,7 +175,7 @@ async function main() {
         const [p, n, imp] = cs[i];
         a.position.set(...p);
         a.setDirection(v3(n).normalize());
-        const len = Math.max(1e-3, arrowLength * Math.abs(imp) / v.maxImpulse);
+        const len = Math.min(0.4 * size, Math.max(1e-3, arrowLength * Math.abs(imp) / v.refImpulse));
         a.setLength(len, Math.min(0.3 * len, 0.04 * size), Math.min(0.2 * len, 0.02 * size));
       });
     }
@@ -303,10 +309,14 @@ async function main() {
   if (fit.isEmpty()) fit.copy(box);
   const fitSize = Math.max(0.2, fit.getSize(new THREE.Vector3()).length());
   const centre = fit.getCenter(new THREE.Vector3());
-  camera.position.copy(centre).add(new THREE.Vector3(0.55, -0.75, 0.4).multiplyScalar(fitSize));
+  // the bounding sphere (radius fitSize / 2) fills the vertical field of view
+  const distance = (0.5 * fitSize) / Math.sin(THREE.MathUtils.degToRad(camera.fov / 2));
+  camera.position.copy(centre).add(new THREE.Vector3(0.55, -0.75, 0.4).normalize().multiplyScalar(distance));
   controls.target.copy(centre);
   controls.update();
-  render();
+  // "#frame=K" in the URL opens the page at frame K (screenshots)
+  const start = /frame=(\d+)/.exec(location.hash);
+  setFrame(start ? Number(start[1]) : 0);
   hook.ready = true;
 }
 

@@ -380,7 +380,7 @@ mod tests {
             body_poses: vec![vec![pose; m.body_count()]],
             ..Default::default()
         };
-        let html = page(&m, &[t.clone()], &ViewOptions::default()).unwrap();
+        let html = page(&m, std::slice::from_ref(&t), &ViewOptions::default()).unwrap();
         // nothing fetched: no src / href / import from the network
         for net in ["src=\"http", "href=\"http", "from\"http", "import(\"http"] {
             assert!(!html.contains(net), "the page fetches {net}");
