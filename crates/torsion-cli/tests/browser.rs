@@ -161,3 +161,41 @@ fn two_box_ncp_pages_show_contacts_and_overlay() {
     assert!(shown["60"].as_u64().unwrap() > 0, "resting boxes have contacts at the last frame");
     eprintln!("two-box page: contacts shown {shown:?}, max pose error {err:.1e}");
 }
+
+#[test]
+fn superball_page_draws_its_cables_at_the_sites() {
+    // SUPERball (6 rods, 24 cables; featherstone steps cables): one line per cable, its ends at the two sites
+    // posed by the recorded body poses (float32 vertex buffer: 1e-6 m)
+    let Some(bin) = browser() else { return };
+    let dir = tmp("superball");
+    let traj = dir.join("superball.json");
+    simulate(&["--solver", "featherstone", "--steps", "30"], "superball", &traj);
+    let html = dir.join("superball.html");
+    view(&[&traj], "superball", &html);
+    let page = self_test(&bin, &html);
+    check_common(&page);
+    let model = torsion_model::io::load_model("superball").unwrap();
+    assert_eq!(page["meshCount"].as_u64(), Some(model.shapes.len() as u64));
+    assert_eq!(page["cableCount"].as_u64(), Some(model.cables.len() as u64));
+    assert!(!model.cables.is_empty());
+    check_poses(&page, &json(&traj));
+    let t = json(&traj);
+    let mut worst = 0.0f64;
+    for (k, ends) in page["cableEnds"].as_object().unwrap() {
+        let k: usize = k.parse().unwrap();
+        for (c, cable) in model.cables.iter().enumerate() {
+            for e in 0..2 {
+                let p: Vec<f64> =
+                    t["body_poses"][k][cable.body[e]].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+                let q = torsion_math::Quat::new(p[3], p[4], p[5], p[6]);
+                let want = q.rotate(&cable.site[e]) + torsion_math::Vec3::new(p[0], p[1], p[2]);
+                let got = &ends[c][e];
+                for i in 0..3 {
+                    worst = worst.max((got[i].as_f64().unwrap() - want[i]).abs());
+                }
+            }
+        }
+    }
+    eprintln!("superball page: {} cables, max cable end error {worst:.1e} m", model.cables.len());
+    assert!(worst < 1e-6, "cable ends off the sites by {worst} m");
+}

@@ -1,12 +1,12 @@
 // torsion viewer (issue 18): plays back the inlined trajectories of one model. three.js and OrbitControls are
 // inlined as text and imported through blob: URLs, so the page works offline from file://.
 // Test hook: window.torsionViewer; with "#selftest" in the URL the page writes the hook's state into
-// <pre id="torsion-test"> (read by crates/torsion-cli/tests/browser.rs through chromium --dump-dom); "#frame=K"
+// the element #torsion-test (read by crates/torsion-cli/tests/browser.rs through chromium --dump-dom); "#frame=K"
 // opens the page at frame K.
 const hook = {
-  ready: false, meshCount: 0, frameCount: 0, bodyCount: 0, errors: [],
+  ready: false, meshCount: 0, cableCount: 0, frameCount: 0, bodyCount: 0, errors: [],
   setFrame() {}, bodyPosition() { return null; }, bodyPose() { return null; }, nonBlankPixels() { return 0; },
-  visibleContacts() { return 0; },
+  visibleContacts() { return 0; }, cableEnds() { return []; },
 };
 window.torsionViewer = hook;
 const report = (m) => hook.errors.push(String(m));
@@ -110,6 +110,7 @@ async function main() {
       const g = new THREE.BufferGeometry().setFromPoints([new THREE.Vector3(), new THREE.Vector3()]);
       const line = new THREE.Line(g, new THREE.LineBasicMaterial({ color: colour }));
       scene.add(line);
+      hook.cableCount += 1;
       return line;
     });
     const maxTension = t.cable_tensions ? Math.max(1e-12, ...t.cable_tensions.flat().map(Math.abs)) : 0;
@@ -193,6 +194,11 @@ async function main() {
     g.matrixWorld.decompose(p, q, s);
     return [p.x, p.y, p.z, q.w, q.x, q.y, q.z];
   };
+  // the drawn end points of trajectory ti's cables, [[x y z] [x y z]] each
+  hook.cableEnds = (ti = 0) => views[ti].cables.map((l) => {
+    const p = l.geometry.getAttribute('position');
+    return [0, 1].map((i) => [p.getX(i), p.getY(i), p.getZ(i)]);
+  });
   hook.visibleContacts = (ti = 0) => views[ti].arrows.filter((a) => a.visible).length;
   hook.bodyPosition = (i, ti = 0) => {
     const g = views[ti].bodies[i];
@@ -321,7 +327,10 @@ async function main() {
 }
 
 function runSelfTest() {
-  const out = { ready: hook.ready, meshCount: hook.meshCount, frameCount: hook.frameCount, nonBlank: 0, poses: {}, contacts: {} };
+  const out = {
+    ready: hook.ready, meshCount: hook.meshCount, cableCount: hook.cableCount, frameCount: hook.frameCount,
+    nonBlank: 0, poses: {}, contacts: {}, cableEnds: {},
+  };
   try {
     if (hook.ready) {
       out.nonBlank = hook.nonBlankPixels();
@@ -329,6 +338,7 @@ function runSelfTest() {
       for (const k of [n - 1, Math.floor(n / 2), 0]) {
         hook.setFrame(k);
         out.contacts[k] = hook.visibleContacts();
+        out.cableEnds[k] = hook.cableEnds();
         out.poses[k] = [];
         for (let i = 0; i < hook.bodyCount; i++) out.poses[k].push(hook.bodyPose(i));
       }
