@@ -248,10 +248,11 @@ fn ncp_contacts(ws: &NcpSimWorkspace) -> serde_json::Value {
         .iter()
         .enumerate()
         .map(|(i, f)| {
+            let impulse_t = [0, 1].map(|j| r.lambda_t.get(2 * i + j).copied().unwrap_or(0.0));
             json!({
                 "point": v(&f.point), "normal": v(&f.normal), "bodies": [f.body_a, f.body_b],
                 "impulse_n": r.lambda_n.get(i).copied().unwrap_or(0.0),
-                "impulse_t": [r.lambda_t.get(2 * i).copied().unwrap_or(0.0), r.lambda_t.get(2 * i + 1).copied().unwrap_or(0.0)],
+                "impulse_t": impulse_t,
             })
         })
         .collect();
@@ -282,7 +283,9 @@ fn run_generalized<S: Solver<State = GenState>>(
         Some(p) => read_controls(p, model.nu(), a.steps)?,
         None => vec![],
     };
+    // contacts: recorded when the solver has them (row 0, the initial state, has none)
     let (mut tr, mut act, mut cs) = (Trajectory::default(), vec![], vec![json!([])]);
+    let with_contacts = contacts(&ws).is_some();
     let mut record = |k: usize, s: &GenState| -> Result<()> {
         act.push(s.act.clone());
         let fk = model.forward_kinematics(&s.q)?;
@@ -299,7 +302,7 @@ fn run_generalized<S: Solver<State = GenState>>(
         record(k, &s)?;
         cs.extend(contacts(&ws));
     }
-    let extra = (cs.len() == a.steps + 1).then(|| ("contacts", json!(cs)));
+    let extra = with_contacts.then(|| ("contacts", json!(cs)));
     tr.write(a, model, dt, [Some(("actuator_activations", json!(act))), extra])
 }
 
