@@ -15,6 +15,11 @@ if ! python3 -c "import torch" 2>/dev/null; then
         echo "torch is not installed: its tests are skipped (TORSION_TEST_TORCH=1 installs it, ~5 GB)"
     fi
 fi
+# headless Chromium for the viewer's browser test (crates/torsion-cli/tests/browser.rs; it skips without one
+# unless CI=true); CI runs as root
+if [ "${CI:-}" = "true" ] && ! command -v chromium >/dev/null; then
+    apt-get update && apt-get install -y chromium
+fi
 # default members: every crate but the Python extension (crates/torsion-py, built by maturin below)
 cargo test --locked
 # cross-checks against reference libraries, through the CLI binary the tests just built (the Rust tests also

@@ -1,7 +1,8 @@
-//! `torsion`: command-line entry point (design.md §5): `simulate` a model with a solver, run a paper
-//! `experiment` (JSON + PNG), list experiments.
+//! `torsion`: command-line entry point (design.md §5): `simulate` a model with a solver, `view` trajectories
+//! (HTML), run a paper `experiment` (JSON + PNG), list experiments.
 mod dynamics;
 mod simulate;
+mod view;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -18,6 +19,9 @@ struct Cli {
 enum Cmd {
     /// Simulate a URDF model and write the trajectory (joint angles, joint velocities, body poses) as JSON.
     Simulate(simulate::SimulateArgs),
+    /// Write one self-contained HTML page (three.js inlined, works offline) playing back trajectories of
+    /// `torsion simulate` (several: overlaid with a legend).
+    View(view::ViewArgs),
     /// Evaluate M, RNEA, g, bias, ABA (and derivatives) of a URDF model at given points; prints JSON.
     Dynamics(dynamics::DynamicsArgs),
     /// List the models known by name (`--model NAME`), with where each comes from.
@@ -48,6 +52,7 @@ fn main() {
 fn run() -> Result<()> {
     match Cli::parse().cmd {
         Cmd::Simulate(a) => simulate::run(&a),
+        Cmd::View(a) => view::run(&a),
         Cmd::Dynamics(a) => dynamics::run(&a),
         Cmd::Models => {
             use torsion_model::io::ModelSource;

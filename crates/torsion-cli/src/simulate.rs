@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use torsion_math::{Quat, Vec3};
 use torsion_model::io::urdf::{load_urdf, UrdfOptions};
 use torsion_model::{Control, ControlLayout, JointType, MaximalState, Model};
-use torsion_solvers::ncp::{NcpOptions, NcpSolver};
+use torsion_solvers::ncp::{NcpOptions, NcpSimWorkspace, NcpSolver};
 use torsion_solvers::{FeatherstoneSolver, GenState, Ordering, Solver, XpbdOptions, XpbdSolver};
 
 /// The model file and the URDF chain options (`simulate`, `dynamics`).
@@ -72,8 +72,14 @@ impl Trajectory {
         );
     }
 
-    /// The output JSON (with the path's own `extra` entry) written to `--out`.
-    fn write(self, a: &SimulateArgs, model: &Model, dt: f64, extra: (&str, serde_json::Value)) -> Result<()> {
+    /// The output JSON (with the path's own `extra` entries) written to `--out`.
+    fn write<const N: usize>(
+        self,
+        a: &SimulateArgs,
+        model: &Model,
+        dt: f64,
+        extra: [Option<(&str, serde_json::Value)>; N],
+    ) -> Result<()> {
         let mut out = json!({
             "model": a.src.model.display().to_string(), "solver": a.solver, "dt": dt, "steps": a.steps,
             "gravity": [model.gravity.x, model.gravity.y, model.gravity.z],
@@ -81,7 +87,9 @@ impl Trajectory {
             "time": self.t, "joint_angles": self.ang, "joint_velocities": self.vel,
             "body_poses": self.poses, "body_pose_layout": "x y z qw qx qy qz (COM frame, world)",
         });
-        out[extra.0] = extra.1;
+        for (k, v) in extra.into_iter().flatten() {
+            out[k] = v;
+        }
         write_out(&a.out, serde_json::to_string(&out)?).with_context(|| format!("writing {}", a.out.display()))?;
         eprintln!("wrote {} ({} steps, {} joints)", a.out.display(), a.steps, model.joint_count());
         Ok(())
@@ -199,7 +207,7 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
     if a.solver == "featherstone" {
         let solver =
             FeatherstoneSolver { options: torsion_solvers::FeatherstoneOptions { joint_damping: !a.no_damping } };
-        return run_generalized(a, &model, &q0, &tau, &solver);
+        return run_generalized(a, &model, &q0, &tau, &solver, |_| None);
     }
     if a.solver == "ncp" {
         let mut o = NcpOptions { passive: !a.no_damping, ..Default::default() };
@@ -208,7 +216,7 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
         for w in solver.initial_overlaps(&model, &q0)? {
             eprintln!("warning: {w}");
         }
-        return run_generalized(a, &model, &q0, &tau, &solver);
+        return run_generalized(a, &model, &q0, &tau, &solver, |ws| Some(ncp_contacts(ws)));
     }
     let solver = XpbdSolver::new(XpbdOptions {
         iterations: a.iterations,
@@ -237,17 +245,40 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
         std::mem::swap(&mut s, &mut next);
         record(k, &s);
     }
-    tr.write(a, &model, dt, ("max_position_violation", json!(viol)))
+    tr.write(a, &model, dt, [Some(("max_position_violation", json!(viol)))])
+}
+
+/// The contacts of the last ncp step (the viewer draws them): world point, unit normal (from body B to A),
+/// the two bodies and the impulses over the step (N·s: normal, and the two tangential along the frame's t1, t2).
+fn ncp_contacts(ws: &NcpSimWorkspace) -> serde_json::Value {
+    let r = &ws.report;
+    let v = |x: &Vec3| [x.x, x.y, x.z];
+    let c: Vec<_> = ws
+        .frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let impulse_t = [0, 1].map(|j| r.lambda_t.get(2 * i + j).copied().unwrap_or(0.0));
+            json!({
+                "point": v(&f.point), "normal": v(&f.normal), "bodies": [f.body_a, f.body_b],
+                "impulse_n": r.lambda_n.get(i).copied().unwrap_or(0.0),
+                "impulse_t": impulse_t,
+            })
+        })
+        .collect();
+    json!(c)
 }
 
 /// The generalized-coordinate steppers (featherstone: semi-implicit Euler with ABA; ncp: contact by staggered
-/// projections, spec 001); body poses from forward kinematics.
+/// projections, spec 001); body poses from forward kinematics. `contacts` reads the step's contacts from the
+/// workspace (ncp; `None` for featherstone): recorded per row under "contacts", row 0 (the initial state) empty.
 fn run_generalized<S: Solver<State = GenState>>(
     a: &SimulateArgs,
     model: &Model,
     q0: &[f64],
     tau: &[f64],
     solver: &S,
+    contacts: impl Fn(&S::Workspace) -> Option<serde_json::Value>,
 ) -> Result<()> {
     let dt = a.dt.unwrap_or(model.dt);
     let mut ws = solver.workspace(model)?;
@@ -262,7 +293,9 @@ fn run_generalized<S: Solver<State = GenState>>(
         Some(p) => read_controls(p, model.nu(), a.steps)?,
         None => vec![],
     };
-    let (mut tr, mut act) = (Trajectory::default(), vec![]);
+    // contacts: recorded when the solver has them (row 0, the initial state, has none)
+    let (mut tr, mut act, mut cs) = (Trajectory::default(), vec![], vec![json!([])]);
+    let with_contacts = contacts(&ws).is_some();
     let mut record = |k: usize, s: &GenState| -> Result<()> {
         act.push(s.act.clone());
         let fk = model.forward_kinematics(&s.q)?;
@@ -277,8 +310,10 @@ fn run_generalized<S: Solver<State = GenState>>(
         solver.step(model, &s, &u, dt, &mut next, &mut ws, None).with_context(|| format!("step {k}"))?;
         std::mem::swap(&mut s, &mut next);
         record(k, &s)?;
+        cs.extend(contacts(&ws));
     }
-    tr.write(a, model, dt, ("actuator_activations", json!(act)))
+    let extra = with_contacts.then(|| ("contacts", json!(cs)));
+    tr.write(a, model, dt, [Some(("actuator_activations", json!(act))), extra])
 }
 
 /// `--controls FILE`: a JSON array of at least `steps` rows of `nu` numbers.

@@ -492,3 +492,91 @@ fn ncp_convergence_quick_meets_its_targets() {
         assert_eq!(m[format!("{n}_relative_residual")].as_array().unwrap().len(), 20);
     }
 }
+
+/// Two boxes on the floor (the viewer's ncp scene).
+const TWO_BOXES: &str = include_str!("data/two_boxes.xml");
+
+#[test]
+fn simulate_ncp_records_contacts_and_their_impulses() {
+    // issue 18: `simulate --solver ncp` writes per step the contacts (point, normal, normal impulse); at rest the
+    // floor's normal impulses carry both boxes' weight over the step: Σ λ_n = 2 m g dt
+    let dir = tmp("contacts");
+    std::fs::write(dir.join("boxes.xml"), TWO_BOXES).unwrap();
+    let traj = dir.join("boxes.json");
+    let out = torsion()
+        .args(["simulate", "--solver", "ncp", "--steps", "150", "--gravity", "9.81", "--model"])
+        .arg(dir.join("boxes.xml"))
+        .arg("--out")
+        .arg(&traj)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&traj).unwrap()).unwrap();
+    let rows = j["contacts"].as_array().expect("a contacts array");
+    assert_eq!(rows.len(), 151, "one row per recorded state");
+    assert!(rows[0].as_array().unwrap().is_empty(), "row 0: the initial state, before any step");
+    for key in ["time", "joint_angles", "joint_velocities", "body_poses", "actuator_activations"] {
+        assert!(j[key].is_array(), "existing key {key} kept");
+    }
+    let last = rows[150].as_array().unwrap();
+    assert!(last.len() >= 6, "both boxes resting: {} contacts", last.len());
+    let mut floor = 0.0;
+    for c in last {
+        let n: Vec<f64> = c["normal"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        assert!((n.iter().map(|x| x * x).sum::<f64>().sqrt() - 1.0).abs() < 1e-9, "unit normal {n:?}");
+        let imp = c["impulse_n"].as_f64().unwrap();
+        assert!(imp >= 0.0, "normal impulses push: {imp}");
+        assert_eq!(c["point"].as_array().unwrap().len(), 3);
+        if c["bodies"].as_array().unwrap().iter().any(|b| b.as_u64() == Some(0)) {
+            floor += imp;
+        }
+    }
+    let weight = 2.0 * 1.0 * 9.81 * 0.01;
+    eprintln!("floor normal impulse at rest {floor:.5} N·s, 2 m g dt = {weight:.5}");
+    assert!((floor - weight).abs() < 0.02 * weight, "floor impulse {floor} vs 2 m g dt {weight}");
+    // featherstone has no contacts: no key (also for 0 steps, where the row count alone cannot tell)
+    let out = torsion()
+        .args(["simulate", "--solver", "featherstone", "--steps", "0", "--model", "baxter_left_arm", "--out"])
+        .arg(dir.join("f.json"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let f: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("f.json")).unwrap()).unwrap();
+    assert!(f.get("contacts").is_none());
+}
+
+#[test]
+fn view_errors_name_the_file_and_field() {
+    let dir = tmp("view-err");
+    let traj = dir.join("baxter.json");
+    let out = torsion()
+        .args(["simulate", "--model", "baxter_left_arm", "--steps", "2", "--out"])
+        .arg(&traj)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(dir.join("boxes.xml"), TWO_BOXES).unwrap();
+    // the Baxter trajectory against the two-box model: the body count differs
+    let out = torsion()
+        .arg("view")
+        .arg(&traj)
+        .arg("--model")
+        .arg(dir.join("boxes.xml"))
+        .arg("-o")
+        .arg(dir.join("x.html"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("baxter.json") && err.contains("body_poses[0]"), "{err}");
+    std::fs::write(dir.join("bad.json"), r#"{"time": [0, 0.1], "joint_angles": [[0]]}"#).unwrap();
+    let out = torsion()
+        .arg("view")
+        .arg(dir.join("bad.json"))
+        .args(["--model", "baxter_left_arm", "-o"])
+        .arg(dir.join("y.html"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("bad.json") && err.contains("joint_angles"), "{err}");
+    assert!(!dir.join("y.html").exists());
+}

@@ -11,6 +11,7 @@ mod dynamics;
 mod model;
 mod sim;
 mod solvers;
+mod view;
 
 pyo3::create_exception!(torsion, SimulationError, PyRuntimeError, "A step failed (non-finite state).");
 
@@ -60,5 +61,6 @@ fn _torsion(m: &Bound<'_, PyModule>) -> PyResult<()> {
     solvers::register(m)?;
     sim::register(m)?;
     dynamics::register(m)?;
+    view::register(m)?;
     Ok(())
 }

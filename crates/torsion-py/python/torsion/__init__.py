@@ -35,6 +35,7 @@ from ._torsion import (
     step_jacobians,
     trajectory_jacobians,
 )
+from ._torsion import _view_html
 
 from . import models  # noqa: E402  (torsion.models.list() / torsion.models.load(name))
 
@@ -68,4 +69,57 @@ __all__ = [
     "step",
     "step_jacobians",
     "trajectory_jacobians",
+    "view",
+    "ViewPage",
 ]
+
+
+class ViewPage(str):
+    """The path of a viewer page written by `view` (a str, so it opens like a path); in Jupyter it shows the
+    page inline (an iframe with the HTML in `srcdoc`, nothing fetched)."""
+
+    def __new__(cls, path, html):
+        self = super().__new__(cls, str(path))
+        self.html = html
+        return self
+
+    def _repr_html_(self):
+        import html as _html
+
+        return (
+            '<iframe style="width: 100%; height: 640px; border: 1px solid #ccc" '
+            f'srcdoc="{_html.escape(self.html, quote=True)}"></iframe>'
+        )
+
+
+def view(model, states, path=None, solver=None, dt=None, names=None, title=None, package_dirs=()):
+    """Write the trajectory viewer page (one self-contained HTML file, three.js inlined; issue 18) and return its
+    path as a `ViewPage` (shown inline in Jupyter).
+
+    states: a (T + 1, state_dim) array of a rollout (x0 first), or a list of them (overlaid, each with its
+    colour and a legend entry, labelled by `names`). solver: the solver whose state layout `states` use
+    (default: FeatherstoneSolver when the width is nq + nv, else XpbdSolver). dt: the time step (default the
+    model's). path: the HTML file (default: a new file in the temporary folder).
+    """
+    import os
+    import tempfile
+
+    import numpy as np
+
+    arrays = list(states) if isinstance(states, (list, tuple)) else [states]
+    arrays = [np.asarray(a, dtype=np.float64) for a in arrays]
+    if solver is None:
+        width = arrays[0].shape[-1] if arrays and arrays[0].ndim == 2 else None
+        solver = FeatherstoneSolver() if width == model.nq + model.nv else XpbdSolver()
+    html = _view_html(model, arrays, solver, dt=dt, names=None if names is None else list(names), title=title,
+                      package_dirs=[os.fspath(d) for d in package_dirs])
+    if path is None:
+        fd, path = tempfile.mkstemp(prefix="torsion-view-", suffix=".html")
+        os.close(fd)
+    path = os.fspath(path)
+    folder = os.path.dirname(path)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(html)
+    return ViewPage(path, html)
