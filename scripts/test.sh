@@ -18,7 +18,7 @@ fi
 # headless Chromium for the viewer's browser test (crates/torsion-cli/tests/browser.rs; it skips without one
 # unless CI=true); CI runs as root
 if [ "${CI:-}" = "true" ] && ! command -v chromium >/dev/null; then
-    apt-get update && apt-get install -y chromium
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 fi
 # default members: every crate but the Python extension (crates/torsion-py, built by maturin below)
 cargo test --locked
