@@ -21,7 +21,7 @@ use super::problem::{contact_rows, lcp_system, BoxedLcp};
 use super::solution::LcpSolverKind;
 use super::{solve_chain, ChainOptions, ChainSolution};
 use crate::contact::anchor::Anchor;
-use crate::contact::frames::{body_joints, contact_key, frames_from_collision, pair_source, ContactFrame, ContactGeom};
+use crate::contact::frames::{body_joints, detect_into, pair_source, ContactFrame, ContactGeom};
 use crate::contact::prelude::{apply_impulses, dyn_err, prelude, Prelude, PreludeOptions, StepInputs};
 use crate::generalized::{
     dual_tangent, recorded, transposed_jacobian_product, ContactWarmStart, GenState, WarmImpulse,
@@ -132,6 +132,9 @@ pub struct LcpWorkspace {
     /// the contacts of the last step, as the stepper saw them
     pub frames: Vec<ContactFrame>,
     pub report: LcpReport,
+    /// the bodies' world poses for collision detection, and the forward kinematics' scratch
+    poses: Vec<(Vec3, Quat)>,
+    placed: Vec<bool>,
 }
 
 /// What `step` saves for `step_vjp`.
@@ -144,7 +147,7 @@ pub struct LcpRecord {
 }
 
 fn collision_err(e: torsion_collision::CollisionError) -> SolverError {
-    SolverError::Unsupported { solver: NAME, problem: e.to_string() }
+    crate::contact::frames::collision_err(NAME)(e)
 }
 
 fn lcp_err(e: super::problem::LcpError) -> SolverError {
@@ -256,17 +259,8 @@ impl LcpSolver {
         q: &[f64],
         warm: &ContactWarmStart,
     ) -> Result<(), SolverError> {
-        if !model.contact_enabled {
-            ws.contacts.contacts.clear();
-            ws.frames.clear();
-            return Ok(());
-        }
-        let poses =
-            model.forward_kinematics(q).map_err(|e| SolverError::BadInput { solver: NAME, problem: e.to_string() })?;
-        let previous_t1 = |id: &torsion_collision::ContactId| warm.get(contact_key(id)).map(|w| w.t1.into());
-        ws.world.detect_with_tangents(&poses, &previous_t1, &mut ws.contacts).map_err(collision_err)?;
-        frames_from_collision(model, &ws.contacts, &mut ws.frames);
-        Ok(())
+        let LcpWorkspace { world, contacts, frames, poses, placed, .. } = ws;
+        detect_into(NAME, model, world, q, warm, poses, placed, contacts, frames)
     }
 
     fn check(&self, ws: &LcpWorkspace, s: &GenState, u: &[f64], dt: f64) -> Result<(), SolverError> {
@@ -547,6 +541,8 @@ impl Solver for LcpSolver {
             contacts: Contacts::default(),
             frames: vec![],
             report: LcpReport::default(),
+            poses: vec![],
+            placed: vec![],
         })
     }
 

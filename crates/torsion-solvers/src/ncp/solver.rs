@@ -7,7 +7,7 @@
 //! start (impulses and tangent t1 by contact id) is `GenState::warm`: read from the input state (the tangents
 //! continue from its t1), written to the output — nothing carries over in the workspace (design.md §3).
 use super::staggered::{NcpReport, NcpSolver, NcpWorkspace};
-use crate::contact::frames::{contact_key, frames_from_collision, ContactFrame};
+use crate::contact::frames::{detect_into, ContactFrame};
 use crate::generalized::{recorded, transposed_jacobian_product_with, ContactWarmStart, GenState, ProductScratch};
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use torsion_collision::{CollisionWorld, Contacts};
@@ -53,7 +53,7 @@ fn copy_jacobians(cols: &nalgebra::DMatrix<f64>, nv: usize, ns: usize, out: &mut
 }
 
 fn collision_err(e: torsion_collision::CollisionError) -> SolverError {
-    SolverError::Unsupported { solver: "ncp", problem: e.to_string() }
+    crate::contact::frames::collision_err("ncp")(e)
 }
 
 impl NcpSolver {
@@ -101,19 +101,8 @@ impl NcpSolver {
         q: &[f64],
         warm: &ContactWarmStart,
     ) -> Result<(), SolverError> {
-        if !model.contact_enabled {
-            // MJCF <flag contact="disable"/>: no contacts
-            ws.contacts.contacts.clear();
-            ws.frames.clear();
-            return Ok(());
-        }
-        model
-            .forward_kinematics_into(q, &mut ws.poses, &mut ws.placed)
-            .map_err(|e| SolverError::BadInput { solver: "ncp", problem: e.to_string() })?;
-        let previous_t1 = |id: &torsion_collision::ContactId| warm.get(contact_key(id)).map(|w| w.t1.into());
-        ws.world.detect_with_tangents(&ws.poses, &previous_t1, &mut ws.contacts).map_err(collision_err)?;
-        frames_from_collision(model, &ws.contacts, &mut ws.frames);
-        Ok(())
+        let NcpSimWorkspace { world, contacts, frames, poses, placed, .. } = ws;
+        detect_into("ncp", model, world, q, warm, poses, placed, contacts, frames)
     }
 }
 
