@@ -443,6 +443,51 @@ fn simulate_lcp_box_drop_stays_above_the_floor() {
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--no-ccd"));
 }
 
+/// spec 004 §4.3 task 1: prisms with 3, 4, 6 base vertices slide from 2 m/s under the lcp stepper: every step's
+/// LCP answered, the velocity slope −μgΔt per step within the paper's 2.1 % (ours: exact to rounding).
+#[test]
+fn jade_sliding_prisms_quick_meets_its_targets() {
+    let j = quick_experiment("jade-sliding-prisms");
+    let m = &j["metrics"];
+    let f = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("metric {k} missing"));
+    eprintln!(
+        "quick jade-sliding-prisms: slope rel error {:.2e}, invalid LCP steps {}, validity {}",
+        f("slope_rel_error"),
+        f("invalid_lcp_steps"),
+        m["validity_rates"]
+    );
+    assert!(f("slope_rel_error") <= 0.021 && f("invalid_lcp_steps") == 0.0);
+    for n in [3, 4, 6] {
+        assert_eq!(m["prisms"][format!("{n}_vertices")]["contacts"], n, "{n} base vertices, {n} contacts");
+    }
+    for set in ["logged", "random"] {
+        for s in ["baseline_dantzig", "pgs", "jade", "oracle"] {
+            let r = m["validity_rates"][set][s].as_f64().unwrap_or_else(|| panic!("{set}.{s} missing"));
+            assert!((0.0..=1.0).contains(&r));
+        }
+    }
+    assert!(m["validity_rates"]["random"]["lcps"].as_u64().unwrap() >= 1000);
+    assert_eq!(j["paper"]["slope_rel_error"], 0.021);
+}
+
+/// spec 004 §4.3 task 2: the cube push against the analytic impact velocity and rest gap (e = 0 and 1).
+#[test]
+fn jade_cube_push_quick_meets_its_targets() {
+    let j = quick_experiment("jade-cube-push");
+    let m = &j["metrics"];
+    let f = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("metric {k} missing"));
+    eprintln!(
+        "quick jade-cube-push: velocity error {:.2e}, rest gap error {:.4} m",
+        f("velocity_error"),
+        f("rest_gap_error")
+    );
+    assert!(f("velocity_error") <= 0.02 && f("rest_gap_error") <= 0.032);
+    // e = 0: both leave at v_c / 2; e = 1: gray stops, blue leaves at v_c
+    let c = &m["cases"];
+    assert!((c["e_0"]["v_blue_after_analytic"].as_f64().unwrap() - 0.7795).abs() < 1e-3);
+    assert!(c["e_1"]["v_gray_at_impact_step"].as_f64().unwrap().abs() < 1e-6);
+}
+
 /// spec 001 H1: μ within 0.005 of μ* = 0.2 from every initialisation (quick: 2 of the 5, a 0.6 s trajectory).
 #[test]
 fn ncp_friction_id_quick_meets_its_targets() {
