@@ -277,3 +277,25 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     ];
     Ok(one_panel_result("jade-sliding-prisms", metrics, paper, settings, panel).with_checks(checks))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The square prism's moments equal a box's (side r√2, MuJoCo's box formula); the OBJ has 2n vertices and
+    /// n + 2 faces.
+    #[test]
+    fn square_prism_is_a_box() {
+        let a = RADIUS * 2f64.sqrt() / 2.0;
+        let b = torsion_model::ShapeKind::Box { half_extents: torsion_math::Vec3::new(a, a, 0.5 * HEIGHT) };
+        let want = b.inertia_diag(MASS).unwrap();
+        let got = prism_inertia(4, RADIUS, HEIGHT, MASS);
+        // the box's axes are the prism's turned by 45° about z: equal x / y moments, so no difference
+        for (g, w) in got.iter().zip([want.x, want.y, want.z]) {
+            assert!((g - w).abs() < 1e-15, "{got:?} vs {want:?}");
+        }
+        let obj = prism_obj(6, RADIUS, HEIGHT);
+        assert_eq!(obj.lines().filter(|l| l.starts_with("v ")).count(), 12);
+        assert_eq!(obj.lines().filter(|l| l.starts_with("f ")).count(), 8);
+    }
+}
