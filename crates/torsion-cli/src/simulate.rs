@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use torsion_math::{Quat, Vec3};
 use torsion_model::io::urdf::{load_urdf, UrdfOptions};
 use torsion_model::{Control, ControlLayout, JointType, MaximalState, Model};
+use torsion_solvers::lcp::problem::Row;
+use torsion_solvers::lcp::stepper::{LcpOptions, LcpSolver, LcpWorkspace, SolvedLcp};
 use torsion_solvers::ncp::{NcpOptions, NcpSimWorkspace, NcpSolver};
 use torsion_solvers::{FeatherstoneSolver, GenState, Ordering, Solver, XpbdOptions, XpbdSolver};
 
@@ -103,7 +105,7 @@ pub struct SimulateArgs {
     /// initial joint positions, comma separated (default zeros)
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     q0: Option<Vec<f64>>,
-    /// featherstone / ncp: initial generalized velocities (nv, torsion's convention: a free joint's (ω, v) in
+    /// featherstone / ncp / lcp: initial generalized velocities (nv, torsion's convention: a free joint's (ω, v) in
     /// its body frame), comma separated (default zeros)
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     v0: Option<Vec<f64>>,
@@ -120,9 +122,14 @@ pub struct SimulateArgs {
     dt: Option<f64>,
     #[arg(long, default_value_t = 100)]
     steps: usize,
-    /// time stepper: xpbd, featherstone, ncp (contact)
+    /// time stepper: xpbd, featherstone, ncp (contact, exact friction cone), lcp (contact, Jade's boxed LCP;
+    /// spec 004)
     #[arg(long, default_value = "xpbd")]
     solver: String,
+    /// lcp: discrete collision detection only (no time-of-impact backtracking). CCD is not implemented yet
+    /// (issue 17 item 3), so this is the only mode and the flag is accepted for forward compatibility
+    #[arg(long)]
+    no_ccd: bool,
     /// XPBD projection iterations
     #[arg(long, default_value_t = 30)]
     iterations: usize,
@@ -143,7 +150,7 @@ pub struct SimulateArgs {
     /// gravity magnitude along −z, m/s² (default: the model's, 9.81 for URDF)
     #[arg(long)]
     gravity: Option<f64>,
-    /// ncp: a folder where `package://NAME/…` mesh names are looked up (as DIR/NAME/… or DIR/…); repeatable.
+    /// ncp, lcp: a folder where `package://NAME/…` mesh names are looked up (as DIR/NAME/… or DIR/…); repeatable.
     /// Searched before ROS_PACKAGE_PATH, the folders above the model file and example-robot-data's install
     #[arg(long = "package-dir", value_name = "DIR")]
     package_dirs: Vec<PathBuf>,
@@ -174,15 +181,18 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
     if let Some(g) = a.gravity {
         model.gravity = torsion_math::Vec3::new(0.0, 0.0, -g);
     }
-    if !["xpbd", "featherstone", "ncp"].contains(&a.solver.as_str()) {
-        bail!("--solver {}: available solvers: xpbd, featherstone, ncp", a.solver);
+    if !["xpbd", "featherstone", "ncp", "lcp"].contains(&a.solver.as_str()) {
+        bail!("--solver {}: available solvers: xpbd, featherstone, ncp, lcp", a.solver);
+    }
+    if a.no_ccd && a.solver != "lcp" {
+        bail!("--no-ccd applies to --solver lcp only");
     }
     let nq = model.nq();
     let q0 = a.q0.clone().unwrap_or_else(|| model.qpos0.clone());
     if q0.len() != nq {
         bail!("--q0 has {} values, the model needs {nq} (joints: {})", q0.len(), model.joint_name.join(", "));
     }
-    // one torque per joint (XPBD) or per DoF (featherstone, ncp); equal for hinge-only models
+    // one torque per joint (XPBD) or per DoF (featherstone, ncp, lcp); equal for hinge-only models
     let layout = if a.solver == "xpbd" { ControlLayout::PerJoint } else { ControlLayout::PerDof };
     let nu = layout.dim(&model);
     let tau = a.torque.clone().unwrap_or_else(|| vec![0.0; nu]);
@@ -218,6 +228,12 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
         }
         return run_generalized(a, &model, &q0, &tau, &solver, |ws| Some(ncp_contacts(ws)));
     }
+    if a.solver == "lcp" {
+        // DCD only: the stepper has no CCD yet (issue 17 item 3), with or without --no-ccd
+        let mut o = LcpOptions { passive: !a.no_damping, ..Default::default() };
+        o.collision.package_dirs = a.package_dirs.clone();
+        return run_generalized(a, &model, &q0, &tau, &LcpSolver::new(o), |ws| Some(lcp_contacts(ws)));
+    }
     let solver = XpbdSolver::new(XpbdOptions {
         iterations: a.iterations,
         compliance: a.compliance,
@@ -228,7 +244,7 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
     });
     let mut ws = solver.workspace(&model)?;
     if a.v0.is_some() {
-        bail!("--v0 is for the generalized-coordinate solvers (featherstone, ncp)");
+        bail!("--v0 is for the generalized-coordinate solvers (featherstone, ncp, lcp)");
     }
     let mut s = model.state_at(&q0)?;
     let mut next = s.clone();
@@ -263,6 +279,37 @@ fn ncp_contacts(ws: &NcpSimWorkspace) -> serde_json::Value {
                 "point": v(&f.point), "normal": v(&f.normal), "bodies": [f.body_a, f.body_b],
                 "impulse_n": r.lambda_n.get(i).copied().unwrap_or(0.0),
                 "impulse_t": impulse_t,
+            })
+        })
+        .collect();
+    json!(c)
+}
+
+/// The lcp step's contacts for the viewer: points, normals, and the step LCP's normal impulses (its k-th normal row
+/// is the k-th contact; spec 004 D3) plus the impact's when one ran; friction impulses are not recorded (0).
+fn lcp_contacts(ws: &LcpWorkspace) -> serde_json::Value {
+    let normals = |s: &Option<SolvedLcp>| -> Vec<f64> {
+        s.as_ref().map_or(vec![], |s| {
+            s.lcp
+                .rows
+                .iter()
+                .zip(s.answer.solution.lambda.iter())
+                .filter(|(r, _)| matches!(r, Row::Normal))
+                .map(|(_, l)| *l)
+                .collect()
+        })
+    };
+    let (step, impact) = (normals(&ws.report.step), normals(&ws.report.impact));
+    let v = |x: &Vec3| [x.x, x.y, x.z];
+    let c: Vec<_> = ws
+        .frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let n = step.get(i).copied().unwrap_or(0.0) + impact.get(i).copied().unwrap_or(0.0);
+            json!({
+                "point": v(&f.point), "normal": v(&f.normal), "bodies": [f.body_a, f.body_b],
+                "impulse_n": n, "impulse_t": [0.0, 0.0],
             })
         })
         .collect();

@@ -416,6 +416,100 @@ fn simulate_ncp_hopper_stays_above_the_floor() {
     assert!(fell > 0.5, "the unactuated hopper falls over");
 }
 
+#[test]
+fn simulate_lcp_box_drop_stays_above_the_floor() {
+    // a free 0.2 m box dropped from 5 cm above an MJCF floor plane, 100 steps of the lcp stepper (Jade's boxed
+    // LCP, DCD): it lands and rests on the floor, the JSON written
+    let dir = tmp("lcp");
+    let xml = dir.join("box.xml");
+    std::fs::write(
+        &xml,
+        r#"<mujoco><option timestep="0.01"/><worldbody><geom type="plane" size="5 5 0.1"/>
+        <body pos="0 0 0.15"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/></body>
+        </worldbody></mujoco>"#,
+    )
+    .unwrap();
+    let traj = dir.join("box.json");
+    let out = torsion()
+        .args(["simulate", "--solver", "lcp", "--no-ccd", "--steps", "100", "--model"])
+        .arg(&xml)
+        .arg("--out")
+        .arg(&traj)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&traj).unwrap()).unwrap();
+    assert_eq!(j["solver"], "lcp");
+    let q = j["joint_angles"].as_array().unwrap();
+    assert_eq!(q.len(), 101);
+    let z: Vec<f64> = q.iter().map(|r| r[2].as_f64().unwrap()).collect();
+    let lowest = z.iter().cloned().fold(f64::INFINITY, f64::min);
+    eprintln!("lcp box drop: lowest COM {lowest:.5} m, final {:.5} m", z[100]);
+    // DCD with the parallel position update (q_{t+1} = q_t ⊕ Δt v_t): the landing step sinks by at most one
+    // step's travel, v Δt ≈ √(2 g 0.05) · 0.01 ≈ 1 cm (no CCD yet, issue 17 item 3); no tunnelling, no further sinking
+    let vdt = (2.0f64 * 9.81 * 0.05).sqrt() * 0.01;
+    assert!(lowest > 0.1 - vdt && lowest < 0.1 + 1e-3, "the box went into the floor: COM {lowest}");
+    assert!((z[50] - z[100]).abs() < 1e-6, "it rests: z {} → {}", z[50], z[100]);
+    // the viewer's contacts: at rest the floor's normal impulses carry the weight, Σ λ_n = m g Δt
+    let last = j["contacts"][100].as_array().unwrap();
+    let sum: f64 = last.iter().map(|c| c["impulse_n"].as_f64().unwrap()).sum();
+    assert!(!last.is_empty() && (sum - 9.81 * 0.01).abs() < 1e-6, "{} contacts, Σλ_n = {sum}", last.len());
+    // --no-ccd belongs to the lcp stepper
+    let out = torsion()
+        .args(["simulate", "--solver", "ncp", "--no-ccd", "--steps", "1", "--model"])
+        .arg(&xml)
+        .arg("--out")
+        .arg(&traj)
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--no-ccd"));
+}
+
+/// spec 004 §4.3 task 1: prisms with 3, 4, 6 base vertices slide from 2 m/s under the lcp stepper: every step's
+/// LCP answered, the velocity slope −μgΔt per step within the paper's 2.1 % (ours: exact to rounding).
+#[test]
+fn jade_sliding_prisms_quick_meets_its_targets() {
+    let j = quick_experiment("jade-sliding-prisms");
+    let m = &j["metrics"];
+    let f = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("metric {k} missing"));
+    eprintln!(
+        "quick jade-sliding-prisms: slope rel error {:.2e}, invalid LCP steps {}, validity {}",
+        f("slope_rel_error"),
+        f("invalid_lcp_steps"),
+        m["validity_rates"]
+    );
+    assert!(f("slope_rel_error") <= 0.021 && f("invalid_lcp_steps") == 0.0);
+    for n in [3, 4, 6] {
+        assert_eq!(m["prisms"][format!("{n}_vertices")]["contacts"], n, "{n} base vertices, {n} contacts");
+    }
+    for set in ["logged", "random"] {
+        for s in ["baseline_dantzig", "pgs", "jade", "oracle"] {
+            let r = m["validity_rates"][set][s].as_f64().unwrap_or_else(|| panic!("{set}.{s} missing"));
+            assert!((0.0..=1.0).contains(&r));
+        }
+    }
+    assert!(m["validity_rates"]["random"]["lcps"].as_u64().unwrap() >= 1000);
+    assert_eq!(j["paper"]["slope_rel_error"], 0.021);
+}
+
+/// spec 004 §4.3 task 2: the cube push against the analytic impact velocity and rest gap (e = 0 and 1).
+#[test]
+fn jade_cube_push_quick_meets_its_targets() {
+    let j = quick_experiment("jade-cube-push");
+    let m = &j["metrics"];
+    let f = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("metric {k} missing"));
+    eprintln!(
+        "quick jade-cube-push: velocity error {:.2e}, rest gap error {:.4} m",
+        f("velocity_error"),
+        f("rest_gap_error")
+    );
+    assert!(f("velocity_error") <= 0.02 && f("rest_gap_error") <= 0.032);
+    // e = 0: both leave at v_c / 2; e = 1: gray stops, blue leaves at v_c
+    let c = &m["cases"];
+    assert!((c["e_0"]["v_blue_after_analytic"].as_f64().unwrap() - 0.7795).abs() < 1e-3);
+    assert!(c["e_1"]["v_gray_at_impact_step"].as_f64().unwrap().abs() < 1e-6);
+}
+
 /// spec 001 H1: μ within 0.005 of μ* = 0.2 from every initialisation (quick: 2 of the 5, a 0.6 s trajectory).
 #[test]
 fn ncp_friction_id_quick_meets_its_targets() {

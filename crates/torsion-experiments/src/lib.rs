@@ -2,6 +2,8 @@
 //! `run("NAME", out_dir, quick)` writes `out_dir/NAME.json` = {"name", "metrics", "paper", "settings"} and
 //! `out_dir/NAME.png`. Every number in "metrics" is measured by the run; "paper" holds the published values.
 #![allow(clippy::type_complexity)]
+pub mod jade_cube_push;
+pub mod jade_sliding_prisms;
 pub mod ncp_convergence;
 pub mod ncp_friction_id;
 pub mod ncp_joint_id;
@@ -94,6 +96,18 @@ pub fn registry() -> Vec<Experiment> {
         spec: "003 §4.1 Exp. A (Figs. 4-5), H1/H2",
         description: "SUPERball in the air: shared k/m, c/m, motor a, b from one MuJoCo trajectory (one-step teacher forcing, exact Jacobians, Gauss-Newton, 50-60 % off); 5000-step rollout error on 10 tests at 1 ms and 100 ms controls vs the chaos floor",
         run: tensegrity_noncontact_id::run,
+    },
+    Experiment {
+        name: "jade-sliding-prisms",
+        spec: "004 §4.3 task 1 (Fig. 12)",
+        description: "prisms with 3, 4 and 6 base vertices sliding from 2 m/s (μ = 0.16) under the lcp stepper: velocity slope vs −μgΔt, invalid LCP steps, validity rates of baseline Dantzig, PGS, Jade and the oracle on the logged and on random LCPs",
+        run: jade_sliding_prisms::run,
+    },
+    Experiment {
+        name: "jade-cube-push",
+        spec: "004 §4.3 task 2",
+        description: "two equal cubes 0.5 m apart, the gray one launched at 2 m/s into the blue one (μ = 0.16, e = 0 and 1) under the lcp stepper, vs the analytic impact velocity and rest gap",
+        run: jade_cube_push::run,
     },
     ]
 }
