@@ -58,6 +58,9 @@ struct Entry {
     conaffinity: u32,
 }
 
+/// The previous step's first tangent of a contact, looked up by its id (contact tangents continue across steps).
+type TangentSeed<'a> = &'a dyn Fn(&ContactId) -> Option<Vec3>;
+
 /// Collision geometry of one model and the scratch of `detect` (no allocation after the first calls).
 pub struct CollisionWorld {
     opts: CollisionOptions,
@@ -271,7 +274,7 @@ impl CollisionWorld {
     fn detect_seeded(
         &mut self,
         poses: &[(Vec3, Quat)],
-        seed: Option<&dyn Fn(&ContactId) -> Option<Vec3>>,
+        seed: Option<TangentSeed<'_>>,
         out: &mut Contacts,
     ) -> Result<(), CollisionError> {
         if poses.len() != self.body_count {

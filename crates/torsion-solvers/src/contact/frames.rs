@@ -162,6 +162,42 @@ pub fn frames_from_collision(model: &Model, contacts: &Contacts, frames: &mut Ve
     }
 }
 
+/// A collision failure as the named solver reports it.
+pub fn collision_err(solver: &'static str) -> impl Fn(torsion_collision::CollisionError) -> crate::SolverError {
+    move |e| crate::SolverError::Unsupported { solver, problem: e.to_string() }
+}
+
+/// Collision detection at configuration q for a contact solver, written into the caller's buffers: body poses
+/// by the model's forward kinematics (`poses`, `placed`), contacts whose tangents continue from the t1 of the same
+/// contact in `warm` (the input state's warm start), then the contact frames. With contacts disabled (MJCF
+/// `<flag contact="disable"/>`) both lists are emptied. Allocates nothing once the buffers have their sizes
+/// (parry's own plane-box manifolds aside, see `tests/alloc.rs`).
+#[allow(clippy::too_many_arguments)]
+pub fn detect_into(
+    solver: &'static str,
+    model: &Model,
+    world: &mut torsion_collision::CollisionWorld,
+    q: &[f64],
+    warm: &torsion_model::ContactWarmStart,
+    poses: &mut Vec<(Vec3, torsion_math::Quat)>,
+    placed: &mut Vec<bool>,
+    contacts: &mut Contacts,
+    frames: &mut Vec<ContactFrame>,
+) -> Result<(), crate::SolverError> {
+    if !model.contact_enabled {
+        contacts.contacts.clear();
+        frames.clear();
+        return Ok(());
+    }
+    model
+        .forward_kinematics_into(q, poses, placed)
+        .map_err(|e| crate::SolverError::BadInput { solver, problem: e.to_string() })?;
+    let previous_t1 = |id: &torsion_collision::ContactId| warm.get(contact_key(id)).map(|w| w.t1.into());
+    world.detect_with_tangents(poses, &previous_t1, contacts).map_err(collision_err(solver))?;
+    frames_from_collision(model, contacts, frames);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,40 +252,4 @@ mod tests {
         }
         assert!(worst < 1e-8, "contact Jacobian vs FD: {worst:e}");
     }
-}
-
-/// A collision failure as the named solver reports it.
-pub fn collision_err(solver: &'static str) -> impl Fn(torsion_collision::CollisionError) -> crate::SolverError {
-    move |e| crate::SolverError::Unsupported { solver, problem: e.to_string() }
-}
-
-/// Collision detection at configuration q for a contact solver, written into the caller's buffers: body poses
-/// by the model's forward kinematics (`poses`, `placed`), contacts whose tangents continue from the t1 of the same
-/// contact in `warm` (the input state's warm start), then the contact frames. With contacts disabled (MJCF
-/// `<flag contact="disable"/>`) both lists are emptied. Allocates nothing once the buffers have their sizes
-/// (parry's own plane-box manifolds aside, see `tests/alloc.rs`).
-#[allow(clippy::too_many_arguments)]
-pub fn detect_into(
-    solver: &'static str,
-    model: &Model,
-    world: &mut torsion_collision::CollisionWorld,
-    q: &[f64],
-    warm: &torsion_model::ContactWarmStart,
-    poses: &mut Vec<(Vec3, torsion_math::Quat)>,
-    placed: &mut Vec<bool>,
-    contacts: &mut Contacts,
-    frames: &mut Vec<ContactFrame>,
-) -> Result<(), crate::SolverError> {
-    if !model.contact_enabled {
-        contacts.contacts.clear();
-        frames.clear();
-        return Ok(());
-    }
-    model
-        .forward_kinematics_into(q, poses, placed)
-        .map_err(|e| crate::SolverError::BadInput { solver, problem: e.to_string() })?;
-    let previous_t1 = |id: &torsion_collision::ContactId| warm.get(contact_key(id)).map(|w| w.t1.into());
-    world.detect_with_tangents(poses, &previous_t1, contacts).map_err(collision_err(solver))?;
-    frames_from_collision(model, contacts, frames);
-    Ok(())
 }
