@@ -343,24 +343,39 @@ fn run_generalized<S: Solver<State = GenState>>(
     // contacts: recorded when the solver has them (row 0, the initial state, has none)
     let (mut tr, mut act, mut cs) = (Trajectory::default(), vec![], vec![json!([])]);
     let with_contacts = contacts(&ws).is_some();
-    let mut record = |k: usize, s: &GenState| -> Result<()> {
+    // cable tensions for the viewer (models with cables): at each recorded state, with the controls of the step
+    // that led to it (none at row 0), by the stepper's own cable kernel
+    let mut cables = if model.cables.is_empty() {
+        None
+    } else {
+        let dm = torsion_dynamics::DynModel::<f64>::from_model(model)?;
+        let d = torsion_dynamics::DynData::new(&dm);
+        Some((dm, d, vec![]))
+    };
+    let mut record = |k: usize, s: &GenState, ctrl: &[f64]| -> Result<()> {
         act.push(s.act.clone());
         let fk = model.forward_kinematics(&s.q)?;
         tr.push(k as f64 * dt, s.q.clone(), s.v.clone(), fk.into_iter());
+        if let Some((dm, d, rows)) = cables.as_mut() {
+            let mut t = vec![0.0; model.cables.len()];
+            torsion_dynamics::passive::cable_tensions_into(&dm.cables, dm, &s.q, &s.v, &s.act, ctrl, d, &mut t)?;
+            rows.push(t);
+        }
         Ok(())
     };
-    record(0, &s)?;
+    record(0, &s, &[])?;
     for k in 1..=a.steps {
         if let Some(row) = ctrl.get(k - 1) {
             u.ctrl.clone_from(row);
         }
         solver.step(model, &s, &u, dt, &mut next, &mut ws, None).with_context(|| format!("step {k}"))?;
         std::mem::swap(&mut s, &mut next);
-        record(k, &s)?;
+        record(k, &s, &u.ctrl)?;
         cs.extend(contacts(&ws));
     }
     let extra = with_contacts.then(|| ("contacts", json!(cs)));
-    tr.write(a, model, dt, [Some(("actuator_activations", json!(act))), extra])
+    let tensions = cables.map(|(_, _, rows)| ("cable_tensions", json!(rows)));
+    tr.write(a, model, dt, [Some(("actuator_activations", json!(act))), extra, tensions])
 }
 
 /// `--controls FILE`: a JSON array of at least `steps` rows of `nu` numbers.

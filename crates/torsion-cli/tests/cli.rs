@@ -387,6 +387,13 @@ fn models_lists_names_and_unknown_names_are_refused() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // cable tensions recorded for the viewer: one row per state, 24 cables, pretensioned (> 0) at the start
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp("models").join("sb.json")).unwrap()).unwrap();
+    let rows = j["cable_tensions"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    let t0: Vec<f64> = rows[0].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    assert!(t0.len() == 24 && t0.iter().all(|t| *t > 0.0), "{t0:?}");
 }
 
 #[test]

@@ -353,38 +353,7 @@ pub fn cable_forces_into<T: Scalar>(
     }
     crate::data::body_velocities(dm, d, v);
     for (ci, c) in cab.cable.iter().enumerate() {
-        // world end points and velocities (body velocity [ω; v] is body-frame at the COM)
-        let end = |e: usize| {
-            let b = c.body[e];
-            let x = d.o_m[b].act_point(&c.site[e]);
-            let vb = &d.vel[b];
-            let xd = d.o_m[b].rot * (lin(vb) + ang(vb).cross(&c.site[e]));
-            (x, xd)
-        };
-        let ((xa, va), (xb, vb)) = (end(0), end(1));
-        let delta = xb - xa;
-        let l2 = delta.dot(&delta);
-        if l2.re() < MIN_CABLE_LENGTH * MIN_CABLE_LENGTH {
-            continue;
-        }
-        let l = l2.sqrt();
-        let u = delta / l;
-        let ldot = u.dot(&(vb - va));
-        let (lo, hi) = c.springlength;
-        let mut f = if l.re() > hi {
-            -(l - T::c(hi)) * c.stiffness
-        } else if l.re() < lo {
-            -(l - T::c(lo)) * c.stiffness
-        } else {
-            T::zero()
-        };
-        f -= ldot * c.damping;
-        for (ai, a) in cab.actuator.iter().enumerate() {
-            if a.transmission != Transmission::Cable(ci) {
-                continue;
-            }
-            f += a.force(ai, l, ldot, act, ctrl);
-        }
+        let Some((f, u)) = cable_tension(cab, ci, d, act, ctrl) else { continue };
         // force f û on B, −f û on A, as body wrenches [n; f] (body frame, at the COM)
         for (e, sign) in [(0usize, -1.0), (1, 1.0)] {
             let b = c.body[e];
@@ -396,6 +365,88 @@ pub fn cable_forces_into<T: Scalar>(
         }
     }
     crate::data::wrenches_to_tau(dm, d, tau);
+    Ok(())
+}
+
+/// Cable `ci`'s axial force f (N; the force on its B end is f û, on its A end −f û, so f < 0 pulls the ends
+/// together) and direction û = (x_B − x_A)/L, at the kinematics in `d` (forward kinematics and body velocities
+/// done): spring with the dead band, damping, and the actuators on the cable. None below `MIN_CABLE_LENGTH`.
+fn cable_tension<T: Scalar>(
+    cab: &Cables<T>,
+    ci: usize,
+    d: &crate::DynData<T>,
+    act: &[T],
+    ctrl: &[T],
+) -> Option<(T, nalgebra::Vector3<T>)> {
+    let c = &cab.cable[ci];
+    // world end points and velocities (body velocity [ω; v] is body-frame at the COM)
+    let end = |e: usize| {
+        let b = c.body[e];
+        let x = d.o_m[b].act_point(&c.site[e]);
+        let vb = &d.vel[b];
+        let xd = d.o_m[b].rot * (lin(vb) + ang(vb).cross(&c.site[e]));
+        (x, xd)
+    };
+    let ((xa, va), (xb, vb)) = (end(0), end(1));
+    let delta = xb - xa;
+    let l2 = delta.dot(&delta);
+    if l2.re() < MIN_CABLE_LENGTH * MIN_CABLE_LENGTH {
+        return None;
+    }
+    let l = l2.sqrt();
+    let u = delta / l;
+    let ldot = u.dot(&(vb - va));
+    let (lo, hi) = c.springlength;
+    let mut f = if l.re() > hi {
+        -(l - T::c(hi)) * c.stiffness
+    } else if l.re() < lo {
+        -(l - T::c(lo)) * c.stiffness
+    } else {
+        T::zero()
+    };
+    f -= ldot * c.damping;
+    for (ai, a) in cab.actuator.iter().enumerate() {
+        if a.transmission != Transmission::Cable(ci) {
+            continue;
+        }
+        f += a.force(ai, l, ldot, act, ctrl);
+    }
+    Some((f, u))
+}
+
+/// Each cable's tension −f (N, ≥ 0 when it pulls; see [`cable_tension`]) at (q, v, act, ctrl), the same kernel as
+/// [`cable_forces_into`]; 0 for a cable shorter than `MIN_CABLE_LENGTH`. For recording (the viewer colours
+/// cables by it).
+#[allow(clippy::too_many_arguments)]
+pub fn cable_tensions_into<T: Scalar>(
+    cab: &Cables<T>,
+    dm: &crate::DynModel<T>,
+    q: &[T],
+    v: &[T],
+    act: &[T],
+    ctrl: &[T],
+    d: &mut crate::DynData<T>,
+    out: &mut [T],
+) -> Result<(), DynError> {
+    if out.len() != cab.cable.len() {
+        return Err(DynError::Shape { what: "tensions (output)", got: out.len(), expected: cab.cable.len() });
+    }
+    if act.len() != cab.na {
+        return Err(DynError::Shape { what: "act", got: act.len(), expected: cab.na });
+    }
+    if !ctrl.is_empty() && ctrl.len() != cab.actuator.len() {
+        return Err(DynError::Shape { what: "ctrl", got: ctrl.len(), expected: cab.actuator.len() });
+    }
+    dm.check_q(q)?;
+    dm.check_v("v", v)?;
+    crate::fk::forward_kinematics(dm, q, d);
+    for k in 0..dm.nb {
+        d.vel[k] = V6::zeros();
+    }
+    crate::data::body_velocities(dm, d, v);
+    for (ci, t) in out.iter_mut().enumerate() {
+        *t = cable_tension(cab, ci, d, act, ctrl).map_or(T::zero(), |(f, _)| -f);
+    }
     Ok(())
 }
 
@@ -448,5 +499,38 @@ mod tests {
                 assert_eq!(got[k] == 0.0, zero[k], "{x:?} ∂{k}");
             }
         }
+    }
+
+    /// Cable tensions (the viewer's recording) are the force kernel's: at rest with no activation, tension =
+    /// k (L − l_hi) of each pretensioned prism cable, L from the model's own kinematics; a cable shorter than
+    /// `MIN_CABLE_LENGTH` reads 0; and the tensions are what `cable_forces_into` applies (τ = Σ J_Lᵀ f with f = −t).
+    #[test]
+    fn cable_tensions_are_the_force_kernels() {
+        let m = torsion_model::builder::tensegrity_prism();
+        let dm = crate::DynModel::<f64>::from_model(&m).unwrap();
+        let mut d = crate::DynData::new(&dm);
+        let (q, v) = (m.qpos0.clone(), vec![0.0; m.nv()]);
+        let act = vec![0.0; m.na()];
+        let mut t = vec![0.0; m.cables.len()];
+        cable_tensions_into(&dm.cables, &dm, &q, &v, &act, &[], &mut d, &mut t).unwrap();
+        let pose = m.forward_kinematics(&q).unwrap();
+        for (c, ti) in m.cables.iter().zip(&t) {
+            let x = |e: usize| pose[c.body[e]].0 + pose[c.body[e]].1.rotate(&c.site[e]);
+            let l = (x(1) - x(0)).norm();
+            let bias: f64 = m
+                .cable_actuators
+                .iter()
+                .filter(|a| a.cable() == m.cable_index(&c.name))
+                .map(|a| a.bias[0] + a.bias[1] * l)
+                .sum();
+            let expected = c.stiffness * (l - c.springlength.1).max(0.0) - bias;
+            assert!((ti - expected).abs() <= 1e-9 * expected.abs().max(1.0), "{}: {ti} vs {expected}", c.name);
+            assert!(*ti > 0.0, "{}: pretensioned", c.name);
+        }
+        let mut tau = vec![0.0; m.nv()];
+        cable_forces_into(&dm.cables, &dm, &q, &v, &act, &[], &mut d, &mut tau).unwrap();
+        assert!(tau.iter().any(|x| x.abs() > 1e-6), "the cables pull");
+        let mut short = vec![0.0; m.cables.len() + 1];
+        assert!(cable_tensions_into(&dm.cables, &dm, &q, &v, &act, &[], &mut d, &mut short).is_err());
     }
 }
