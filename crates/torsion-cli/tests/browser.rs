@@ -123,6 +123,30 @@ fn baxter_page_renders_and_follows_the_trajectory() {
     assert!(lit > 5000, "canvas nearly blank: {lit} non-background pixels");
     let err = check_poses(&page, &json(&traj));
     eprintln!("baxter page: {} meshes, {lit} non-background pixels, max pose error {err:.1e}", page["meshCount"]);
+    // joint frames on demand: one per moving joint, drawn at the child pose ∘ (anchor, frame) of the model
+    let moving: Vec<usize> =
+        (0..model.joint_count()).filter(|&j| model.joint_type[j] != torsion_model::JointType::Fixed).collect();
+    assert_eq!(page["jointFrameCount"].as_u64(), Some(moving.len() as u64));
+    let row0 = &json(&traj)["body_poses"][0];
+    let mut jerr: f64 = 0.0;
+    for (i, &j) in moving.iter().enumerate() {
+        let f = &page["jointFrames"][i];
+        assert_eq!(f["visible"], true, "joint frame {i} shown on demand");
+        let p: Vec<f64> = row0[model.joint_child[j]].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        let qc = torsion_math::Quat::new(p[3], p[4], p[5], p[6]);
+        let x = torsion_math::Vec3::new(p[0], p[1], p[2]) + qc.rotate(&model.joint_anchor_child[j]);
+        let q = qc.mul(&model.joint_frame_child[j]).to_array();
+        let got: Vec<f64> = f["pose"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        let sign = if q.iter().zip(&got[3..]).map(|(a, b)| a * b).sum::<f64>() < 0.0 { -1.0 } else { 1.0 };
+        for k in 0..3 {
+            jerr = jerr.max((got[k] - [x.x, x.y, x.z][k]).abs());
+        }
+        for k in 0..4 {
+            jerr = jerr.max((got[3 + k] - sign * q[k]).abs());
+        }
+    }
+    assert!(jerr < 1e-5, "joint frames drawn off their joints by {jerr:e}");
+    eprintln!("baxter page: {} joint frames, max error {jerr:.1e}", moving.len());
     // the screenshot (README's docs/viewer.png is made from it)
     let shot = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/viewer_baxter.png");
     let url = format!("file://{}#frame=50", std::path::absolute(&html).unwrap().display());

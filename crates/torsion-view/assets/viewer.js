@@ -4,9 +4,9 @@
 // the element #torsion-test (read by crates/torsion-cli/tests/browser.rs through chromium --dump-dom); "#frame=K"
 // opens the page at frame K.
 const hook = {
-  ready: false, meshCount: 0, cableCount: 0, frameCount: 0, bodyCount: 0, errors: [],
+  ready: false, meshCount: 0, cableCount: 0, frameCount: 0, bodyCount: 0, jointFrameCount: 0, errors: [],
   setFrame() {}, bodyPosition() { return null; }, bodyPose() { return null; }, nonBlankPixels() { return 0; },
-  visibleContacts() { return 0; }, cableEnds() { return []; },
+  visibleContacts() { return 0; }, cableEnds() { return []; }, showJointFrames() {}, jointFramePose() { return null; },
 };
 window.torsionViewer = hook;
 const report = (m) => hook.errors.push(String(m));
@@ -113,13 +113,25 @@ async function main() {
       hook.cableCount += 1;
       return line;
     });
+    // joint frames (first trajectory; hidden until "joint frames" is ticked): axes on the child body at the joint
+    const jointAxes = ti > 0 ? [] : (model.joints || []).map((j) => {
+      const a = new THREE.AxesHelper(1);
+      a.position.set(...j.pos);
+      a.quaternion.set(j.quat[1], j.quat[2], j.quat[3], j.quat[0]);
+      a.name = `joint:${j.name}`;
+      a.visible = false;
+      a.traverse((o) => { if (o.material) o.material.depthTest = false; o.renderOrder = 11; });
+      bodies[j.body].add(a);
+      hook.jointFrameCount += 1;
+      return a;
+    });
     const maxTension = t.cable_tensions ? Math.max(1e-12, ...t.cable_tensions.flat().map(Math.abs)) : 0;
     // contacts: points and normal-impulse arrows, a pool grown on demand
     // arrow scale: the 90th percentile of the non-zero impulses (an impact's spike would shrink the rest)
     const imps = t.contacts ? t.contacts.flat().map((c) => Math.abs(c[2])).filter((x) => x > 0).sort((a, b) => a - b) : [];
     const refImpulse = imps.length ? imps[Math.floor(0.9 * (imps.length - 1))] : 1;
     const arrows = [];
-    return { t, bodies, cables, maxTension, arrows, refImpulse, colour };
+    return { t, bodies, cables, jointAxes, maxTension, arrows, refImpulse, colour };
   });
 
   // --- scale of the scene (contact arrows, camera): the bodies' origins at frame 0 and the shapes' centres
@@ -187,6 +199,20 @@ async function main() {
     render();
   }
   hook.setFrame = setFrame;
+  const showJoints = document.getElementById('show-joints');
+  const jointAxisLength = 0.08 * size;
+  views[0].jointAxes.forEach((a) => a.scale.setScalar(jointAxisLength));
+  const applyJoints = () => { views[0].jointAxes.forEach((a) => { a.visible = showJoints.checked; }); render(); };
+  showJoints.addEventListener('change', applyJoints);
+  hook.showJointFrames = (on) => { showJoints.checked = !!on; applyJoints(); };
+  // world pose [x y z qw qx qy qz] of joint frame i as drawn (and whether it is visible)
+  hook.jointFramePose = (i) => {
+    const a = views[0].jointAxes[i];
+    a.updateMatrixWorld(true);
+    const p = new THREE.Vector3(), q = new THREE.Quaternion(), s = new THREE.Vector3();
+    a.matrixWorld.decompose(p, q, s);
+    return { pose: [p.x, p.y, p.z, q.w, q.x, q.y, q.z], visible: a.visible };
+  };
   hook.bodyPose = (i, ti = 0) => {
     const g = views[ti].bodies[i];
     g.updateMatrixWorld(true);
@@ -329,6 +355,7 @@ async function main() {
 function runSelfTest() {
   const out = {
     ready: hook.ready, meshCount: hook.meshCount, cableCount: hook.cableCount, frameCount: hook.frameCount,
+    jointFrameCount: hook.jointFrameCount,
     nonBlank: 0, poses: {}, contacts: {}, cableEnds: {},
   };
   try {
@@ -342,6 +369,11 @@ function runSelfTest() {
         out.poses[k] = [];
         for (let i = 0; i < hook.bodyCount; i++) out.poses[k].push(hook.bodyPose(i));
       }
+      // joint frames at frame 0, shown
+      hook.showJointFrames(true);
+      out.jointFrames = [];
+      for (let i = 0; i < hook.jointFrameCount; i++) out.jointFrames.push(hook.jointFramePose(i));
+      hook.showJointFrames(false);
     }
   } catch (e) {
     report((e && e.stack) || e);

@@ -268,7 +268,18 @@ pub fn scene(model: &Model, opts: &ViewOptions) -> Result<Value, ViewError> {
         .iter()
         .map(|c| json!({ "name": c.name, "body": c.body, "site": [[c.site[0].x, c.site[0].y, c.site[0].z], [c.site[1].x, c.site[1].y, c.site[1].z]] }))
         .collect();
-    Ok(json!({ "model": model.name, "body_names": model.body_name, "shapes": shapes, "cables": cables }))
+    // each moving joint's frame in its child body's (COM) frame: the child pose ∘ (anchor, frame) is the joint
+    // frame after the joint's motion (`Model::forward_kinematics`), drawn as axes on demand
+    let joints: Vec<Value> = (0..model.joint_count())
+        .filter(|&j| model.joint_type[j] != torsion_model::JointType::Fixed)
+        .map(|j| {
+            let (p, q) = (model.joint_anchor_child[j], model.joint_frame_child[j].to_array());
+            json!({ "name": model.joint_name[j], "body": model.joint_child[j], "pos": [p.x, p.y, p.z], "quat": q })
+        })
+        .collect();
+    Ok(
+        json!({ "model": model.name, "body_names": model.body_name, "shapes": shapes, "cables": cables, "joints": joints }),
+    )
 }
 
 /// The number of shape meshes the page creates: the world's shapes (body 0) once, every other shape once per
