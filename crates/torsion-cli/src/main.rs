@@ -26,7 +26,7 @@ enum Cmd {
     Dynamics(dynamics::DynamicsArgs),
     /// List the models known by name (`--model NAME`), with where each comes from.
     Models,
-    /// Run a paper experiment by name, writing DIR/NAME.json and DIR/NAME.png.
+    /// Run a paper experiment by name, writing DIR/NAME.json and DIR/NAME.png (and DIR/NAME.html with --html).
     Experiment {
         /// experiment name (see --list)
         name: Option<String>,
@@ -39,6 +39,9 @@ enum Cmd {
         /// list the available experiments
         #[arg(long)]
         list: bool,
+        /// also write DIR/NAME.html: one self-contained report (plot, metrics beside the paper's, targets, settings)
+        #[arg(long)]
+        html: bool,
     },
 }
 
@@ -66,7 +69,7 @@ fn run() -> Result<()> {
             }
             Ok(())
         }
-        Cmd::Experiment { name, out, quick, list } => {
+        Cmd::Experiment { name, out, quick, list, html } => {
             if list {
                 for e in torsion_experiments::registry() {
                     println!("{:<20} spec {:<22} {}", e.name, e.spec, e.description);
@@ -84,6 +87,10 @@ fn run() -> Result<()> {
                 out.join(format!("{name}.png")).display(),
                 t0.elapsed().as_secs_f64()
             );
+            if html {
+                let path = res.write_html(&out).with_context(|| format!("experiment '{name}' HTML report"))?;
+                println!("{}", path.display());
+            }
             Ok(())
         }
     }

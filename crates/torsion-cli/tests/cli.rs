@@ -681,3 +681,32 @@ fn view_errors_name_the_file_and_field() {
     assert!(!out.status.success() && err.contains("bad.json") && err.contains("joint_angles"), "{err}");
     assert!(!dir.join("y.html").exists());
 }
+
+/// `experiment NAME --html` (issue 18 item 2) writes DIR/NAME.html, prints its path; the page is self-contained:
+/// the plot inlined, every target with its verdict, no network reference.
+#[test]
+fn experiment_html_writes_a_self_contained_report() {
+    let name = "jade-cube-push";
+    let dir = tmp("html-report");
+    let out = torsion().args(["experiment", name, "--quick", "--html", "--out"]).arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let path = dir.join(format!("{name}.html"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&path.display().to_string()), "path printed");
+    let h = std::fs::read_to_string(&path).unwrap();
+    assert!(h.contains("data:image/png;base64,iVBOR"), "plot inlined");
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.json"))).unwrap()).unwrap();
+    let checks = j["checks"].as_array().unwrap();
+    assert!(!checks.is_empty());
+    let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
+    for c in checks {
+        let t = esc(c["target"].as_str().unwrap());
+        let verdict = if c["pass"] == true { "PASS" } else { "FAIL" };
+        assert!(h.contains(&t), "target {t} missing");
+        let row = &h[h.find(&t).unwrap()..];
+        assert!(row[..row.find("</tr>").unwrap()].contains(verdict), "{t}: {verdict}");
+    }
+    assert!(h.contains(">PASS<"));
+    assert!(!h.contains("http://") && !h.contains("https://"), "network reference");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

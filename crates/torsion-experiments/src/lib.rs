@@ -16,6 +16,7 @@ pub mod pbd_impedance;
 pub mod pbd_mpc;
 pub mod pbd_spring_id;
 pub mod plot;
+pub mod report;
 pub mod result;
 pub mod stay_still;
 pub mod tensegrity_noncontact_id;

@@ -62,11 +62,24 @@ impl Check {
 
 /// A number for the terminal table: 6 decimals in [1e-3, 1e6), else 4 significant digits in scientific form (so
 /// 1.4e-14 does not print as 0.000000).
-fn num(x: f64) -> String {
+pub(crate) fn num(x: f64) -> String {
     if x == 0.0 || !x.is_finite() || (1e-3..1e6).contains(&x.abs()) {
         format!("{x:.6}")
     } else {
         format!("{x:.4e}")
+    }
+}
+
+/// A metric shown in a table: a number, a boolean, null or up to 6 numbers; `None` for anything longer.
+pub(crate) fn short(v: &Value) -> Option<String> {
+    match v {
+        Value::Number(n) => n.as_f64().map(num),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Null => Some("null".into()),
+        Value::Array(a) if a.len() <= 6 && a.iter().all(|x| x.is_number()) => {
+            Some(format!("[{}]", a.iter().filter_map(|x| x.as_f64()).map(num).collect::<Vec<_>>().join(", ")))
+        }
+        _ => None,
     }
 }
 
@@ -99,21 +112,8 @@ impl ExperimentResult {
     pub fn passed(&self) -> bool {
         self.checks.iter().all(|c| c.pass)
     }
-    /// A short table for the terminal (issue 21 item 5; the full JSON goes to the file only): each metric that
-    /// is a number, a boolean or up to 6 numbers (nested objects one level down, as `a.b`), beside the paper's
-    /// value under the same key where it gives one, then the paper's other entries (claim, target).
-    pub fn summary(&self) -> String {
-        fn short(v: &Value) -> Option<String> {
-            match v {
-                Value::Number(n) => n.as_f64().map(num),
-                Value::Bool(b) => Some(b.to_string()),
-                Value::Null => Some("null".into()),
-                Value::Array(a) if a.len() <= 6 && a.iter().all(|x| x.is_number()) => {
-                    Some(format!("[{}]", a.iter().filter_map(|x| x.as_f64()).map(num).collect::<Vec<_>>().join(", ")))
-                }
-                _ => None,
-            }
-        }
+    /// The metrics that fit a table row (see [`short`]), nested objects one level down as `a.b`.
+    pub(crate) fn metric_rows(&self) -> Vec<(String, String)> {
         let mut rows: Vec<(String, String)> = vec![];
         if let Value::Object(m) = &self.metrics {
             for (k, v) in m {
@@ -126,6 +126,13 @@ impl ExperimentResult {
                 }
             }
         }
+        rows
+    }
+    /// A short table for the terminal (issue 21 item 5; the full JSON goes to the file only): each metric that
+    /// is a number, a boolean or up to 6 numbers (nested objects one level down, as `a.b`), beside the paper's
+    /// value under the same key where it gives one, then the paper's other entries (claim, target).
+    pub fn summary(&self) -> String {
+        let rows = self.metric_rows();
         let paper = |k: &str| self.paper.get(k).and_then(short).unwrap_or_default();
         let w = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(6).max(6);
         let mut out = format!("{}\n{:<w$}  {:<28}  {}\n", self.name, "metric", "ours", "paper");
