@@ -338,20 +338,10 @@ pub fn cable_forces_into<T: Scalar>(
     if cab.is_empty() {
         return Ok(());
     }
-    if act.len() != cab.na {
-        return Err(DynError::Shape { what: "act", got: act.len(), expected: cab.na });
+    cable_kinematics(cab, dm, q, v, act, ctrl, d)?;
+    for f in d.f.iter_mut() {
+        *f = V6::zeros();
     }
-    if !ctrl.is_empty() && ctrl.len() != cab.actuator.len() {
-        return Err(DynError::Shape { what: "ctrl", got: ctrl.len(), expected: cab.actuator.len() });
-    }
-    dm.check_q(q)?;
-    dm.check_v("v", v)?;
-    crate::fk::forward_kinematics(dm, q, d);
-    for k in 0..dm.nb {
-        d.vel[k] = V6::zeros();
-        d.f[k] = V6::zeros();
-    }
-    crate::data::body_velocities(dm, d, v);
     for (ci, c) in cab.cable.iter().enumerate() {
         let Some((f, u)) = cable_tension(cab, ci, d, act, ctrl) else { continue };
         // force f û on B, −f û on A, as body wrenches [n; f] (body frame, at the COM)
@@ -365,6 +355,33 @@ pub fn cable_forces_into<T: Scalar>(
         }
     }
     crate::data::wrenches_to_tau(dm, d, tau);
+    Ok(())
+}
+
+/// The inputs' shapes checked, then the kinematics the cable kernel reads into `d`: forward kinematics and the
+/// body velocities (shared by [`cable_forces_into`] and [`cable_tensions_into`]).
+fn cable_kinematics<T: Scalar>(
+    cab: &Cables<T>,
+    dm: &crate::DynModel<T>,
+    q: &[T],
+    v: &[T],
+    act: &[T],
+    ctrl: &[T],
+    d: &mut crate::DynData<T>,
+) -> Result<(), DynError> {
+    if act.len() != cab.na {
+        return Err(DynError::Shape { what: "act", got: act.len(), expected: cab.na });
+    }
+    if !ctrl.is_empty() && ctrl.len() != cab.actuator.len() {
+        return Err(DynError::Shape { what: "ctrl", got: ctrl.len(), expected: cab.actuator.len() });
+    }
+    dm.check_q(q)?;
+    dm.check_v("v", v)?;
+    crate::fk::forward_kinematics(dm, q, d);
+    for k in 0..dm.nb {
+        d.vel[k] = V6::zeros();
+    }
+    crate::data::body_velocities(dm, d, v);
     Ok(())
 }
 
@@ -431,19 +448,7 @@ pub fn cable_tensions_into<T: Scalar>(
     if out.len() != cab.cable.len() {
         return Err(DynError::Shape { what: "tensions (output)", got: out.len(), expected: cab.cable.len() });
     }
-    if act.len() != cab.na {
-        return Err(DynError::Shape { what: "act", got: act.len(), expected: cab.na });
-    }
-    if !ctrl.is_empty() && ctrl.len() != cab.actuator.len() {
-        return Err(DynError::Shape { what: "ctrl", got: ctrl.len(), expected: cab.actuator.len() });
-    }
-    dm.check_q(q)?;
-    dm.check_v("v", v)?;
-    crate::fk::forward_kinematics(dm, q, d);
-    for k in 0..dm.nb {
-        d.vel[k] = V6::zeros();
-    }
-    crate::data::body_velocities(dm, d, v);
+    cable_kinematics(cab, dm, q, v, act, ctrl, d)?;
     for (ci, t) in out.iter_mut().enumerate() {
         *t = cable_tension(cab, ci, d, act, ctrl).map_or(T::zero(), |(f, _)| -f);
     }

@@ -146,22 +146,6 @@ impl ContactPattern {
     }
 }
 
-/// Y = L⁻ᵀ Jᵀ on the supports and the non-zero blocks of W = YᵀY written into G_n (nc × nc), G_t (2nc × 2nc),
-/// G_nt (nc × 2nc) (zero elsewhere). `l`, `lambda`: M = Lᵀ L from `ltl_in_place`.
-#[allow(clippy::too_many_arguments, dead_code)]
-pub(crate) fn assemble<T: Scalar>(
-    l: &DMatrix<T>,
-    lambda: &[usize],
-    jn: &DMatrix<T>,
-    jt: &DMatrix<T>,
-    pat: &ContactPattern,
-    gn: &mut DMatrix<T>,
-    gt: &mut DMatrix<T>,
-    gnt: &mut DMatrix<T>,
-) {
-    assemble_with(l, lambda, jn, jt, pat, gn, gt, gnt, &mut DelassusScratch::default())
-}
-
 /// The buffers of [`assemble_with`]: Y on the supports, a dense column, the contacts by root DoF.
 pub(crate) struct DelassusScratch<T: Scalar> {
     y: Vec<T>,
@@ -175,7 +159,9 @@ impl<T: Scalar> Default for DelassusScratch<T> {
     }
 }
 
-/// [`assemble`] with reused buffers (no allocation once they have grown).
+/// Y = L⁻ᵀ Jᵀ on the supports and the non-zero blocks of W = YᵀY written into G_n (nc × nc), G_t (2nc × 2nc),
+/// G_nt (nc × 2nc) (zero elsewhere), with reused buffers (no allocation once they have grown). `l`, `lambda`:
+/// M = Lᵀ L from `ltl_in_place`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn assemble_with<T: Scalar>(
     l: &DMatrix<T>,

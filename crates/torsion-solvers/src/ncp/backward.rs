@@ -493,15 +493,10 @@ impl ReducedKkt {
     pub(crate) fn free(&self) -> &[usize] {
         &self.free
     }
-    /// [`ReducedKkt::matrix`]'s size m and its entries (column-major, m²), without a copy.
+    /// The size m of K = [H A; Aᵀ 0] (over the free coordinates and the strictly active constraints, rows
+    /// normalised) and its entries (column-major, m²), without a copy.
     pub(crate) fn matrix_slice(&self) -> (usize, &[f64]) {
         let m = self.free.len() + self.active.len();
         (m, &self.k[..m * m])
-    }
-    /// K = [H A; Aᵀ 0] over the free coordinates and the strictly active constraints (rows normalised).
-    #[allow(dead_code)]
-    pub(crate) fn matrix(&self) -> DMatrix<f64> {
-        let m = self.free.len() + self.active.len();
-        DMatrix::from_column_slice(m, m, &self.k[..m * m])
     }
 }

@@ -53,26 +53,9 @@ fn set_from<T: Copy>(v: &mut Vec<T>, x: &[T]) {
 }
 
 impl FixedPointKkt {
-    /// Build at the impulses (λ_n, λ_t) of the blocks G_n (nc²), G_t (2nc × 2nc), G_nt (nc × 2nc) and offsets
-    /// b_n, b_t, with friction coefficients μ per contact.
-    #[allow(clippy::too_many_arguments, dead_code)]
-    pub fn new(
-        gn: &DMatrix<f64>,
-        gt: &DMatrix<f64>,
-        gnt: &DMatrix<f64>,
-        bn: &[f64],
-        bt: &[f64],
-        ln: &[f64],
-        lt: &[f64],
-        mu: &[f64],
-        kind: FrictionSet,
-    ) -> Result<Self, SolverError> {
-        let mut k = FixedPointKkt::default();
-        k.rebuild(gn, gt, gnt, bn, bt, ln, lt, mu, kind)?;
-        Ok(k)
-    }
-
-    /// [`FixedPointKkt::new`] into this storage (on an error the contents are unspecified).
+    /// Rebuild at the impulses (λ_n, λ_t) of the blocks G_n (nc²), G_t (2nc × 2nc), G_nt (nc × 2nc) and offsets
+    /// b_n, b_t, with friction coefficients μ per contact, into this storage (on an error the contents are
+    /// unspecified).
     #[allow(clippy::too_many_arguments)]
     pub fn rebuild(
         &mut self,
