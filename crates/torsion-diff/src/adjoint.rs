@@ -14,6 +14,9 @@ pub struct RolloutGrad<St> {
     /// ∂L/∂θ of the selected parameters, in the selection's order (`ParamSelection::all` for the full
     /// `Model::param_table`)
     pub g_theta: Vec<f64>,
+    /// ∂L/∂(body wrenches) per step (`Control::body_wrench`'s layout, 6 per body; `DiffSolver::wrench_vjp`),
+    /// empty for the steps whose control has none
+    pub g_wrench: Vec<Vec<f64>>,
 }
 
 impl<St> RolloutGrad<St> {
@@ -46,6 +49,7 @@ pub fn rollout_vjp<S: DiffSolver>(
     let mut rec = solver.record(model);
     let mut g_theta = vec![0.0; sel.len()];
     let mut g_u = vec![vec![0.0; solver.control_dim(model)]; t_len];
+    let mut g_wrench = vec![vec![]; t_len];
     let mut g_next = solver.zero_grad(model);
     dloss(t_len, &states[t_len], &mut g_next);
     let mut scratch = states[0].clone();
@@ -56,10 +60,15 @@ pub fn rollout_vjp<S: DiffSolver>(
         solver.clear_grad(&mut g_prev);
         dloss(t, &states[t], &mut g_prev);
         solver.step_vjp(model, &rec, &g_next, &mut g_prev, &mut g_u[t], sel, &mut g_theta, &mut ws)?;
+        if !controls[t].body_wrench.is_empty() {
+            // g_u[t] holds this step's ∂L/∂u only (it started at zero)
+            g_wrench[t].resize(controls[t].body_wrench.len(), 0.0);
+            solver.wrench_vjp(model, &rec, &g_u[t], &mut g_wrench[t], &mut ws)?;
+        }
         std::mem::swap(&mut g_next, &mut g_prev);
     }
     let g_s0_tangent = solver.grad_to_tangent(model, &states[0], &g_next);
-    Ok(RolloutGrad { g_s0: g_next, g_s0_tangent, g_u, g_theta })
+    Ok(RolloutGrad { g_s0: g_next, g_s0_tangent, g_u, g_theta, g_wrench })
 }
 
 #[cfg(test)]
@@ -100,6 +109,51 @@ mod tests {
             &an,
             1e-5,
         );
+        assert!(c.max_rel_err < 1e-6, "{:e}", c.max_rel_err);
+    }
+
+    /// A 15-step Featherstone rollout of the floating tree under time-varying body wrenches: ∂L/∂(every wrench
+    /// of every step) and ∂L/∂s_0 against central differences.
+    #[test]
+    fn rollout_vjp_body_wrenches_match_central_differences() {
+        use torsion_model::GenState;
+        use torsion_solvers::FeatherstoneSolver;
+        let m = torsion_model::builder::floating_tree();
+        let solver = FeatherstoneSolver::default();
+        let s0 = GenState::new(torsion_model::builder::example_configuration(&m, 2), vec![0.1; m.nv()]);
+        let nw = 6 * m.body_count();
+        let t_len = 15;
+        let ws: Vec<f64> = (0..t_len * nw).map(|i| ((i * 13 % 17) as f64 - 8.0) * 0.05).collect();
+        let controls = |w: &[f64]| -> Vec<Control> {
+            (0..t_len).map(|t| Control::zeros(m.nv()).with_body_wrench(&w[t * nw..(t + 1) * nw])).collect()
+        };
+        let loss = |st: &[GenState]| st.iter().map(|s| s.q[0] + 0.3 * s.v[2] - 0.2 * s.q[9]).sum::<f64>();
+        let us = controls(&ws);
+        let states = rollout(&solver, &m, &s0, &us, 0.01).unwrap();
+        let g = rollout_vjp(&solver, &m, &states, &us, 0.01, &ParamSelection::none(), |_, _, g: &mut GenState| {
+            g.q[0] += 1.0;
+            g.v[2] += 0.3;
+            g.q[9] -= 0.2;
+        })
+        .unwrap();
+        let an: Vec<f64> = g.g_wrench.concat();
+        let c = gradcheck(
+            |d| {
+                loss(
+                    &rollout(
+                        &solver,
+                        &m,
+                        &s0,
+                        &controls(&ws.iter().zip(d).map(|(a, b)| a + b).collect::<Vec<_>>()),
+                        0.01,
+                    )
+                    .unwrap(),
+                )
+            },
+            &an,
+            1e-6,
+        );
+        eprintln!("rollout ∂L/∂wrenches vs central differences: {:e}", c.max_rel_err);
         assert!(c.max_rel_err < 1e-6, "{:e}", c.max_rel_err);
     }
 }

@@ -209,6 +209,11 @@ pub struct DynData<T: Scalar> {
     /// below a root)
     pub(crate) body_joint: Vec<usize>,
     pub(crate) parent_joint: Vec<usize>,
+    /// `external.rs` per body: the subtree sums of the wrenches (world, at the origin) and of their q-terms, and
+    /// the spatial velocities of a cotangent
+    pub(crate) ext_f: Vec<V6<T>>,
+    pub(crate) ext_k: Vec<V6<T>>,
+    pub(crate) ext_v: Vec<V6<T>>,
     /// world-frame scratch of CRBA and the analytic derivatives (Carpentier & Mansard 2018), per body:
     /// composite inertia, its velocity variation Ẏ + (h ×̄) = [[Q, 0], [[k]×, 0]] (as Q, k), velocity,
     /// acceleration with the gravity, force
@@ -251,6 +256,9 @@ impl<T: Scalar> DynData<T> {
             s: vec![[V6::zeros(); 6]; nj],
             sincos: vec![(T::zero(), T::one()); nj],
             cbias: vec![V6::zeros(); nb],
+            ext_f: vec![V6::zeros(); nb],
+            ext_k: vec![V6::zeros(); nb],
+            ext_v: vec![V6::zeros(); nb],
             aba_u: vec![[V6::zeros(); 6]; nj],
             aba_dinv: vec![M6::zeros(); nj],
             aba_uvec: vec![V6::zeros(); nj],

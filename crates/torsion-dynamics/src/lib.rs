@@ -11,6 +11,7 @@ pub mod aba_derivatives;
 pub mod crba;
 pub mod data;
 pub mod derivatives;
+pub mod external;
 pub mod fk;
 pub mod fluid;
 pub mod gyroscopic;

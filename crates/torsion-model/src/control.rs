@@ -35,18 +35,28 @@ pub struct Control<T: Scalar = f64> {
     /// entries in file order; spec 003 §3.3), clamped to their `ctrlrange` by the stepper; empty = all zero (and
     /// for models without them). `joint_torque` adds to the actuator forces.
     pub ctrl: Vec<T>,
+    /// External wrenches on the bodies (MuJoCo's `xfrc_applied`): per body a force and then a torque, both in the
+    /// world frame, applied at the body's COM, 6 entries per body in body order (N, N·m); empty = none. The
+    /// generalized-coordinate steppers add Σ_b J_bᵀ w_b to the generalized forces (`torsion_dynamics::external`);
+    /// their cotangent is J_b ḡ_u (`generalized::wrench_vjp`). XPBD refuses them.
+    pub body_wrench: Vec<T>,
 }
 
 impl<T: Scalar> Control<T> {
     pub fn zeros(n: usize) -> Self {
-        Self { joint_torque: vec![T::zero(); n], ctrl: vec![] }
+        Self { joint_torque: vec![T::zero(); n], ctrl: vec![], body_wrench: vec![] }
     }
     pub fn from_torques(t: &[T]) -> Self {
-        Self { joint_torque: t.to_vec(), ctrl: vec![] }
+        Self { joint_torque: t.to_vec(), ctrl: vec![], body_wrench: vec![] }
     }
     /// Generalized forces and actuator controls.
     pub fn with_ctrl(t: &[T], ctrl: &[T]) -> Self {
-        Self { joint_torque: t.to_vec(), ctrl: ctrl.to_vec() }
+        Self { joint_torque: t.to_vec(), ctrl: ctrl.to_vec(), body_wrench: vec![] }
+    }
+    /// These controls with external body wrenches (6 per body: force, torque; world frame, at the COM).
+    pub fn with_body_wrench(mut self, w: &[T]) -> Self {
+        self.body_wrench = w.to_vec();
+        self
     }
     /// A zero control of `layout` for `model`.
     pub fn zeros_for(model: &Model, layout: ControlLayout) -> Self {
@@ -59,6 +69,7 @@ impl<T: Scalar> Control<T> {
         check_len(&self.joint_torque, ControlLayout::PerJoint, model)?;
         let mut out = Self::zeros(model.nv());
         out.ctrl = self.ctrl.clone();
+        out.body_wrench = self.body_wrench.clone();
         for (j, vs) in model.joint_v_start().into_iter().enumerate() {
             if let JointType::Revolute | JointType::Prismatic = model.joint_type[j] {
                 out.joint_torque[vs] = self.joint_torque[j];
@@ -73,6 +84,7 @@ impl<T: Scalar> Control<T> {
         check_len(&self.joint_torque, ControlLayout::PerDof, model)?;
         let mut out = Self::zeros(model.joint_count());
         out.ctrl = self.ctrl.clone();
+        out.body_wrench = self.body_wrench.clone();
         for (j, vs) in model.joint_v_start().into_iter().enumerate() {
             let kind = model.joint_type[j];
             match kind {

@@ -13,12 +13,13 @@
 //! (its small Jacobians by dual numbers of `advance_joint`); C (w.r.t. θ) by forward-mode duals of the same
 //! generic step, one Dual64 pass per parameter. `step_jacobians_dual` keeps the all-dual reference (one
 //! pass per input direction), against which the analytic path is tested. The VJP uses the same Jacobians.
-use crate::generalized::{dual_tangent, dyn_model_f64, dyn_params, recorded, transposed_jacobian_product};
+use crate::generalized::{dual_tangent, dyn_model_f64, dyn_params, recorded, transposed_jacobian_product, wrench_vjp};
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use nalgebra::DMatrix;
 use num_dual::Dual64;
 use torsion_dynamics::aba::aba_solve_factored_into;
 use torsion_dynamics::aba_derivatives::{aba_derivatives_into, AbaDerivatives};
+use torsion_dynamics::external::{wrench_forces_into, wrench_state_vjp_into};
 use torsion_dynamics::fluid::{fluid_derivatives, fluid_forces_into, FluidBodies};
 use torsion_dynamics::gyroscopic::{gyroscopic_joint, implicit_gyroscopic, is_loose_free_joint, loose_body_inertia};
 use torsion_dynamics::joints::{
@@ -29,7 +30,7 @@ use torsion_dynamics::passive::{
 };
 use torsion_dynamics::regressor::{regressor_vjp_into, regressor_vjp_pass, RneaAdjoint};
 use torsion_dynamics::tensegrity_contact::linear_contact_forces_into;
-use torsion_dynamics::{aba_into, DynData, DynModel};
+use torsion_dynamics::{aba_into, forward_kinematics, DynData, DynModel};
 use torsion_math::scalar::cv;
 use torsion_math::{Scalar, Vec3};
 use torsion_model::joint_maps::{ambient_to_tangent_into, tangent_to_ambient_into};
@@ -191,6 +192,8 @@ pub struct StepIn<'a, T: Scalar> {
     pub act: &'a [T],
     pub u: &'a [T],
     pub ctrl: &'a [T],
+    /// external body wrenches (`Control::body_wrench`: 6 per body, or empty)
+    pub wrench: &'a [T],
 }
 
 /// (q1, v1, act1) of [`step_generic`].
@@ -246,7 +249,7 @@ fn step_accel_into<T: Scalar>(
     v1: &mut [T],
     act1: &mut [T],
 ) -> Result<(), torsion_dynamics::DynError> {
-    let StepIn { q, v, act, u, ctrl } = *x;
+    let StepIn { q, v, act, u, ctrl, wrench } = *x;
     dm.check_v("u", u)?;
     dm.check_v("v1 (output)", v1)?;
     dm.check_q(q1)?;
@@ -257,6 +260,11 @@ fn step_accel_into<T: Scalar>(
         }
         tau[k] = t;
         dm.armature[k] = T::c(passive.armature[k] + dt * passive.damping[k]);
+    }
+    if !wrench.is_empty() {
+        // Σ_b J_bᵀ w_b enters exactly where u does, so its cotangent is J_b ḡ_u (`generalized::wrench_vjp`)
+        forward_kinematics(dm, q, d);
+        wrench_forces_into(dm, d, wrench, tau)?;
     }
     fluid_forces_into(&passive.fluid, dm, q, v, d, tau)?;
     cable_forces_into(&dm.cables, dm, q, v, act, ctrl, d, tau)?;
@@ -353,17 +361,17 @@ impl FeatherstoneSolver {
         Ok(jac)
     }
 
-    /// The f64 step (q1) and the lifted inputs (q, q1, v, act, u, ctrl; ctrl padded to nu).
+    /// The f64 step (q1) and the lifted inputs (q, q1, v, act, u, ctrl, body wrenches; ctrl padded to nu).
     #[allow(clippy::type_complexity)]
-    fn dual_inputs(&self, model: &Model, s: &GenState, u: &Control, dt: f64) -> Result<[Vec<Dual64>; 6], SolverError> {
+    fn dual_inputs(&self, model: &Model, s: &GenState, u: &Control, dt: f64) -> Result<[Vec<Dual64>; 7], SolverError> {
         let passive = self.damping(model);
         let (mut dmf, _, _) = dyn_model_f64(model).map_err(Self::dyn_err)?;
         let mut df = DynData::new(&dmf);
         let ctrl = padded_ctrl(model, u);
-        let x = StepIn { q: &s.q, v: &s.v, act: &s.act, u: &u.joint_torque, ctrl: &ctrl };
+        let x = StepIn { q: &s.q, v: &s.v, act: &s.act, u: &u.joint_torque, ctrl: &ctrl, wrench: &u.body_wrench };
         let (q1, _, _) = step_generic(&mut dmf, &passive, &x, dt, &mut df).map_err(Self::dyn_err)?;
         let lift = |x: &[f64]| x.iter().map(|&v| Dual64::from(v)).collect::<Vec<_>>();
-        Ok([lift(&s.q), lift(&q1), lift(&s.v), lift(&s.act), lift(&u.joint_torque), lift(&ctrl)])
+        Ok([lift(&s.q), lift(&q1), lift(&s.v), lift(&s.act), lift(&u.joint_torque), lift(&ctrl), lift(&u.body_wrench)])
     }
 
     /// Writes the dual parts of a step's output (tangent at q1) into column `col`.
@@ -399,7 +407,7 @@ impl FeatherstoneSolver {
         let nv = n.nv;
         let passive = self.damping(model);
         let (_, table, theta) = dyn_model_f64(model).map_err(Self::dyn_err)?;
-        let [q0d, q1d, v0d, a0d, u0d, c0d] = self.dual_inputs(model, s, u, dt)?;
+        let [q0d, q1d, v0d, a0d, u0d, c0d, wd] = self.dual_inputs(model, s, u, dt)?;
         let lift = |x: &[f64]| x.iter().map(|&v| Dual64::from(v)).collect::<Vec<_>>();
         let mut dm: DynModel<Dual64> = DynModel::build(model, &table, &lift(&theta)).map_err(Self::dyn_err)?;
         let mut d = DynData::new(&dm);
@@ -421,7 +429,7 @@ impl FeatherstoneSolver {
             } else {
                 cd[col - n.nx - nv].eps = 1.0;
             }
-            let x = StepIn { q: &qd, v: &vd, act: &ad, u: &ud, ctrl: &cd };
+            let x = StepIn { q: &qd, v: &vd, act: &ad, u: &ud, ctrl: &cd, wrench: &wd };
             step_generic_into(&mut dm, &passive, &x, dt, &mut d, &mut tau, &mut acc, &mut qn, &mut vn, &mut an)
                 .map_err(Self::dyn_err)?;
             Self::write_column(&dm, &q1d, (&qn, &vn, &an), col, jac);
@@ -447,10 +455,10 @@ impl FeatherstoneSolver {
         let table = model.param_table();
         let theta = model.param_vector();
         let passive = self.damping(model);
-        let [q0d, q1d, vd, ad, ud, cd] = self.dual_inputs(model, s, u, dt)?;
+        let [q0d, q1d, vd, ad, ud, cd, wd] = self.dual_inputs(model, s, u, dt)?;
         let lift = |x: &[f64]| x.iter().map(|&v| Dual64::from(v)).collect::<Vec<_>>();
         let mut th = lift(&theta);
-        let x = StepIn { q: &q0d, v: &vd, act: &ad, u: &ud, ctrl: &cd };
+        let x = StepIn { q: &q0d, v: &vd, act: &ad, u: &ud, ctrl: &cd, wrench: &wd };
         for (k, &i) in sel.indices.iter().enumerate() {
             if table.kinds[i].is_contact_material() {
                 continue; // not read by the contact-free dynamics: a zero column
@@ -478,7 +486,8 @@ impl FeatherstoneSolver {
         dt: f64,
         sel: &ParamSelection,
     ) -> Result<(DMatrix<f64>, Vec<f64>), SolverError> {
-        if !model.cables.is_empty() || model.na() > 0 || model.tensegrity_contact.is_some() {
+        if !model.cables.is_empty() || model.na() > 0 || model.tensegrity_contact.is_some() || !u.body_wrench.is_empty()
+        {
             let jac = self.jacobian_dual(model, s, u, dt, sel)?;
             let [_, q1, ..] = self.dual_inputs(model, s, u, dt)?;
             return Ok((jac, q1.iter().map(|x| x.re).collect()));
@@ -669,7 +678,7 @@ impl AdjointScratch {
         u: &Control,
         dt: f64,
     ) -> Result<(), torsion_dynamics::DynError> {
-        let x = StepIn { q: &s.q, v: &s.v, act: &s.act, u: &u.joint_torque, ctrl: &u.ctrl };
+        let x = StepIn { q: &s.q, v: &s.v, act: &s.act, u: &u.joint_torque, ctrl: &u.ctrl, wrench: &u.body_wrench };
         step_accel_into(dm, passive, &x, dt, d, tau, &mut self.qdd, &mut self.q1, &mut self.v1, &mut self.act1)?;
         self.vpost.copy_from_slice(&self.qdd);
         advance_step(dm, &s.q, &s.v, dt, &mut self.vpost, &mut self.q1, &mut self.v1);
@@ -1243,7 +1252,7 @@ impl Solver for FeatherstoneSolver {
         out.v.resize(model.nv(), 0.0);
         out.act.resize(model.na(), 0.0);
         let FeatherstoneWorkspace { dm, data, passive, tau, acc, factor, .. } = ws;
-        let x = StepIn { q: &s.q, v: &s.v, act: &s.act, u: &u.joint_torque, ctrl: &u.ctrl };
+        let x = StepIn { q: &s.q, v: &s.v, act: &s.act, u: &u.joint_torque, ctrl: &u.ctrl, wrench: &u.body_wrench };
         // `step_generic_into` in its two halves, so that a record keeps q̈
         step_accel_into(dm, passive, &x, dt, data, tau, acc, &mut out.q, &mut out.v, &mut out.act)
             .map_err(Self::dyn_err)?;
@@ -1267,6 +1276,7 @@ impl Solver for FeatherstoneSolver {
             rs.act.clone_from(&s.act);
             r.u.joint_torque.clone_from(&u.joint_torque);
             r.u.ctrl.clone_from(&u.ctrl);
+            r.u.body_wrench.clone_from(&u.body_wrench);
             r.dt = dt;
         }
         Ok(StepInfo::new("featherstone"))
@@ -1318,6 +1328,11 @@ impl DiffSolver for FeatherstoneSolver {
             ambient_to_tangent_into(dm, &adj.q1, &g_out.q, &mut adj.gq1t);
             adj.gv1.copy_from_slice(&g_out.v);
             adj.backward(dm, data, passive, factor, s, dt, &sel.indices, g_theta).map_err(Self::dyn_err)?;
+            if !u.body_wrench.is_empty() {
+                // ∂(λᵀ τ_ext)/∂q: the wrenches are fixed in the world while the bodies move
+                forward_kinematics(dm, &s.q, data);
+                wrench_state_vjp_into(dm, data, &u.body_wrench, &adj.lam, &mut adj.gqt).map_err(Self::dyn_err)?;
+            }
             tangent_to_ambient_into(dm, &s.q, &adj.gqt, &mut adj.gq_amb);
             for (a, b) in g_s.q.iter_mut().zip(&adj.gq_amb) {
                 *a += b;
@@ -1347,7 +1362,8 @@ impl DiffSolver for FeatherstoneSolver {
         out: &mut StepJacobians,
     ) -> Result<(), SolverError> {
         self.check(model, s, u, dt)?;
-        if self.reverse_mode(model, ws, sel)? {
+        // with body wrenches, A takes the dual passes (the analytic A has no ∂τ_ext/∂q)
+        if self.reverse_mode(model, ws, sel)? && u.body_wrench.is_empty() {
             // A, B analytic (`state_columns_into`); C row by row: row r of C is the parameter VJP of e_r
             let (nv, k) = (model.nv(), sel.len());
             let shapes =
@@ -1393,6 +1409,19 @@ impl DiffSolver for FeatherstoneSolver {
         let (jac, _) = self.jacobian(model, s, u, dt, sel)?;
         out.assign(&split_jacobian(&jac, Dims::of(model), sel.len()));
         Ok(())
+    }
+
+    fn wrench_vjp(
+        &self,
+        model: &Model,
+        rec: &FeatherstoneRecord,
+        g_u: &[f64],
+        g_w: &mut [f64],
+        ws: &mut FeatherstoneWorkspace,
+    ) -> Result<(), SolverError> {
+        let s = recorded(&rec.s, "featherstone")?;
+        ws.refresh(model, self.options.joint_damping).map_err(Self::dyn_err)?;
+        wrench_vjp("featherstone", &ws.dm, &mut ws.data, &s.q, g_u, g_w)
     }
 
     /// one generalized force per DoF (`ControlLayout::PerDof`), then one control per actuator (nu: joint and
@@ -1573,6 +1602,71 @@ mod tests {
         }
     }
 
+    /// External body wrenches (issue 13 item 6) on the floating tree and the loose body: the reverse-mode state and
+    /// control gradients (with ∂(λᵀ τ_ext)/∂q), `wrench_vjp` and the dual-pass A against central differences; a
+    /// wrench on a free body equals the generalized force J_bᵀ w applied as u.
+    #[test]
+    fn body_wrench_gradients_match_central_differences() {
+        let solver = FeatherstoneSolver::default();
+        let dt = 0.01;
+        for (name, m, s, u0, g_out) in
+            reverse_cases().into_iter().filter(|c| c.0 == "floating tree" || c.0 == "loose body")
+        {
+            let w: Vec<f64> = (0..6 * m.body_count()).map(|i| ((i * 7 % 11) as f64 - 5.0) * 0.3).collect();
+            let u = u0.clone().with_body_wrench(&w);
+            let mut ws = solver.workspace(&m).unwrap();
+            let mut rec = solver.record(&m);
+            let mut o = s.clone();
+            solver.step(&m, &s, &u, dt, &mut o, &mut ws, Some(&mut rec)).unwrap();
+            let mut o0 = s.clone();
+            solver.step(&m, &s, &u0, dt, &mut o0, &mut solver.workspace(&m).unwrap(), None).unwrap();
+            assert!(o.v.iter().zip(&o0.v).any(|(a, b)| (a - b).abs() > 1e-3), "{name}: the wrenches act");
+            let sel = ParamSelection::none();
+            let (mut gs, mut gu, mut gw) = (solver.zero_grad(&m), vec![0.0; m.nv()], vec![0.0; w.len()]);
+            solver.step_vjp(&m, &rec, &g_out, &mut gs, &mut gu, &sel, &mut [], &mut ws).unwrap();
+            solver.wrench_vjp(&m, &rec, &gu, &mut gw, &mut ws).unwrap();
+            let loss = |ss: &GenState, uu: &Control| {
+                let mut o = ss.clone();
+                solver.step(&m, ss, uu, dt, &mut o, &mut solver.workspace(&m).unwrap(), None).unwrap();
+                o.q.iter().zip(&g_out.q).chain(o.v.iter().zip(&g_out.v)).map(|(a, b)| a * b).sum::<f64>()
+            };
+            let nt = solver.tangent_dim(&m);
+            let fd_s = fd_jacobian(|d| vec![loss(&solver.retract(&m, &s, d), &u)], nt, 1e-6);
+            let gst = solver.grad_to_tangent(&m, &s, &gs);
+            let fd_u = fd_jacobian(
+                |d| {
+                    let uu: Vec<f64> = u.joint_torque.iter().zip(d).map(|(a, b)| a + b).collect();
+                    vec![loss(&s, &Control::from_torques(&uu).with_body_wrench(&w))]
+                },
+                m.nv(),
+                1e-6,
+            );
+            let fd_w = fd_jacobian(
+                |d| {
+                    let ww: Vec<f64> = w.iter().zip(d).map(|(a, b)| a + b).collect();
+                    vec![loss(&s, &u0.clone().with_body_wrench(&ww))]
+                },
+                w.len(),
+                1e-6,
+            );
+            let jd = solver.step_jacobians(&m, &s, &u, dt, &sel).unwrap();
+            let next = |ss: &GenState| {
+                let mut o = ss.clone();
+                solver.step(&m, ss, &u, dt, &mut o, &mut solver.workspace(&m).unwrap(), None).unwrap();
+                o
+            };
+            let fa = fd_jacobian(|d| solver.local_diff(&m, &o, &next(&solver.retract(&m, &s, d))), nt, 1e-5);
+            let e = [
+                nrel(&gst, fd_s.as_slice()),
+                nrel(&gu, fd_u.as_slice()),
+                nrel(&gw, fd_w.as_slice()),
+                (&jd.a - &fa).amax() / fa.amax(),
+            ];
+            eprintln!("{name}: body wrenches, state / u / w gradients and A vs central differences {}", fmt(&e));
+            assert!(e.iter().all(|x| *x < 1e-6), "{name}: {e:?}");
+        }
+    }
+
     /// The analytic A, B (ABA derivatives chained through the step and the integration map) against the
     /// all-dual reference, on a free + ball + slide + sprung, damped hinge tree at a generic state.
     /// A loose box (anisotropic inertia, COM off the joint origin) spinning about no principal axis: the
@@ -1700,7 +1794,7 @@ mod tests {
         solver.step(&m, &s, &u, 0.01, &mut out, &mut ws, None).unwrap();
         let mut dm = DynModel::from_model(&m).unwrap();
         let mut d = DynData::new(&dm);
-        let x = StepIn { q: &s.q, v: &s.v, act: &[], u: &u.joint_torque, ctrl: &[] };
+        let x = StepIn { q: &s.q, v: &s.v, act: &[], u: &u.joint_torque, ctrl: &[], wrench: &[] };
         let (q1, v1, _) = step_generic(&mut dm, &Passive::from_model(&m, true), &x, 0.01, &mut d).unwrap();
         assert_eq!((out.q, out.v), (q1, v1));
     }

@@ -5,7 +5,8 @@
 use crate::solver::{SolverError, StepJacobians};
 use nalgebra::DMatrix;
 use num_dual::Dual64;
-use torsion_dynamics::DynModel;
+use torsion_dynamics::external::wrench_cotangent_into;
+use torsion_dynamics::{forward_kinematics, DynData, DynModel};
 use torsion_model::joint_maps::{ambient_to_tangent_into, tangent_to_ambient_into};
 use torsion_model::params::ParamKind;
 pub use torsion_model::{ContactWarmStart, GenState, WarmImpulse};
@@ -155,4 +156,193 @@ pub(crate) fn transposed_jacobian_product_with(
 /// The input state that `step` recorded for `step_vjp`.
 pub(crate) fn recorded<'a>(s: &'a Option<GenState>, solver: &'static str) -> Result<&'a GenState, SolverError> {
     s.as_ref().ok_or_else(|| SolverError::BadInput { solver, problem: "step_vjp needs a record filled by step".into() })
+}
+
+/// `DiffSolver::wrench_vjp` of the generalized-coordinate steppers: ḡ_w += J_b(q) ḡ_u (the first nv entries of
+/// the control cotangent: the generalized forces) at the recorded q, with the stepper's f64 dynamics buffers.
+pub(crate) fn wrench_vjp(
+    solver: &'static str,
+    dm: &DynModel<f64>,
+    d: &mut DynData<f64>,
+    q: &[f64],
+    g_u: &[f64],
+    g_w: &mut [f64],
+) -> Result<(), SolverError> {
+    let bad = |problem: String| SolverError::BadInput { solver, problem };
+    if q.len() != dm.nq || g_u.len() < dm.nv {
+        return Err(bad(format!(
+            "wrench_vjp: q has {} entries (needs {}), g_u {} (needs ≥ {})",
+            q.len(),
+            dm.nq,
+            g_u.len(),
+            dm.nv
+        )));
+    }
+    forward_kinematics(dm, q, d);
+    wrench_cotangent_into(dm, d, &g_u[..dm.nv], g_w).map_err(|e| bad(e.to_string()))
+}
+
+/// External body wrenches in a stepper whose generalized forces u enter additively (the contact steppers; issue 13
+/// item 6): the step takes u_eff = u + Σ_b J_b(q)ᵀ w_b, so ∂s'/∂q gains B ∂τ_ext/∂q and ḡ_w = J_b ḡ_u
+/// ([`wrench_vjp`]). Buffers grow on first use, then nothing is allocated.
+#[derive(Default)]
+pub(crate) struct WrenchTerm {
+    u_eff: Vec<f64>,
+    lam: Vec<f64>,
+    row: Vec<f64>,
+    /// ∂τ_ext/∂q (nv × nv, tangent coordinates)
+    dtau: DMatrix<f64>,
+}
+
+impl WrenchTerm {
+    /// u + τ_ext(q, w) (`u` itself without wrenches). Needs nothing computed in `d`.
+    pub(crate) fn effective<'a>(
+        &'a mut self,
+        dm: &DynModel<f64>,
+        d: &mut DynData<f64>,
+        q: &[f64],
+        u: &'a torsion_model::Control,
+    ) -> Result<&'a [f64], torsion_dynamics::DynError> {
+        if u.body_wrench.is_empty() {
+            return Ok(&u.joint_torque);
+        }
+        dm.check_q(q)?;
+        self.u_eff.clone_from(&u.joint_torque);
+        forward_kinematics(dm, q, d);
+        torsion_dynamics::external::wrench_forces_into(dm, d, &u.body_wrench, &mut self.u_eff)?;
+        Ok(&self.u_eff)
+    }
+
+    /// A[:, q] += B ∂τ_ext/∂q for the wrenches `w` at q (nothing without wrenches): row i of ∂τ_ext/∂q is
+    /// ∂(e_iᵀ τ_ext)/∂q (`wrench_state_vjp_into`).
+    pub(crate) fn add_state_columns(
+        &mut self,
+        dm: &DynModel<f64>,
+        d: &mut DynData<f64>,
+        q: &[f64],
+        w: &[f64],
+        jac: &mut StepJacobians,
+    ) -> Result<(), torsion_dynamics::DynError> {
+        if w.is_empty() {
+            return Ok(());
+        }
+        let nv = dm.nv;
+        dm.check_q(q)?;
+        if self.dtau.shape() != (nv, nv) {
+            self.dtau = DMatrix::zeros(nv, nv);
+        }
+        self.lam.clear();
+        self.lam.resize(nv, 0.0);
+        forward_kinematics(dm, q, d);
+        for i in 0..nv {
+            self.lam[i] = 1.0;
+            self.row.clear();
+            self.row.resize(nv, 0.0);
+            torsion_dynamics::external::wrench_state_vjp_into(dm, d, w, &self.lam, &mut self.row)?;
+            for k in 0..nv {
+                self.dtau[(i, k)] = self.row[k];
+            }
+            self.lam[i] = 0.0;
+        }
+        let n = jac.a.nrows();
+        for k in 0..nv {
+            for i in 0..nv {
+                let g = self.dtau[(i, k)];
+                if g != 0.0 {
+                    for r in 0..n {
+                        jac.a[(r, k)] += jac.b[(r, i)] * g;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solver::DiffSolver;
+    use torsion_diff::fd_jacobian;
+    use torsion_model::{Control, ParamSelection};
+
+    /// max |a − b| / max |b|
+    fn nrel(a: &[f64], b: &[f64]) -> f64 {
+        let d = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
+        d / b.iter().fold(1e-300_f64, |m, y| m.max(y.abs()))
+    }
+
+    /// A ball sliding and spinning on a plane under a body wrench (pressing, pushing, twisting; one contact, so its
+    /// impulse is unique): the contact stepper's state and
+    /// control gradients (with the wrenches' q-columns), `wrench_vjp` and A against central differences.
+    fn check_sliding_ball_wrench<S: DiffSolver<State = GenState>>(solver: &S) -> [f64; 4] {
+        let xml = r#"<mujoco><option timestep="0.01"/><worldbody><geom type="plane" size="5 5 0.1" friction="0.4"/>
+            <body pos="0 0 0.2"><freejoint/><geom type="sphere" size="0.1" mass="1" friction="0.4"/></body>
+            </worldbody></mujoco>"#;
+        let m = torsion_model::io::mjcf::load_mjcf_str(xml, "ball.xml", None).unwrap();
+        let dt = 0.01;
+        let s = GenState::new(vec![0.0, 0.0, 0.0999, 1.0, 0.0, 0.0, 0.0], vec![0.0, 0.0, 0.3, 1.0, 0.2, 0.0]);
+        let mut w = vec![0.0; 6 * m.body_count()];
+        let b = m.body_count() - 1;
+        w[6 * b..6 * b + 6].copy_from_slice(&[1.5, -0.8, -4.0, 0.0, 0.0, 0.2]);
+        let u0 = Control::from_torques(&[0.0, 0.0, 0.1, 0.5, -0.3, 0.0]);
+        let u = u0.clone().with_body_wrench(&w);
+        let g_out = GenState::new(vec![0.3, -0.5, 0.7, 0.2, -0.1, 0.4, 0.3], vec![0.6, -0.2, 0.5, -0.7, 0.4, 0.9]);
+        let mut ws = solver.workspace(&m).unwrap();
+        let mut rec = solver.record(&m);
+        let mut o = s.clone();
+        solver.step(&m, &s, &u, dt, &mut o, &mut ws, Some(&mut rec)).unwrap();
+        let (mut gs, mut gu, mut gw) = (solver.zero_grad(&m), vec![0.0; m.nv()], vec![0.0; w.len()]);
+        let sel = ParamSelection::none();
+        solver.step_vjp(&m, &rec, &g_out, &mut gs, &mut gu, &sel, &mut [], &mut ws).unwrap();
+        solver.wrench_vjp(&m, &rec, &gu, &mut gw, &mut ws).unwrap();
+        let next = |ss: &GenState, uu: &Control| {
+            let mut o = ss.clone();
+            solver.step(&m, ss, uu, dt, &mut o, &mut solver.workspace(&m).unwrap(), None).unwrap();
+            o
+        };
+        let loss = |ss: &GenState, uu: &Control| {
+            let o = next(ss, uu);
+            o.q.iter().zip(&g_out.q).chain(o.v.iter().zip(&g_out.v)).map(|(a, b)| a * b).sum::<f64>()
+        };
+        let nt = solver.tangent_dim(&m);
+        let fd_s = fd_jacobian(|d| vec![loss(&solver.retract(&m, &s, d), &u)], nt, 1e-6);
+        let gst = solver.grad_to_tangent(&m, &s, &gs);
+        let fd_u = fd_jacobian(
+            |d| {
+                let uu: Vec<f64> = u.joint_torque.iter().zip(d).map(|(a, b)| a + b).collect();
+                vec![loss(&s, &Control::from_torques(&uu).with_body_wrench(&w))]
+            },
+            m.nv(),
+            1e-6,
+        );
+        let fd_w = fd_jacobian(
+            |d| {
+                let ww: Vec<f64> = w.iter().zip(d).map(|(a, b)| a + b).collect();
+                vec![loss(&s, &u0.clone().with_body_wrench(&ww))]
+            },
+            w.len(),
+            1e-6,
+        );
+        let jac = solver.step_jacobians(&m, &s, &u, dt, &sel).unwrap();
+        let fa = fd_jacobian(|d| solver.local_diff(&m, &o, &next(&solver.retract(&m, &s, d), &u)), nt, 1e-6);
+        let e = [
+            nrel(&gst, fd_s.as_slice()),
+            nrel(&gu, fd_u.as_slice()),
+            nrel(&gw, fd_w.as_slice()),
+            (&jac.a - &fa).amax() / fa.amax(),
+        ];
+        eprintln!("{}: body wrench, state / u / w gradients and A vs central differences {e:?}", solver.name());
+        e
+    }
+
+    #[test]
+    fn contact_steppers_body_wrench_gradients_match_central_differences() {
+        for e in [
+            check_sliding_ball_wrench(&crate::ncp::NcpSolver::new(crate::ncp::NcpOptions::default())),
+            check_sliding_ball_wrench(&crate::lcp::LcpSolver::new(crate::lcp::LcpOptions::default())),
+        ] {
+            assert!(e.iter().all(|x| *x < 1e-6), "{e:?}");
+        }
+    }
 }

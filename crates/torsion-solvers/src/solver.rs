@@ -132,6 +132,22 @@ pub trait DiffSolver: Solver {
         ws: &mut Self::Workspace,
     ) -> Result<(), SolverError>;
 
+    /// ∂L/∂(body wrenches) of the recorded step, *accumulated* into `g_w` (`Control::body_wrench`'s layout: 6 per
+    /// body), from the control cotangent `g_u` that `step_vjp` gave for the same record. The generalized-coordinate
+    /// steppers add Σ_b J_bᵀ w_b where u enters, so ḡ_w = J_b(q) ḡ_u (`torsion_dynamics::external`; issue 13 item
+    /// 6); `step_vjp` already holds the wrenches' q-dependence. XPBD: unsupported (its step refuses wrenches).
+    fn wrench_vjp(
+        &self,
+        model: &Model,
+        rec: &Self::Record,
+        g_u: &[f64],
+        g_w: &mut [f64],
+        ws: &mut Self::Workspace,
+    ) -> Result<(), SolverError> {
+        let _ = (model, rec, g_u, g_w, ws);
+        Err(SolverError::Unsupported { solver: self.name(), problem: "external body wrenches".into() })
+    }
+
     /// Forward mode: the transition Jacobians in tangent coordinates at (s, u), w.r.t. the selected parameters,
     /// written into caller-owned buffers (`StepJacobians::for_solver`) with the caller's workspace.
     #[allow(clippy::too_many_arguments)]

@@ -24,7 +24,8 @@ use crate::contact::anchor::Anchor;
 use crate::contact::frames::{body_joints, detect_into, pair_source, ContactFrame, ContactGeom};
 use crate::contact::prelude::{apply_impulses, dyn_err, prelude, Prelude, PreludeOptions, StepInputs};
 use crate::generalized::{
-    dual_tangent, recorded, transposed_jacobian_product, ContactWarmStart, GenState, WarmImpulse,
+    dual_tangent, recorded, transposed_jacobian_product, wrench_vjp, ContactWarmStart, GenState, WarmImpulse,
+    WrenchTerm,
 };
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use nalgebra::DMatrix;
@@ -135,13 +136,17 @@ pub struct LcpWorkspace {
     /// the bodies' world poses for collision detection, and the forward kinematics' scratch
     poses: Vec<(Vec3, Quat)>,
     placed: Vec<bool>,
+    /// the body wrenches' generalized forces and their q-columns (`Control::body_wrench`)
+    wrench: WrenchTerm,
 }
 
 /// What `step` saves for `step_vjp`.
 #[derive(Clone, Debug, Default)]
 pub struct LcpRecord {
     s: Option<GenState>,
+    /// the generalized forces the step took (u + the body wrenches' Σ J_bᵀ w_b) and the wrenches
     u: Vec<f64>,
+    wrench: Vec<f64>,
     dt: f64,
     frames: Vec<ContactFrame>,
 }
@@ -543,6 +548,7 @@ impl Solver for LcpSolver {
             report: LcpReport::default(),
             poses: vec![],
             placed: vec![],
+            wrench: WrenchTerm::default(),
         })
     }
 
@@ -567,14 +573,16 @@ impl Solver for LcpSolver {
             });
         }
         self.detect(model, ws, &s.q, &s.warm)?;
+        let uj = ws.wrench.effective(&ws.dm, &mut ws.d, &s.q, u).map_err(dyn_err(NAME))?.to_vec();
         let frames = std::mem::take(&mut ws.frames);
         if let Some(r) = rec {
             r.s = Some(s.clone());
-            r.u = u.joint_torque.clone();
+            r.u.clone_from(&uj);
+            r.wrench.clone_from(&u.body_wrench);
             r.dt = dt;
             r.frames.clone_from(&frames);
         }
-        let info = self.step_with_contacts(model, ws, s, &u.joint_torque, dt, &frames, out);
+        let info = self.step_with_contacts(model, ws, s, &uj, dt, &frames, out);
         ws.frames = frames;
         info
     }
@@ -596,7 +604,8 @@ impl DiffSolver for LcpSolver {
     ) -> Result<(), SolverError> {
         let s = recorded(&rec.s, NAME)?;
         check_grad_sizes(NAME, model.nv(), g_u, sel, g_theta)?;
-        let (jac, next) = self.jacobians_with_contacts(model, ws, s, &rec.u, rec.dt, &rec.frames, sel)?;
+        let (mut jac, next) = self.jacobians_with_contacts(model, ws, s, &rec.u, rec.dt, &rec.frames, sel)?;
+        ws.wrench.add_state_columns(&ws.dm, &mut ws.d, &s.q, &rec.wrench, &mut jac).map_err(dyn_err(NAME))?;
         transposed_jacobian_product(model, &s.q, &next.q, &jac, g_out, g_s, g_u, g_theta);
         Ok(())
     }
@@ -614,11 +623,26 @@ impl DiffSolver for LcpSolver {
         out: &mut StepJacobians,
     ) -> Result<(), SolverError> {
         self.detect(model, ws, &s.q, &s.warm)?;
+        let uj = ws.wrench.effective(&ws.dm, &mut ws.d, &s.q, u).map_err(dyn_err(NAME))?.to_vec();
         let frames = std::mem::take(&mut ws.frames);
-        let r = self.jacobians_with_contacts(model, ws, s, &u.joint_torque, dt, &frames, sel);
+        let r = self.jacobians_with_contacts(model, ws, s, &uj, dt, &frames, sel);
         ws.frames = frames;
         out.assign(&r?.0);
+        ws.wrench.add_state_columns(&ws.dm, &mut ws.d, &s.q, &u.body_wrench, out).map_err(dyn_err(NAME))?;
         Ok(())
+    }
+
+    fn wrench_vjp(
+        &self,
+        model: &Model,
+        rec: &LcpRecord,
+        g_u: &[f64],
+        g_w: &mut [f64],
+        ws: &mut LcpWorkspace,
+    ) -> Result<(), SolverError> {
+        let _ = model;
+        let s = recorded(&rec.s, NAME)?;
+        wrench_vjp(NAME, &ws.dm, &mut ws.d, &s.q, g_u, g_w)
     }
 
     fn control_dim(&self, model: &Model) -> usize {

@@ -8,7 +8,9 @@
 //! continue from its t1), written to the output — nothing carries over in the workspace (design.md §3).
 use super::staggered::{NcpReport, NcpSolver, NcpWorkspace};
 use crate::contact::frames::{detect_into, ContactFrame};
-use crate::generalized::{recorded, transposed_jacobian_product_with, ContactWarmStart, GenState, ProductScratch};
+use crate::generalized::{
+    recorded, transposed_jacobian_product_with, wrench_vjp, ContactWarmStart, GenState, ProductScratch, WrenchTerm,
+};
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use torsion_collision::{CollisionWorld, Contacts};
 use torsion_model::{Control, Model, ParamSelection};
@@ -29,13 +31,17 @@ pub struct NcpSimWorkspace {
     vjp_report: NcpReport,
     vjp_jac: StepJacobians,
     vjp_product: ProductScratch,
+    /// the body wrenches' generalized forces and their q-columns (`Control::body_wrench`)
+    wrench: WrenchTerm,
 }
 
 /// What `step` saves for `step_vjp` (the input state carries the warm start, so the same passes are recomputed).
 #[derive(Clone, Debug, Default)]
 pub struct NcpRecord {
     s: Option<GenState>,
+    /// the generalized forces the step took (u + the body wrenches' Σ J_bᵀ w_b) and the wrenches
     u: Vec<f64>,
+    wrench: Vec<f64>,
     dt: f64,
     frames: Vec<ContactFrame>,
 }
@@ -50,6 +56,10 @@ fn copy_jacobians(cols: &nalgebra::DMatrix<f64>, nv: usize, ns: usize, out: &mut
     out.a.copy_from(&cols.columns(0, n));
     out.b.copy_from(&cols.columns(n, nv));
     out.c.copy_from(&cols.columns(3 * nv, ns));
+}
+
+fn dyn_err(e: torsion_dynamics::DynError) -> SolverError {
+    SolverError::BadInput { solver: "ncp", problem: e.to_string() }
 }
 
 fn collision_err(e: torsion_collision::CollisionError) -> SolverError {
@@ -127,6 +137,7 @@ impl Solver for NcpSolver {
             vjp_report: NcpReport::default(),
             vjp_jac: StepJacobians::zeros(0, 0, 0),
             vjp_product: ProductScratch::default(),
+            wrench: WrenchTerm::default(),
         })
     }
 
@@ -151,7 +162,8 @@ impl Solver for NcpSolver {
             });
         }
         self.detect(model, ws, &s.q, &s.warm)?;
-        let NcpSimWorkspace { ncp, frames, report, .. } = ws;
+        let NcpSimWorkspace { ncp, frames, report, wrench, .. } = ws;
+        let uj = wrench.effective(&ncp.dm, &mut ncp.d, &s.q, u).map_err(dyn_err)?;
         if let Some(r) = rec {
             // copied into the record's buffers (no allocation once they have grown)
             match &mut r.s {
@@ -163,11 +175,13 @@ impl Solver for NcpSolver {
                 }
                 None => r.s = Some(s.clone()),
             }
-            r.u.clone_from(&u.joint_torque);
+            r.u.clear();
+            r.u.extend_from_slice(uj);
+            r.wrench.clone_from(&u.body_wrench);
             r.dt = dt;
             r.frames.clone_from(frames);
         }
-        self.step_with_contacts_into(model, ncp, s, &u.joint_torque, dt, frames, out, report)?;
+        self.step_with_contacts_into(model, ncp, s, uj, dt, frames, out, report)?;
         let r = &*report;
         let passes = r.qp.len() + r.impact.as_ref().map_or(0, |i| i.qp.len());
         let mut admm = r.qp.iter().chain(&r.qcqp).chain(r.impact.iter().flat_map(|i| i.qp.iter().chain(&i.qcqp)));
@@ -206,6 +220,9 @@ impl DiffSolver for NcpSolver {
         self.jacobians_into(model, &mut ws.ncp, s, &rec.u, rec.dt, &rec.frames, sel, false, &mut ws.vjp_report)?;
         let tan = ws.ncp.tangent();
         copy_jacobians(&tan.cols, model.nv(), sel.len(), &mut ws.vjp_jac);
+        let n = &mut ws.ncp;
+        ws.wrench.add_state_columns(&n.dm, &mut n.d, &s.q, &rec.wrench, &mut ws.vjp_jac).map_err(dyn_err)?;
+        let tan = ws.ncp.tangent();
         let (j, sc) = (&ws.vjp_jac, &mut ws.vjp_product);
         transposed_jacobian_product_with(model, &s.q, &tan.next.q, j, g_out, g_s, g_u, g_theta, sc);
         Ok(())
@@ -225,10 +242,26 @@ impl DiffSolver for NcpSolver {
         out: &mut StepJacobians,
     ) -> Result<(), SolverError> {
         self.detect(model, ws, &s.q, &s.warm)?;
-        let NcpSimWorkspace { ncp, frames, report, .. } = ws;
-        self.jacobians_into(model, ncp, s, &u.joint_torque, dt, frames, sel, false, report)?;
+        let NcpSimWorkspace { ncp, frames, report, wrench, .. } = ws;
+        let uj = wrench.effective(&ncp.dm, &mut ncp.d, &s.q, u).map_err(dyn_err)?;
+        // `uj` borrows `wrench`'s buffer: the Jacobians read a copy-free slice, then the q-columns are added
+        self.jacobians_into(model, ncp, s, uj, dt, frames, sel, false, report)?;
         copy_jacobians(&ncp.tangent().cols, model.nv(), sel.len(), out);
+        wrench.add_state_columns(&ncp.dm, &mut ncp.d, &s.q, &u.body_wrench, out).map_err(dyn_err)?;
         Ok(())
+    }
+
+    fn wrench_vjp(
+        &self,
+        model: &Model,
+        rec: &NcpRecord,
+        g_u: &[f64],
+        g_w: &mut [f64],
+        ws: &mut NcpSimWorkspace,
+    ) -> Result<(), SolverError> {
+        let _ = model;
+        let s = recorded(&rec.s, "ncp")?;
+        wrench_vjp("ncp", &ws.ncp.dm, &mut ws.ncp.d, &s.q, g_u, g_w)
     }
 
     fn control_dim(&self, model: &Model) -> usize {

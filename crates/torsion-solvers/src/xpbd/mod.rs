@@ -170,6 +170,14 @@ impl XpbdSolver {
                 problem: format!("state has {} bodies, model has {nb}", s.x.len()),
             });
         }
+        if !u.body_wrench.is_empty() {
+            return Err(SolverError::Unsupported {
+                solver: "xpbd",
+                problem: "external body wrenches (`Control::body_wrench`): use a generalized-coordinate solver \
+                          (featherstone, ncp, lcp)"
+                    .into(),
+            });
+        }
         if u.joint_torque.len() != model.joint_count() {
             return Err(SolverError::BadInput {
                 solver: "xpbd",
