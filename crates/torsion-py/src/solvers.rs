@@ -460,6 +460,8 @@ solver_methods!(PyNcp, generalized, {
     #[new]
     #[pyo3(signature = (n_step=10, friction_set="cone", baumgarte=0.0, tolerance=0.0, margin=0.01, passive=true,
                         gradient="auto", package_dirs=Vec::new()))]
+    #[pyo3(text_signature = "(n_step=10, friction_set='cone', baumgarte=0.0, tolerance=0.0, margin=0.01, \
+                             passive=True, gradient='auto', package_dirs=())")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         n_step: usize,
@@ -520,6 +522,8 @@ solver_methods!(PyLcp, generalized, {
     #[new]
     #[pyo3(signature = (position="parallel", bounce_threshold=0.1, chain=vec!["jade".to_string(), "pgs".to_string()],
                         pgs_sweeps=10_000, margin=0.01, passive=true, baumgarte=0.0, package_dirs=Vec::new()))]
+    #[pyo3(text_signature = "(position='parallel', bounce_threshold=0.1, chain=('jade', 'pgs'), pgs_sweeps=10000, \
+                             margin=0.01, passive=True, baumgarte=0.0, package_dirs=())")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         position: &str,
@@ -599,7 +603,10 @@ solver_methods!(PyLcp, generalized, {
             "LcpSolver(position='{}', bounce_threshold={}, chain=({}), margin={})",
             self.position(),
             o.bounce_threshold,
-            self.chain().iter().map(|c| format!("'{c}',")).collect::<Vec<_>>().join(" "),
+            match self.chain().as_slice() {
+                [one] => format!("'{one}',"),
+                all => all.iter().map(|c| format!("'{c}'")).collect::<Vec<_>>().join(", "),
+            },
             o.collision.margin
         )
     }

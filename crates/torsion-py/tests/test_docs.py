@@ -69,7 +69,10 @@ def undocumented():
             if not inspect.isclass(obj):
                 bad.append(f"{name}: no signature (text_signature)")
             continue
+        sig = inspect.signature(obj)
         for p in params:
+            if sig.parameters[p].default is Ellipsis:
+                bad.append(f"{name}: parameter '{p}' shows no default in help() (text_signature)")
             if not re.search(rf"(?<![\w.]){re.escape(p)}(?!\w)", doc):
                 bad.append(f"{name}: parameter '{p}' not named in its docstring")
     return bad
