@@ -1,6 +1,7 @@
-//! NumPy input/output: inputs must be float64 ndarrays (any other dtype is a TypeError) or nested Python
-//! sequences of numbers (converted with `numpy.asarray(x, dtype=float64)`); shapes are checked against what
-//! the call needs and a mismatch is a ValueError naming the argument.
+//! NumPy input/output: inputs are float64 ndarrays, float32 ndarrays (up-cast exactly to float64 on every path,
+//! docs/decisions.md "float32 from Python"; results are float64) or nested Python sequences of numbers (converted
+//! with `numpy.asarray(x, dtype=float64)`); any other dtype is a TypeError naming the argument. Shapes are checked
+//! against what the call needs and a mismatch is a ValueError naming the argument and the expected shape.
 use numpy::ndarray::{ArrayD, IxDyn};
 use numpy::prelude::*;
 use numpy::{dtype, PyArrayDyn, PyUntypedArray};
@@ -23,13 +24,18 @@ pub(crate) fn read(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<F64Arr> {
     let py = obj.py();
     let owned;
     let arr = if let Ok(a) = obj.cast::<PyUntypedArray>() {
-        if !a.dtype().is_equiv_to(&dtype::<f64>(py)) {
+        if a.dtype().is_equiv_to(&dtype::<f64>(py)) {
+            a.clone()
+        } else if a.dtype().is_equiv_to(&dtype::<f32>(py)) {
+            // exact: every float32 is a float64
+            owned = a.call_method1("astype", (py.import("numpy")?.getattr("float64")?,))?;
+            owned.cast_into::<PyUntypedArray>().map_err(|_| PyTypeError::new_err(format!("{name}: not an array")))?
+        } else {
             return Err(PyTypeError::new_err(format!(
-                "{name}: expected a float64 array, got dtype {} (use .astype(numpy.float64))",
+                "{name}: expected a float64 (or float32, up-cast) array, got dtype {} (use {name}.astype(numpy.float64))",
                 a.dtype()
             )));
         }
-        a.clone()
     } else {
         let np = py.import("numpy")?;
         owned = np.call_method1("asarray", (obj, np.getattr("float64")?)).map_err(|e| {

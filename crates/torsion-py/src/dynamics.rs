@@ -53,7 +53,7 @@ fn blocks<'py>(
     Ok((out_mat(py, &r.d_dq)?, out_mat(py, &r.d_dv)?, out_mat(py, &r.d_dthird)?))
 }
 
-/// Joint-space inertia matrix M(q) (nv, nv).
+/// Joint-space inertia matrix M(q) (nv, nv) of `model` at q (nq,) (kg, kg·m, kg·m² by joint type).
 #[pyfunction]
 fn crba<'py>(py: Python<'py>, model: PyRef<'_, PyModel>, q: &Obj<'py>) -> PyResult<Arr<'py>> {
     let m = &model.inner;
@@ -63,7 +63,7 @@ fn crba<'py>(py: Python<'py>, model: PyRef<'_, PyModel>, q: &Obj<'py>) -> PyResu
     out_mat(py, &mm)
 }
 
-/// Inverse dynamics τ = RNEA(q, v, a) (nv,).
+/// Inverse dynamics of `model`: τ = RNEA(q, v, a) (nv,) for q (nq,), v (nv,), a (nv,); N or N·m per DoF.
 #[pyfunction]
 fn rnea<'py>(
     py: Python<'py>,
@@ -77,7 +77,8 @@ fn rnea<'py>(
     eval(py, m, |dm, d| torsion_dynamics::rnea(dm, &q, &v, &a, d))
 }
 
-/// Forward dynamics q̈ = ABA(q, v, τ) (nv,); with `include_passive`, ABA(q, v, τ + passive_forces(q, v)).
+/// Forward dynamics of `model`: q̈ = ABA(q, v, tau) (nv,) for q (nq,), v (nv,), tau (nv,) (N or N·m); with
+/// `include_passive`, ABA(q, v, tau + passive_forces(q, v)).
 #[pyfunction]
 #[pyo3(signature = (model, q, v, tau, include_passive=false))]
 fn aba<'py>(
@@ -99,8 +100,8 @@ fn aba<'py>(
     })
 }
 
-/// Passive joint forces (nv,): viscous damping −d v and hinge / slide springs −k (q − springref), the model's
-/// `joint_damping`, `joint_stiffness`, `joint_springref`, and the inertia-box fluid forces when the model has a
+/// Passive joint forces (nv,) of `model` at q (nq,), v (nv,): viscous damping −d v and hinge / slide springs
+/// −k (q − springref), the model's `joint_damping`, `joint_stiffness`, `joint_springref`, and the inertia-box fluid forces when the model has a
 /// fluid density or viscosity (MuJoCo's qfrc_passive).
 #[pyfunction]
 fn passive_forces<'py>(py: Python<'py>, model: PyRef<'_, PyModel>, q: &Obj<'py>, v: &Obj<'py>) -> PyResult<Arr<'py>> {
@@ -110,7 +111,7 @@ fn passive_forces<'py>(py: Python<'py>, model: PyRef<'_, PyModel>, q: &Obj<'py>,
     out(py, &[r.len()], r)
 }
 
-/// Generalized gravity g(q) = RNEA(q, 0, 0) (nv,).
+/// Generalized gravity forces of `model`: g(q) = RNEA(q, 0, 0) (nv,) for q (nq,).
 #[pyfunction]
 fn gravity<'py>(py: Python<'py>, model: PyRef<'_, PyModel>, q: &Obj<'py>) -> PyResult<Arr<'py>> {
     let m = &model.inner;
@@ -118,7 +119,7 @@ fn gravity<'py>(py: Python<'py>, model: PyRef<'_, PyModel>, q: &Obj<'py>) -> PyR
     eval(py, m, |dm, d| torsion_dynamics::gravity(dm, &q, d))
 }
 
-/// Bias forces c(q, v) = RNEA(q, v, 0) (Coriolis, centrifugal, gravity) (nv,).
+/// Bias forces of `model`: c(q, v) = RNEA(q, v, 0) (Coriolis, centrifugal, gravity) (nv,) for q (nq,), v (nv,).
 #[pyfunction]
 fn nonlinear_effects<'py>(
     py: Python<'py>,
@@ -131,7 +132,8 @@ fn nonlinear_effects<'py>(
     eval(py, m, |dm, d| torsion_dynamics::nonlinear_effects(dm, &q, &v, d))
 }
 
-/// (∂τ/∂q, ∂τ/∂v, ∂τ/∂a) of RNEA, each (nv, nv); q in tangent coordinates.
+/// (∂τ/∂q, ∂τ/∂v, ∂τ/∂a) of RNEA of `model` at q (nq,), v (nv,), a (nv,), each (nv, nv); q in tangent
+/// coordinates.
 #[pyfunction]
 fn rnea_derivatives<'py>(
     py: Python<'py>,
@@ -145,8 +147,8 @@ fn rnea_derivatives<'py>(
     blocks(py, &guard(|| rnea_d(m, &q, &v, &a).map_err(dyn_err))?)
 }
 
-/// (∂q̈/∂q, ∂q̈/∂v, ∂q̈/∂τ = M⁻¹) of ABA, each (nv, nv); q in tangent coordinates; `include_passive`: of
-/// q̈ = ABA(q, v, τ + passive_forces(q, v)).
+/// (∂q̈/∂q, ∂q̈/∂v, ∂q̈/∂τ = M⁻¹) of ABA of `model` at q (nq,), v (nv,), tau (nv,), each (nv, nv); q in tangent
+/// coordinates; `include_passive`: of q̈ = ABA(q, v, tau + passive_forces(q, v)).
 #[pyfunction]
 #[pyo3(signature = (model, q, v, tau, include_passive=false))]
 fn aba_derivatives<'py>(
@@ -199,13 +201,13 @@ param_jacobian_fn!(
     rnea_param_derivatives,
     a,
     false,
-    " ∂RNEA/∂θ (nv, k) w.r.t. the named parameters (masses, inertias, joint anchors)."
+    " ∂RNEA/∂θ (nv, k) of `model` at q (nq,), v (nv,), a (nv,) w.r.t. the k parameters named in `param_names`\n (masses, inertias, joint anchors)."
 );
 param_jacobian_fn!(
     aba_param_derivatives,
     tau,
     true,
-    " ∂ABA/∂θ (nv, k) w.r.t. the named parameters (masses, inertias, joint anchors)."
+    " ∂ABA/∂θ (nv, k) of `model` at q (nq,), v (nv,), tau (nv,) w.r.t. the k parameters named in `param_names`\n (masses, inertias, joint anchors)."
 );
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -13,16 +13,29 @@ mod sim;
 mod solvers;
 mod view;
 
-pyo3::create_exception!(torsion, SimulationError, PyRuntimeError, "A step failed (non-finite state).");
+pyo3::create_exception!(
+    torsion,
+    SimulationError,
+    PyRuntimeError,
+    "A step failed: its state went non-finite, or (LcpSolver) no LCP solver found a valid answer."
+);
 
 /// Model errors: unknown parameters, bad values, malformed files (the message names the file and element).
 pub(crate) fn model_err(e: torsion_model::ModelError) -> PyErr {
-    PyValueError::new_err(e.to_string())
+    match e {
+        torsion_model::ModelError::UnknownParam(n) => PyValueError::new_err(format!(
+            "unknown parameter name '{n}' (model.param_names lists them all; model.params_select(prefix) selects \
+             a family, e.g. \"body_mass[\")"
+        )),
+        e => PyValueError::new_err(e.to_string()),
+    }
 }
 
 pub(crate) fn solver_err(e: torsion_solvers::SolverError) -> PyErr {
     match e {
-        torsion_solvers::SolverError::NonFinite { .. } => SimulationError::new_err(e.to_string()),
+        torsion_solvers::SolverError::NonFinite { .. } | torsion_solvers::SolverError::NoSolution { .. } => {
+            SimulationError::new_err(e.to_string())
+        }
         _ => PyValueError::new_err(e.to_string()),
     }
 }

@@ -14,11 +14,13 @@ use torsion_model::{JointType, Model, ParamSelection};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// A robot model. Identity (`id`) keys the solvers' cached workspaces; it changes when the structure or
-/// gravity changes, never for parameter writes (the solvers re-read parameters at every step).
+/// A robot model: bodies, joints, shapes and named differentiable parameters (`param_names`). Load one with
+/// `torsion.models.load(name)`, `Model.from_urdf(path)`, `Model.from_mjcf(path)` or build one with `ModelBuilder`.
 #[pyclass(name = "Model", module = "torsion")]
 pub struct PyModel {
     pub inner: Model,
+    /// Identity keying the solvers' cached workspaces: new on every write (structure, gravity, parameters), as
+    /// the contact steppers' workspaces hold the dynamics model built from the parameters (ncp, lcp).
     pub id: u64,
 }
 
@@ -65,8 +67,10 @@ fn joint_type_name(t: JointType) -> &'static str {
 
 #[pymethods]
 impl PyModel {
-    /// Load a URDF file; `root` / `tip` select the arm chain root → tip (root becomes the fixed base; the joints
-    /// off the chain are locked at 0 and their links welded in, or dropped with `drop_off_chain`).
+    /// Load the URDF file at `path` (str or path); `root` / `tip` select the arm chain root → tip (root becomes
+    /// the fixed base; the joints off the chain are locked at 0 and their links welded in, or dropped with
+    /// `drop_off_chain`). Raises FileNotFoundError for a missing file, ValueError naming the file and element for
+    /// a malformed one.
     #[staticmethod]
     #[pyo3(signature = (path, root=None, tip=None, drop_off_chain=false))]
     fn from_urdf(path: PathBuf, root: Option<String>, tip: Option<String>, drop_off_chain: bool) -> PyResult<Self> {
@@ -76,7 +80,8 @@ impl PyModel {
             Ok(PyModel::new(torsion_model::io::urdf::load_urdf(&path, &o).map_err(model_err)?))
         })
     }
-    /// Load URDF text (`label` names it in error messages).
+    /// Load URDF `text` (`label` names it in error messages); `root`, `tip` and `drop_off_chain` as for
+    /// `from_urdf`.
     #[staticmethod]
     #[pyo3(signature = (text, root=None, tip=None, label="<string>", drop_off_chain=false))]
     fn from_urdf_string(
@@ -91,19 +96,20 @@ impl PyModel {
             Ok(PyModel::new(torsion_model::io::urdf::load_urdf_str(text, label, &o).map_err(model_err)?))
         })
     }
-    /// Load an MJCF (MuJoCo XML) file.
+    /// Load the MJCF (MuJoCo XML) file at `path` (str or path); includes resolve against its folder.
     #[staticmethod]
     fn from_mjcf(path: PathBuf) -> PyResult<Self> {
         missing_file(&path)?;
         guard(|| Ok(PyModel::new(torsion_model::io::mjcf::load_mjcf(&path).map_err(model_err)?)))
     }
-    /// Load MJCF text (`label` names it in error messages; includes resolve against the working directory).
+    /// Load MJCF `text` (`label` names it in error messages; includes resolve against the working directory).
     #[staticmethod]
     #[pyo3(signature = (text, label="<string>"))]
     fn from_mjcf_string(text: &str, label: &str) -> PyResult<Self> {
         guard(|| Ok(PyModel::new(torsion_model::io::mjcf::load_mjcf_str(text, label, None).map_err(model_err)?)))
     }
-    /// The planar two-link arm of spec 000 §4.1 (hinges about z, uniform rods).
+    /// The planar two-link arm of spec 000 §4.1: hinges about z, uniform rods of lengths l1, l2 (m) and `mass`
+    /// (kg) each, `gravity` (3,) in m/s² (default (0, −9.8, 0)), time step `dt` (s).
     #[staticmethod]
     #[pyo3(signature = (l1=0.8, l2=0.5, mass=1.0, gravity=None, dt=0.01))]
     fn two_link_arm(l1: f64, l2: f64, mass: f64, gravity: Option<&Bound<'_, PyAny>>, dt: f64) -> PyResult<Self> {
@@ -128,14 +134,17 @@ impl PyModel {
         guard(|| Ok(PyModel::new(load().map_err(model_err)?)))
     }
 
+    /// the model's name (URDF robot / MJCF model name)
     #[getter]
     fn name(&self) -> String {
         self.inner.name.clone()
     }
+    /// number of bodies (fixed ones included)
     #[getter]
     fn body_count(&self) -> usize {
         self.inner.body_count()
     }
+    /// number of joints
     #[getter]
     fn joint_count(&self) -> usize {
         self.inner.joint_count()
@@ -166,10 +175,12 @@ impl PyModel {
     fn actuator_name(&self) -> Vec<String> {
         self.inner.cable_actuators.iter().map(|a| a.name.clone()).collect()
     }
+    /// body names, body order
     #[getter]
     fn body_name(&self) -> Vec<String> {
         self.inner.body_name.clone()
     }
+    /// per body: fixed to the world
     #[getter]
     fn body_fixed(&self) -> Vec<bool> {
         self.inner.body_fixed.clone()
@@ -184,10 +195,12 @@ impl PyModel {
     fn body_mass<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
         out(py, &[self.inner.body_count()], self.inner.body_mass.clone())
     }
+    /// joint names, joint order
     #[getter]
     fn joint_name(&self) -> Vec<String> {
         self.inner.joint_name.clone()
     }
+    /// per joint: 'revolute', 'prismatic', 'fixed', 'ball' or 'free'
     #[getter]
     fn joint_type(&self) -> Vec<&'static str> {
         self.inner.joint_type.iter().map(|&t| joint_type_name(t)).collect()
@@ -225,15 +238,17 @@ impl PyModel {
         a.getattr("flags")?.setattr("writeable", false)?;
         Ok(a)
     }
-    /// fluid density (kg/m³), viscosity (Pa·s) and wind (m/s) of MuJoCo's inertia-box fluid model
+    /// fluid density, kg/m³ (MuJoCo's inertia-box fluid model)
     #[getter]
     fn fluid_density(&self) -> f64 {
         self.inner.fluid_density
     }
+    /// fluid viscosity, Pa·s (MuJoCo's inertia-box fluid model)
     #[getter]
     fn fluid_viscosity(&self) -> f64 {
         self.inner.fluid_viscosity
     }
+    /// wind velocity (3,), m/s (MuJoCo's inertia-box fluid model)
     #[getter]
     fn wind(&self) -> [f64; 3] {
         [self.inner.wind.x, self.inner.wind.y, self.inner.wind.z]
@@ -276,22 +291,24 @@ impl PyModel {
         }
         Ok(names)
     }
-    /// Values of the named parameters (all, in table order, if `names` is None).
+    /// Values (k,) of the k parameters in `names` (all, in table order, if None).
     #[pyo3(signature = (names=None))]
     fn params_get<'py>(&self, py: Python<'py>, names: Option<Vec<String>>) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
         let sel = selection(&self.inner, names.as_deref())?;
         let v = self.inner.params_get(&sel);
         out(py, &[v.len()], v)
     }
-    /// Write the named parameters (all if `names` is None); the model is validated (mass > 0, inertia SPD, shape
+    /// Write `values` (k,) to the k parameters in `names` (all if None); the model is validated (mass > 0, inertia SPD, shape
     /// friction ≥ 0, restitution in [0, 1]) and left unchanged on error.
     #[pyo3(signature = (names, values))]
     fn params_set(&mut self, names: Option<Vec<String>>, values: &Bound<'_, PyAny>) -> PyResult<()> {
         let sel = selection(&self.inner, names.as_deref())?;
         let v = vec1(values, "values", sel.len())?;
-        guard(|| self.inner.params_set(&sel, &v).map_err(model_err))
+        guard(|| self.inner.params_set(&sel, &v).map_err(model_err))?;
+        self.id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
-    /// A copy with the named parameters set.
+    /// A copy of the model with `values` (k,) written to the k parameters in `names` (all if None).
     #[pyo3(signature = (names, values))]
     fn with_params(&self, names: Option<Vec<String>>, values: &Bound<'_, PyAny>) -> PyResult<PyModel> {
         let mut m = PyModel { inner: self.inner.clone(), id: self.id };
@@ -321,7 +338,10 @@ impl PyModel {
     }
 }
 
-/// Build a model in code: bodies, then joints between them, then `build()`.
+/// ModelBuilder(name="model", gravity=None, dt=0.01)
+///
+/// Build a model in code: bodies, then joints between them, then `build()`. `name`: the model's name; `gravity`
+/// (3,) in m/s² (default (0, 0, −9.81)); `dt`: the default time step (s).
 #[pyclass(name = "ModelBuilder", module = "torsion")]
 pub struct PyModelBuilder {
     b: Option<ModelBuilder>,
@@ -363,7 +383,7 @@ impl PyModelBuilder {
         }
         Ok(PyModelBuilder { b: Some(ModelBuilder::new(name).gravity(g).dt(dt)), bodies: 0 })
     }
-    /// A fixed body at pose (x, q = (w, x, y, z)); returns its index.
+    /// A fixed body called `name` at position x (3,; m) and orientation q (4,: w, x, y, z); returns its index.
     #[pyo3(signature = (name, x=None, q=None))]
     fn add_fixed_body(
         &mut self,
@@ -377,8 +397,8 @@ impl PyModelBuilder {
         self.bodies += 1;
         Ok(i)
     }
-    /// A dynamic body: mass (kg), 3×3 inertia about the COM (body frame), COM offset in the body frame;
-    /// returns its index.
+    /// A dynamic body called `name`: mass (kg), inertia (3, 3) about the COM in the body frame (kg·m²), com (3,)
+    /// the COM offset in the body frame (m, default 0); returns its index.
     #[pyo3(signature = (name, mass, inertia, com=None))]
     fn add_body(
         &mut self,
@@ -401,8 +421,10 @@ impl PyModelBuilder {
         self.bodies += 1;
         Ok(i)
     }
-    /// A joint `kind` ("revolute", "prismatic", "fixed", "ball", "free") from body `parent` to body `child`;
-    /// anchors are the joint point from each body's COM in that body's frame; returns its index.
+    /// A joint called `name` of `kind` ("revolute", "prismatic", "fixed", "ball", "free") from body `parent` to
+    /// body `child` (indices); anchor_parent / anchor_child (3,) are the joint point from each body's COM in that
+    /// body's frame (m), `axis` (3,) the hinge / slide axis (default z), `limit` (lower, upper) in rad or m,
+    /// `damping` the viscous joint damping (N·m·s/rad or N·s/m); returns its index.
     #[pyo3(signature = (name, kind, parent, child, anchor_parent=None, anchor_child=None, axis=None, limit=None, damping=0.0))]
     #[allow(clippy::too_many_arguments)]
     fn add_joint(

@@ -133,10 +133,46 @@ where
     Ok(())
 }
 
-/// One step: x (state_dim,), u (control_dim,) → the next state (state_dim,). Contact steppers start it cold
-/// (no warm start: a flat state does not hold one), so the same x and u always give the same result.
+/// What one step did (`torsion.step(..., return_info=True)`): the solver that produced it, its iterations,
+/// contacts, residual and convergence.
+#[pyclass(name = "StepInfo", module = "torsion", frozen, get_all)]
+pub struct PyStepInfo {
+    /// the solver that produced the step: "xpbd", "featherstone", "ncp", or for LcpSolver the LCP solver that
+    /// answered: "lcp/jade", or "lcp/pgs" when some LCP of the step needed the PGS fallback
+    solver: String,
+    /// iterations made: XPBD projection sweeps, ncp staggered passes, lcp pivots / sweeps (impact and step
+    /// LCPs), 0 for a direct solve (Featherstone)
+    iterations: usize,
+    /// contacts in the step (contact solvers; 0 otherwise)
+    contacts: usize,
+    /// the step's convergence measure at its end: ncp the largest NCP residual, lcp the largest validity residual
+    /// (bounds, friction box, complementarity); 0 for a direct solve
+    residual: f64,
+    /// every inner solve met its tolerance (lcp: every LCP answered validly)
+    converged: bool,
+}
+
+#[pymethods]
+impl PyStepInfo {
+    fn __repr__(&self) -> String {
+        format!(
+            "StepInfo(solver='{}', iterations={}, contacts={}, residual={:e}, converged={})",
+            self.solver,
+            self.iterations,
+            self.contacts,
+            self.residual,
+            if self.converged { "True" } else { "False" }
+        )
+    }
+}
+
+/// One step of `solver` on `model`: x (state_dim,) and u (control_dim,) → the next state (state_dim,); with
+/// `return_info=True` the tuple (next state, StepInfo). `dt`: time step in s (default `model.dt`). Contact
+/// steppers start it cold (no warm start: a flat state does not hold one), so the same x and u always give the
+/// same result. Raises ValueError for a wrong shape, TypeError for a wrong dtype or solver, SimulationError when
+/// the step goes non-finite or (LcpSolver) no LCP solver finds a valid answer.
 #[pyfunction]
-#[pyo3(signature = (model, solver, x, u, dt=None))]
+#[pyo3(signature = (model, solver, x, u, dt=None, return_info=false))]
 fn step<'py>(
     py: Python<'py>,
     model: PyRef<'_, PyModel>,
@@ -144,20 +180,34 @@ fn step<'py>(
     x: &Bound<'py, PyAny>,
     u: &Bound<'py, PyAny>,
     dt: Option<f64>,
-) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+    return_info: bool,
+) -> PyResult<Bound<'py, PyAny>> {
     let m = &model.inner;
     let dt = dt_of(m, dt)?;
     dispatch!(solver_ref(solver)?, |s, c| {
         let (st, u) = state_and_control(s, m, x, u)?;
         let mut o = st.clone();
-        with_ws(s, c, &model, |ws| guard(|| s.step(m, &st, &u, dt, &mut o, ws, None).map_err(solver_err)))?;
+        let info = with_ws(s, c, &model, |ws| guard(|| s.step(m, &st, &u, dt, &mut o, ws, None).map_err(solver_err)))?;
         let mut v = vec![0.0; s.state_dim(m)];
         s.encode(&o, &mut v);
-        out(py, &[v.len()], v)
+        let next = out(py, &[v.len()], v)?.into_any();
+        if !return_info {
+            return Ok(next);
+        }
+        let info = PyStepInfo {
+            solver: info.solver.to_string(),
+            iterations: info.iterations,
+            contacts: info.contacts,
+            residual: info.residual,
+            converged: info.converged,
+        };
+        Ok((next, Bound::new(py, info)?).into_pyobject(py)?.into_any())
     })
 }
 
-/// Rollout: x0 (state_dim,), controls (T, control_dim) → states (T + 1, state_dim), x0 first.
+/// Rollout of `solver` on `model`: x0 (state_dim,) and controls (T, control_dim) → states (T + 1, state_dim),
+/// x0 first. `dt`: time step in s (default `model.dt`). Contact steppers carry their warm start from step to step.
+/// Raises ValueError / TypeError naming the argument for a wrong shape / dtype, SimulationError when a step fails.
 #[pyfunction]
 #[pyo3(signature = (model, solver, x0, controls, dt=None))]
 fn rollout<'py>(
@@ -183,9 +233,10 @@ fn rollout<'py>(
     })
 }
 
-/// Batched rollouts in parallel (rayon, all cores, GIL released): x0 (B, n) or (n,), controls (B, T, nu) or
-/// (T, nu), params (B, k) or (k,) for `param_names` (k names) or None. Any unbatched input is shared by
-/// every rollout; B must agree. Returns (B, T + 1, n); entry b equals `rollout` on item b exactly.
+/// Batched rollouts of `solver` on `model` in parallel (rayon, all cores, GIL released): x0 (B, n) or (n,),
+/// controls (B, T, nu) or (T, nu), params (B, k) or (k,) for `param_names` (k names) or None. Any unbatched
+/// input is shared by every rollout; B must agree. `dt`: time step in s (default `model.dt`). Returns
+/// (B, T + 1, n); entry b equals `rollout` on item b exactly.
 #[pyfunction]
 #[pyo3(signature = (model, solver, x0, controls, params=None, param_names=None, dt=None))]
 #[allow(clippy::too_many_arguments)]
@@ -251,7 +302,8 @@ fn rollout_batch<'py>(
     })
 }
 
-/// Gradients of a trajectory loss L(states) given ∂L/∂states.
+/// Gradients of a trajectory loss L(states) given ∂L/∂states (`rollout_vjp`'s result): x0 (state_dim,),
+/// x0_tangent (tangent_dim,), controls (T, control_dim), params (k,) for param_names.
 #[pyclass(name = "RolloutGrad", module = "torsion", frozen, get_all)]
 pub struct PyRolloutGrad {
     /// ∂L/∂x0, ambient (state_dim,)
@@ -262,6 +314,7 @@ pub struct PyRolloutGrad {
     controls: Py<PyArrayDyn<f64>>,
     /// ∂L/∂θ for `param_names` (k,)
     params: Py<PyArrayDyn<f64>>,
+    /// the parameter names of `params`, in order
     param_names: Vec<String>,
 }
 
@@ -272,8 +325,10 @@ impl PyRolloutGrad {
     }
 }
 
-/// Reverse mode through a rollout: states (T + 1, n) from `rollout`, controls (T, nu), dloss_dstates
-/// (T + 1, n) = ∂L/∂states (ambient). `param_names`: the parameters to return gradients for (None: all).
+/// Reverse mode through a rollout of `solver` on `model`: states (T + 1, n) from `rollout`, controls (T, nu),
+/// dloss_dstates (T + 1, n) = ∂L/∂states (ambient). `param_names`: the parameters to return gradients for
+/// (None: all). `dt`: the rollout's time step in s (default `model.dt`). Returns a RolloutGrad (x0, x0_tangent,
+/// controls, params).
 #[pyfunction]
 #[pyo3(signature = (model, solver, states, controls, dloss_dstates, param_names=None, dt=None))]
 #[allow(clippy::too_many_arguments)]
@@ -324,8 +379,9 @@ fn rollout_vjp<'py>(
     })
 }
 
-/// Transition Jacobians of one step in tangent coordinates: A = ∂x'/∂x (nt, nt), B = ∂x'/∂u (nt, nu),
-/// C = ∂x'/∂θ (nt, k) for `param_names` (default none).
+/// Transition Jacobians of one step of `solver` on `model` in tangent coordinates at x (state_dim,) and
+/// u (control_dim,): A = ∂x'/∂x (nt, nt), B = ∂x'/∂u (nt, nu), C = ∂x'/∂θ (nt, k) for `param_names` (default
+/// none); nt = solver.tangent_dim(model). `dt`: time step in s (default `model.dt`).
 #[pyfunction]
 #[pyo3(signature = (model, solver, x, u, param_names=None, dt=None))]
 #[allow(clippy::too_many_arguments)]
@@ -348,8 +404,9 @@ fn step_jacobians<'py>(
     })
 }
 
-/// (A, B, C) at every step of a trajectory (steps in parallel): states (T + 1, n) or (T, n), controls
-/// (T, nu) → A (T, nt, nt), B (T, nt, nu), C (T, nt, k).
+/// (A, B, C) of `solver` on `model` at every step of a trajectory (steps in parallel): states (T + 1, n) or
+/// (T, n), controls (T, nu) → A (T, nt, nt), B (T, nt, nu), C (T, nt, k) for `param_names` (k names, default
+/// none). `dt`: time step in s (default `model.dt`).
 #[pyfunction]
 #[pyo3(signature = (model, solver, states, controls, param_names=None, dt=None))]
 #[allow(clippy::too_many_arguments)]
@@ -398,8 +455,9 @@ fn trajectory_jacobians<'py>(
 /// (A, B, C)
 type Abc<'py> = (Bound<'py, PyArrayDyn<f64>>, Bound<'py, PyArrayDyn<f64>>, Bound<'py, PyArrayDyn<f64>>);
 
-/// Seconds per `Solver::step` called from Rust with a prebuilt workspace (the reference for the Python-call
-/// overhead benchmark): `n` steps from the same x and u.
+/// Seconds per step of `solver` on `model` called inside the engine with a prebuilt workspace (the reference for
+/// the Python-call overhead benchmark): `n` steps from the same x (state_dim,) and u (control_dim,), time step
+/// `dt` in s (default `model.dt`).
 #[pyfunction]
 #[pyo3(signature = (model, solver, x, u, n=10000, dt=None))]
 fn bench_step_rust(
@@ -436,5 +494,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trajectory_jacobians, m)?)?;
     m.add_function(wrap_pyfunction!(bench_step_rust, m)?)?;
     m.add_class::<PyRolloutGrad>()?;
+    m.add_class::<PyStepInfo>()?;
     Ok(())
 }

@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use std::sync::Mutex;
 use torsion_model::{Control, MaximalState, Model, StateSpace};
 use torsion_solvers::featherstone::FeatherstoneWorkspace;
+use torsion_solvers::lcp::{LcpOptions, LcpSolver, LcpWorkspace, PgsOptions, PositionUpdate};
 use torsion_solvers::ncp::{FrictionSet, NcpGradient, NcpOptions, NcpSimWorkspace, NcpSolver};
 use torsion_solvers::xpbd::XpbdWorkspace;
 use torsion_solvers::{
@@ -74,6 +75,16 @@ impl Codec for NcpSolver {
     }
 }
 
+/// The lcp stepper's state carries the contact warm start too (its tangent frames' continuity).
+impl Codec for LcpSolver {
+    fn has_warm(&self) -> bool {
+        true
+    }
+    fn carry_warm(&self, from: &GenState, to: &mut GenState) {
+        to.warm.clone_from(&from.warm);
+    }
+}
+
 /// Workspace cached per solver object for the model it was last used with (by model id).
 pub(crate) type Cache<W> = Mutex<Option<(u64, W)>>;
 
@@ -117,10 +128,32 @@ pub struct PyNcp {
     pub cache: Cache<NcpSimWorkspace>,
 }
 
+/// LcpSolver(position="parallel", bounce_threshold=0.1, chain=("jade", "pgs"), pgs_sweeps=10000, margin=0.01,
+/// passive=True, baumgarte=0.0, package_dirs=[])
+///
+/// Frictional contact in generalized coordinates as a boxed LCP (spec 004, Jade): collision detection from the
+/// model's shapes (`margin`: speculative contact distance, m; `package_dirs`: folders where `package://` meshes are
+/// found), an impact LCP at Δt = 0 when a contact with restitution ε > 0 approaches faster than `bounce_threshold`
+/// (m/s), then the step's LCP with friction boxed by μ times the normal impulse. Each LCP is solved by the `chain`
+/// of solvers: ("jade",) Jade's modified Dantzig alone or ("jade", "pgs") with projected Gauss–Seidel (at most
+/// `pgs_sweeps` sweeps) after a failed Jade solve; every answer is validity-checked and no valid answer raises
+/// SimulationError (never a frictionless step). `torsion.step(..., return_info=True)` reports which solver answered
+/// ("lcp/jade" or "lcp/pgs"). `position`: "parallel" (q' = q ⊕ Δt v, the paper's) or "semi_implicit"
+/// (q' = q ⊕ Δt v'). `passive`: joint damping and springs; `baumgarte`: penetration correction gain (1/s, 0 = off).
+/// μ and ε are the model's `shape_friction[·]` / `shape_restitution[·]` parameters (differentiable). State: [q, v];
+/// controls: one generalized force per DoF (N or N·m). Gradients: implicit differentiation of each LCP at its
+/// active set (docs/gradients.md).
+#[pyclass(name = "LcpSolver", module = "torsion", frozen)]
+pub struct PyLcp {
+    pub solver: LcpSolver,
+    pub cache: Cache<LcpWorkspace>,
+}
+
 pub(crate) enum SolverRef<'a> {
     Xpbd(&'a PyXpbd),
     Fs(&'a PyFeatherstone),
     Ncp(&'a PyNcp),
+    Lcp(&'a PyLcp),
 }
 
 pub(crate) fn solver_ref<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<SolverRef<'a>> {
@@ -133,8 +166,12 @@ pub(crate) fn solver_ref<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<SolverRef<'a
     if let Ok(s) = obj.cast::<PyNcp>() {
         return Ok(SolverRef::Ncp(s.get()));
     }
+    if let Ok(s) = obj.cast::<PyLcp>() {
+        return Ok(SolverRef::Lcp(s.get()));
+    }
     Err(PyTypeError::new_err(format!(
-        "solver: expected torsion.XpbdSolver, torsion.FeatherstoneSolver or torsion.NcpSolver, got {}",
+        "solver: expected torsion.XpbdSolver, torsion.FeatherstoneSolver, torsion.NcpSolver or torsion.LcpSolver, \
+         got {}",
         obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
     )))
 }
@@ -154,6 +191,11 @@ macro_rules! dispatch {
                 $body
             }
             $crate::solvers::SolverRef::Ncp(p) => {
+                let $s = &p.solver;
+                let $c = &p.cache;
+                $body
+            }
+            $crate::solvers::SolverRef::Lcp(p) => {
                 let $s = &p.solver;
                 let $c = &p.cache;
                 $body
@@ -203,7 +245,8 @@ macro_rules! solver_methods {
     ($ty:ty, generalized, { $($extra:tt)* }) => {
         solver_methods!($ty, {
             $($extra)*
-            /// [q, v] with q (default: the model's reference configuration) and v (default 0).
+            /// The flat state [q, v] (nq + nv,) for `model` with q (nq,; default: the model's reference
+            /// configuration `model.qpos0`) and v (nv,; default 0).
             #[pyo3(signature = (model, q=None, v=None))]
             fn initial_state<'py>(
                 &self,
@@ -227,24 +270,24 @@ macro_rules! solver_methods {
     };
     ($ty:ty, { $($extra:tt)* }) => {
         solver_methods!(@tangent $ty, { $($extra)* }, [
-            (retract, d, 0, " x ⊕ d: move a state along a tangent vector d (tangent_dim,)"),
-            (local_diff, other, 1, " other ⊖ x in tangent coordinates (inverse of retract to first order)"),
-            (grad_to_tangent, g, 2, " an ambient state gradient (state_dim,) at x → the tangent gradient (tangent_dim,)"),
+            (retract, d, 0, " x ⊕ d for `model`: move the state x (state_dim,) along a tangent vector d (tangent_dim,)"),
+            (local_diff, other, 1, " other ⊖ x for `model` in tangent coordinates (tangent_dim,), x and other (state_dim,)\n (inverse of retract to first order)"),
+            (grad_to_tangent, g, 2, " g, an ambient state gradient (state_dim,) at x (state_dim,) of `model` → the tangent gradient\n (tangent_dim,)"),
         ]);
     };
     (@tangent $ty:ty, { $($extra:tt)* }, [$(($name:ident, $arg:ident, $op:literal, $doc:literal),)*]) => {
         #[pymethods]
         impl $ty {
             $($extra)*
-            /// length of the flat state vector for `model`
+            /// length of the flat state vector for `model` (state_dim)
             fn state_dim(&self, model: PyRef<'_, PyModel>) -> usize {
                 self.solver.state_dim(&model.inner)
             }
-            /// length of the tangent state (rows of A, B, C)
+            /// length of the tangent state for `model` (tangent_dim: rows of A, B, C)
             fn tangent_dim(&self, model: PyRef<'_, PyModel>) -> usize {
                 self.solver.tangent_dim(&model.inner)
             }
-            /// entries of one control row
+            /// entries of one control row for `model` (control_dim)
             fn control_dim(&self, model: PyRef<'_, PyModel>) -> usize {
                 self.solver.control_dim(&model.inner)
             }
@@ -297,18 +340,22 @@ solver_methods!(PyXpbd, {
         let options = XpbdOptions { iterations, compliance, substeps, ordering, jacobi_relaxation, limits, springs };
         Ok(PyXpbd { solver: XpbdSolver::new(options), cache: Mutex::new(None) })
     }
+    /// projection sweeps per sub-step
     #[getter]
     fn iterations(&self) -> usize {
         self.solver.options.iterations
     }
+    /// compliance α (m/N; 0 = PBD)
     #[getter]
     fn compliance(&self) -> f64 {
         self.solver.options.compliance
     }
+    /// sub-steps per step
     #[getter]
     fn substeps(&self) -> usize {
         self.solver.options.substeps
     }
+    /// projection order: "gauss_seidel" or "jacobi"
     #[getter]
     fn ordering(&self) -> &'static str {
         match self.solver.options.ordering {
@@ -316,19 +363,23 @@ solver_methods!(PyXpbd, {
             Ordering::Jacobi => "jacobi",
         }
     }
+    /// relaxation factor of the Jacobi ordering, in (0, 1]
     #[getter]
     fn jacobi_relaxation(&self) -> f64 {
         self.solver.options.jacobi_relaxation
     }
+    /// joint limits enforced
     #[getter]
     fn limits(&self) -> bool {
         self.solver.options.limits
     }
+    /// joint springs applied
     #[getter]
     fn springs(&self) -> bool {
         self.solver.options.springs
     }
-    /// The state with joint positions q (one per joint; bodies placed by forward kinematics, at rest).
+    /// The flat state (13 × body_count,) of `model` with joint positions q (nq,; default `model.qpos0`; bodies
+    /// placed by forward kinematics, at rest).
     #[pyo3(signature = (model, q=None))]
     fn initial_state<'py>(
         &self,
@@ -346,7 +397,8 @@ solver_methods!(PyXpbd, {
         self.solver.encode(&s, &mut o);
         out(py, &[o.len()], o)
     }
-    /// Hinge angles (spec 000 §3.6) of states (..., state_dim) → (..., joint_count); 0 for non-hinges.
+    /// Hinge angles (rad, spec 000 §3.6) of `model` from states (..., state_dim) → (..., joint_count); 0 for
+    /// non-hinges.
     fn joint_angles<'py>(
         &self,
         py: Python<'py>,
@@ -386,6 +438,7 @@ solver_methods!(PyFeatherstone, generalized, {
             cache: Mutex::new(None),
         }
     }
+    /// joint damping applied (implicitly)
     #[getter]
     fn joint_damping(&self) -> bool {
         self.solver.options.joint_damping
@@ -407,6 +460,8 @@ solver_methods!(PyNcp, generalized, {
     #[new]
     #[pyo3(signature = (n_step=10, friction_set="cone", baumgarte=0.0, tolerance=0.0, margin=0.01, passive=true,
                         gradient="auto", package_dirs=Vec::new()))]
+    #[pyo3(text_signature = "(n_step=10, friction_set='cone', baumgarte=0.0, tolerance=0.0, margin=0.01, \
+                             passive=True, gradient='auto', package_dirs=())")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         n_step: usize,
@@ -441,10 +496,12 @@ solver_methods!(PyNcp, generalized, {
         o.collision.package_dirs = package_dirs;
         Ok(PyNcp { solver: NcpSolver::new(o), cache: Mutex::new(None) })
     }
+    /// staggered QP / QCQP passes per solve
     #[getter]
     fn n_step(&self) -> usize {
         self.solver.options.n_step
     }
+    /// friction set: "cone", "box" or "diamond"
     #[getter]
     fn friction_set(&self) -> &'static str {
         match self.solver.options.friction_set {
@@ -459,9 +516,106 @@ solver_methods!(PyNcp, generalized, {
     }
 });
 
+solver_methods!(PyLcp, generalized, {
+    /// See the class docstring: position, bounce_threshold, chain, pgs_sweeps, margin, passive, baumgarte,
+    /// package_dirs.
+    #[new]
+    #[pyo3(signature = (position="parallel", bounce_threshold=0.1, chain=vec!["jade".to_string(), "pgs".to_string()],
+                        pgs_sweeps=10_000, margin=0.01, passive=true, baumgarte=0.0, package_dirs=Vec::new()))]
+    #[pyo3(text_signature = "(position='parallel', bounce_threshold=0.1, chain=('jade', 'pgs'), pgs_sweeps=10000, \
+                             margin=0.01, passive=True, baumgarte=0.0, package_dirs=())")]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        position: &str,
+        bounce_threshold: f64,
+        chain: Vec<String>,
+        pgs_sweeps: usize,
+        margin: f64,
+        passive: bool,
+        baumgarte: f64,
+        package_dirs: Vec<std::path::PathBuf>,
+    ) -> PyResult<Self> {
+        let position = match position {
+            "parallel" => PositionUpdate::Parallel,
+            "semi_implicit" => PositionUpdate::SemiImplicit,
+            o => {
+                return Err(PyValueError::new_err(format!(
+                    "position: expected 'parallel' or 'semi_implicit', got '{o}'"
+                )))
+            }
+        };
+        let mut o = LcpOptions::default();
+        o.chain.pgs = match chain.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+            ["jade"] => None,
+            ["jade", "pgs"] => Some(PgsOptions { max_sweeps: pgs_sweeps, ..o.chain.pgs.unwrap_or_default() }),
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "chain: expected ('jade',) or ('jade', 'pgs') (Jade's Dantzig, then PGS after a failed solve), \
+                     got {chain:?}"
+                )))
+            }
+        };
+        if pgs_sweeps == 0 {
+            return Err(PyValueError::new_err("pgs_sweeps must be ≥ 1"));
+        }
+        for (name, v) in [("bounce_threshold", bounce_threshold), ("margin", margin), ("baumgarte", baumgarte)] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(PyValueError::new_err(format!("{name} must be finite and ≥ 0, got {v}")));
+            }
+        }
+        o.position = position;
+        o.bounce_threshold = bounce_threshold;
+        o.passive = passive;
+        o.baumgarte = baumgarte;
+        o.collision.margin = margin;
+        o.collision.package_dirs = package_dirs;
+        Ok(PyLcp { solver: LcpSolver::new(o), cache: Mutex::new(None) })
+    }
+    /// the position update: "parallel" or "semi_implicit"
+    #[getter]
+    fn position(&self) -> &'static str {
+        match self.solver.options.position {
+            PositionUpdate::Parallel => "parallel",
+            PositionUpdate::SemiImplicit => "semi_implicit",
+        }
+    }
+    /// approach speed (m/s) above which a contact with restitution > 0 bounces
+    #[getter]
+    fn bounce_threshold(&self) -> f64 {
+        self.solver.options.bounce_threshold
+    }
+    /// the LCP solvers tried in order: ("jade",) or ("jade", "pgs")
+    #[getter]
+    fn chain(&self) -> Vec<&'static str> {
+        match self.solver.options.chain.pgs {
+            Some(_) => vec!["jade", "pgs"],
+            None => vec!["jade"],
+        }
+    }
+    /// speculative contact distance, m
+    #[getter]
+    fn margin(&self) -> f64 {
+        self.solver.options.collision.margin
+    }
+    fn __repr__(&self) -> String {
+        let o = &self.solver.options;
+        format!(
+            "LcpSolver(position='{}', bounce_threshold={}, chain=({}), margin={})",
+            self.position(),
+            o.bounce_threshold,
+            match self.chain().as_slice() {
+                [one] => format!("'{one}',"),
+                all => all.iter().map(|c| format!("'{c}'")).collect::<Vec<_>>().join(", "),
+            },
+            o.collision.margin
+        )
+    }
+});
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyXpbd>()?;
     m.add_class::<PyFeatherstone>()?;
     m.add_class::<PyNcp>()?;
+    m.add_class::<PyLcp>()?;
     Ok(())
 }

@@ -67,10 +67,12 @@ def test_wrong_shapes(arm, solver):
 
 def test_wrong_dtypes(arm, solver):
     x0 = solver.initial_state(arm)
-    with pytest.raises(TypeError, match="float64"):
-        torsion.step(arm, solver, x0.astype(np.float32), np.zeros(2))
-    with pytest.raises(TypeError, match="float64"):
+    with pytest.raises(TypeError, match="controls: expected a float64 \\(or float32, up-cast\\) array, got dtype int64"):
         torsion.rollout(arm, solver, x0, np.zeros((3, 2), dtype=np.int64))
+    with pytest.raises(TypeError, match="x: expected a float64 .* got dtype float16"):
+        torsion.step(arm, solver, x0.astype(np.float16), np.zeros(2))
+    with pytest.raises(TypeError, match="q: .* got dtype complex128"):
+        torsion.crba(arm, np.zeros(2, dtype=complex))
     with pytest.raises(TypeError):
         torsion.step(arm, solver, ["a", "b"], np.zeros(2))
     with pytest.raises(TypeError):
@@ -107,3 +109,38 @@ def test_state_still_usable_after_errors(arm, solver):
         with pytest.raises(ValueError):
             torsion.step(arm, solver, x0, np.zeros(5))
     assert torsion.step(arm, solver, x0, np.zeros(2)).shape == x0.shape
+
+
+def test_float32_is_up_cast_on_every_path(arm, solver):
+    """One rule (docs/decisions.md "float32 from Python"): a float32 array is up-cast exactly to float64 and the
+    result is float64, the same as for the up-cast array — on a rollout path and a dynamics-function path (before:
+    TypeError on the NumPy paths while the torch path accepted float32)."""
+    x0 = solver.initial_state(arm).astype(np.float32)
+    u = (0.3 * np.ones((5, 2))).astype(np.float32)
+    xs = torsion.rollout(arm, solver, x0, u)
+    assert xs.dtype == np.float64
+    np.testing.assert_array_equal(xs, torsion.rollout(arm, solver, x0.astype(np.float64), u.astype(np.float64)))
+    g = torsion.rollout_vjp(arm, solver, xs.astype(np.float32), u, np.ones(xs.shape, dtype=np.float32))
+    g64 = torsion.rollout_vjp(arm, solver, xs.astype(np.float32).astype(np.float64), u.astype(np.float64),
+                              np.ones(xs.shape))
+    np.testing.assert_array_equal(g.controls, g64.controls)
+    q, v, tau = (np.array(a, dtype=np.float32) for a in ([0.3, -0.2], [0.1, 0.5], [1.0, -2.0]))
+    qdd = torsion.aba(arm, q, v, tau)
+    assert qdd.dtype == np.float64
+    np.testing.assert_array_equal(qdd, torsion.aba(arm, *(a.astype(np.float64) for a in (q, v, tau))))
+    np.testing.assert_array_equal(torsion.crba(arm, q), torsion.crba(arm, q.astype(np.float64)))
+
+
+def test_python_terms_in_errors(arm):
+    """Messages name Python arguments and attributes, not Rust APIs."""
+    with pytest.raises(ValueError, match="model.param_names") as e:
+        arm.params_get(["body_mass[nolink]"])
+    assert "::" not in str(e.value)
+    with pytest.raises(ValueError, match="no parameter name starts with"):
+        arm.params_select("nope[")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'iteratons'"):
+        torsion.XpbdSolver(iteratons=3)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'dtt'"):
+        torsion.rollout(arm, torsion.XpbdSolver(), np.zeros(39), np.zeros((1, 2)), dtt=0.1)
+    with pytest.raises(TypeError, match="solver: expected torsion.XpbdSolver, .*torsion.LcpSolver"):
+        torsion.step(arm, object(), np.zeros(39), np.zeros(2))

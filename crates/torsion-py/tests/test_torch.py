@@ -70,3 +70,11 @@ def test_params_without_names_raise(arm):
     with pytest.raises(ValueError):
         torsion.autograd.rollout(arm, torsion.FeatherstoneSolver(), np.zeros(4), np.zeros((2, 2)),
                                  params=torch.ones(2))
+
+
+def test_other_tensor_dtypes_raise(arm):
+    """The NumPy paths' rule: float64, float32 (up-cast) accepted; other dtypes a TypeError naming the argument."""
+    s = torsion.FeatherstoneSolver()
+    x0 = torch.tensor(s.initial_state(arm))
+    with pytest.raises(TypeError, match="controls: expected a float64 \\(or float32, up-cast\\) tensor"):
+        torsion.autograd.rollout(arm, s, x0, torch.zeros((3, 2), dtype=torch.float16))

@@ -3,17 +3,21 @@
 State layouts (rows of every state array):
   XpbdSolver:         per body (fixed bodies included) [x(3), q(4: w, x, y, z), v(3), w(3)], world frame
                       -> 13 * model.body_count; tangent: 12 per dynamic body [x, dq (left exp map), v, w].
-  FeatherstoneSolver, NcpSolver (contact): [q (nq), v (nv)]; tangent [dq (nv, joint integration), v (nv)].
-Controls are (T, solver.control_dim(model)): one torque per joint (XPBD) or per DoF (Featherstone, Ncp).
+  FeatherstoneSolver, NcpSolver, LcpSolver (contact): [q (nq), v (nv)]; tangent [dq (nv, joint integration),
+                      v (nv)].
+Controls are (T, solver.control_dim(model)): one torque per joint (XPBD) or per DoF (Featherstone, Ncp, Lcp).
+Arrays: float64, or float32 up-cast exactly (results are float64); other dtypes raise TypeError.
 Jacobians are in tangent coordinates. The PyTorch integration lives in `torsion.autograd` (imports torch).
 """
 from ._torsion import (
     FeatherstoneSolver,
+    LcpSolver,
     Model,
     ModelBuilder,
     NcpSolver,
     RolloutGrad,
     SimulationError,
+    StepInfo,
     XpbdSolver,
     aba,
     aba_derivatives,
@@ -43,11 +47,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "FeatherstoneSolver",
+    "LcpSolver",
     "Model",
     "ModelBuilder",
     "NcpSolver",
     "RolloutGrad",
     "SimulationError",
+    "StepInfo",
     "XpbdSolver",
     "aba",
     "aba_derivatives",
@@ -75,8 +81,8 @@ __all__ = [
 
 
 class ViewPage(str):
-    """The path of a viewer page written by `view` (a str, so it opens like a path); in Jupyter it shows the
-    page inline (an iframe with the HTML in `srcdoc`, nothing fetched)."""
+    """ViewPage(path, html): the path of a viewer page written by `view` (a str, so it opens like a path) and its
+    `html` text; in Jupyter it shows the page inline (an iframe with the HTML in `srcdoc`, nothing fetched)."""
 
     def __new__(cls, path, html):
         self = super().__new__(cls, str(path))
@@ -99,7 +105,8 @@ def view(model, states, path=None, solver=None, dt=None, names=None, title=None,
     states: a (T + 1, state_dim) array of a rollout (x0 first), or a list of them (overlaid, each with its
     colour and a legend entry, labelled by `names`). solver: the solver whose state layout `states` use
     (default: FeatherstoneSolver when the width is nq + nv, else XpbdSolver). dt: the time step (default the
-    model's). path: the HTML file (default: a new file in the temporary folder).
+    model's). path: the HTML file (default: a new file in the temporary folder). title: the page's title (default
+    the model's name). package_dirs: folders where `package://` meshes are found (as for NcpSolver).
     """
     import os
     import tempfile

@@ -1,5 +1,5 @@
 """Type stubs of the torsion extension module (crates/torsion-py/src). Arrays are float64 NumPy arrays;
-inputs also accept sequences of numbers. State layouts: see the `torsion` package docstring / README."""
+inputs also accept float32 arrays (up-cast exactly) and sequences of numbers. State layouts: see the `torsion` package docstring / README."""
 from os import PathLike
 from typing import List, Optional, Sequence, Tuple, Union
 
@@ -151,7 +151,32 @@ class NcpSolver(_SolverBase):
     friction_set: str
     def initial_state(self, model: Model, q: Optional[ArrayLike] = None, v: Optional[ArrayLike] = None) -> F64: ...
 
-Solver = Union[XpbdSolver, FeatherstoneSolver, NcpSolver]
+class LcpSolver(_SolverBase):
+    """Frictional contact as a boxed LCP (spec 004, Jade): an impact LCP (restitution, bounce threshold) then the
+    step's LCP, each solved by the chain Jade's Dantzig -> PGS with a validity check (no valid answer:
+    SimulationError, never a frictionless step). State [q, v]; controls one generalized force per DoF.
+    μ and ε are the shapes' parameters `shape_friction[·]` / `shape_restitution[·]` (differentiable)."""
+    def __init__(self, position: str = "parallel", bounce_threshold: float = 0.1,
+                 chain: Sequence[str] = ("jade", "pgs"), pgs_sweeps: int = 10000, margin: float = 0.01,
+                 passive: bool = True, baumgarte: float = 0.0,
+                 package_dirs: Sequence[Union[str, PathLike[str]]] = ()) -> None:
+        """position: 'parallel' | 'semi_implicit'; chain: ('jade',) | ('jade', 'pgs')."""
+    position: str
+    bounce_threshold: float
+    chain: list[str]
+    margin: float
+    def initial_state(self, model: Model, q: Optional[ArrayLike] = None, v: Optional[ArrayLike] = None) -> F64: ...
+
+Solver = Union[XpbdSolver, FeatherstoneSolver, NcpSolver, LcpSolver]
+
+class StepInfo:
+    """What one step did (`step(..., return_info=True)`)."""
+    solver: str
+    """'xpbd', 'featherstone', 'ncp', 'lcp/jade' or 'lcp/pgs' (the LCP solver that answered)"""
+    iterations: int
+    contacts: int
+    residual: float
+    converged: bool
 
 class RolloutGrad:
     x0: F64
@@ -170,9 +195,11 @@ def _load_model(name: str) -> Model:
     """A model by registered name; use torsion.models.load."""
 def _model_names() -> List[Tuple[str, str, str]]:
     """(name, description, source) of every registered model; use torsion.models.list."""
-def step(model: Model, solver: Solver, x: ArrayLike, u: ArrayLike, dt: Optional[float] = None) -> F64:
-    """One step. NcpSolver starts it cold (a flat state holds no contact warm start), so the same x and u always
-    give the same result; a loop of `step` may differ from `rollout` at the solver's tolerance."""
+def step(model: Model, solver: Solver, x: ArrayLike, u: ArrayLike, dt: Optional[float] = None,
+         return_info: bool = False) -> Union[F64, Tuple[F64, StepInfo]]:
+    """One step (with return_info: (next state, StepInfo)). NcpSolver / LcpSolver start it cold (a flat state holds
+    no contact warm start), so the same x and u always give the same result; a loop of `step` may differ from
+    `rollout` at the solver's tolerance."""
 def rollout(model: Model, solver: Solver, x0: ArrayLike, controls: ArrayLike, dt: Optional[float] = None) -> F64:
     """x0 (n,), controls (T, nu) -> states (T + 1, n), x0 first. NcpSolver: the contact warm start is carried
     from step to step inside Rust (starting cold): deterministic, whatever the solver object's history."""

@@ -18,7 +18,11 @@ import torch
 from . import _torsion
 
 
-def _np(t: torch.Tensor) -> np.ndarray:
+def _np(t: torch.Tensor, name: str = "tensor") -> np.ndarray:
+    """float64 NumPy copy; float32 is up-cast exactly, other dtypes raise (the NumPy path's rule,
+    docs/decisions.md "float32 from Python")."""
+    if t.dtype not in (torch.float64, torch.float32):
+        raise TypeError(f"{name}: expected a float64 (or float32, up-cast) tensor, got dtype {t.dtype}")
     return np.ascontiguousarray(t.detach().cpu().to(torch.float64).numpy())
 
 
@@ -27,9 +31,11 @@ class RolloutFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x0, controls, params, model, solver, param_names, dt):  # type: ignore[override]
-        m = model if params is None else model.with_params(list(param_names), _np(params))
-        u = _np(controls)
-        states = _torsion.rollout(m, solver, _np(x0), u, dt=dt)
+        """`torsion.rollout` of `solver` on `model` (a copy with `params` (k,) written to `param_names`, when given)
+        from x0 (n,) under controls (T, nu) with time step dt (s; None: the model's)."""
+        m = model if params is None else model.with_params(list(param_names), _np(params, "params"))
+        u = _np(controls, "controls")
+        states = _torsion.rollout(m, solver, _np(x0, "x0"), u, dt=dt)
         ctx.torsion = (m, solver, states, u, list(param_names) if param_names is not None else [], dt)
         ctx.meta = (x0.dtype, x0.device, controls.dtype, controls.device)
         if params is not None:
@@ -39,8 +45,9 @@ class RolloutFunction(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, g):  # type: ignore[override]
+        """`torsion.rollout_vjp` with g = dL/dstates (T + 1, n): the gradients of x0, controls and params."""
         m, solver, states, u, names, dt = ctx.torsion
-        r = _torsion.rollout_vjp(m, solver, states, u, _np(g), param_names=names, dt=dt)
+        r = _torsion.rollout_vjp(m, solver, states, u, _np(g, "grad"), param_names=names, dt=dt)
         xd, xdev, ud, udev = ctx.meta
         gx = torch.from_numpy(r.x0).to(dtype=xd, device=xdev) if ctx.needs_input_grad[0] else None
         gu = torch.from_numpy(r.controls).to(dtype=ud, device=udev) if ctx.needs_input_grad[1] else None
@@ -60,7 +67,9 @@ def rollout(
     param_names: Optional[Sequence[str]] = None,
     dt: Optional[float] = None,
 ) -> torch.Tensor:
-    """Differentiable rollout: x0 (n,), controls (T, nu), params (k,) for `param_names` -> states (T + 1, n).
+    """Differentiable rollout of `solver` (any torsion solver) on `model`: x0 (n,), controls (T, nu), params (k,)
+    for `param_names` -> states (T + 1, n); dt: time step in s (None: the model's). Tensors are float64 or float32
+    (computed in float64; results come back in x0's dtype and device).
 
     Gradients flow to whichever of x0, controls, params require grad. The x0 gradient is ambient (one entry per
     state entry, as `RolloutGrad.x0`).
