@@ -42,6 +42,54 @@ pub(crate) fn dyn_param_table(model: &Model) -> ParamTable {
     ParamTable { names: vec![], kinds }
 }
 
+/// A stepper's f64 dynamics model kept at the model's current parameter values: θ (`dyn_params`) is compared at
+/// every `refresh` and the model rebuilt only when it changed (allocates then only). The contact steppers call it
+/// at each step, so a `params_set` after their workspace was built reaches the step (issue 13).
+pub(crate) struct DynCache {
+    theta: Vec<f64>,
+}
+
+impl DynCache {
+    /// The cache for the model's current values (its dynamics model: `DynModel::from_model`).
+    pub(crate) fn new(model: &Model) -> Self {
+        let mut theta = vec![];
+        dyn_params(model, |_, v| theta.push(v));
+        DynCache { theta }
+    }
+
+    /// Rebuild `dm` if the model's parameters changed since the last call (gravity is the caller's); returns
+    /// whether it did.
+    pub(crate) fn refresh(
+        &mut self,
+        model: &Model,
+        dm: &mut DynModel<f64>,
+    ) -> Result<bool, torsion_dynamics::DynError> {
+        let (mut changed, mut i, mut len) = (false, 0, 0);
+        let theta = &mut self.theta;
+        dyn_params(model, |_, v| {
+            if i < theta.len() {
+                changed |= theta[i] != v;
+                theta[i] = v;
+            }
+            i += 1;
+            len += 1;
+        });
+        if len != self.theta.len() {
+            return Err(torsion_dynamics::DynError::Shape {
+                what: "model parameters (the workspace was built for another model)",
+                got: len,
+                expected: self.theta.len(),
+            });
+        }
+        if changed {
+            let gravity = dm.gravity;
+            *dm = DynModel::from_model(model)?;
+            dm.gravity = gravity;
+        }
+        Ok(changed)
+    }
+}
+
 /// The f64 dynamics model at the model's current values, without the name table.
 pub(crate) fn dyn_model_f64(
     model: &Model,
@@ -334,6 +382,34 @@ mod tests {
         ];
         eprintln!("{}: body wrench, state / u / w gradients and A vs central differences {e:?}", solver.name());
         e
+    }
+
+    /// A parameter write after the workspace was built reaches the contact steppers' next step (`DynCache`): a
+    /// pushed ball's step on the reused workspace equals a fresh workspace's, bit for bit, after its mass doubled.
+    fn check_params_reach_step<S: DiffSolver<State = GenState>>(solver: &S) {
+        let xml = r#"<mujoco><worldbody><geom type="plane" size="5 5 0.1" friction="0.4"/>
+            <body pos="0 0 0.2"><freejoint/><geom type="sphere" size="0.1" mass="1" friction="0.4"/></body>
+            </worldbody></mujoco>"#;
+        let mut m = torsion_model::io::mjcf::load_mjcf_str(xml, "ball.xml", None).unwrap();
+        let s = GenState::new(vec![0.0, 0.0, 0.0999, 1.0, 0.0, 0.0, 0.0], vec![0.0, 0.0, 0.3, 1.0, 0.2, 0.0]);
+        let u = Control::from_torques(&[0.0, 0.0, 0.1, 2.0, -1.0, 0.5]);
+        let mut ws = solver.workspace(&m).unwrap();
+        let mut o = s.clone();
+        solver.step(&m, &s, &u, 0.01, &mut o, &mut ws, None).unwrap();
+        let sel = ParamSelection::by_prefix(&m, "body_mass[");
+        let mass = m.params_get(&sel);
+        m.params_set(&sel, &mass.iter().map(|x| 2.0 * x).collect::<Vec<_>>()).unwrap();
+        let (mut reused, mut fresh) = (s.clone(), s.clone());
+        solver.step(&m, &s, &u, 0.01, &mut reused, &mut ws, None).unwrap();
+        solver.step(&m, &s, &u, 0.01, &mut fresh, &mut solver.workspace(&m).unwrap(), None).unwrap();
+        assert_ne!(o.v, fresh.v, "{}: the mass matters", solver.name());
+        assert_eq!(reused.v, fresh.v, "{}: a reused workspace sees the new mass", solver.name());
+    }
+
+    #[test]
+    fn contact_steppers_see_parameter_writes() {
+        check_params_reach_step(&crate::ncp::NcpSolver::new(crate::ncp::NcpOptions::default()));
+        check_params_reach_step(&crate::lcp::LcpSolver::new(crate::lcp::LcpOptions::default()));
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::contact::anchor::Anchor;
 use crate::contact::frames::{body_joints, detect_into, pair_source, ContactFrame, ContactGeom};
 use crate::contact::prelude::{apply_impulses, dyn_err, prelude, Prelude, PreludeOptions, StepInputs};
 use crate::generalized::{
-    dual_tangent, recorded, transposed_jacobian_product, wrench_vjp, ContactWarmStart, GenState, WarmImpulse,
+    dual_tangent, recorded, transposed_jacobian_product, wrench_vjp, ContactWarmStart, DynCache, GenState, WarmImpulse,
     WrenchTerm,
 };
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
@@ -126,6 +126,8 @@ impl LcpReport {
 /// Step workspace: the dynamics model and buffers, the collision world and the last contact set and report.
 pub struct LcpWorkspace {
     pub dm: DynModel<f64>,
+    /// keeps `dm` at the model's current parameter values (`refresh` at every step)
+    cache: DynCache,
     pub d: DynData<f64>,
     pub body_joint: Vec<usize>,
     pub world: CollisionWorld,
@@ -303,6 +305,7 @@ impl LcpSolver {
         contacts: &[ContactFrame],
         out: &mut GenState,
     ) -> Result<StepInfo, SolverError> {
+        ws.cache.refresh(model, &mut ws.dm).map_err(dyn_err(NAME))?;
         self.check(ws, s, u, dt)?;
         let o = &self.options;
         ws.dm.gravity = torsion_math::scalar::cv(&model.gravity);
@@ -540,6 +543,7 @@ impl Solver for LcpSolver {
         body_joints(&dm, &mut body_joint);
         Ok(LcpWorkspace {
             dm,
+            cache: DynCache::new(model),
             d,
             body_joint,
             world: CollisionWorld::new(model, self.options.collision.clone()).map_err(collision_err)?,
@@ -573,6 +577,7 @@ impl Solver for LcpSolver {
             });
         }
         self.detect(model, ws, &s.q, &s.warm)?;
+        ws.cache.refresh(model, &mut ws.dm).map_err(dyn_err(NAME))?;
         let uj = ws.wrench.effective(&ws.dm, &mut ws.d, &s.q, u).map_err(dyn_err(NAME))?.to_vec();
         let frames = std::mem::take(&mut ws.frames);
         if let Some(r) = rec {
@@ -623,6 +628,7 @@ impl DiffSolver for LcpSolver {
         out: &mut StepJacobians,
     ) -> Result<(), SolverError> {
         self.detect(model, ws, &s.q, &s.warm)?;
+        ws.cache.refresh(model, &mut ws.dm).map_err(dyn_err(NAME))?;
         let uj = ws.wrench.effective(&ws.dm, &mut ws.d, &s.q, u).map_err(dyn_err(NAME))?.to_vec();
         let frames = std::mem::take(&mut ws.frames);
         let r = self.jacobians_with_contacts(model, ws, s, &uj, dt, &frames, sel);

@@ -151,6 +151,8 @@ pub struct NcpSolver {
 /// tests/alloc.rs, which warms up first).
 pub struct NcpWorkspace {
     pub(crate) dm: DynModel<f64>,
+    /// keeps `dm` at the model's current parameter values (`refresh` at every step)
+    pub(crate) cache: crate::generalized::DynCache,
     pub(crate) d: DynData<f64>,
     pub(crate) body_joint: Vec<usize>,
     pub(crate) tape: Tape,
@@ -284,6 +286,7 @@ impl NcpSolver {
         body_joints(&dm, &mut body_joint);
         Ok(NcpWorkspace {
             dm,
+            cache: crate::generalized::DynCache::new(model),
             d,
             body_joint,
             tape: Tape::default(),
@@ -376,6 +379,7 @@ impl NcpSolver {
         self.check(ws, s, u, dt, contacts)?;
         let o = &self.options;
         let nq = ws.dm.nq;
+        ws.cache.refresh(model, &mut ws.dm).map_err(dyn_err)?;
         ws.dm.gravity = torsion_math::scalar::cv(&model.gravity);
         let po = o.prelude();
         let NcpWorkspace {
