@@ -1608,61 +1608,17 @@ mod tests {
     #[test]
     fn body_wrench_gradients_match_central_differences() {
         let solver = FeatherstoneSolver::default();
-        let dt = 0.01;
         for (name, m, s, u0, g_out) in
             reverse_cases().into_iter().filter(|c| c.0 == "floating tree" || c.0 == "loose body")
         {
             let w: Vec<f64> = (0..6 * m.body_count()).map(|i| ((i * 7 % 11) as f64 - 5.0) * 0.3).collect();
-            let u = u0.clone().with_body_wrench(&w);
-            let mut ws = solver.workspace(&m).unwrap();
-            let mut rec = solver.record(&m);
-            let mut o = s.clone();
-            solver.step(&m, &s, &u, dt, &mut o, &mut ws, Some(&mut rec)).unwrap();
-            let mut o0 = s.clone();
-            solver.step(&m, &s, &u0, dt, &mut o0, &mut solver.workspace(&m).unwrap(), None).unwrap();
+            let (mut o, mut o0) = (s.clone(), s.clone());
+            solver
+                .step(&m, &s, &u0.clone().with_body_wrench(&w), 0.01, &mut o, &mut solver.workspace(&m).unwrap(), None)
+                .unwrap();
+            solver.step(&m, &s, &u0, 0.01, &mut o0, &mut solver.workspace(&m).unwrap(), None).unwrap();
             assert!(o.v.iter().zip(&o0.v).any(|(a, b)| (a - b).abs() > 1e-3), "{name}: the wrenches act");
-            let sel = ParamSelection::none();
-            let (mut gs, mut gu, mut gw) = (solver.zero_grad(&m), vec![0.0; m.nv()], vec![0.0; w.len()]);
-            solver.step_vjp(&m, &rec, &g_out, &mut gs, &mut gu, &sel, &mut [], &mut ws).unwrap();
-            solver.wrench_vjp(&m, &rec, &gu, &mut gw, &mut ws).unwrap();
-            let loss = |ss: &GenState, uu: &Control| {
-                let mut o = ss.clone();
-                solver.step(&m, ss, uu, dt, &mut o, &mut solver.workspace(&m).unwrap(), None).unwrap();
-                o.q.iter().zip(&g_out.q).chain(o.v.iter().zip(&g_out.v)).map(|(a, b)| a * b).sum::<f64>()
-            };
-            let nt = solver.tangent_dim(&m);
-            let fd_s = fd_jacobian(|d| vec![loss(&solver.retract(&m, &s, d), &u)], nt, 1e-6);
-            let gst = solver.grad_to_tangent(&m, &s, &gs);
-            let fd_u = fd_jacobian(
-                |d| {
-                    let uu: Vec<f64> = u.joint_torque.iter().zip(d).map(|(a, b)| a + b).collect();
-                    vec![loss(&s, &Control::from_torques(&uu).with_body_wrench(&w))]
-                },
-                m.nv(),
-                1e-6,
-            );
-            let fd_w = fd_jacobian(
-                |d| {
-                    let ww: Vec<f64> = w.iter().zip(d).map(|(a, b)| a + b).collect();
-                    vec![loss(&s, &u0.clone().with_body_wrench(&ww))]
-                },
-                w.len(),
-                1e-6,
-            );
-            let jd = solver.step_jacobians(&m, &s, &u, dt, &sel).unwrap();
-            let next = |ss: &GenState| {
-                let mut o = ss.clone();
-                solver.step(&m, ss, &u, dt, &mut o, &mut solver.workspace(&m).unwrap(), None).unwrap();
-                o
-            };
-            let fa = fd_jacobian(|d| solver.local_diff(&m, &o, &next(&solver.retract(&m, &s, d))), nt, 1e-5);
-            let e = [
-                nrel(&gst, fd_s.as_slice()),
-                nrel(&gu, fd_u.as_slice()),
-                nrel(&gw, fd_w.as_slice()),
-                (&jd.a - &fa).amax() / fa.amax(),
-            ];
-            eprintln!("{name}: body wrenches, state / u / w gradients and A vs central differences {}", fmt(&e));
+            let e = crate::generalized::tests::wrench_gradient_errors(&solver, &m, &s, &u0, &w, &g_out, 1e-5);
             assert!(e.iter().all(|x| *x < 1e-6), "{name}: {e:?}");
         }
     }

@@ -308,7 +308,7 @@ impl WrenchTerm {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::solver::DiffSolver;
     use torsion_diff::fd_jacobian;
@@ -320,60 +320,49 @@ mod tests {
         d / b.iter().fold(1e-300_f64, |m, y| m.max(y.abs()))
     }
 
-    /// A ball sliding and spinning on a plane under a body wrench (pressing, pushing, twisting; one contact, so its
-    /// impulse is unique): the contact stepper's state and
-    /// control gradients (with the wrenches' q-columns), `wrench_vjp` and A against central differences.
-    fn check_sliding_ball_wrench<S: DiffSolver<State = GenState>>(solver: &S) -> [f64; 4] {
-        let xml = r#"<mujoco><option timestep="0.01"/><worldbody><geom type="plane" size="5 5 0.1" friction="0.4"/>
-            <body pos="0 0 0.2"><freejoint/><geom type="sphere" size="0.1" mass="1" friction="0.4"/></body>
-            </worldbody></mujoco>"#;
-        let m = torsion_model::io::mjcf::load_mjcf_str(xml, "ball.xml", None).unwrap();
+    /// Errors against central differences of L = ḡᵀ s' for a step under body wrenches `w`: the state and control
+    /// gradients of `step_vjp`, `wrench_vjp`'s ∂L/∂w, and A of `step_jacobians` (FD step `h_a`). Shared by the
+    /// Featherstone and the contact steppers' tests.
+    pub(crate) fn wrench_gradient_errors<S: DiffSolver<State = GenState>>(
+        solver: &S,
+        m: &Model,
+        s: &GenState,
+        u0: &Control,
+        w: &[f64],
+        g_out: &GenState,
+        h_a: f64,
+    ) -> [f64; 4] {
         let dt = 0.01;
-        let s = GenState::new(vec![0.0, 0.0, 0.0999, 1.0, 0.0, 0.0, 0.0], vec![0.0, 0.0, 0.3, 1.0, 0.2, 0.0]);
-        let mut w = vec![0.0; 6 * m.body_count()];
-        let b = m.body_count() - 1;
-        w[6 * b..6 * b + 6].copy_from_slice(&[1.5, -0.8, -4.0, 0.0, 0.0, 0.2]);
-        let u0 = Control::from_torques(&[0.0, 0.0, 0.1, 0.5, -0.3, 0.0]);
-        let u = u0.clone().with_body_wrench(&w);
-        let g_out = GenState::new(vec![0.3, -0.5, 0.7, 0.2, -0.1, 0.4, 0.3], vec![0.6, -0.2, 0.5, -0.7, 0.4, 0.9]);
-        let mut ws = solver.workspace(&m).unwrap();
-        let mut rec = solver.record(&m);
+        let u = u0.clone().with_body_wrench(w);
+        let mut ws = solver.workspace(m).unwrap();
+        let mut rec = solver.record(m);
         let mut o = s.clone();
-        solver.step(&m, &s, &u, dt, &mut o, &mut ws, Some(&mut rec)).unwrap();
-        let (mut gs, mut gu, mut gw) = (solver.zero_grad(&m), vec![0.0; m.nv()], vec![0.0; w.len()]);
+        solver.step(m, s, &u, dt, &mut o, &mut ws, Some(&mut rec)).unwrap();
+        let (mut gs, mut gu, mut gw) = (solver.zero_grad(m), vec![0.0; m.nv()], vec![0.0; w.len()]);
         let sel = ParamSelection::none();
-        solver.step_vjp(&m, &rec, &g_out, &mut gs, &mut gu, &sel, &mut [], &mut ws).unwrap();
-        solver.wrench_vjp(&m, &rec, &gu, &mut gw, &mut ws).unwrap();
+        solver.step_vjp(m, &rec, g_out, &mut gs, &mut gu, &sel, &mut [], &mut ws).unwrap();
+        solver.wrench_vjp(m, &rec, &gu, &mut gw, &mut ws).unwrap();
         let next = |ss: &GenState, uu: &Control| {
             let mut o = ss.clone();
-            solver.step(&m, ss, uu, dt, &mut o, &mut solver.workspace(&m).unwrap(), None).unwrap();
+            solver.step(m, ss, uu, dt, &mut o, &mut solver.workspace(m).unwrap(), None).unwrap();
             o
         };
         let loss = |ss: &GenState, uu: &Control| {
             let o = next(ss, uu);
             o.q.iter().zip(&g_out.q).chain(o.v.iter().zip(&g_out.v)).map(|(a, b)| a * b).sum::<f64>()
         };
-        let nt = solver.tangent_dim(&m);
-        let fd_s = fd_jacobian(|d| vec![loss(&solver.retract(&m, &s, d), &u)], nt, 1e-6);
-        let gst = solver.grad_to_tangent(&m, &s, &gs);
+        let nt = solver.tangent_dim(m);
+        let fd_s = fd_jacobian(|d| vec![loss(&solver.retract(m, s, d), &u)], nt, 1e-6);
+        let gst = solver.grad_to_tangent(m, s, &gs);
+        let shifted = |base: &[f64], d: &[f64]| -> Vec<f64> { base.iter().zip(d).map(|(a, b)| a + b).collect() };
         let fd_u = fd_jacobian(
-            |d| {
-                let uu: Vec<f64> = u.joint_torque.iter().zip(d).map(|(a, b)| a + b).collect();
-                vec![loss(&s, &Control::from_torques(&uu).with_body_wrench(&w))]
-            },
+            |d| vec![loss(s, &Control::from_torques(&shifted(&u.joint_torque, d)).with_body_wrench(w))],
             m.nv(),
             1e-6,
         );
-        let fd_w = fd_jacobian(
-            |d| {
-                let ww: Vec<f64> = w.iter().zip(d).map(|(a, b)| a + b).collect();
-                vec![loss(&s, &u0.clone().with_body_wrench(&ww))]
-            },
-            w.len(),
-            1e-6,
-        );
-        let jac = solver.step_jacobians(&m, &s, &u, dt, &sel).unwrap();
-        let fa = fd_jacobian(|d| solver.local_diff(&m, &o, &next(&solver.retract(&m, &s, d), &u)), nt, 1e-6);
+        let fd_w = fd_jacobian(|d| vec![loss(s, &u0.clone().with_body_wrench(&shifted(w, d)))], w.len(), 1e-6);
+        let jac = solver.step_jacobians(m, s, &u, dt, &sel).unwrap();
+        let fa = fd_jacobian(|d| solver.local_diff(m, &o, &next(&solver.retract(m, s, d), &u)), nt, h_a);
         let e = [
             nrel(&gst, fd_s.as_slice()),
             nrel(&gu, fd_u.as_slice()),
@@ -382,6 +371,22 @@ mod tests {
         ];
         eprintln!("{}: body wrench, state / u / w gradients and A vs central differences {e:?}", solver.name());
         e
+    }
+
+    /// A ball sliding and spinning on a plane under a body wrench (pressing, pushing, twisting; one contact, so its
+    /// impulse is unique): the contact stepper's gradients with the wrenches' q-columns.
+    fn check_sliding_ball_wrench<S: DiffSolver<State = GenState>>(solver: &S) -> [f64; 4] {
+        let xml = r#"<mujoco><option timestep="0.01"/><worldbody><geom type="plane" size="5 5 0.1" friction="0.4"/>
+            <body pos="0 0 0.2"><freejoint/><geom type="sphere" size="0.1" mass="1" friction="0.4"/></body>
+            </worldbody></mujoco>"#;
+        let m = torsion_model::io::mjcf::load_mjcf_str(xml, "ball.xml", None).unwrap();
+        let s = GenState::new(vec![0.0, 0.0, 0.0999, 1.0, 0.0, 0.0, 0.0], vec![0.0, 0.0, 0.3, 1.0, 0.2, 0.0]);
+        let mut w = vec![0.0; 6 * m.body_count()];
+        let b = m.body_count() - 1;
+        w[6 * b..6 * b + 6].copy_from_slice(&[1.5, -0.8, -4.0, 0.0, 0.0, 0.2]);
+        let u0 = Control::from_torques(&[0.0, 0.0, 0.1, 0.5, -0.3, 0.0]);
+        let g_out = GenState::new(vec![0.3, -0.5, 0.7, 0.2, -0.1, 0.4, 0.3], vec![0.6, -0.2, 0.5, -0.7, 0.4, 0.9]);
+        wrench_gradient_errors(solver, &m, &s, &u0, &w, &g_out, 1e-6)
     }
 
     /// A parameter write after the workspace was built reaches the contact steppers' next step (`DynCache`): a
