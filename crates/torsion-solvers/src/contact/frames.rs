@@ -168,7 +168,8 @@ pub fn collision_err(solver: &'static str) -> impl Fn(torsion_collision::Collisi
 }
 
 /// Collision detection at configuration q for a contact solver, written into the caller's buffers: body poses
-/// by the model's forward kinematics (`poses`, `placed`), contacts whose tangents continue from the t1 of the same
+/// (`poses`) from the dynamics' forward kinematics (`fk.rs` into `d`, the one forward kinematics of a step; the
+/// model's own `Model::forward_kinematics` serves the loaders and one-off queries), contacts whose tangents continue from the t1 of the same
 /// contact in `warm` (the input state's warm start), then the contact frames. With contacts disabled (MJCF
 /// `<flag contact="disable"/>`) both lists are emptied. Allocates nothing once the buffers have their sizes
 /// (parry's own plane-box manifolds aside, see `tests/alloc.rs`).
@@ -177,10 +178,11 @@ pub fn detect_into(
     solver: &'static str,
     model: &Model,
     world: &mut torsion_collision::CollisionWorld,
+    dm: &DynModel<f64>,
+    d: &mut torsion_dynamics::DynData<f64>,
     q: &[f64],
     warm: &torsion_model::ContactWarmStart,
     poses: &mut Vec<(Vec3, torsion_math::Quat)>,
-    placed: &mut Vec<bool>,
     contacts: &mut Contacts,
     frames: &mut Vec<ContactFrame>,
 ) -> Result<(), crate::SolverError> {
@@ -189,9 +191,10 @@ pub fn detect_into(
         frames.clear();
         return Ok(());
     }
-    model
-        .forward_kinematics_into(q, poses, placed)
-        .map_err(|e| crate::SolverError::BadInput { solver, problem: e.to_string() })?;
+    dm.check_q(q).map_err(|e| crate::SolverError::BadInput { solver, problem: e.to_string() })?;
+    torsion_dynamics::forward_kinematics(dm, q, d);
+    poses.clear();
+    poses.extend(d.o_m.iter().map(|x| (x.pos, torsion_math::Quat::from_mat(&x.rot))));
     let previous_t1 = |id: &torsion_collision::ContactId| warm.get(contact_key(id)).map(|w| w.t1.into());
     world.detect_with_tangents(poses, &previous_t1, contacts).map_err(collision_err(solver))?;
     frames_from_collision(model, contacts, frames);
@@ -203,6 +206,31 @@ mod tests {
     use super::*;
     use torsion_dynamics::forward_kinematics;
     use torsion_dynamics::joints::integrate;
+
+    /// The poses collision detection takes from the dynamics' forward kinematics (`detect_into`) equal the model's
+    /// own forward kinematics (the loaders'), on the floating tree, the Baxter arm and a loose MJCF body.
+    #[test]
+    fn dynamics_poses_equal_the_model_forward_kinematics() {
+        let xml = r#"<mujoco><worldbody><body name="b" pos="0.3 0 1" euler="10 20 30"><freejoint/>
+            <geom type="box" size="0.2 0.1 0.05" pos="0.03 -0.02 0.01"/></body></worldbody></mujoco>"#;
+        let loose = torsion_model::io::mjcf::load_mjcf_str(xml, "loose.xml", None).unwrap();
+        let baxter = torsion_model::io::robots::baxter_left_arm().expect("example-robot-data");
+        let mut worst: f64 = 0.0;
+        for (k, m) in [torsion_model::builder::floating_tree(), baxter, loose].into_iter().enumerate() {
+            let dm = DynModel::<f64>::from_model(&m).unwrap();
+            let mut d = DynData::new(&dm);
+            let q = if m.nq() == 7 {
+                m.neutral_q()
+            } else {
+                torsion_model::builder::example_configuration(&m, k as u64 + 1)
+            };
+            forward_kinematics(&dm, &q, &mut d);
+            for (b, (x, r)) in m.forward_kinematics(&q).unwrap().iter().enumerate() {
+                worst = worst.max((d.o_m[b].pos - x).amax()).max((d.o_m[b].rot - r.to_mat()).amax());
+            }
+        }
+        assert!(worst < 1e-12, "dynamics vs model forward kinematics: {worst:e}");
+    }
 
     /// J_n, J_t against central differences of the material points' relative displacement (A's point minus B's,
     /// both moving with their bodies) projected on the frame, on the floating tree (free, ball, slide, hinges).

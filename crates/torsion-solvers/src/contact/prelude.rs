@@ -142,7 +142,7 @@ pub fn prelude_into<T: Scalar>(x: &StepInputs<T>, d: &mut DynData<T>, pre: &mut 
     let nc = contacts.len();
     reshape_zeroed(&mut pre.jn, nc, nv);
     reshape_zeroed(&mut pre.jt, 2 * nc, nv);
-    forward_kinematics(dm, q, d);
+    // `d.o_m` is at q: `crba_into` ran the forward kinematics (the smooth velocity only reads it)
     contact_jacobians(dm, d, body_joint, contacts, &mut pre.jn, &mut pre.jt);
     // Y = L⁻ᵀ Jᵀ on each contact's DoFs, G = YᵀY on the pairs sharing a tree: M⁻¹ is never formed (spec 001 §3.1)
     pre.pattern.fill(dm, &pre.lambda, body_joint, contacts);

@@ -135,9 +135,8 @@ pub struct LcpWorkspace {
     /// the contacts of the last step, as the stepper saw them
     pub frames: Vec<ContactFrame>,
     pub report: LcpReport,
-    /// the bodies' world poses for collision detection, and the forward kinematics' scratch
+    /// the bodies' world poses for collision detection
     poses: Vec<(Vec3, Quat)>,
-    placed: Vec<bool>,
     /// the body wrenches' generalized forces and their q-columns (`Control::body_wrench`)
     wrench: WrenchTerm,
 }
@@ -266,8 +265,10 @@ impl LcpSolver {
         q: &[f64],
         warm: &ContactWarmStart,
     ) -> Result<(), SolverError> {
-        let LcpWorkspace { world, contacts, frames, poses, placed, .. } = ws;
-        detect_into(NAME, model, world, q, warm, poses, placed, contacts, frames)
+        let LcpWorkspace { dm, cache, d, world, contacts, frames, poses, .. } = ws;
+        // the dynamics model at the current parameters (the joint anchors place the bodies)
+        cache.refresh(model, dm).map_err(dyn_err(NAME))?;
+        detect_into(NAME, model, world, dm, d, q, warm, poses, contacts, frames)
     }
 
     fn check(&self, ws: &LcpWorkspace, s: &GenState, u: &[f64], dt: f64) -> Result<(), SolverError> {
@@ -551,7 +552,6 @@ impl Solver for LcpSolver {
             frames: vec![],
             report: LcpReport::default(),
             poses: vec![],
-            placed: vec![],
             wrench: WrenchTerm::default(),
         })
     }

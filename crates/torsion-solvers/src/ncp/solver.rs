@@ -24,9 +24,8 @@ pub struct NcpSimWorkspace {
     pub frames: Vec<ContactFrame>,
     /// the last step's report (ADMM results, NCP residuals, impulses)
     pub report: NcpReport,
-    /// the bodies' world poses for collision detection, and the forward kinematics' scratch
+    /// the bodies' world poses for collision detection
     poses: Vec<(torsion_math::Vec3, torsion_math::Quat)>,
-    placed: Vec<bool>,
     /// `step_vjp`'s: the recomputed step's report, the Jacobians, the product's buffers
     vjp_report: NcpReport,
     vjp_jac: StepJacobians,
@@ -102,7 +101,7 @@ impl NcpSolver {
         Ok(warnings)
     }
 
-    /// The contacts at configuration q (body poses by the model's forward kinematics), as contact frames; the
+    /// The contacts at configuration q (body poses by the dynamics' forward kinematics), as contact frames; the
     /// tangents continue from the t1 of the same contact in `warm` (the input state's warm start).
     pub fn detect(
         &self,
@@ -111,8 +110,10 @@ impl NcpSolver {
         q: &[f64],
         warm: &ContactWarmStart,
     ) -> Result<(), SolverError> {
-        let NcpSimWorkspace { world, contacts, frames, poses, placed, .. } = ws;
-        detect_into("ncp", model, world, q, warm, poses, placed, contacts, frames)
+        let NcpSimWorkspace { ncp, world, contacts, frames, poses, .. } = ws;
+        // the dynamics model at the current parameters (the joint anchors place the bodies)
+        ncp.cache.refresh(model, &mut ncp.dm).map_err(dyn_err)?;
+        detect_into("ncp", model, world, &ncp.dm, &mut ncp.d, q, warm, poses, contacts, frames)
     }
 }
 
@@ -133,7 +134,6 @@ impl Solver for NcpSolver {
             frames: vec![],
             report: NcpReport::default(),
             poses: vec![],
-            placed: vec![],
             vjp_report: NcpReport::default(),
             vjp_jac: StepJacobians::zeros(0, 0, 0),
             vjp_product: ProductScratch::default(),
