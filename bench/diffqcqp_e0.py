@@ -17,7 +17,7 @@ the seed's defaults otherwise (mu_prox 1e-7, max_iter 1000, adaptive rho).
     (torsion's qcqp.rs measures w.r.t. (q, diag P, r); the same loss and the same FD rule).
 Times go through the pybind11 call (numpy -> Eigen argument conversion and the returned vector's allocation
 included), the way the seed's layer calls it; single thread.
-With --torsion BIN (default target/release/qcqp when it exists) the script then runs torsion's benchmark on the
+With --torsion BIN (default target/release/qcqp when it exists: cargo build --release -p torsion-bench --features clarabel) the script then runs torsion's benchmark on the
 same problems and prints both sides.
 
 Building the module (nothing here builds it). Offline, without CMake, one g++ command is enough (about 2 minutes):

@@ -20,11 +20,13 @@ fi
 if [ "${CI:-}" = "true" ] && ! command -v chromium >/dev/null; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 fi
-# default members: every crate but the Python extension (crates/torsion-py, built by maturin below)
-cargo test --locked
+# default members: every crate but the Python extension (crates/torsion-py, built by maturin below). --release:
+# the release profile and the same dependency features as the README's first command, so its build (~175
+# crates) is reused and only the test targets compile (issue 21 item 7; a debug `cargo test` rebuilt everything)
+cargo test --locked --release
 # cross-checks against reference libraries, through the CLI binary the tests just built (the Rust tests also
 # fetched dm_control's suite XMLs into target/dm_control_suite)
-export TORSION_BIN="$PWD/target/debug/torsion"
+export TORSION_BIN="$PWD/target/release/torsion"
 python3 tests/python/test_pinocchio.py
 python3 tests/python/test_mujoco.py
 python3 tests/python/test_mujoco_step.py

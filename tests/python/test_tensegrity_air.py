@@ -19,7 +19,7 @@ TOL = 1e-9
 
 
 def torsion_bin():
-    return os.environ.get("TORSION_BIN", os.path.join(ROOT, "target", "debug", "torsion"))
+    return os.environ.get("TORSION_BIN", os.path.join(ROOT, "target", "release", "torsion"))
 
 
 def controls(m, steps, hold, seed):

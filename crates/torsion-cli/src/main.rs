@@ -30,8 +30,8 @@ enum Cmd {
     Experiment {
         /// experiment name (see --list)
         name: Option<String>,
-        /// output folder
-        #[arg(long, default_value = "results")]
+        /// output folder (`results/` is ignored by git)
+        #[arg(short, long, default_value = "results")]
         out: PathBuf,
         /// reduced version (used by the tests)
         #[arg(long)]

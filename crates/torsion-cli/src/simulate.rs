@@ -155,7 +155,7 @@ pub struct SimulateArgs {
     #[arg(long = "package-dir", value_name = "DIR")]
     package_dirs: Vec<PathBuf>,
     /// output JSON (its folder is created; `results/` is ignored by git)
-    #[arg(long, default_value = "results/traj.json")]
+    #[arg(short, long, default_value = "results/traj.json")]
     out: PathBuf,
 }
 

@@ -710,3 +710,29 @@ fn experiment_html_writes_a_self_contained_report() {
     assert!(!h.contains("http://") && !h.contains("https://"), "network reference");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Without -o / --out every command writes under `results/` of the working directory (ignored by git), never
+/// into the working directory itself (issue 21 item 5: `simulate` wrote traj.json into the repository root).
+#[test]
+fn outputs_default_to_the_results_folder() {
+    let dir = tmp("default-out");
+    let run = |args: &[&str]| {
+        let out = torsion().current_dir(&dir).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    run(&["experiment", "ncp-convergence", "--quick"]);
+    run(&["simulate", "--model", "two_link_arm", "--steps", "3"]);
+    run(&["view", "results/traj.json", "--model", "two_link_arm"]);
+    for f in ["ncp-convergence.json", "ncp-convergence.png", "traj.json", "view.html"] {
+        assert!(dir.join("results").join(f).is_file(), "results/{f} missing");
+    }
+    // -o as --out, on experiment and simulate too
+    run(&["experiment", "jade-cube-push", "--quick", "-o", "elsewhere"]);
+    run(&["simulate", "--model", "two_link_arm", "--steps", "3", "-o", "elsewhere/t.json"]);
+    assert!(dir.join("elsewhere/jade-cube-push.png").is_file() && dir.join("elsewhere/t.json").is_file());
+    let mut top: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    top.sort();
+    assert_eq!(top, ["elsewhere", "results"], "nothing else in the working directory");
+    let ignore = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../.gitignore")).unwrap();
+    assert!(ignore.lines().any(|l| l.trim() == "/results"), "results/ is ignored by git");
+}

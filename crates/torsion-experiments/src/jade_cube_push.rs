@@ -8,7 +8,8 @@
 //! Measured: blue's post-impact velocity line (least squares over its sliding steps) evaluated at t_c, against
 //! v_blue (`velocity_error`, relative); the final face gap against the predicted one (`rest_gap_error`, m).
 use crate::jade_sliding_prisms::sliding_line;
-use crate::ncp_scene::{one_panel_result, Panel};
+use crate::ncp_scene::panels_result;
+use crate::plot::{color, Mark, Panel, Series};
 use crate::result::{Check, ExperimentError, ExperimentResult};
 use serde_json::json;
 use torsion_model::{Control, GenState, Model};
@@ -137,12 +138,20 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         "velocity_fit": "least squares of blue's v_x over its sliding steps after the impact step, evaluated at t_c",
         "targets": "velocity_error ≤ 2 % (≈ 2 μ g Δt / v_c: the impact lands within a step of t_c); rest_gap_error ≤ 2 v_c Δt (DCD, no CCD yet: the contact is found up to one step's travel late, and the parallel update moves the positions by the response one step later still; no penetration recovery)",
     });
-    let panel = Panel {
-        title: "cube push, μ = 0.16: v_x of both cubes (lcp stepper)".into(),
-        x_label: "t (s)".into(),
-        y_label: "v_x (m/s)".into(),
-        log_y: false,
-        series,
-    };
-    Ok(one_panel_result("jade-cube-push", metrics, paper, settings, panel).with_checks(checks))
+    // v_x of both cubes per case, beside the analytic velocities (dashed): deceleration μg, the impact at t_c
+    let mut panel = Panel::new("cube push, μ = 0.16: v_x of both cubes (lcp stepper)", "t (s)", "v_x (m/s)");
+    for (i, (label, pts)) in series.into_iter().enumerate() {
+        panel = panel.series(Series::line(label, pts, color(i)));
+    }
+    for (i, &e) in RESTITUTION.iter().enumerate() {
+        let (_, tc, vg, vb, _) = analytic(e);
+        let a = MU * G;
+        let ts = (0..=STEPS).map(|k| k as f64 * DT);
+        let gray = ts.clone().map(|t| (t, if t < tc { V0 - a * t } else { (vg - a * (t - tc)).max(0.0) })).collect();
+        let blue = ts.map(|t| (t, if t < tc { 0.0 } else { (vb - a * (t - tc)).max(0.0) })).collect();
+        panel = panel
+            .series(Series::new(format!("gray, e = {e}: analytic"), gray, Mark::Dashed, color(2 * i)))
+            .series(Series::new(format!("blue, e = {e}: analytic"), blue, Mark::Dashed, color(2 * i + 1)));
+    }
+    Ok(panels_result("jade-cube-push", metrics, paper, settings, vec![panel]).with_checks(checks))
 }

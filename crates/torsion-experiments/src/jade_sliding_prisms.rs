@@ -5,7 +5,8 @@
 //! whose LCP had no valid answer (a `NoSolution` error: never a silent frictionless step) and those PGS answered,
 //! and the validity rates (§3.3) of the baseline Dantzig, PGS, Jade's Dantzig and the enumeration oracle (≤ 4
 //! contacts) on every logged step LCP and on random frictional LCPs with 3–6 contacts (`lcp::random`, §4.5).
-use crate::ncp_scene::{one_panel_result, Panel};
+use crate::ncp_scene::panels_result;
+use crate::plot::{color, Mark, Panel, Series, PAPER, TRUTH};
 use crate::result::{Check, ExperimentError, ExperimentResult};
 use serde_json::json;
 use std::path::Path;
@@ -222,10 +223,6 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let random: Vec<BoxedLcp> =
         (0..RANDOM as u64).map(|s| random_contact_lcp(70_000 + s, 3 + (s % 4) as usize)).collect();
     let (rv, ro) = validity(&random, 1, ORACLE_RANDOM[q]);
-    series.push((
-        "v₀ − μ g t".into(),
-        (0..=STEPS).map(|k| (k as f64 * DT, (V0 - MU * G * k as f64 * DT).max(0.0))).collect(),
-    ));
     let rate = |v: [usize; 4], k: usize, n: usize| v[k] as f64 / n.max(1) as f64;
     let metrics = json!({
         "slope_rel_error": worst_slope,
@@ -256,13 +253,20 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         "validity": format!("§3.3 check at {VTOL}; PGS {} sweeps; oracle on ≤ {ORACLE_MAX_CONTACTS} contacts, every {}-th logged LCP and the first {} random ones with ≤ 4 contacts", PgsOptions::default().max_sweeps, ORACLE_STRIDE[q], ORACLE_RANDOM[q]),
         "random_lcps": format!("lcp::random::random_contact_lcp(70000 + s, 3 + s mod 4), s < {RANDOM}"),
     });
-    let panel = Panel {
-        title: "sliding prisms, μ = 0.16: v_x (lcp stepper)".into(),
-        x_label: "t (s)".into(),
-        y_label: "v_x (m/s)".into(),
-        log_y: false,
-        series,
+    // Fig. 12: v_x per step of each prism; the exact line v₀ − μgt and the paper's fit (2.1 % steeper) dashed
+    let line = |k: f64| -> Vec<(f64, f64)> {
+        (0..=STEPS).map(|i| (i as f64 * DT, (V0 - k * MU * G * i as f64 * DT).max(0.0))).collect()
     };
+    let mut panel = Panel::new("sliding prisms, μ = 0.16 (Fig. 12): v_x, lcp stepper", "t (s)", "v_x (m/s)");
+    for (i, (label, pts)) in series.into_iter().enumerate() {
+        panel = panel.series(Series::line(label, pts, color(i)));
+    }
+    let panel = panel.series(Series::new("exact: v₀ − μ g t", line(1.0), Mark::Dashed, TRUTH)).series(Series::new(
+        "paper's fitted slope (−0.0147 / step, 2.1 % steep)",
+        line(1.021),
+        Mark::Dashed,
+        PAPER,
+    ));
     let checks = vec![
         Check::le("slope_rel_error (worst prism)", worst_slope, 0.021).note("the paper's 2.1 %"),
         Check::le("invalid_lcp_steps", invalid as f64, 0.0),
@@ -275,7 +279,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
             rv[2] >= rv[0] && rv[2] >= rv[1],
         ),
     ];
-    Ok(one_panel_result("jade-sliding-prisms", metrics, paper, settings, panel).with_checks(checks))
+    Ok(panels_result("jade-sliding-prisms", metrics, paper, settings, vec![panel]).with_checks(checks))
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! MDP residuals) / max λ_n, and the sticking MDP residual (a slip speed) / max(‖v‖∞, gΔt); beside it the change of
 //! v⁺ to the k = 50 step, ‖v⁺_k − v⁺_50‖∞ / ‖v⁺_50‖∞ (v⁺, not λ: λ_n is not unique on coplanar points,
 //! docs/gradients.md).
-use crate::ncp_scene::{bar, plot_panels, Panel, Phys, Scene, HALF};
+use crate::ncp_scene::{bar, Phys, Scene, HALF};
+use crate::plot::{color, figure, Mark, Panel, Reference, Series};
 use crate::result::{Check, ExperimentError, ExperimentResult};
 use serde_json::json;
 use torsion_solvers::featherstone::GenState;
@@ -80,6 +81,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let mut metrics = serde_json::Map::new();
     let mut series_res = vec![];
     let mut series_dl = vec![];
+    let mut series_admm = vec![];
     let mut checks = vec![];
     for c in &cases {
         let (reference, sref) = step(c, kmax, None, &c.state)?;
@@ -109,6 +111,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         }
         pb.inc(1);
         let mut all: Vec<usize> = qp.iter().chain(&qcqp).copied().collect();
+        series_admm.push((c.name.replace('_', "–"), all.iter().map(|&i| i as f64).collect::<Vec<_>>()));
         let n = c.name;
         checks.push(
             Check::le(&format!("{n}: passes to a 1e-6 residual"), first(&rel).map_or(f64::NAN, |k| k as f64), 10.0)
@@ -147,32 +150,33 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         "admm": "AdmmOptions::default (the code's settings + polish; eps_abs 1e-10)",
         "relative_residual": "max(signorini, cone, mdp_sliding) / max λ_n  ∨  mdp_sticking / max(‖v‖∞, gΔt)",
     });
+    let lines = |title: &str, y: &str, series: &[(String, Vec<(f64, f64)>)]| {
+        let mut p = Panel::new(title, "staggered passes k", y).x_int().log_y();
+        for (i, (n, v)) in series.iter().enumerate() {
+            p = p.series(Series::new(n.clone(), v.clone(), Mark::LinePoints, color(i)));
+        }
+        p
+    };
+    let mut admm =
+        Panel::new("ADMM iterations per solve, rollouts at k = 10", "solve (QP and QCQP, in order)", "ADMM iterations")
+            .x_int();
+    for (i, (n, v)) in series_admm.iter().enumerate() {
+        admm = admm.series(Series::indexed(n.clone(), v, Mark::Points, color(i)));
+    }
+    let panels = vec![
+        lines("NCP residual vs staggered passes (cold start)", "relative residual", &series_res)
+            .refs(Reference::truth_h(1e-6, "H6 target 1e-6"))
+            .refs(Reference::paper_v(3.0, "paper: n_step ∈ [3, 10]"))
+            .refs(Reference { label: String::new(), ..Reference::paper_v(10.0, "") }),
+        lines("v⁺ change to the k_max step", "‖v⁺_k − v⁺_ref‖∞ / ‖v⁺_ref‖∞", &series_dl),
+        admm.refs(Reference::truth_h(50.0, "H7 target: median ≤ 50 (paper: 'tens')")),
+    ];
     Ok(ExperimentResult {
         name: "ncp-convergence".into(),
         checks,
         metrics: serde_json::Value::Object(metrics),
         paper,
         settings,
-        plot: Box::new(move |p| {
-            plot_panels(
-                p,
-                &[
-                    Panel {
-                        title: "NCP residual vs staggered passes".into(),
-                        x_label: "passes k".into(),
-                        y_label: "relative residual".into(),
-                        log_y: true,
-                        series: series_res.clone(),
-                    },
-                    Panel {
-                        title: "v⁺ change to the k_max step".into(),
-                        x_label: "passes k".into(),
-                        y_label: "‖v⁺_k − v⁺_ref‖∞ / ‖v⁺_ref‖∞".into(),
-                        log_y: true,
-                        series: series_dl.clone(),
-                    },
-                ],
-            )
-        }),
+        plot: Box::new(move |p| figure(p, &panels, 3)),
     })
 }

@@ -9,8 +9,8 @@
 //! three stages (`staged`: the impact step makes the loss piecewise smooth, with local minima). Negative control: the condition number
 //! of the Gauss–Newton matrix in (μ, log m) without B (gravity scales with m: m unobservable, §3.11 item 10).
 use crate::ncp_scene::{
-    bar, init_guess, loss_panel, observe, one_panel_result, with_init, Fit, Phys, Scene, DATA_DESC, HALF, MODEL_DESC,
-    SIGMA,
+    bar, init_guess, loss_panel, observe, panels_result, param_panel, with_init, Fit, Phys, Scene, DATA_DESC, HALF,
+    MODEL_DESC, SIGMA,
 };
 use crate::result::{Check, ExperimentError, ExperimentResult};
 use nalgebra::DMatrix;
@@ -64,6 +64,7 @@ fn staged(fit: &Fit, obs: &[Vec<f64>], start: &Phys) -> Result<crate::ncp_scene:
     let mut r3 = fit.run(obs, &r2.phys, ITERS)?;
     r3.iterations += r1.iterations + r2.iterations;
     r3.history = [r1.history, r2.history, r3.history].concat();
+    r3.path = [r1.path, r2.path, r3.path].concat();
     Ok(r3)
 }
 
@@ -79,12 +80,17 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let fit = Fit::cone(&sc, DT, steps, free, truth.clone());
     let pb = bar("ncp-joint-id", INITS[q].len() + 2);
     let (mut est, mut iters, mut hist) = (vec![], vec![], vec![]);
+    let mut paths: [Vec<(String, Vec<f64>)>; 3] = Default::default();
     for s0 in INITS[q] {
         let start = Phys { mu: s0[0], mass: s0[1], eps: s0[2], init: guess };
         let r = staged(&fit, &obs, &start)?;
         est.push([r.phys.mu, r.phys.mass, r.phys.eps]);
         iters.push(r.iterations);
-        hist.push((format!("(μ, m, ε)₀ = ({}, {}, {})", s0[0], s0[1], s0[2]), r.loss_series()));
+        let label = format!("(μ, m, ε)₀ = ({}, {}, {})", s0[0], s0[1], s0[2]);
+        for (k, p) in paths.iter_mut().enumerate() {
+            p.push((label.clone(), r.param_path(k)));
+        }
+        hist.push((label, r.history.clone()));
         pb.inc(1);
     }
     // the same fit on data generated at the identification Δt (only the solver setting differs), first start
@@ -130,12 +136,18 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         "condition_numbers": "eigenvalue ratio of JᵀJ in (μ, log m) at the truth; no_collision: the same scene without B (null = ∞: JᵀJ singular to rounding; no_collision_eigenvalue_ratio = λ_min / λ_max)",
         "optimiser": format!("Levenberg–Marquardt, ≤ {ITERS} steps per stage, exact forward-mode Jacobians; stage 1: μ and A's initial state on the pre-impact observations, stage 2: m and ε on the whole trajectory, stage 3: all"),
     });
-    let panel = loss_panel("E5: joint (μ, m, ε), loss per LM step", hist);
+    // Fig. 6 plots μ and M per iteration converging together to the truth (ε too here); stages 1-3 concatenated
+    let panels = vec![
+        param_panel("E5 (Fig. 6): μ per LM step (stages 1-3)", "μ (friction coefficient)", &paths[0], MU),
+        param_panel("E5 (Fig. 6): mass per LM step", "m (kg)", &paths[1], MASS),
+        param_panel("E5: restitution per LM step", "ε (restitution)", &paths[2], EPS),
+        loss_panel("E5: loss per LM step", &hist),
+    ];
     let mut checks: Vec<Check> = ["mu", "mass", "restitution"]
         .iter()
         .zip(worst)
         .map(|(k, w)| Check::le(&format!("rel_errors.{k}"), w, 0.02).note("H5"))
         .collect();
     checks.push(Check::le("collision_condition_number", cond_collision, 1e4));
-    Ok(one_panel_result("ncp-joint-id", metrics, paper, settings, panel).with_checks(checks))
+    Ok(panels_result("ncp-joint-id", metrics, paper, settings, panels).with_checks(checks))
 }

@@ -6,8 +6,8 @@
 //! multi-step position loss, initial planar state estimated), m on a log scale, Levenberg–Marquardt.
 use crate::ncp_friction_id::{DT, ITERS, STEPS};
 use crate::ncp_scene::{
-    bar, init_guess, lm_desc, loss_panel, observe, one_panel_result, with_init, Fit, Phys, Scene, DATA_DESC, HALF,
-    MODEL_DESC, SIGMA,
+    bar, init_guess, lm_desc, loss_panel, observe, panels_result, param_panel, with_init, Fit, Phys, Scene, DATA_DESC,
+    HALF, MODEL_DESC, SIGMA,
 };
 use crate::result::{Check, ExperimentError, ExperimentResult};
 use serde_json::json;
@@ -30,13 +30,14 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let guess = init_guess(&obs, DT);
     let fit = Fit::cone(&sc, DT, steps, with_init(&[(1, Param::Log)]), truth.clone());
     let pb = bar("ncp-mass-id", INITS[q].len() + 1);
-    let (mut est, mut iters, mut hist) = (vec![], vec![], vec![]);
+    let (mut est, mut iters, mut hist, mut m_paths) = (vec![], vec![], vec![], vec![]);
     for &m0 in INITS[q] {
         let start = Phys { mass: m0, init: guess, ..truth.clone() };
         let r = fit.run(&obs, &start, ITERS)?;
         est.push(r.phys.mass);
         iters.push(r.iterations);
-        hist.push((format!("m₀ = {m0} kg"), r.loss_series()));
+        hist.push((format!("m₀ = {m0} kg"), r.history.clone()));
+        m_paths.push((format!("m₀ = {m0} kg"), r.param_path(1)));
         pb.inc(1);
     }
     // negative control (§3.11 item 10): ‖∂p/∂m‖ over the trajectory without the push vs with it, at the truth
@@ -74,10 +75,14 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         "mass_sensitivity": "‖∂p_{0..T}/∂m‖ (m per kg) at the truth",
         "optimiser": lm_desc(ITERS),
     });
-    let panel = loss_panel("E2: mass identification, loss per LM step", hist);
+    // Fig. 4b plots the mass per iteration from several starts, converging to the truth
+    let panels = vec![
+        param_panel("E2 (Fig. 4b): mass per LM step, known push", "m (kg)", &m_paths, MASS_TRUE),
+        loss_panel("E2: loss per LM step", &hist),
+    ];
     let checks = vec![
         Check::le("mass_rel_error", rel.iter().cloned().fold(0.0, f64::max), 0.01).note("H4"),
         Check::le("mass sensitivity without / with the push", no_push / with_push, 1e-2).note("§3.11 item 10"),
     ];
-    Ok(one_panel_result("ncp-mass-id", metrics, paper, settings, panel).with_checks(checks))
+    Ok(panels_result("ncp-mass-id", metrics, paper, settings, panels).with_checks(checks))
 }

@@ -5,8 +5,9 @@
 //! box μ*/√2 = 0.1414, diamond √2 μ* = 0.2828; at π/8 the pyramids turn the velocity (§4 E4), reported as is.
 use crate::ncp_friction_id::{DT, ITERS, STEPS};
 use crate::ncp_scene::{
-    bar, init_guess, lm_desc, observe, one_panel_result, with_init, Fit, Panel, Phys, Scene, DATA_DESC, HALF, SIGMA,
+    bar, init_guess, lm_desc, observe, panels_result, with_init, Fit, Phys, Scene, DATA_DESC, HALF, SIGMA,
 };
+use crate::plot::{color, Mark, Panel, Reference, Series};
 use crate::result::{Check, ExperimentError, ExperimentResult};
 use serde_json::json;
 use std::f64::consts::PI;
@@ -73,22 +74,31 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         "estimated": "μ (softplus), initial x, y, vx, vy",
         "optimiser": lm_desc(ITERS),
     });
-    let series: Vec<(String, Vec<(f64, f64)>)> = ["cone", "box pyramid", "diamond pyramid"]
-        .iter()
-        .zip(&mu)
-        .map(|(n, v)| (n.to_string(), thetas.iter().zip(v).map(|(t, m)| (t.to_degrees(), *m)).collect()))
-        .chain([
-            ("box theory (start)".to_string(), thetas.iter().map(|&t| (t.to_degrees(), theory(t).0)).collect()),
-            ("diamond theory (start)".to_string(), thetas.iter().map(|&t| (t.to_degrees(), theory(t).1)).collect()),
-        ])
-        .collect();
-    let panel = Panel {
-        title: "E4: identified μ vs sliding direction (truth: disk, μ = 0.2)".into(),
-        x_label: "θ from the pyramid axis (deg)".into(),
-        y_label: "μ estimate".into(),
-        log_y: false,
-        series,
-    };
+    // Fig. 5: μ identified per friction model vs the sliding direction; the paper's 0.141 at π/4 marked
+    let deg: Vec<f64> = thetas.iter().map(|t| t.to_degrees()).collect();
+    let mut panel = Panel::new(
+        "E4 (Fig. 5): identified μ vs sliding direction (data: disk, μ* = 0.2)",
+        "θ from the pyramid axis (deg)",
+        "identified μ",
+    );
+    for (i, (n, v)) in ["cone (disk)", "box pyramid", "diamond pyramid"].iter().zip(&mu).enumerate() {
+        panel = panel.series(Series::new(
+            *n,
+            deg.iter().copied().zip(v.iter().copied()).collect(),
+            Mark::LinePoints,
+            color(i),
+        ));
+    }
+    for (i, (n, f)) in [("box", 0usize), ("diamond", 1)].iter().enumerate() {
+        let th: Vec<(f64, f64)> =
+            thetas.iter().map(|&t| (t.to_degrees(), if *f == 0 { theory(t).0 } else { theory(t).1 })).collect();
+        panel = panel.series(Series::new(format!("{n}: instantaneous theory"), th, Mark::Dashed, color(i + 1)));
+    }
+    let panel = panel.refs(Reference::truth_h(MU_TRUE, "truth μ* = 0.2")).refs(Reference::paper_point(
+        45.0,
+        0.141,
+        "paper: box pyramid at π/4 → 0.141",
+    ));
     let worst_cone = mu[0].iter().map(|m| (m - MU_TRUE).abs()).fold(0.0, f64::max);
     let at_pi_4 = |v: &[f64]| {
         thetas.iter().position(|t| (t - std::f64::consts::FRAC_PI_4).abs() < 1e-9).map_or(f64::NAN, |i| v[i])
@@ -98,5 +108,5 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         Check::within("μ_box at π/4", at_pi_4(&mu[1]), MU_TRUE / 2f64.sqrt(), 0.002),
         Check::within("μ_diamond at π/4", at_pi_4(&mu[2]), MU_TRUE * 2f64.sqrt(), 0.003),
     ];
-    Ok(one_panel_result("ncp-pyramid-bias", metrics, paper, settings, panel).with_checks(checks))
+    Ok(panels_result("ncp-pyramid-bias", metrics, paper, settings, vec![panel]).with_checks(checks))
 }

@@ -2,6 +2,7 @@
 //! free cubes (MJCF), rollouts of the contact stepper with per-pair friction, the forward sensitivities of the
 //! cube positions w.r.t. (μ, m, ε, initial state) chained from `step_jacobians_with_contacts`, synthetic data
 //! from a different solver setting, and the Levenberg–Marquardt fit on a multi-step position loss.
+use crate::plot::{color, figure, Mark, Panel, Reference, Series};
 use crate::result::{ExperimentError, ExperimentResult};
 use crate::stay_still::Lcg;
 use nalgebra::DMatrix;
@@ -240,6 +241,8 @@ pub struct FitResult {
     pub cost: f64,
     pub iterations: usize,
     pub history: Vec<f64>,
+    /// the physical parameters after each accepted step (first: the start)
+    pub path: Vec<Phys>,
 }
 
 fn get(p: &Phys, c: usize) -> f64 {
@@ -272,9 +275,9 @@ pub fn lm_desc(iters: usize) -> String {
 }
 
 impl FitResult {
-    /// The LM history as (accepted step, ½‖r‖²) points.
-    pub fn loss_series(&self) -> Vec<(f64, f64)> {
-        self.history.iter().enumerate().map(|(i, c)| (i as f64, *c)).collect()
+    /// One parameter (column 0: μ, 1: m, 2: ε) along the LM path.
+    pub fn param_path(&self, col: usize) -> Vec<f64> {
+        self.path.iter().map(|p| get(p, col)).collect()
     }
 }
 
@@ -325,7 +328,14 @@ impl Fit<'_> {
         let z0: Vec<f64> = self.free.iter().map(|&(c, map)| map.coord(get(start, c))).collect();
         let o = LmOptions { max_iter: iters, ..Default::default() };
         let rep = levenberg_marquardt(&z0, |z, j| self.residual(obs, z, j), &o)?;
-        Ok(FitResult { phys: self.phys(&rep.x), cost: rep.cost, iterations: rep.iterations, history: rep.history })
+        let path = rep.path.iter().map(|z| self.phys(z)).collect();
+        Ok(FitResult {
+            phys: self.phys(&rep.x),
+            cost: rep.cost,
+            iterations: rep.iterations,
+            history: rep.history,
+            path,
+        })
     }
 
     /// The Gauss–Newton matrix JᵀJ of the free columns at `p` (physical coordinates, unscaled).
@@ -352,67 +362,32 @@ pub fn init_guess(obs: &[Vec<f64>], dt: f64) -> [f64; 4] {
     [obs[0][0], obs[0][1], v(0), v(1)]
 }
 
-/// One panel of a line plot.
-pub struct Panel {
-    pub title: String,
-    pub x_label: String,
-    pub y_label: String,
-    pub log_y: bool,
-    pub series: Vec<(String, Vec<(f64, f64)>)>,
-}
-
-/// Panels side by side (1000 × 450 per row of two).
-pub fn plot_panels(path: &std::path::Path, panels: &[Panel]) -> Result<(), ExperimentError> {
-    use crate::plot::{color, init_font, perr, range};
-    use plotters::prelude::*;
-    init_font();
-    let w = 500 * panels.len().max(1) as u32;
-    let root = BitMapBackend::new(path, (w, 450)).into_drawing_area();
-    root.fill(&WHITE).map_err(perr)?;
-    let areas = root.split_evenly((1, panels.len().max(1)));
-    for (p, area) in panels.iter().zip(&areas) {
-        let tf = |y: f64| if p.log_y { y.max(1e-300).log10() } else { y };
-        let xs = p.series.iter().flat_map(|s| s.1.iter().map(|v| v.0));
-        let ys = p.series.iter().flat_map(|s| s.1.iter().map(|v| tf(v.1)));
-        let (x0, x1) = range(xs, 0.02);
-        let (y0, y1) = range(ys, 0.05);
-        let ylab = if p.log_y { format!("log10 {}", p.y_label) } else { p.y_label.clone() };
-        let mut c = ChartBuilder::on(area)
-            .caption(&p.title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(x0..x1, y0..y1)
-            .map_err(perr)?;
-        c.configure_mesh().x_desc(p.x_label.as_str()).y_desc(ylab.as_str()).draw().map_err(perr)?;
-        for (i, (label, pts)) in p.series.iter().enumerate() {
-            let col = color(i);
-            c.draw_series(LineSeries::new(pts.iter().map(|&(x, y)| (x, tf(y))), col.stroke_width(2)))
-                .map_err(perr)?
-                .label(label.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], col.stroke_width(2)));
-            c.draw_series(pts.iter().map(|&(x, y)| Circle::new((x, tf(y)), 3, col.filled()))).map_err(perr)?;
-        }
-        c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(perr)?;
+/// A parameter's LM path (physical value per accepted step) for each start, beside the truth: the quantity the
+/// paper's identification figures plot (spec 001 Fig. 4, 6).
+pub fn param_panel(title: &str, y_label: &str, runs: &[(String, Vec<f64>)], truth: f64) -> Panel {
+    let mut p = Panel::new(title, "accepted LM step", y_label).x_int();
+    for (i, (label, v)) in runs.iter().enumerate() {
+        p = p.series(Series::indexed(label.clone(), v, Mark::LinePoints, color(i)));
     }
-    root.present().map_err(perr)?;
-    Ok(())
+    p.refs(Reference::truth_h(truth, format!("ground truth {truth}")))
 }
 
 /// A loss-per-LM-step panel (log scale) of the runs in `series`.
-pub fn loss_panel(title: &str, series: Vec<(String, Vec<(f64, f64)>)>) -> Panel {
-    Panel {
-        title: title.into(), x_label: "accepted LM step".into(), y_label: "½‖r‖²".into(), log_y: true, series
+pub fn loss_panel(title: &str, runs: &[(String, Vec<f64>)]) -> Panel {
+    let mut p = Panel::new(title, "accepted LM step", "½‖r‖² (σ-scaled residuals)").x_int().log_y();
+    for (i, (label, v)) in runs.iter().enumerate() {
+        p = p.series(Series::indexed(label.clone(), v, Mark::LinePoints, color(i)));
     }
+    p
 }
 
-/// The experiment's result, plotted as the one panel `panel`.
-pub fn one_panel_result(
+/// The experiment's result, plotted as `panels` side by side.
+pub fn panels_result(
     name: &str,
     metrics: serde_json::Value,
     paper: serde_json::Value,
     settings: serde_json::Value,
-    panel: Panel,
+    panels: Vec<Panel>,
 ) -> ExperimentResult {
     ExperimentResult {
         name: name.into(),
@@ -420,7 +395,7 @@ pub fn one_panel_result(
         metrics,
         paper,
         settings,
-        plot: Box::new(move |p| plot_panels(p, std::slice::from_ref(&panel))),
+        plot: Box::new(move |p| figure(p, &panels, if panels.len() == 4 { 2 } else { 3 })),
     }
 }
 

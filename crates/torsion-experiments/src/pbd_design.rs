@@ -10,12 +10,12 @@
 //! Plain Adam from (3.0, 0.1) stalls in local minima (spec §4.1), so the optimiser is a documented
 //! multi-start: Adam (lr 0.01, bounds) from (3.0, 0.1) and from a fixed set of other starts; the best final
 //! loss wins and every path is reported. A coarse grid of the same loss locates the optimum as a check.
-use crate::plot::{color, init_font, perr, range};
+use crate::plot::{color, figure, lighten, Heat, Mark, Panel, Reference, Series, TRUTH};
 use crate::result::{Check, ExperimentError, ExperimentResult};
 use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::{Const, Vector2};
 use num_dual::DualSVec64;
-use plotters::prelude::*;
+use plotters::style::RGBColor;
 use rayon::prelude::*;
 use serde_json::json;
 use torsion_math::{Quat, Scalar, Vec3};
@@ -372,9 +372,16 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         "gradient": "forward-mode dual numbers (2 directions) through the XPBD rollout, controller and IK start",
         "work": "signed, Σ (θ_t − θ_{t−1})·τ_t", "start": "circle point nearest the base, counter-clockwise, elbow θ2 ≥ 0",
     });
-    let plot_runs: Vec<(f64, Vec<[f64; 4]>, Vec<[f64; 4]>, Path, [f64; 3])> = runs
+    let plot_runs: Vec<PlotRun> = runs
         .iter()
-        .map(|r| (r.centre, r.traj_initial.clone(), r.traj_final.clone(), r.best.clone(), r.grid.best))
+        .map(|r| PlotRun {
+            centre: r.centre,
+            traj_initial: r.traj_initial.clone(),
+            traj_final: r.traj_final.clone(),
+            best: r.best.clone(),
+            from_paper_start: r.paths[0].clone(),
+            grid_best: r.grid.best,
+        })
         .collect();
     let grid0 = (runs[0].grid.l1.clone(), runs[0].grid.l2.clone(), runs[0].grid.loss.clone());
     let checks = vec![
@@ -395,104 +402,88 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     })
 }
 
-#[allow(clippy::type_complexity)]
+/// What the plot needs of one design run.
+struct PlotRun {
+    centre: f64,
+    traj_initial: Vec<[f64; 4]>,
+    traj_final: Vec<[f64; 4]>,
+    best: Path,
+    /// Adam from the paper's start (3.0, 0.1)
+    from_paper_start: Path,
+    grid_best: [f64; 3],
+}
+
+/// (a) tip paths, initial vs optimised; (b) the loss over (l1, l2) at centre 2.7 (colour bar) with the Adam paths,
+/// the paper's design marked; (c) the loss per Adam iteration from the paper's start (3.0, 0.1) and of the best
+/// start, beside the paper's 51.716 → 14.448 (Table II).
 fn plot(
     path: &std::path::Path,
-    runs: &[(f64, Vec<[f64; 4]>, Vec<[f64; 4]>, Path, [f64; 3])],
+    runs: &[PlotRun],
     grid: &(Vec<f64>, Vec<f64>, Vec<Vec<f64>>),
 ) -> Result<(), ExperimentError> {
-    init_font();
-    let root = BitMapBackend::new(path, (1500, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(perr)?;
-    let panels = root.split_evenly((1, 3));
-    // (a) tip paths, initial vs optimised, both centres
-    {
-        let all = runs.iter().flat_map(|r| r.1.iter().chain(r.2.iter()));
-        let (x0, x1) = range(all.clone().map(|p| p[1]), 0.05);
-        let (y0, y1) = range(all.map(|p| p[2]), 0.05);
-        let mut c = ChartBuilder::on(&panels[0])
-            .caption("end-effector path (dashed: circle)", ("sans-serif", 18))
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(40)
-            .build_cartesian_2d(x0..x1, y0..y1)
-            .map_err(perr)?;
-        c.configure_mesh().x_desc("x (m)").y_desc("y (m)").draw().map_err(perr)?;
-        for (i, r) in runs.iter().enumerate() {
-            let circle: Vec<(f64, f64)> = (0..=100)
-                .map(|k| {
-                    let a = k as f64 / 100.0 * std::f64::consts::TAU;
-                    (r.0 + 0.3 * a.cos(), 0.3 * a.sin())
-                })
-                .collect();
-            c.draw_series(DashedLineSeries::new(circle, 4, 4, BLACK.into())).map_err(perr)?;
-            c.draw_series(LineSeries::new(r.1.iter().map(|p| (p[1], p[2])), color(2 * i).mix(0.5)))
-                .map_err(perr)?
-                .label(format!("c = {} initial (3.0, 0.1)", r.0))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color(2 * i)));
-            c.draw_series(LineSeries::new(r.2.iter().map(|p| (p[1], p[2])), color(2 * i + 1).stroke_width(2)))
-                .map_err(perr)?
-                .label(format!(
-                    "c = {} optimised ({:.3}, {:.3})",
-                    r.0,
-                    r.3.points.last().unwrap()[0],
-                    r.3.points.last().unwrap()[1]
-                ))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color(2 * i + 1)));
-        }
-        c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(perr)?;
-    }
-    // (b) loss landscape (centre 2.7) with the optimisation path
-    {
-        let (l1, l2, loss) = grid;
-        let (lo, hi) = range(loss.iter().flatten().map(|v| v.ln()), 0.0);
-        let mut c = ChartBuilder::on(&panels[1])
-            .caption("ln loss grid, c = 2.7 (red low, blue high), best path", ("sans-serif", 18))
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(40)
-            .build_cartesian_2d(l1[0]..*l1.last().unwrap(), l2[0]..*l2.last().unwrap())
-            .map_err(perr)?;
-        c.configure_mesh().x_desc("l1 (m)").y_desc("l2 (m)").draw().map_err(perr)?;
-        let (dx, dy) = ((l1[1] - l1[0]) / 2.0, (l2[1] - l2[0]) / 2.0);
-        for (i, a) in l1.iter().enumerate() {
-            for (j, b) in l2.iter().enumerate() {
-                let t = ((loss[i][j].ln() - lo) / (hi - lo).max(1e-12)).clamp(0.0, 1.0);
-                let col = HSLColor(0.66 * t, 0.8, 0.5);
-                c.draw_series(std::iter::once(Rectangle::new([(a - dx, b - dy), (a + dx, b + dy)], col.filled())))
-                    .map_err(perr)?;
-            }
-        }
-        let p = &runs[0].3;
-        c.draw_series(LineSeries::new(p.points.iter().map(|q| (q[0], q[1])), BLACK.stroke_width(2))).map_err(perr)?;
-        c.draw_series(std::iter::once(Cross::new((runs[0].4[0], runs[0].4[1]), 8, WHITE.stroke_width(3))))
-            .map_err(perr)?;
-    }
-    // (c) loss along the optimisation paths
-    {
-        let n = runs.iter().map(|r| r.3.points.len()).max().unwrap_or(1) as f64;
-        let (lo, hi) = range(runs.iter().flat_map(|r| r.3.points.iter().map(|p| p[2])), 0.05);
-        let mut c = ChartBuilder::on(&panels[2])
-            .caption("loss along the best Adam path", ("sans-serif", 18))
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(0.0..n, lo..hi)
-            .map_err(perr)?;
-        c.configure_mesh().x_desc("iteration").y_desc("loss (Eq. 30)").draw().map_err(perr)?;
-        for (i, r) in runs.iter().enumerate() {
-            c.draw_series(LineSeries::new(
-                r.3.points.iter().enumerate().map(|(k, p)| (k as f64, p[2])),
-                color(i).stroke_width(2),
+    let mut tips = Panel::new("end-effector path: initial (3.0, 0.1) vs optimised", "x (m)", "y (m)");
+    for (i, r) in runs.iter().enumerate() {
+        let circle: Vec<(f64, f64)> = (0..=100)
+            .map(|k| {
+                let a = k as f64 / 100.0 * std::f64::consts::TAU;
+                (r.centre + 0.3 * a.cos(), 0.3 * a.sin())
+            })
+            .collect();
+        let fin = r.best.points.last().copied().unwrap_or([f64::NAN; 3]);
+        let label = if i == 0 { "desired circles (r = 0.3 m)" } else { "" };
+        tips = tips
+            .series(Series::new(label, circle, Mark::Dashed, TRUTH))
+            .series(Series::line(
+                format!("c = {}: initial (3.0, 0.1)", r.centre),
+                r.traj_initial.iter().map(|p| (p[1], p[2])).collect(),
+                lighten(color(2 * i), 0.4),
             ))
-            .map_err(perr)?
-            .label(format!("centre {}", r.0))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color(i)));
-        }
-        c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(perr)?;
+            .series(Series::line(
+                format!("c = {}: optimised ({:.3}, {:.3})", r.centre, fin[0], fin[1]),
+                r.traj_final.iter().map(|p| (p[1], p[2])).collect(),
+                color(2 * i + 1),
+            ));
     }
-    root.present().map_err(perr)?;
-    Ok(())
+    let (l1, l2, loss) = grid;
+    let r0 = &runs[0];
+    let pts = |p: &Path| p.points.iter().map(|q| (q[0], q[1])).collect::<Vec<_>>();
+    let land = Panel {
+        heat: Some(Heat {
+            x: l1.clone(),
+            y: l2.clone(),
+            z: loss.clone(),
+            label: "loss (Eq. 30), log scale".into(),
+            log: true,
+        }),
+        ..Panel::new(format!("loss over (l1, l2), c = {}", r0.centre), "l1 (m)", "l2 (m)")
+    }
+    .series(Series::line("Adam from (3.0, 0.1)", pts(&r0.from_paper_start), RGBColor(255, 0, 255)))
+    .series(Series::line("best Adam path (multi-start)", pts(&r0.best), RGBColor(214, 39, 40)))
+    .refs(Reference::point(r0.grid_best[0], r0.grid_best[1], "grid optimum", RGBColor(255, 127, 14)))
+    .refs(Reference::paper_point(2.7026, 0.3074, "paper: (2.7026, 0.3074)"));
+    let curve = |p: &Path| p.points.iter().map(|q| q[2]).collect::<Vec<_>>();
+    let mut losses =
+        Panel::new("loss per Adam iteration (Table II)", "Adam iteration", "loss (Eq. 30)").x_int().log_y();
+    for (i, r) in runs.iter().enumerate() {
+        let s = r.best.start;
+        losses = losses
+            .series(Series::indexed(
+                format!("c = {}: from (3.0, 0.1)", r.centre),
+                &curve(&r.from_paper_start),
+                Mark::Dashed,
+                color(2 * i),
+            ))
+            .series(Series::indexed(
+                format!("c = {}: best start ({:.2}, {:.2})", r.centre, s[0], s[1]),
+                &curve(&r.best),
+                Mark::Line,
+                color(2 * i + 1),
+            ));
+    }
+    let losses = losses
+        .refs(Reference::paper_h(51.716, "paper: initial loss 51.716"))
+        .refs(Reference::paper_h(14.448, "paper: final loss 14.448").with_color(RGBColor(120, 120, 120)));
+    figure(path, &[tips, land, losses], 3)
 }
 
 #[cfg(test)]

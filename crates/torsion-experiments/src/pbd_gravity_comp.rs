@@ -15,11 +15,10 @@
 //! a converged projection what is left is the O(h²) one-step discretisation, which substeps shrink
 //! (docs/decisions.md). The synthetic ground truth is exact (RNEA on the same URDF), so the primary metric is the
 //! converged engine's; the paper-settings figures are reported beside it.
-use crate::plot::{color, init_font, perr, range};
+use crate::plot::{color, figure, lighten, Mark, Panel, Reference, Series, TRUTH};
 use crate::result::{Check, ExperimentError, ExperimentResult};
 use crate::stay_still::{baxter, paper_solver, rnea_gravity, sample_poses, StayStill, DT};
 use indicatif::{ProgressBar, ProgressStyle};
-use plotters::prelude::*;
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 use torsion_opt::Adam;
@@ -233,83 +232,48 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     })
 }
 
+/// The paper's MAE per joint (Table III), N·m.
+const PAPER_MAE: [(&str, f64); 3] = [("s1", 0.669), ("e1", 0.431), ("w1", 0.698)];
+
+/// (a) the stay-still estimate vs RNEA g(q), every joint and pose; (b) MAE per joint beside the paper's Table III;
+/// (c) the Eq. 26 loss per Adam iteration, one line per pose.
 fn plot(
     path: &std::path::Path,
     names: &[String],
     data: &[(Vec<f64>, Vec<f64>, Vec<f64>)],
 ) -> Result<(), ExperimentError> {
-    init_font();
-    let root = BitMapBackend::new(path, (1500, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(perr)?;
-    let panels = root.split_evenly((1, 3));
-    // (a) estimate vs RNEA, every joint
-    {
-        let (lo, hi) = range(data.iter().flat_map(|d| d.0.iter().chain(d.1.iter()).cloned()), 0.05);
-        let mut c = ChartBuilder::on(&panels[0])
-            .caption("estimated torque vs RNEA g(q)", ("sans-serif", 18))
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(40)
-            .build_cartesian_2d(lo..hi, lo..hi)
-            .map_err(perr)?;
-        c.configure_mesh().x_desc("g(q) (N·m)").y_desc("XPBD stay-still estimate (N·m)").draw().map_err(perr)?;
-        c.draw_series(LineSeries::new(vec![(lo, lo), (hi, hi)], BLACK.mix(0.4))).map_err(perr)?;
-        for (j, n) in names.iter().enumerate() {
-            c.draw_series(data.iter().map(|d| Circle::new((d.0[j], d.1[j]), 3, color(j).filled())))
-                .map_err(perr)?
-                .label(n.clone())
-                .legend(move |(x, y)| Circle::new((x + 7, y), 3, color(j).filled()));
-        }
-        c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(perr)?;
+    let all = data.iter().flat_map(|d| d.0.iter().chain(d.1.iter()).copied());
+    let (lo, hi) = crate::plot::range(all, 0.05);
+    let mut scatter = Panel::new("stay-still estimate vs RNEA g(q), 1 step", "g(q) (N·m)", "XPBD estimate (N·m)")
+        .series(Series::new("exact: estimate = g(q)", vec![(lo, lo), (hi, hi)], Mark::Dashed, TRUTH));
+    for (j, n) in names.iter().enumerate() {
+        scatter = scatter.series(Series::new(
+            n.clone(),
+            data.iter().map(|d| (d.0[j], d.1[j])).collect(),
+            Mark::Points,
+            color(j),
+        ));
     }
-    // (b) absolute error per pose (log), all joints
-    {
-        let errs: Vec<f64> =
-            data.iter().flat_map(|d| d.0.iter().zip(&d.1).map(|(a, b)| (a - b).abs().max(1e-12))).collect();
-        let (lo, hi) = range(errs.iter().map(|v| v.log10()), 0.05);
-        let mut c = ChartBuilder::on(&panels[1])
-            .caption("log10 |estimate − g(q)| per pose (dashed: paper s1 MAE)", ("sans-serif", 18))
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(40)
-            .build_cartesian_2d(-0.5..data.len() as f64 - 0.5, lo.min(-0.3)..hi.max(0.0))
-            .map_err(perr)?;
-        c.configure_mesh().x_desc("pose").y_desc("log10 error (N·m)").draw().map_err(perr)?;
-        c.draw_series(DashedLineSeries::new(
-            vec![(-0.5, 0.669f64.log10()), (data.len() as f64 - 0.5, 0.669f64.log10())],
-            5,
-            5,
-            BLACK.into(),
-        ))
-        .map_err(perr)?;
-        for j in 0..names.len() {
-            c.draw_series(data.iter().enumerate().map(|(i, d)| {
-                Circle::new((i as f64, (d.0[j] - d.1[j]).abs().max(1e-12).log10()), 3, color(j).filled())
-            }))
-            .map_err(perr)?;
+    let mae: Vec<(f64, f64)> = (0..names.len())
+        .map(|j| (j as f64, data.iter().map(|d| (d.0[j] - d.1[j]).abs()).sum::<f64>() / data.len().max(1) as f64))
+        .collect();
+    let mut bars = Panel {
+        x_names: names.to_vec(),
+        ..Panel::new("MAE per joint vs the paper (Table III)", "joint", "MAE (N·m)")
+    }
+    .log_y()
+    .series(Series::new("ours (stay-still estimate)", mae, Mark::Bars(0.6), color(0)));
+    for (k, (n, v)) in PAPER_MAE.iter().enumerate() {
+        if let Some(j) = names.iter().position(|x| x == n) {
+            let label = if k == 0 { "paper: s1 0.669, e1 0.431, w1 0.698 N·m" } else { "" };
+            bars = bars.refs(Reference::paper_point(j as f64, *v, label));
         }
     }
-    // (c) Adam loss per pose (log)
-    {
-        let all = data.iter().flat_map(|d| d.2.iter().map(|v| v.max(1e-300).log10()));
-        let (lo, hi) = range(all, 0.05);
-        let n = data.iter().map(|d| d.2.len()).max().unwrap_or(1) as f64;
-        let mut c = ChartBuilder::on(&panels[2])
-            .caption("log10 Eq. 26 loss along Adam (paper optimiser)", ("sans-serif", 18))
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(40)
-            .build_cartesian_2d(0.0..n, lo..hi)
-            .map_err(perr)?;
-        c.configure_mesh().x_desc("iteration").y_desc("log10 loss (rad²)").draw().map_err(perr)?;
-        for (i, d) in data.iter().enumerate() {
-            c.draw_series(LineSeries::new(
-                d.2.iter().enumerate().map(|(k, v)| (k as f64, v.max(1e-300).log10())),
-                color(i).mix(0.6),
-            ))
-            .map_err(perr)?;
-        }
+    let mut adam =
+        Panel::new("Eq. 26 loss per Adam iteration (paper optimiser)", "Adam iteration", "loss (rad²)").x_int().log_y();
+    for (i, d) in data.iter().enumerate() {
+        let label = if i == 0 { format!("one line per pose ({})", data.len()) } else { String::new() };
+        adam = adam.series(Series::indexed(label, &d.2, Mark::Line, lighten(color(0), 0.3)));
     }
-    root.present().map_err(perr)?;
-    Ok(())
+    figure(path, &[scatter, bars, adam], 3)
 }

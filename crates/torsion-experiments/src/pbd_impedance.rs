@@ -12,10 +12,9 @@
 //! full 7-joint arm (an independent code path). Scenario (Fig. 13): q_d = −0.45, q̇_d = 0, K = 30, D = 0.01,
 //! s = 1, external torque 5 N·m on [5, 15) s and 10 N·m on [20, 30) s, 40 s; impedance vs PD only.
 //! Runtime key (decision): (clip(q_d − q, ±0.00625), clip(q̇, ±0.5)), the map's torque to reach q_d in one step.
-use crate::plot::{color, init_font, perr, range};
+use crate::plot::{color, figure, Mark, Panel, Reference, Series, TRUTH};
 use crate::result::{Check, ExperimentError, ExperimentResult};
 use indicatif::{ProgressBar, ProgressStyle};
-use plotters::prelude::*;
 use serde_json::json;
 use torsion_dynamics::{crba, DynModel};
 use torsion_math::{Mat3, Quat, Vec3};
@@ -322,69 +321,47 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     })
 }
 
+/// (a) Fig. 13: the s1 deflection q − q_d under the 5 / 10 N·m pulses, PD only vs impedance, beside the PD's
+/// expected steady deflections τ_ext/K (dashed); (b) the impedance run's torques; (c) one slice of the τ_net map,
+/// XPBD optimisation (points) vs one-step inverse dynamics (dashed).
 fn plot(
     path: &std::path::Path,
     pd: &[[f64; 6]],
     imp: &[[f64; 6]],
     slice: &[(f64, f64, f64)],
 ) -> Result<(), ExperimentError> {
-    init_font();
-    let root = BitMapBackend::new(path, (1500, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(perr)?;
-    let panels = root.split_evenly((1, 3));
-    {
-        let (lo, hi) = range(pd.iter().chain(imp).map(|r| r[1]), 0.05);
-        let mut c = ChartBuilder::on(&panels[0])
-            .caption("s1 angle under 5 / 10 N·m pulses", ("sans-serif", 18))
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(0.0..DURATION, lo..hi)
-            .map_err(perr)?;
-        c.configure_mesh().x_desc("t (s)").y_desc("rad").draw().map_err(perr)?;
-        for (i, (rows, label)) in [(pd, "PD only"), (imp, "impedance (PD + τ_net)")].iter().enumerate() {
-            c.draw_series(LineSeries::new(rows.iter().map(|r| (r[0], r[1])), color(i)))
-                .map_err(perr)?
-                .label(*label)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color(i)));
-        }
-        c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(perr)?;
+    let defl = |rows: &[[f64; 6]]| rows.iter().map(|r| (r[0], r[1] - Q_DES)).collect::<Vec<_>>();
+    let mut angle = Panel::new("s1 deflection under 5 / 10 N·m pulses (Fig. 13)", "t (s)", "q − q_d (rad)")
+        .series(Series::line("PD only", defl(pd), color(0)))
+        .series(Series::line("impedance (PD + τ_net)", defl(imp), color(1)));
+    for (i, p) in PULSES.iter().enumerate() {
+        let label = if i == 0 {
+            format!("PD expected τ_ext/K: {:.3}, {:.3} rad", PULSES[0].2 / K_M, PULSES[1].2 / K_M)
+        } else {
+            String::new()
+        };
+        angle = angle.refs(Reference::truth_h(p.2 / K_M, label));
     }
+    let mut torques = Panel::new("impedance run: torques at s1", "t (s)", "torque (N·m)");
+    for (i, (col, label)) in
+        [(2, "external"), (3, "PD component"), (4, "impedance τ_net"), (5, "motor")].iter().enumerate()
     {
-        let (lo, hi) = range(imp.iter().flat_map(|r| [r[2], r[3], r[4], r[5]]), 0.05);
-        let mut c = ChartBuilder::on(&panels[1])
-            .caption("impedance run: torques", ("sans-serif", 18))
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(0.0..DURATION, lo..hi)
-            .map_err(perr)?;
-        c.configure_mesh().x_desc("t (s)").y_desc("N·m").draw().map_err(perr)?;
-        for (i, (col, label)) in
-            [(2, "external"), (3, "PD component"), (4, "impedance τ_net"), (5, "motor")].iter().enumerate()
-        {
-            c.draw_series(LineSeries::new(imp.iter().map(|r| (r[0], r[*col])), color(i)))
-                .map_err(perr)?
-                .label(*label)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color(i)));
-        }
-        c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(perr)?;
+        torques = torques.series(Series::line(*label, imp.iter().map(|r| (r[0], r[*col])).collect(), color(i)));
     }
-    {
-        let (lo, hi) = range(slice.iter().flat_map(|s| [s.1, s.2]), 0.05);
-        let mut c = ChartBuilder::on(&panels[2])
-            .caption("map at Δθ = 0.00625: XPBD (dots) vs I(Δθ/h − ω)/h", ("sans-serif", 16))
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(-OMEGA_MAX..OMEGA_MAX, lo..hi)
-            .map_err(perr)?;
-        c.configure_mesh().x_desc("ω (rad/s)").y_desc("τ_net (N·m)").draw().map_err(perr)?;
-        c.draw_series(LineSeries::new(slice.iter().map(|s| (s.0, s.2)), BLACK)).map_err(perr)?;
-        c.draw_series(slice.iter().map(|s| Circle::new((s.0, s.1), 4, color(1).filled()))).map_err(perr)?;
-    }
-    root.present().map_err(perr)?;
-    Ok(())
+    let map = Panel::new(format!("τ_net map at Δθ = {DTHETA_MAX}"), "ω (rad/s)", "τ_net (N·m)")
+        .series(Series::new(
+            "XPBD optimisation (map nodes)",
+            slice.iter().map(|s| (s.0, s.1)).collect(),
+            Mark::Points,
+            color(1),
+        ))
+        .series(Series::new(
+            "inverse dynamics I (Δθ/h − ω)/h",
+            slice.iter().map(|s| (s.0, s.2)).collect(),
+            Mark::Dashed,
+            TRUTH,
+        ));
+    figure(path, &[angle, torques, map], 3)
 }
 
 #[cfg(test)]

@@ -9,11 +9,10 @@
 //! Both minimisers are Gauss–Newton with exact Jacobians: Eq. 31's dual-number gradient (spring.rs, FD-tested) for
 //! (a), reverse XPBD steps (∂ρ/∂θ, FD-tested in `stay_still`) for (b). (b) runs at the paper's solver settings (30
 //! iterations) and with 10 substeps: the XPBD one-step gap to g(q) of `pbd-gravity-comp` biases k at 30 iterations.
-use crate::plot::{color, init_font, perr, range};
+use crate::plot::{color, figure, Mark, Panel, Series, PAPER, TRUTH};
 use crate::result::{Check, ExperimentError, ExperimentResult};
 use crate::stay_still::{baxter, paper_solver, rnea_gravity, sample_poses, Lcg, StayStill, DT};
 use nalgebra::{DMatrix, DVector};
-use plotters::prelude::*;
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 use torsion_model::{JointSpring, Model};
@@ -226,43 +225,47 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     })
 }
 
+/// Fig. 8: the spring torque at s1 vs the s1 angle: the measured points, the true curve (dashed) and the two fits,
+/// noise-free and noisy. The paper gives no stiffness value: the truth is the reference.
 fn plot(
     path: &std::path::Path,
     theta: &[f64],
     fits: &[(bool, Vec<f64>, Vec<f64>, Vec<f64>)],
 ) -> Result<(), ExperimentError> {
-    init_font();
-    let root = BitMapBackend::new(path, (1000, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(perr)?;
-    let panels = root.split_evenly((1, 2));
-    for (pi, (noisy, data, pc, pd)) in fits.iter().enumerate() {
-        let grid: Vec<f64> = (0..=100).map(|i| -2.147 + (1.047 + 2.147) * i as f64 / 100.0).collect();
-        let curves = [(K_STAR, ALPHA2_STAR, "true"), (pc[0], pc[1], "curve fit"), (pd[0], pd[1], "diffsim (30 it.)")];
-        let all = data.iter().cloned().chain(grid.iter().map(|&t| tau_s(t, K_STAR, ALPHA2_STAR)));
-        let (lo, hi) = range(all, 0.05);
-        let mut c = ChartBuilder::on(&panels[pi])
-            .caption(
-                format!("spring torque at s1, {}", if *noisy { "σ = 0.5 N·m" } else { "noise-free" }),
-                ("sans-serif", 18),
+    let grid: Vec<f64> = (0..=100).map(|i| -2.147 + (1.047 + 2.147) * i as f64 / 100.0).collect();
+    let curve = |k: f64, a2: f64| grid.iter().map(|&t| (t, tau_s(t, k, a2))).collect::<Vec<_>>();
+    let panels: Vec<Panel> = fits
+        .iter()
+        .map(|(noisy, data, pc, pd)| {
+            let noise = if *noisy { "σ = 0.5 N·m noise" } else { "noise-free" };
+            Panel::new(
+                format!("spring torque at s1 (Fig. 8), {noise}"),
+                "θ2 = s1 angle (rad)",
+                "spring torque τ_s (N·m)",
             )
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(40)
-            .build_cartesian_2d(-2.2..1.1, lo..hi)
-            .map_err(perr)?;
-        c.configure_mesh().x_desc("θ2 = s1 angle (rad)").y_desc("τ_s (N·m)").draw().map_err(perr)?;
-        c.draw_series(theta.iter().zip(data).map(|(&t, &y)| Circle::new((t, y), 3, BLACK.filled())))
-            .map_err(perr)?
-            .label("g_s1 − measured u_s1")
-            .legend(|(x, y)| Circle::new((x + 7, y), 3, BLACK.filled()));
-        for (i, &(k, a2, name)) in curves.iter().enumerate() {
-            c.draw_series(LineSeries::new(grid.iter().map(|&t| (t, tau_s(t, k, a2))), color(i).stroke_width(2)))
-                .map_err(perr)?
-                .label(format!("{name}: k = {k:.1}, α2 = {a2:.4}"))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color(i)));
-        }
-        c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(perr)?;
-    }
-    root.present().map_err(perr)?;
-    Ok(())
+            .series(Series::new(
+                "g_s1 − measured u_s1",
+                theta.iter().copied().zip(data.iter().copied()).collect(),
+                Mark::Points,
+                PAPER,
+            ))
+            .series(Series::line(
+                format!("curve fit: k = {:.1}, α2 = {:.4}", pc[0], pc[1]),
+                curve(pc[0], pc[1]),
+                color(0),
+            ))
+            .series(Series::line(
+                format!("diffsim (30 it.): k = {:.1}, α2 = {:.4}", pd[0], pd[1]),
+                curve(pd[0], pd[1]),
+                color(1),
+            ))
+            .series(Series::new(
+                format!("true: k = {K_STAR:.1}, α2 = {ALPHA2_STAR:.4}"),
+                curve(K_STAR, ALPHA2_STAR),
+                Mark::Dashed,
+                TRUTH,
+            ))
+        })
+        .collect();
+    figure(path, &panels, 2)
 }

@@ -76,6 +76,8 @@ pub struct LmReport {
     pub iterations: usize,
     /// the cost after each accepted step (first entry: the start)
     pub history: Vec<f64>,
+    /// x after each accepted step (first entry: the start), beside `history`
+    pub path: Vec<Vec<f64>>,
 }
 
 /// A residual and, when asked, its Jacobian (row-major, len(r) × len(x)).
@@ -92,7 +94,7 @@ pub fn levenberg_marquardt<E>(
     let (mut r, mut j) = f(&x, true)?;
     let mut cost = 0.5 * r.iter().map(|v| v * v).sum::<f64>();
     let mut lambda = o.lambda0;
-    let mut report = LmReport { x: x.clone(), cost, iterations: 0, history: vec![cost] };
+    let mut report = LmReport { x: x.clone(), cost, iterations: 0, history: vec![cost], path: vec![x.clone()] };
     let mut rejected = 0;
     while report.iterations < o.max_iter && rejected < 30 {
         let Some(jm) = j.as_ref() else { break };
@@ -127,6 +129,7 @@ pub fn levenberg_marquardt<E>(
             cost = ct;
             report.iterations += 1;
             report.history.push(cost);
+            report.path.push(x.clone());
             lambda = (lambda / 3.0).max(1e-12);
             rejected = 0;
             if rel < o.ftol {
@@ -203,8 +206,11 @@ mod tests {
             });
             Ok((r, j))
         };
-        let rep = levenberg_marquardt(&[0.5, Param::Log.coord(0.2)], f, &LmOptions::default()).unwrap();
+        let x0 = [0.5, Param::Log.coord(0.2)];
+        let rep = levenberg_marquardt(&x0, f, &LmOptions::default()).unwrap();
         assert!((rep.x[0] - 2.0).abs() < 1e-6 && (Param::Log.value(rep.x[1]) - 1.5).abs() < 1e-6, "{:?}", rep.x);
         assert!(rep.cost < 1e-12 && rep.history.windows(2).all(|w| w[1] < w[0]));
+        assert_eq!(rep.path.len(), rep.history.len());
+        assert_eq!((&rep.path[0], rep.path.last().unwrap()), (&x0.to_vec(), &rep.x));
     }
 }

@@ -1,10 +1,9 @@
 //! The `pbd-mpc-torques` run: the estimation schemes (1-step Adam / exact, 3-step MPC), the ω-only probes, the
 //! metrics JSON and the figure.
 use super::*;
-use crate::plot::{color, init_font, perr, range};
+use crate::plot::{color, figure, lighten, Mark, Panel, Reference as PlotRef, Series, PAPER};
 use crate::result::{Check, ExperimentError, ExperimentResult};
 use indicatif::{ProgressBar, ProgressStyle};
-use plotters::prelude::*;
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use torsion_dynamics::{gravity, DynData, DynModel};
@@ -488,16 +487,13 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         .iter()
         .filter_map(|(r, c)| pick(r, c).map(|u| (format!("{r}/{c}"), u)))
         .collect();
-    let bars: Vec<(String, [f64; 3], [f64; 3])> = sch
+    let bars: Vec<Bar> = sch
         .iter()
         .map(|s| {
             let (r, c) = scheme_key(s);
             let get = |v: &Value, j: &str| v["rmse"][j][&r][&c].as_f64().unwrap_or(f64::NAN);
-            (
-                format!("{r}/{c}"),
-                [get(&no_gap, "s1"), get(&no_gap, "e0"), get(&no_gap, "e1")],
-                [get(&gap, "s1"), get(&gap, "e0"), get(&gap, "e1")],
-            )
+            let three = |v: &Value| [get(v, "s1"), get(v, "e0"), get(v, "e1")];
+            Bar { name: format!("{r}/{c}"), no_gap: three(&no_gap), gap: three(&gap), paper: three(&paper) }
         })
         .collect();
     Ok(ExperimentResult {
@@ -510,79 +506,76 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     })
 }
 
+/// One scheme's torque RMSE (s1, e0, e1), N·m: ours without and with the reality gap, the paper's (NaN: none).
+struct Bar {
+    name: String,
+    no_gap: [f64; 3],
+    gap: [f64; 3],
+    paper: [f64; 3],
+}
+
+/// Top row: the s1 / e0 / e1 torques over time, measured vs estimated; bottom row: Table IV, the RMSE per scheme
+/// for each joint, ours (no gap, gap) as bars beside the paper's values (crosses).
 fn plot(
     path: &std::path::Path,
     truth: &[Vec<f64>],
     curves: &[(String, Vec<Vec<f64>>)],
-    bars: &[(String, [f64; 3], [f64; 3])],
+    bars: &[Bar],
 ) -> Result<(), ExperimentError> {
-    init_font();
-    let root = BitMapBackend::new(path, (1600, 900)).into_drawing_area();
-    root.fill(&WHITE).map_err(perr)?;
-    let (top, bottom) = root.split_vertically(450);
-    let panels = top.split_evenly((1, 3));
-    for (p, &(j, name)) in REPORTED.iter().enumerate() {
-        let n = truth.len() as f64 * DT;
-        let all = truth.iter().map(|u| u[j]).chain(curves.iter().flat_map(|c| c.1.iter().map(move |u| u[j])));
-        let (lo, hi) = range(all, 0.05);
-        let mut c = ChartBuilder::on(&panels[p])
-            .caption(format!("{name} torque: measured vs estimated"), ("sans-serif", 18))
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(0.0..n, lo..hi)
-            .map_err(perr)?;
-        c.configure_mesh().x_desc("t (s)").y_desc("N·m").draw().map_err(perr)?;
-        c.draw_series(LineSeries::new(
-            truth.iter().enumerate().map(|(t, u)| (t as f64 * DT, u[j])),
-            BLACK.stroke_width(2),
-        ))
-        .map_err(perr)?
-        .label("measured (Featherstone)")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], BLACK));
+    let mut panels = vec![];
+    for &(j, name) in REPORTED.iter() {
+        let mut p =
+            Panel::new(format!("{name} torque: measured vs estimated"), "t (s)", "torque (N·m)").series(Series::new(
+                "measured (Featherstone, 1 kHz)",
+                truth.iter().enumerate().map(|(t, u)| (t as f64 * DT, u[j])).collect(),
+                Mark::Line,
+                PAPER,
+            ));
         for (i, (label, u)) in curves.iter().enumerate() {
-            c.draw_series(LineSeries::new(u.iter().enumerate().map(|(t, u)| (t as f64 * DT, u[j])), color(i)))
-                .map_err(perr)?
-                .label(label.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color(i)));
+            p = p.series(Series::line(
+                label.clone(),
+                u.iter().enumerate().map(|(t, u)| (t as f64 * DT, u[j])).collect(),
+                color(i),
+            ));
         }
-        c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(perr)?;
+        panels.push(p);
     }
-    let halves = bottom.split_evenly((1, 2));
-    for (h, title) in [(0, "torque RMSE (log10 N·m), no gap"), (1, "torque RMSE (log10 N·m), reality gap")] {
-        let vals = bars.iter().flat_map(|b| if h == 0 { b.1 } else { b.2 }).map(|v| v.max(1e-3).log10());
-        let (lo, hi) = range(vals, 0.1);
-        let n = bars.len();
-        let mut c = ChartBuilder::on(&halves[h])
-            .caption(title, ("sans-serif", 18))
-            .margin(10)
-            .x_label_area_size(60)
-            .y_label_area_size(50)
-            .build_cartesian_2d(0.0..n as f64, lo.min(-1.0)..hi)
-            .map_err(perr)?;
-        c.configure_mesh()
-            .x_labels(n)
-            .x_label_formatter(&|x| {
-                bars.get(*x as usize).map(|b| b.0.replace("angle+omega", "a+ω")).unwrap_or_default()
-            })
-            .y_desc("log10 RMSE")
-            .draw()
-            .map_err(perr)?;
-        for (i, b) in bars.iter().enumerate() {
-            let v = if h == 0 { b.1 } else { b.2 };
-            for (k, &r) in v.iter().enumerate() {
-                if !r.is_finite() {
-                    continue;
-                }
-                let x0 = i as f64 + 0.15 + 0.23 * k as f64;
-                c.draw_series(std::iter::once(Rectangle::new(
-                    [(x0, lo.min(-1.0)), (x0 + 0.2, r.max(1e-3).log10())],
-                    color(k).filled(),
-                )))
-                .map_err(perr)?;
-            }
+    // short tick names (10 schemes in ~480 px)
+    let short = |n: &str| match n {
+        "mpc/angle+omega" => "mpc".to_string(),
+        n => n
+            .replace("zero", "0")
+            .replace("previous", "p")
+            .replace("gravity", "g")
+            .replace("angle+omega", "a+ω")
+            .replace("angle", "a")
+            .replace("omega", "ω"),
+    };
+    let names: Vec<String> = bars.iter().map(|b| short(&b.name)).collect();
+    for (k, &(_, name)) in REPORTED.iter().enumerate() {
+        let at = |f: &dyn Fn(&Bar) -> f64, dx: f64| {
+            bars.iter().enumerate().map(|(i, b)| (i as f64 + dx, f(b))).collect::<Vec<_>>()
+        };
+        let mut p = Panel {
+            x_names: names.clone(),
+            ..Panel::new(
+                format!("{name}: torque RMSE per scheme (Table IV)"),
+                "init / loss (init: 0 zero, p previous, g g(q); loss: a angle, ω)",
+                "RMSE (N·m)",
+            )
         }
+        .log_y()
+        .series(Series::new("ours, no reality gap", at(&|b| b.no_gap[k], -0.17), Mark::Bars(0.32), color(0)))
+        .series(Series::new(
+            "ours, reality gap",
+            at(&|b| b.gap[k], 0.17),
+            Mark::Bars(0.32),
+            lighten(color(1), 0.2),
+        ));
+        for (i, b) in bars.iter().enumerate().filter(|(_, b)| b.paper[k].is_finite()) {
+            p = p.refs(PlotRef::paper_point(i as f64, b.paper[k], if i == 0 { "paper (Table IV)" } else { "" }));
+        }
+        panels.push(p);
     }
-    root.present().map_err(perr)?;
-    Ok(())
+    figure(path, &panels, 3)
 }
