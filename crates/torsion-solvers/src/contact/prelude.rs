@@ -13,7 +13,7 @@ use torsion_dynamics::gyroscopic::implicit_gyroscopic;
 use torsion_dynamics::joints::add_free_frame_term;
 use torsion_dynamics::ltl::{dof_parents_with, ltl_in_place, ltl_solve_in_place};
 use torsion_dynamics::passive::passive_forces_into;
-use torsion_dynamics::{crba_into, forward_kinematics, nonlinear_effects_into, DynData, DynModel};
+use torsion_dynamics::{crba_into, nonlinear_effects_into, DynData, DynModel};
 use torsion_math::Scalar;
 use torsion_model::Model;
 
