@@ -141,7 +141,10 @@ pub fn prelude<T: Scalar>(x: &StepInputs<T>, d: &mut DynData<T>) -> Result<Prelu
 pub fn prelude_into<T: Scalar>(x: &StepInputs<T>, d: &mut DynData<T>, pre: &mut Prelude<T>) -> Result<(), SolverError> {
     let StepInputs { model, dm, body_joint, q, v, u, dt, contacts, o } = *x;
     let nv = dm.nv;
-    reshape_zeroed(&mut pre.l, nv, nv);
+    if pre.l.shape() != (nv, nv) {
+        reshape_zeroed(&mut pre.l, nv, nv);
+    }
+    // (crba_into writes every entry: no second zeroing of the nv × nv storage)
     crba_into(dm, q, d, &mut pre.l).map_err(dyn_err(o.solver))?;
     dof_parents_with(dm, &mut pre.lambda, &mut pre.scratch.body_last);
     if !ltl_in_place(&mut pre.l, &pre.lambda) {
