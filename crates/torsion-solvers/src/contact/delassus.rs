@@ -6,6 +6,7 @@
 //! no moving tree form independent problems: the connected components of the contact graph over root DoFs are
 //! the *islands* (a fixed body, the ground, connects nothing), and the staggered passes solve each island's QP /
 //! QCQP on its own — the same solution, as W is block diagonal over islands. Generic over the scalar.
+use super::buffers::reshape_zeroed;
 use nalgebra::DMatrix;
 use torsion_dynamics::ltl::{lt_solve_on, NO_DOF};
 use torsion_dynamics::DynModel;
@@ -23,6 +24,9 @@ pub struct ContactPattern {
     pub roots: Vec<[usize; 2]>,
     /// contacts of each island, ascending (islands ordered by their first contact)
     pub islands: Vec<Vec<usize>>,
+    /// each contact's island and its position in it: `islands[island[c]][local[c]] == c`
+    pub island: Vec<usize>,
+    pub local: Vec<usize>,
     /// `fill`'s scratch: island lists kept for reuse, the union-find over root DoFs, each root's island
     spare: Vec<Vec<usize>>,
     up: Vec<usize>,
@@ -139,6 +143,16 @@ impl ContactPattern {
             }
             pat.islands[island_of_root[k]].push(c);
         }
+        pat.island.clear();
+        pat.island.resize(pat.roots.len(), 0);
+        pat.local.clear();
+        pat.local.resize(pat.roots.len(), 0);
+        for (k, isl) in pat.islands.iter().enumerate() {
+            for (a, &c) in isl.iter().enumerate() {
+                pat.island[c] = k;
+                pat.local[c] = a;
+            }
+        }
     }
 
     pub fn support(&self, c: usize) -> &[usize] {
@@ -159,19 +173,34 @@ impl<T: Scalar> Default for DelassusScratch<T> {
     }
 }
 
-/// Y = L⁻ᵀ Jᵀ on the supports and the non-zero blocks of W = YᵀY written into G_n (nc × nc), G_t (2nc × 2nc),
-/// G_nt (nc × 2nc) (zero elsewhere), with reused buffers (no allocation once they have grown). `l`, `lambda`:
-/// M = Lᵀ L from `ltl_in_place`.
+/// One island's blocks of the Delassus matrix W = J M⁻¹ Jᵀ (its contacts in `ContactPattern::islands` order):
+/// G_n (m × m), G_t (2m × 2m), G_nt (m × 2m). W is block diagonal over islands, so these are all of it.
+#[derive(Clone, Debug)]
+pub struct IslandBlocks<T: Scalar> {
+    pub gn: DMatrix<T>,
+    pub gt: DMatrix<T>,
+    pub gnt: DMatrix<T>,
+}
+
+impl<T: Scalar> Default for IslandBlocks<T> {
+    fn default() -> Self {
+        let e = || DMatrix::from_vec(0, 0, Vec::new());
+        IslandBlocks { gn: e(), gt: e(), gnt: e() }
+    }
+}
+
+/// Y = L⁻ᵀ Jᵀ on the supports (`rows`: the Jacobians on the supports, `frames::contact_rows`) and the non-zero
+/// blocks of W = YᵀY written into each island's blocks (`blocks[k]` for island k; the list grows, is never
+/// shortened) and, when `dense` is given, into G_n (nc × nc), G_t (2nc × 2nc), G_nt (nc × 2nc) (zero elsewhere);
+/// with reused buffers (no allocation once they have grown). `l`, `lambda`: M = Lᵀ L from `ltl_in_place`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn assemble_with<T: Scalar>(
     l: &DMatrix<T>,
     lambda: &[usize],
-    jn: &DMatrix<T>,
-    jt: &DMatrix<T>,
+    rows: &[T],
     pat: &ContactPattern,
-    gn: &mut DMatrix<T>,
-    gt: &mut DMatrix<T>,
-    gnt: &mut DMatrix<T>,
+    blocks: &mut Vec<IslandBlocks<T>>,
+    mut dense: Option<(&mut DMatrix<T>, &mut DMatrix<T>, &mut DMatrix<T>)>,
     sc: &mut DelassusScratch<T>,
 ) {
     let nc = pat.roots.len();
@@ -185,8 +214,8 @@ pub(crate) fn assemble_with<T: Scalar>(
     for c in 0..nc {
         let sup = pat.support(c);
         for m in 0..3 {
-            for &k in sup {
-                w[k] = if m == 0 { jn[(c, k)] } else { jt[(2 * c + m - 1, k)] };
+            for (p, &k) in sup.iter().enumerate() {
+                w[k] = rows[3 * (pat.start[c] + p) + m];
             }
             lt_solve_on(l, lambda, w, sup);
             for (p, &k) in sup.iter().enumerate() {
@@ -195,9 +224,20 @@ pub(crate) fn assemble_with<T: Scalar>(
             }
         }
     }
-    gn.fill(T::zero());
-    gt.fill(T::zero());
-    gnt.fill(T::zero());
+    if blocks.len() < pat.islands.len() {
+        blocks.resize_with(pat.islands.len(), IslandBlocks::default);
+    }
+    for (b, isl) in blocks.iter_mut().zip(&pat.islands) {
+        let m = isl.len();
+        reshape_zeroed(&mut b.gn, m, m);
+        reshape_zeroed(&mut b.gt, 2 * m, 2 * m);
+        reshape_zeroed(&mut b.gnt, m, 2 * m);
+    }
+    if let Some((gn, gt, gnt)) = dense.as_mut() {
+        reshape_zeroed(gn, nc, nc);
+        reshape_zeroed(gt, 2 * nc, 2 * nc);
+        reshape_zeroed(gnt, nc, 2 * nc);
+    }
     // contacts by root DoF; a pair sharing two roots is computed under the smaller one
     by_root.iter_mut().for_each(|b| b.clear());
     by_root.resize_with(nv.max(by_root.len()), Vec::new);
@@ -217,6 +257,26 @@ pub(crate) fn assemble_with<T: Scalar>(
         }
         s
     };
+    // the block B = Y_cᵀ Y_d of contacts c, d at positions (c, d) of G_n, G_t, G_nt
+    fn put<T: Scalar>(
+        gn: &mut DMatrix<T>,
+        gt: &mut DMatrix<T>,
+        gnt: &mut DMatrix<T>,
+        c: usize,
+        d: usize,
+        blk: &[[T; 3]; 3],
+    ) {
+        gn[(c, d)] = blk[0][0];
+        gn[(d, c)] = blk[0][0];
+        for b in 0..2 {
+            gnt[(c, 2 * d + b)] = blk[0][1 + b];
+            gnt[(d, 2 * c + b)] = blk[1 + b][0];
+            for a in 0..2 {
+                gt[(2 * c + a, 2 * d + b)] = blk[1 + a][1 + b];
+                gt[(2 * d + b, 2 * c + a)] = blk[1 + a][1 + b];
+            }
+        }
+    }
     for (r, list) in by_root.iter().enumerate() {
         for (ia, &c) in list.iter().enumerate() {
             for &d in &list[ia..] {
@@ -243,15 +303,11 @@ pub(crate) fn assemble_with<T: Scalar>(
                         j += 1;
                     }
                 }
-                gn[(c, d)] = blk[0][0];
-                gn[(d, c)] = blk[0][0];
-                for b in 0..2 {
-                    gnt[(c, 2 * d + b)] = blk[0][1 + b];
-                    gnt[(d, 2 * c + b)] = blk[1 + b][0];
-                    for a in 0..2 {
-                        gt[(2 * c + a, 2 * d + b)] = blk[1 + a][1 + b];
-                        gt[(2 * d + b, 2 * c + a)] = blk[1 + a][1 + b];
-                    }
+                // c and d share a tree: the same island
+                let b = &mut blocks[pat.island[c]];
+                put(&mut b.gn, &mut b.gt, &mut b.gnt, pat.local[c], pat.local[d], &blk);
+                if let Some((gn, gt, gnt)) = dense.as_mut() {
+                    put(gn, gt, gnt, c, d, &blk);
                 }
             }
         }

@@ -86,6 +86,33 @@ impl ContactGeom<f64> {
     }
 }
 
+/// Contact `c`'s Jacobian entries (spec 001 §3.1): `f(col, [n, t1, t2])` for each DoF of body A's chain (signed +)
+/// then of body B's (signed −); a DoF on both chains is visited twice (the entries add). The one kinematic code
+/// path of [`contact_jacobians`] (dense) and [`contact_rows`] (on the supports).
+fn jacobian_entries<T: Scalar>(
+    dm: &DynModel<T>,
+    d: &DynData<T>,
+    body_joint: &[usize],
+    c: &ContactGeom<T>,
+    mut f: impl FnMut(usize, [T; 3]),
+) {
+    for (body, sign) in [(c.body_a, T::one()), (c.body_b, -T::one())] {
+        let mut b = body;
+        while b < body_joint.len() && body_joint[b] != usize::MAX {
+            let j = body_joint[b];
+            let ch = dm.child[j];
+            for k in 0..dm.joint[j].nv {
+                // the joint's motion in world coordinates (about the world origin), then at the point
+                let m = d.o_m[ch].act_motion(&dm.joint[j].s[k]);
+                let vp = lin(&m) + ang(&m).cross(&c.point);
+                let e = [sign * c.normal.dot(&vp), sign * c.tangents[0].dot(&vp), sign * c.tangents[1].dot(&vp)];
+                f(dm.v_start[j] + k, e);
+            }
+            b = dm.parent[j];
+        }
+    }
+}
+
 /// J_n (nc × nv) and J_t (2nc × nv; rows t1, t2 of contact i at 2i, 2i + 1) from the world placements in
 /// `d.o_m` (call `forward_kinematics` first). `body_joint` from [`body_joints`].
 pub fn contact_jacobians<T: Scalar>(
@@ -99,23 +126,36 @@ pub fn contact_jacobians<T: Scalar>(
     jn.fill(T::zero());
     jt.fill(T::zero());
     for (i, c) in contacts.iter().enumerate() {
-        for (body, sign) in [(c.body_a, T::one()), (c.body_b, -T::one())] {
-            let mut b = body;
-            while b < body_joint.len() && body_joint[b] != usize::MAX {
-                let j = body_joint[b];
-                let ch = dm.child[j];
-                for k in 0..dm.joint[j].nv {
-                    // the joint's motion in world coordinates (about the world origin), then at the point
-                    let m = d.o_m[ch].act_motion(&dm.joint[j].s[k]);
-                    let vp = lin(&m) + ang(&m).cross(&c.point);
-                    let col = dm.v_start[j] + k;
-                    jn[(i, col)] += sign * c.normal.dot(&vp);
-                    jt[(2 * i, col)] += sign * c.tangents[0].dot(&vp);
-                    jt[(2 * i + 1, col)] += sign * c.tangents[1].dot(&vp);
-                }
-                b = dm.parent[j];
+        jacobian_entries(dm, d, body_joint, c, |col, e| {
+            jn[(i, col)] += e[0];
+            jt[(2 * i, col)] += e[1];
+            jt[(2 * i + 1, col)] += e[2];
+        });
+    }
+}
+
+/// The same Jacobians stored on each contact's support only (`delassus::ContactPattern`, filled for these
+/// contacts): `rows[3 (start[c] + p) + m]` is row m (n, t1, t2) of contact c at its p-th support DoF — O(nc ×
+/// depth) storage instead of O(nc × nv), the entries equal to the dense ones bit for bit (the same sums).
+pub fn contact_rows<T: Scalar>(
+    dm: &DynModel<T>,
+    d: &DynData<T>,
+    body_joint: &[usize],
+    contacts: &[ContactGeom<T>],
+    pat: &super::delassus::ContactPattern,
+    rows: &mut Vec<T>,
+) {
+    rows.clear();
+    rows.resize(3 * pat.dofs.len(), T::zero());
+    for (i, c) in contacts.iter().enumerate() {
+        let (sup, s0) = (pat.support(i), pat.start[i]);
+        jacobian_entries(dm, d, body_joint, c, |col, e| {
+            // every DoF of the chains is on the support (ascending)
+            let p = s0 + sup.binary_search(&col).expect("a chain DoF is on the contact's support");
+            for (m, x) in e.into_iter().enumerate() {
+                rows[3 * p + m] += x;
             }
-        }
+        });
     }
 }
 

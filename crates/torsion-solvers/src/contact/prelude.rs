@@ -4,8 +4,8 @@
 //! and of the step, the impact's restitution and the impulse application. Free of any one solver's options
 //! (`PreludeOptions`); the solver of the impulses (ncp's staggered ADMM passes, an LCP) is the caller's.
 use super::buffers::reshape_zeroed;
-use super::delassus::{assemble_with, ContactPattern, DelassusScratch};
-use super::frames::{contact_jacobians, ContactGeom};
+use super::delassus::{assemble_with, ContactPattern, DelassusScratch, IslandBlocks};
+use super::frames::{contact_rows, ContactGeom};
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
 use torsion_dynamics::fluid::FluidBodies;
@@ -34,15 +34,25 @@ pub fn dyn_err(solver: &'static str) -> impl Fn(torsion_dynamics::DynError) -> S
 }
 
 /// The smooth part of a step on any scalar T (f64 for the step, duals for its tangents): the sparse factor
-/// M = Lᵀ L (Featherstone's LTL over the DoF tree λ), v^p, the contact Jacobians, the Delassus blocks (dense
-/// matrices, assembled from their non-zero blocks only) and the QP / QCQP offsets.
+/// M = Lᵀ L (Featherstone's LTL over the DoF tree λ), v^p, the contact Jacobians on each contact's support, the
+/// Delassus blocks per island (assembled from their non-zero 3 × 3 blocks only) and the QP / QCQP offsets; with
+/// `dense` (the default) also J and G as dense matrices over all contacts (the Jacobians' tangent passes, the LCP).
 pub struct Prelude<T: Scalar> {
+    /// also fill the dense `jn`, `jt`, `gn`, `gt`, `gnt` (default true); false: they are left 0 × 0 and nothing
+    /// of size nc × nv or nc × nc is touched (per-island work only, issue 15 item 2)
+    pub dense: bool,
     pub l: DMatrix<T>,
     /// λ(i), the parent DoF (`ltl::dof_parents`)
     pub lambda: Vec<usize>,
     /// each contact's DoFs and the contact islands
     pub pattern: ContactPattern,
     pub vp: Vec<T>,
+    /// J_n, J_t, J_t on the supports: `rows[3 (pattern.start[c] + p) + m]`, row m (n, t1, t2) of contact c at
+    /// its p-th support DoF (`frames::contact_rows`)
+    pub rows: Vec<T>,
+    /// G_n, G_t, G_nt of each island (`pattern.islands[k]`: `blocks[k]`; entries beyond the island count are
+    /// stale buffers kept for reuse)
+    pub blocks: Vec<IslandBlocks<T>>,
     pub jn: DMatrix<T>,
     pub jt: DMatrix<T>,
     pub gn: DMatrix<T>,
@@ -75,10 +85,13 @@ impl<T: Scalar> Default for Prelude<T> {
     fn default() -> Self {
         let e = || DMatrix::from_vec(0, 0, Vec::new());
         Prelude {
+            dense: true,
             l: e(),
             lambda: vec![],
             pattern: ContactPattern::default(),
             vp: vec![],
+            rows: vec![],
+            blocks: vec![],
             jn: e(),
             jt: e(),
             gn: e(),
@@ -128,7 +141,10 @@ pub fn prelude<T: Scalar>(x: &StepInputs<T>, d: &mut DynData<T>) -> Result<Prelu
 pub fn prelude_into<T: Scalar>(x: &StepInputs<T>, d: &mut DynData<T>, pre: &mut Prelude<T>) -> Result<(), SolverError> {
     let StepInputs { model, dm, body_joint, q, v, u, dt, contacts, o } = *x;
     let nv = dm.nv;
-    reshape_zeroed(&mut pre.l, nv, nv);
+    if pre.l.shape() != (nv, nv) {
+        reshape_zeroed(&mut pre.l, nv, nv);
+    }
+    // (crba_into writes every entry: no second zeroing of the nv × nv storage)
     crba_into(dm, q, d, &mut pre.l).map_err(dyn_err(o.solver))?;
     dof_parents_with(dm, &mut pre.lambda, &mut pre.scratch.body_last);
     if !ltl_in_place(&mut pre.l, &pre.lambda) {
@@ -140,17 +156,30 @@ pub fn prelude_into<T: Scalar>(x: &StepInputs<T>, d: &mut DynData<T>, pre: &mut 
     let Prelude { l, lambda, vp, scratch, .. } = pre;
     smooth_velocity(model, dm, d, l, lambda, q, v, u, dt, o, scratch, vp)?;
     let nc = contacts.len();
-    reshape_zeroed(&mut pre.jn, nc, nv);
-    reshape_zeroed(&mut pre.jt, 2 * nc, nv);
     // `d.o_m` is at q: `crba_into` ran the forward kinematics (the smooth velocity only reads it)
-    contact_jacobians(dm, d, body_joint, contacts, &mut pre.jn, &mut pre.jt);
-    // Y = L⁻ᵀ Jᵀ on each contact's DoFs, G = YᵀY on the pairs sharing a tree: M⁻¹ is never formed (spec 001 §3.1)
     pre.pattern.fill(dm, &pre.lambda, body_joint, contacts);
-    reshape_zeroed(&mut pre.gn, nc, nc);
-    reshape_zeroed(&mut pre.gt, 2 * nc, 2 * nc);
-    reshape_zeroed(&mut pre.gnt, nc, 2 * nc);
-    let Prelude { l, lambda, jn, jt, pattern, gn, gt, gnt, scratch, .. } = pre;
-    assemble_with(l, lambda, jn, jt, pattern, gn, gt, gnt, &mut scratch.delassus);
+    contact_rows(dm, d, body_joint, contacts, &pre.pattern, &mut pre.rows);
+    let (jr, gr) = if pre.dense { ((nc, nv), nc) } else { ((0, 0), 0) };
+    reshape_zeroed(&mut pre.jn, jr.0, jr.1);
+    reshape_zeroed(&mut pre.jt, 2 * jr.0, jr.1);
+    if pre.dense {
+        for c in 0..nc {
+            for (p, &k) in pre.pattern.support(c).iter().enumerate() {
+                let r = 3 * (pre.pattern.start[c] + p);
+                pre.jn[(c, k)] = pre.rows[r];
+                pre.jt[(2 * c, k)] = pre.rows[r + 1];
+                pre.jt[(2 * c + 1, k)] = pre.rows[r + 2];
+            }
+        }
+    } else {
+        reshape_zeroed(&mut pre.gn, gr, gr);
+        reshape_zeroed(&mut pre.gt, gr, gr);
+        reshape_zeroed(&mut pre.gnt, gr, gr);
+    }
+    // Y = L⁻ᵀ Jᵀ on each contact's DoFs, G = YᵀY on the pairs sharing a tree: M⁻¹ is never formed (spec 001 §3.1)
+    let Prelude { dense, l, lambda, rows, pattern, blocks, gn, gt, gnt, scratch, .. } = pre;
+    let full = if *dense { Some((gn, gt, gnt)) } else { None };
+    assemble_with(l, lambda, rows, pattern, blocks, full, &mut scratch.delassus);
     pre.step_offsets(contacts, dt, o);
     pre.bn_impact.clear();
     pre.bt_impact.clear();
@@ -201,8 +230,14 @@ fn smooth_velocity<T: Scalar>(
 }
 
 impl<T: Scalar> Prelude<T> {
-    fn row_dot(&self, j: &DMatrix<T>, r: usize, c: usize, x: &[T]) -> T {
-        self.pattern.support(c).iter().fold(T::zero(), |acc, &k| acc + j[(r, k)] * x[k])
+    /// Row m (0: n, 1: t1, 2: t2) of contact c's Jacobian times x.
+    pub fn row_dot(&self, m: usize, c: usize, x: &[T]) -> T {
+        let s0 = self.pattern.start[c];
+        self.pattern
+            .support(c)
+            .iter()
+            .enumerate()
+            .fold(T::zero(), |acc, (p, &k)| acc + self.rows[3 * (s0 + p) + m] * x[k])
     }
 
     /// The step's offsets from v^p (docs/decisions.md row 9a): b_n = J_n v^p + φ⁺/Δt − K e (a gap may close
@@ -217,10 +252,10 @@ impl<T: Scalar> Prelude<T> {
             let zero = T::zero();
             let e = if c.distance.re() < 0.0 { -c.distance } else { zero };
             let gap = if c.distance.re() > 0.0 { c.distance } else { zero };
-            self.row_dot(&self.jn, i, i, &self.vp) + gap / h - T::c(o.baumgarte) * e
+            self.row_dot(0, i, &self.vp) + gap / h - T::c(o.baumgarte) * e
         }));
         bt.clear();
-        bt.extend((0..2 * contacts.len()).map(|r| self.row_dot(&self.jt, r, r / 2, &self.vp)));
+        bt.extend((0..2 * contacts.len()).map(|r| self.row_dot(1 + r % 2, r / 2, &self.vp)));
         (self.bn, self.bt) = (bn, bt);
     }
 
@@ -233,7 +268,7 @@ impl<T: Scalar> Prelude<T> {
         bn.clear();
         bn.extend((0..contacts.len()).map(|i| {
             let c = &contacts[i];
-            let vn = self.row_dot(&self.jn, i, i, v);
+            let vn = self.row_dot(0, i, v);
             let gap = if c.distance.re() > 0.0 { c.distance } else { T::zero() };
             let struck = gap.re() <= 0.0 || (c.restitution.re() > 0.0 && vn.re() * dt + gap.re() <= 0.0);
             if struck {
@@ -243,7 +278,7 @@ impl<T: Scalar> Prelude<T> {
             }
         }));
         bt.clear();
-        bt.extend((0..2 * contacts.len()).map(|r| self.row_dot(&self.jt, r, r / 2, v)));
+        bt.extend((0..2 * contacts.len()).map(|r| self.row_dot(1 + r % 2, r / 2, v)));
         (self.bn_impact, self.bt_impact) = (bn, bt);
     }
 
@@ -300,8 +335,10 @@ fn impulse_velocity<T: Scalar>(pre: &Prelude<T>, base: &[T], ln: &[T], lt: &[T],
     out.resize(nv, T::zero());
     let f = out;
     for i in 0..ln.len() {
-        for &k in pre.pattern.support(i) {
-            f[k] += pre.jn[(i, k)] * ln[i] + pre.jt[(2 * i, k)] * lt[2 * i] + pre.jt[(2 * i + 1, k)] * lt[2 * i + 1];
+        let s0 = pre.pattern.start[i];
+        for (p, &k) in pre.pattern.support(i).iter().enumerate() {
+            let r = &pre.rows[3 * (s0 + p)..3 * (s0 + p) + 3];
+            f[k] += r[0] * ln[i] + r[1] * lt[2 * i] + r[2] * lt[2 * i + 1];
         }
     }
     ltl_solve_in_place(&pre.l, &pre.lambda, f);

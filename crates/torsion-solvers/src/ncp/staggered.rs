@@ -24,7 +24,7 @@
 use super::admm::{Admm, AdmmInfo, AdmmOptions};
 use super::sets::{ConstraintSet, FrictionSet};
 use super::tangent::TangentWorkspace;
-use crate::contact::buffers::reshape_zeroed;
+use crate::contact::buffers::{copy_matrix, reshape_zeroed};
 use crate::contact::frames::{body_joints, ContactFrame, ContactGeom};
 use crate::contact::prelude::{
     apply_impulses_into, dyn_err as dyn_err_of, prelude_into, restitution_impulses_into, Prelude, PreludeOptions,
@@ -176,6 +176,9 @@ pub struct NcpWorkspace {
     spare_impact: ImpactReport,
     /// the tangent Jacobians' buffers (`tangent.rs`; built at their first use)
     pub(crate) tan: Option<Box<TangentWorkspace>>,
+    /// the next step also fills the dense J and G of the tape (set by the tangent Jacobians, which read them);
+    /// plain steps touch per-island blocks only
+    pub(crate) dense_tape: bool,
 }
 
 impl NcpWorkspace {
@@ -204,36 +207,20 @@ struct StepBuffers {
     r: Vec<f64>,
 }
 
-/// One island's problem: its contacts, its blocks of G_n and G_t, and the gathered q, warm start and radii.
+/// One island's problem: its contacts and the gathered q, warm start and radii (its blocks of G are the
+/// prelude's `blocks`, or the dense G when the islands are not split).
 #[derive(Default)]
 struct Island {
     idx: Vec<usize>,
-    gn: DMatrix<f64>,
-    gt: DMatrix<f64>,
     q: Vec<f64>,
     warm: Vec<f64>,
     r: Vec<f64>,
 }
 
 impl Island {
-    /// The island's contacts and (unless it is the whole problem) its blocks of G_n and G_t.
-    fn gather(&mut self, idx: &[usize], gn: &DMatrix<f64>, gt: &DMatrix<f64>, whole: bool) {
+    fn gather(&mut self, idx: &[usize]) {
         self.idx.clear();
         self.idx.extend_from_slice(idx);
-        if whole {
-            return;
-        }
-        let m = idx.len();
-        reshape_zeroed(&mut self.gn, m, m);
-        reshape_zeroed(&mut self.gt, 2 * m, 2 * m);
-        for (b, &j) in idx.iter().enumerate() {
-            for (a, &i) in idx.iter().enumerate() {
-                self.gn[(a, b)] = gn[(i, j)];
-                for (s, t) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
-                    self.gt[(2 * a + s, 2 * b + t)] = gt[(2 * i + s, 2 * j + t)];
-                }
-            }
-        }
     }
     /// q and the warm start of the island from the global vectors (`w` entries per contact).
     fn load(&mut self, g: &[f64], x: &[f64], w: usize) {
@@ -303,6 +290,7 @@ impl NcpSolver {
             res: ResidualBuffers::default(),
             spare_impact: ImpactReport::default(),
             tan: Some(Box::new(TangentWorkspace::new(model))),
+            dense_tape: false,
         })
     }
 
@@ -399,8 +387,11 @@ impl NcpSolver {
             whole: whole_group,
             res,
             spare_impact,
+            dense_tape,
             ..
         } = ws;
+        // the dense matrices only for the tangent Jacobians or the unsplit problem (per-island work otherwise)
+        pre.dense = *dense_tape || !*split_islands;
         geoms.clear();
         geoms.extend(contacts.iter().map(ContactGeom::from_frame));
         let x = StepInputs { model, dm, body_joint, q: &s.q, v: &s.v, u, dt, contacts: geoms, o: &po };
@@ -420,7 +411,7 @@ impl NcpSolver {
         tape.has_impact = false;
         if nc > 0 {
             // independent problems per island (the whole set when not split, or when it is one island)
-            let groups = if *split_islands && pre.pattern.islands.len() > 1 {
+            let groups = if *split_islands {
                 &pre.pattern.islands
             } else {
                 whole_group.resize_with(1, Vec::new);
@@ -428,13 +419,14 @@ impl NcpSolver {
                 whole_group[0].extend(0..nc);
                 &*whole_group
             };
-            let whole = groups.len() == 1;
+            // the dense G for the unsplit problem, else each island's blocks
+            let whole = !*split_islands;
             // islands beyond this step's count are kept (their buffers reused), not dropped
             if islands.len() < groups.len() {
                 islands.resize_with(groups.len(), Island::default);
             }
             for (isl, idx) in islands.iter_mut().zip(groups) {
-                isl.gather(idx, &pre.gn, &pre.gt, whole);
+                isl.gather(idx);
             }
             let islands = &mut islands[..groups.len()];
             let mut passes = Passes { o, contacts, islands, whole, admm, buf };
@@ -489,10 +481,17 @@ impl NcpSolver {
             tape.step.ln.clear();
             tape.step.lt.clear();
         }
-        // the tape takes the step's Delassus blocks (buffers swapped, not copied)
-        std::mem::swap(&mut tape.gn, &mut pre.gn);
-        std::mem::swap(&mut tape.gt, &mut pre.gt);
-        std::mem::swap(&mut tape.gnt, &mut pre.gnt);
+        // the tangent Jacobians' tape takes the step's dense Delassus matrices (copied into its own buffers, so
+        // neither side reallocates when plain and dense steps alternate); a plain step leaves them empty
+        if pre.dense {
+            copy_matrix(&mut tape.gn, &pre.gn);
+            copy_matrix(&mut tape.gt, &pre.gt);
+            copy_matrix(&mut tape.gnt, &pre.gnt);
+        } else {
+            for g in [&mut tape.gn, &mut tape.gt, &mut tape.gnt] {
+                reshape_zeroed(g, 0, 0);
+            }
+        }
         // (q⁺, v⁺) from v⁺ in the step's frame: q⁺ = q ⊕ Δt v⁺ (free joints: MuJoCo's Euler, `joints::advance_into`)
         out.q.resize(nq, 0.0);
         out.v.resize(vplus.len(), 0.0);
@@ -539,22 +538,44 @@ impl Passes<'_> {
             }
             let pass = &mut tape.passes[npass];
             npass += 1;
-            // QP: g_n = b_n + G_nt λ_t
+            // QP: g_n = b_n + G_nt λ_t (G_nt is block diagonal over the islands: each island's rows from its block)
             pass.g_n.clear();
-            pass.g_n.extend((0..nc).map(|i| bn[i] + (0..2 * nc).map(|k| pre.gnt[(i, k)] * lt[k]).sum::<f64>()));
+            if whole {
+                pass.g_n.extend((0..nc).map(|i| bn[i] + (0..2 * nc).map(|k| pre.gnt[(i, k)] * lt[k]).sum::<f64>()));
+            } else {
+                pass.g_n.resize(nc, 0.0);
+                for (isl, blk) in islands.iter().zip(&pre.blocks) {
+                    let idx = &isl.idx;
+                    for (a, &i) in idx.iter().enumerate() {
+                        let x = (0..2 * idx.len()).map(|k| blk.gnt[(a, k)] * lt[2 * idx[k / 2] + k % 2]).sum::<f64>();
+                        pass.g_n[i] = bn[i] + x;
+                    }
+                }
+            }
             let mut info = AdmmInfo::default();
             for (n_isl, isl) in islands.iter_mut().enumerate() {
                 let m = isl.idx.len();
                 let (qp, _) = admm.entry(m).or_insert_with(|| (Admm::new(m), Admm::new(2 * m)));
                 isl.load(&pass.g_n, ln, 1);
-                let p = if whole { &pre.gn } else { &isl.gn };
+                let p = if whole { &pre.gn } else { &pre.blocks[n_isl].gn };
                 merge_info(&mut info, qp.solve(p, &isl.q, ConstraintSet::Nonneg, Some(&isl.warm), &o.admm)?, n_isl);
                 isl.store(qp.solution(), ln, 1);
             }
             qp_info.push(info);
             // QCQP: g_t = b_t + G_ntᵀ λ_n, disks of radius μ λ_n
             pass.g_t.clear();
-            pass.g_t.extend((0..2 * nc).map(|k| bt[k] + (0..nc).map(|i| pre.gnt[(i, k)] * ln[i]).sum::<f64>()));
+            if whole {
+                pass.g_t.extend((0..2 * nc).map(|k| bt[k] + (0..nc).map(|i| pre.gnt[(i, k)] * ln[i]).sum::<f64>()));
+            } else {
+                pass.g_t.resize(2 * nc, 0.0);
+                for (isl, blk) in islands.iter().zip(&pre.blocks) {
+                    let idx = &isl.idx;
+                    for (kk, k) in idx.iter().flat_map(|&i| [2 * i, 2 * i + 1]).enumerate() {
+                        let x = idx.iter().enumerate().map(|(b, &i)| blk.gnt[(b, kk)] * ln[i]).sum::<f64>();
+                        pass.g_t[k] = bt[k] + x;
+                    }
+                }
+            }
             for i in 0..nc {
                 buf.r[i] = contacts[i].mu * ln[i];
             }
@@ -565,7 +586,7 @@ impl Passes<'_> {
                 isl.load(&pass.g_t, lt, 2);
                 isl.r.clear();
                 isl.r.extend(isl.idx.iter().map(|&i| buf.r[i]));
-                let p = if whole { &pre.gt } else { &isl.gt };
+                let p = if whole { &pre.gt } else { &pre.blocks[n_isl].gt };
                 let set = ConstraintSet::Friction { kind: o.friction_set, r: &isl.r };
                 merge_info(&mut info, qcqp.solve(p, &isl.q, set, Some(&isl.warm), &o.admm)?, n_isl);
                 isl.store(qcqp.solution(), lt, 2);
@@ -654,15 +675,20 @@ fn residuals(
     o: &NcpOptions,
     rb: &mut ResidualBuffers,
 ) -> NcpResiduals {
-    let (jn, jt, bn, vp) = (&pre.jn, &pre.jt, &pre.bn, &pre.vp);
-    let rows = |j: &DMatrix<f64>, x: &[f64], out: &mut Vec<f64>| {
+    let (bn, vp, nc) = (&pre.bn, &pre.vp, ln.len());
+    // J x on the contacts' supports (`Prelude::row_dot`)
+    let normal = |x: &[f64], out: &mut Vec<f64>| {
         out.clear();
-        out.extend((0..j.nrows()).map(|i| (0..j.ncols()).map(|k| j[(i, k)] * x[k]).sum::<f64>()));
+        out.extend((0..nc).map(|i| pre.row_dot(0, i, x)));
     };
-    rows(jn, vplus, &mut rb.un);
-    rows(jt, vplus, &mut rb.ut);
-    rows(jn, vp, &mut rb.jvp);
-    rows(jt, vp, &mut rb.jtvp);
+    let tangent = |x: &[f64], out: &mut Vec<f64>| {
+        out.clear();
+        out.extend((0..2 * nc).map(|r| pre.row_dot(1 + r % 2, r / 2, x)));
+    };
+    normal(vplus, &mut rb.un);
+    tangent(vplus, &mut rb.ut);
+    normal(vp, &mut rb.jvp);
+    tangent(vp, &mut rb.jtvp);
     let (un, ut, jvp) = (&rb.un, &rb.ut, &rb.jvp);
     let mut res = NcpResiduals::default();
     // slip below 1e-9 of the contact velocities before and after the impulses counts as sticking (a contact at
@@ -689,4 +715,66 @@ fn residuals(
         }
     }
     res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solver::Solver;
+    use torsion_model::Control;
+
+    /// Issue 15 item 2: a plain step of independent islands (6 boxes resting apart on the floor, one drifting
+    /// sideways) touches per-island buffers only — no dense J (nc × nv) or G (nc × nc) is built — and gives the
+    /// same next state, bit for bit, as the step the tangent Jacobians make (which also fills the dense tape);
+    /// that tape's G equals the islands' blocks.
+    #[test]
+    fn plain_steps_work_per_island_and_match_the_dense_step() {
+        let mut bodies = String::new();
+        for i in 0..6 {
+            bodies += &format!(
+                r#"<body pos="{} {} 0.0995" euler="0 0 {}"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/></body>"#,
+                0.5 * (i % 3) as f64,
+                0.5 * (i / 3) as f64,
+                0.2 * i as f64
+            );
+        }
+        let xml = format!(
+            r#"<mujoco><option timestep="0.005" gravity="0 0 -9.81"/><worldbody><geom type="plane" size="10 10 0.1" friction="0.5"/>{bodies}</worldbody></mujoco>"#
+        );
+        let m = torsion_model::io::mjcf::load_mjcf_str(&xml, "grid.xml", None).unwrap();
+        let solver = NcpSolver::default();
+        let mut s = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
+        s.v[3] = 0.4;
+        let u = Control::from_torques(&vec![0.0; m.nv()]);
+        let (mut plain, mut dense) = (solver.workspace(&m).unwrap(), solver.workspace(&m).unwrap());
+        let (mut a, mut b) = (s.clone(), s.clone());
+        for step in 0..5 {
+            solver.step(&m, &s, &u, 0.005, &mut a, &mut plain, None).unwrap();
+            dense.ncp.dense_tape = true;
+            solver.step(&m, &s, &u, 0.005, &mut b, &mut dense, None).unwrap();
+            dense.ncp.dense_tape = false;
+            assert!(a == b, "step {step}: the plain and the dense step differ");
+            let (p, d) = (&plain.ncp, &dense.ncp);
+            let nc = plain.frames.len();
+            assert!(nc >= 24 && p.pre.pattern.islands.len() == 6, "{nc} contacts, 6 islands");
+            for g in [&p.pre.jn, &p.pre.jt, &p.pre.gn, &p.pre.gt, &p.pre.gnt, &p.tape.gn, &p.tape.gt, &p.tape.gnt] {
+                assert_eq!(g.len(), 0, "a dense {} × {} matrix in a plain step", g.nrows(), g.ncols());
+            }
+            assert_eq!((d.tape.gn.nrows(), d.tape.gt.nrows()), (nc, 2 * nc));
+            for (isl, blk) in d.pre.pattern.islands.iter().zip(&p.pre.blocks) {
+                for (x, &i) in isl.iter().enumerate() {
+                    for (y, &j) in isl.iter().enumerate() {
+                        assert_eq!(blk.gn[(x, y)], d.tape.gn[(i, j)]);
+                        for t in 0..2 {
+                            assert_eq!(blk.gnt[(x, 2 * y + t)], d.tape.gnt[(i, 2 * j + t)]);
+                            for r in 0..2 {
+                                assert_eq!(blk.gt[(2 * x + r, 2 * y + t)], d.tape.gt[(2 * i + r, 2 * j + t)]);
+                            }
+                        }
+                    }
+                }
+            }
+            s = a.clone();
+        }
+    }
 }

@@ -227,7 +227,11 @@ impl NcpSolver {
         next.v.clone_from(&s.v);
         next.act.clone_from(&s.act);
         next.warm.fill(s.warm.as_slice().iter().copied());
-        self.step_with_contacts_into(model, ws, s, u, dt, contacts, next, report)?;
+        // the tape's dense G (the derivatives below read it); the step's result is the same either way
+        ws.dense_tape = true;
+        let r = self.step_with_contacts_into(model, ws, s, u, dt, contacts, next, report);
+        ws.dense_tape = false;
+        r?;
         let o = &self.options;
         let po = o.prelude();
         let (nv, nc) = (ws.dm.nv, contacts.len());
