@@ -126,8 +126,8 @@ pub struct SimulateArgs {
     /// spec 004)
     #[arg(long, default_value = "xpbd")]
     solver: String,
-    /// lcp: discrete collision detection only (no time-of-impact backtracking). CCD is not implemented yet
-    /// (issue 17 item 3), so this is the only mode and the flag is accepted for forward compatibility
+    /// lcp: discrete collision detection only (DCD), no continuous collision detection / time-of-impact
+    /// backtracking (on by default, spec 004 §3.5, §3.7)
     #[arg(long)]
     no_ccd: bool,
     /// XPBD projection iterations
@@ -229,8 +229,8 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
         return run_generalized(a, &model, &q0, &tau, &solver, |ws| Some(ncp_contacts(ws)));
     }
     if a.solver == "lcp" {
-        // DCD only: the stepper has no CCD yet (issue 17 item 3), with or without --no-ccd
         let mut o = LcpOptions { passive: !a.no_damping, ..Default::default() };
+        o.ccd.enabled = !a.no_ccd;
         o.collision.package_dirs = a.package_dirs.clone();
         return run_generalized(a, &model, &q0, &tau, &LcpSolver::new(o), |ws| Some(lcp_contacts(ws)));
     }

@@ -453,7 +453,7 @@ fn simulate_lcp_box_drop_stays_above_the_floor() {
     let lowest = z.iter().cloned().fold(f64::INFINITY, f64::min);
     eprintln!("lcp box drop: lowest COM {lowest:.5} m, final {:.5} m", z[100]);
     // DCD with the parallel position update (q_{t+1} = q_t ⊕ Δt v_t): the landing step sinks by at most one
-    // step's travel, v Δt ≈ √(2 g 0.05) · 0.01 ≈ 1 cm (no CCD yet, issue 17 item 3); no tunnelling, no further sinking
+    // step's travel, v Δt ≈ √(2 g 0.05) · 0.01 ≈ 1 cm; no tunnelling, no further sinking
     let vdt = (2.0f64 * 9.81 * 0.05).sqrt() * 0.01;
     assert!(lowest > 0.1 - vdt && lowest < 0.1 + 1e-3, "the box went into the floor: COM {lowest}");
     assert!((z[50] - z[100]).abs() < 1e-6, "it rests: z {} → {}", z[50], z[100]);
@@ -461,6 +461,20 @@ fn simulate_lcp_box_drop_stays_above_the_floor() {
     let last = j["contacts"][100].as_array().unwrap();
     let sum: f64 = last.iter().map(|c| c["impulse_n"].as_f64().unwrap()).sum();
     assert!(!last.is_empty() && (sum - 9.81 * 0.01).abs() < 1e-6, "{} contacts, Σλ_n = {sum}", last.len());
+    // CCD (the default): the landing is found at its time of impact, no sinking at all
+    let out = torsion()
+        .args(["simulate", "--solver", "lcp", "--steps", "100", "--model"])
+        .arg(&xml)
+        .arg("--out")
+        .arg(&traj)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&traj).unwrap()).unwrap();
+    let lowest_ccd =
+        j["joint_angles"].as_array().unwrap().iter().map(|r| r[2].as_f64().unwrap()).fold(f64::INFINITY, f64::min);
+    eprintln!("lcp box drop with CCD: lowest COM {lowest_ccd:.9} m");
+    assert!(lowest_ccd > 0.1 - 1e-9, "CCD: the box sank to {lowest_ccd}");
     // --no-ccd belongs to the lcp stepper
     let out = torsion()
         .args(["simulate", "--solver", "ncp", "--no-ccd", "--steps", "1", "--model"])
@@ -515,6 +529,24 @@ fn jade_cube_push_quick_meets_its_targets() {
     let c = &m["cases"];
     assert!((c["e_0"]["v_blue_after_analytic"].as_f64().unwrap() - 0.7795).abs() < 1e-3);
     assert!(c["e_1"]["v_gray_at_impact_step"].as_f64().unwrap().abs() < 1e-6);
+}
+
+/// spec 004 §4.2: the two-ball billiard inverse problem (exact spheres) reaches the closed-form loss minimiser
+/// v_y = −0.6935 through the CCD stepper's TOI-aware gradients (DCD gradients would not: dq/dd has the wrong sign).
+#[test]
+fn jade_two_ball_quick_meets_its_targets() {
+    let j = quick_experiment("jade-two-ball");
+    let m = &j["metrics"];
+    let f = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("metric {k} missing"));
+    eprintln!(
+        "quick jade-two-ball: position error {:.5} (optimum {:.5}), v_y {:.6}, iterations to 5e-3 {}",
+        f("position_error"),
+        f("sphere_optimum_position_error"),
+        f("vy_sphere"),
+        f("iterations_to_5e-3")
+    );
+    assert!((f("vy_sphere") - (-0.6935)).abs() < 1e-3 && f("position_error") < 0.0249);
+    assert_eq!(j["paper"]["position_error"], 0.00156);
 }
 
 /// spec 001 H1: μ within 0.005 of μ* = 0.2 from every initialisation (quick: 2 of the 5, a 0.6 s trajectory).

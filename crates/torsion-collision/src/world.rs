@@ -374,3 +374,105 @@ impl CollisionWorld {
         self.pairs.len()
     }
 }
+
+/// Queries for continuous collision detection (spec 004 §3.5, issue 17 item 3): the stepper moves the bodies
+/// along its own path (the position update), and finds the first root of each pair's signed distance along it.
+impl CollisionWorld {
+    /// Every shape pair that may collide (both collidable, [`CollisionWorld::allowed`]), (i, j) with i < j, into
+    /// `out` (no broad phase: the caller prunes by distance and motion bounds).
+    pub fn shape_pairs_into(&self, out: &mut Vec<(usize, usize)>) {
+        out.clear();
+        for i in 0..self.entries.len() {
+            for j in i + 1..self.entries.len() {
+                if self.allowed(i, j) {
+                    out.push((i, j));
+                }
+            }
+        }
+    }
+
+    /// The body carrying collidable shape `i`.
+    pub fn shape_body(&self, i: usize) -> Option<usize> {
+        self.entries.get(i)?.as_ref().map(|e| e.body)
+    }
+
+    /// The largest distance of a point of collidable shape `i` from its body's origin (COM frame), m: |c| + r of
+    /// its bounding sphere in the body frame; ∞ for a plane.
+    pub fn shape_reach(&self, i: usize) -> f64 {
+        match self.entries.get(i) {
+            Some(Some(e)) if !e.built.is_plane => {
+                let s = e.built.shape.compute_bounding_sphere(&e.built.local);
+                s.center.length() + s.radius
+            }
+            _ => f64::INFINITY,
+        }
+    }
+
+    /// The signed distance of collidable shapes `i` and `j` (negative: penetration depth) at body world poses
+    /// `poses` (as [`CollisionWorld::detect`]): parry's closed forms for sphere–sphere, sphere / box / convex –
+    /// plane and box–box, GJK / EPA for other convex pairs. An unsupported pair (plane–plane) is an error.
+    pub fn signed_distance(&self, i: usize, j: usize, poses: &[(Vec3, Quat)]) -> Result<f64, CollisionError> {
+        let (Some(Some(a)), Some(Some(b))) = (self.entries.get(i), self.entries.get(j)) else {
+            return Err(CollisionError::BadOption(format!("signed_distance: shape {i} or {j} is not collidable")));
+        };
+        if poses.len() != self.body_count {
+            return Err(CollisionError::PoseCount { got: poses.len(), expected: self.body_count });
+        }
+        let pose = |e: &Entry| {
+            let (x, q) = &poses[e.body];
+            pose_to_parry(x, &q.normalize()) * e.built.local
+        };
+        let (pa, pb) = (pose(a), pose(b));
+        let unsupported =
+            || CollisionError::BadOption(format!("signed_distance: shapes {i} and {j}: pair unsupported by parry"));
+        match parry3d_f64::query::contact(&pa, &*a.built.shape.0, &pb, &*b.built.shape.0, 0.0) {
+            Ok(Some(c)) => Ok(c.dist.min(0.0)),
+            Ok(None) => parry3d_f64::query::distance(&pa, &*a.built.shape.0, &pb, &*b.built.shape.0)
+                .map(|d| d.distance)
+                .map_err(|_| unsupported()),
+            Err(_) => Err(unsupported()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod toi_tests {
+    use super::*;
+
+    /// Signed distances of the CCD queries against closed forms: sphere–plane, sphere–sphere, box–plane (its lowest
+    /// corner, tilted), separated and penetrating; reach and pairs.
+    #[test]
+    fn signed_distances_match_closed_forms() {
+        let m = torsion_model::io::mjcf::load_mjcf_str(
+            r#"<mujoco><worldbody><geom type="plane" size="5 5 0.1"/>
+            <body><freejoint/><geom type="sphere" size="0.1"/></body>
+            <body><freejoint/><geom type="sphere" size="0.2"/></body>
+            <body><freejoint/><geom type="box" size="0.1 0.2 0.3"/></body>
+            </worldbody></mujoco>"#,
+            "s.xml",
+            None,
+        )
+        .unwrap();
+        let w = CollisionWorld::new(&m, CollisionOptions::default()).unwrap();
+        let mut pairs = vec![];
+        w.shape_pairs_into(&mut pairs);
+        assert_eq!(pairs.len(), 6);
+        assert!(w.shape_reach(0).is_infinite() && (w.shape_reach(1) - 0.1).abs() < 1e-12);
+        let q = Quat::from_axis_angle(&Vec3::new(1.0, 0.0, 0.0), 0.3);
+        for z in [0.35, 0.05, -0.02] {
+            let poses = vec![
+                (Vec3::zeros(), Quat::identity()),
+                (Vec3::new(0.0, 0.0, z), Quat::identity()),
+                (Vec3::new(0.0, 0.2 + 0.1 + z, z), Quat::identity()),
+                (Vec3::new(2.0, 0.0, z + 0.2), q),
+            ];
+            let d = |i, j| w.signed_distance(i, j, &poses).unwrap();
+            assert!((d(0, 1) - (z - 0.1)).abs() < 1e-12, "sphere–plane {}", d(0, 1));
+            let centre = 0.3 + z;
+            assert!((d(1, 2) - (centre - 0.3)).abs() < 1e-12, "sphere–sphere {}", d(1, 2));
+            // the box's lowest corner: z + 0.2 − (0.2 sin θ + 0.3 cos θ) (half sizes y 0.2, z 0.3 turned by θ about x)
+            let low = z + 0.2 - (0.2 * 0.3f64.sin() + 0.3 * 0.3f64.cos());
+            assert!((d(0, 3) - low).abs() < 1e-12, "box–plane {} vs {low}", d(0, 3));
+        }
+    }
+}

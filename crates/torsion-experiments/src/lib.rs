@@ -4,6 +4,7 @@
 #![allow(clippy::type_complexity)]
 pub mod jade_cube_push;
 pub mod jade_sliding_prisms;
+pub mod jade_two_ball;
 pub mod ncp_convergence;
 pub mod ncp_friction_id;
 pub mod ncp_joint_id;
@@ -109,6 +110,12 @@ pub fn registry() -> Vec<Experiment> {
         spec: "004 §4.3 task 2",
         description: "two equal cubes 0.5 m apart, the gray one launched at 2 m/s into the blue one (μ = 0.16, e = 0 and 1) under the lcp stepper, vs the analytic impact velocity and rest gap",
         run: jade_cube_push::run,
+    },
+    Experiment {
+        name: "jade-two-ball",
+        spec: "004 §4.2 (Table I, Fig. 10-11)",
+        description: "the billiard inverse problem: blue's v_y optimised (Adam, 1000 iterations) so that yellow ends at (0.3, 0.2) after 0.2 s, lcp stepper with CCD and TOI-aware gradients; exact spheres and icosphere meshes of two resolutions vs Table I (Jade 0.00156, Nimble 0.0249)",
+        run: jade_two_ball::run,
     },
     ]
 }

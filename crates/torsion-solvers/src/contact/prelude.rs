@@ -139,7 +139,26 @@ pub fn prelude<T: Scalar>(x: &StepInputs<T>, d: &mut DynData<T>) -> Result<Prelu
 /// [`prelude`] into `pre`, reusing its buffers (no allocation once they have grown to the step's size: the
 /// contact-dependent ones grow only when a step has more contacts than any before).
 pub fn prelude_into<T: Scalar>(x: &StepInputs<T>, d: &mut DynData<T>, pre: &mut Prelude<T>) -> Result<(), SolverError> {
-    let StepInputs { model, dm, body_joint, q, v, u, dt, contacts, o } = *x;
+    prelude_into_dt(x, T::c(x.dt), d, pre)
+}
+
+/// [`prelude`] over a time step `dt` on the scalar T (`x.dt` ignored): a sub-step whose length depends on the
+/// inputs (a time of impact, spec 004 §3.7–3.8) carries its derivative. `dt` = 0 is an impact (Eq. 8): v^p = v,
+/// and no gap term in the offsets (nothing closes in no time).
+pub fn prelude_dt<T: Scalar>(x: &StepInputs<T>, dt: T, d: &mut DynData<T>) -> Result<Prelude<T>, SolverError> {
+    let mut pre = Prelude::default();
+    prelude_into_dt(x, dt, d, &mut pre)?;
+    Ok(pre)
+}
+
+/// [`prelude_dt`] into `pre`, reusing its buffers as [`prelude_into`].
+pub fn prelude_into_dt<T: Scalar>(
+    x: &StepInputs<T>,
+    dt: T,
+    d: &mut DynData<T>,
+    pre: &mut Prelude<T>,
+) -> Result<(), SolverError> {
+    let StepInputs { model, dm, body_joint, q, v, u, contacts, o, .. } = *x;
     let nv = dm.nv;
     if pre.l.shape() != (nv, nv) {
         reshape_zeroed(&mut pre.l, nv, nv);
@@ -201,12 +220,18 @@ fn smooth_velocity<T: Scalar>(
     q: &[T],
     v: &[T],
     u: &[T],
-    dt: f64,
+    h: T,
     o: &PreludeOptions,
     sc: &mut PreludeScratch<T>,
     vp: &mut Vec<T>,
 ) -> Result<(), SolverError> {
     let nv = dm.nv;
+    if h.re() == 0.0 {
+        // an impact (Δt = 0): no smooth forces
+        vp.clear();
+        vp.extend_from_slice(v);
+        return Ok(());
+    }
     sc.bias.resize(nv, T::zero());
     nonlinear_effects_into(dm, q, v, d, &mut sc.bias).map_err(dyn_err(o.solver))?;
     sc.passive.clear();
@@ -220,7 +245,6 @@ fn smooth_velocity<T: Scalar>(
     vp.clear();
     vp.extend((0..nv).map(|k| u[k] - bias[k] + passive[k]));
     ltl_solve_in_place(l, lambda, vp);
-    let h = T::c(dt);
     for k in 0..nv {
         vp[k] = v[k] + h * vp[k];
     }
@@ -243,16 +267,15 @@ impl<T: Scalar> Prelude<T> {
     /// The step's offsets from v^p (docs/decisions.md row 9a): b_n = J_n v^p + φ⁺/Δt − K e (a gap may close
     /// within the step but not be acted across; touching: J_n v⁺ ≥ K e), b_t = J_t v^p. Restitution is not here:
     /// it is the impact's (`impact_offsets`, `restitution_impulses`), applied before the smooth forces.
-    fn step_offsets(&mut self, contacts: &[ContactGeom<T>], dt: f64, o: &PreludeOptions) {
-        let h = T::c(dt);
+    fn step_offsets(&mut self, contacts: &[ContactGeom<T>], h: T, o: &PreludeOptions) {
         let (mut bn, mut bt) = (std::mem::take(&mut self.bn), std::mem::take(&mut self.bt));
         bn.clear();
         bn.extend((0..contacts.len()).map(|i| {
             let c = &contacts[i];
             let zero = T::zero();
             let e = if c.distance.re() < 0.0 { -c.distance } else { zero };
-            let gap = if c.distance.re() > 0.0 { c.distance } else { zero };
-            self.row_dot(0, i, &self.vp) + gap / h - T::c(o.baumgarte) * e
+            let gap = if c.distance.re() > 0.0 && h.re() > 0.0 { c.distance / h } else { zero };
+            self.row_dot(0, i, &self.vp) + gap - T::c(o.baumgarte) * e
         }));
         bt.clear();
         bt.extend((0..2 * contacts.len()).map(|r| self.row_dot(1 + r % 2, r / 2, &self.vp)));
@@ -262,8 +285,8 @@ impl<T: Scalar> Prelude<T> {
     /// The impact's offsets from the pre-step velocity v (no smooth forces): b_n = J_n v + ρ, ρ = 0 for a contact
     /// touching (φ ≤ 0) or, with ε > 0, closing within the step (J_n v Δt + φ⁺ ≤ 0, a primal branch: it is struck
     /// from where it is), ρ = φ⁺/Δt otherwise; b_t = J_t v.
-    fn impact_offsets(&mut self, contacts: &[ContactGeom<T>], v: &[T], dt: f64) {
-        let h = T::c(dt);
+    fn impact_offsets(&mut self, contacts: &[ContactGeom<T>], v: &[T], h: T) {
+        let dt = h.re();
         let (mut bn, mut bt) = (std::mem::take(&mut self.bn_impact), std::mem::take(&mut self.bt_impact));
         bn.clear();
         bn.extend((0..contacts.len()).map(|i| {
@@ -271,7 +294,7 @@ impl<T: Scalar> Prelude<T> {
             let vn = self.row_dot(0, i, v);
             let gap = if c.distance.re() > 0.0 { c.distance } else { T::zero() };
             let struck = gap.re() <= 0.0 || (c.restitution.re() > 0.0 && vn.re() * dt + gap.re() <= 0.0);
-            if struck {
+            if struck || dt <= 0.0 {
                 vn
             } else {
                 vn + gap / h
@@ -291,7 +314,19 @@ impl<T: Scalar> Prelude<T> {
         pn: &[T],
         pt: &[T],
     ) -> Result<(), SolverError> {
-        let StepInputs { model, dm, q, v, u, dt, contacts, o, .. } = *x;
+        self.after_impact_dt(x, T::c(x.dt), d, pn, pt)
+    }
+
+    /// [`Prelude::after_impact`] over a time step `dt` on the scalar T (`x.dt` ignored, as [`prelude_dt`]).
+    pub fn after_impact_dt(
+        &mut self,
+        x: &StepInputs<T>,
+        dt: T,
+        d: &mut DynData<T>,
+        pn: &[T],
+        pt: &[T],
+    ) -> Result<(), SolverError> {
+        let StepInputs { model, dm, q, v, u, contacts, o, .. } = *x;
         let mut struck = std::mem::take(&mut self.scratch.struck);
         impulse_velocity(self, v, pn, pt, &mut struck);
         let Prelude { l, lambda, vp, scratch, .. } = self;

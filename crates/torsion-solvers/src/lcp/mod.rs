@@ -7,6 +7,7 @@
 //! the other steppers (ncp, xpbd).
 pub mod active_set;
 pub mod backward;
+pub mod ccd;
 pub mod dantzig_baseline;
 pub mod dantzig_jade;
 pub mod oracle;
@@ -17,6 +18,7 @@ pub mod solution;
 pub mod stepper;
 
 pub use active_set::Class;
+pub use ccd::CcdOptions;
 pub use dantzig_baseline::solve_baseline;
 pub use dantzig_jade::{solve_jade, JadeOptions};
 pub use pgs::{solve_pgs, PgsOptions};

@@ -13,22 +13,34 @@
 //! Each LCP is solved by `solve_chain` (Jade's Dantzig, then PGS) with the validity check; no valid answer is a
 //! `SolverError::NoSolution`, never a frictionless step. Derivatives (§3.6, D9): one Dual64 pass of the same generic
 //! prelude per input direction, through each LCP the implicit JVP at its active set (`backward::lcp_jvp`), contact
-//! geometry carried by `contact::anchor::Anchor` with the contact set held fixed. No CCD yet (issue 17 item 3).
+//! geometry carried by `contact::anchor::Anchor` with the contact set held fixed.
+//!
+//! **CCD / TOI backtracking** (§3.5, §3.7; `LcpOptions::ccd`, on by default; D4–D6): a step is a chain of
+//! sub-steps. Each starts with collision detection and the impact g (Eq. 8, Δt = 0) on the *touching* contacts
+//! (φ ≤ `touch`) that approach (restitution on those faster than the bounce threshold, plastic below it), then
+//! `ccd::first_impact` searches the sub-step's position path q ⊕ s h v⁺ for the first time of impact t*; the smooth
+//! sub-step f (the DCD step above without its speculative bounce) runs to t* (the next sub-step starts in contact
+//! and strikes it) or to the step's end. At most `max_impacts` impacts per step, the rest by DCD; an impact within
+//! `min_substep` of the end is left to the next step (Zeno guard). Gradients (§3.8): t* is differentiated through
+//! the gap at the TOI, φ(q ⊕ t* v⁺) = 0 ⇒ dt* = −(∂φ/∂x · dx) / (dφ/dt), the gap's derivative carried by the anchor of
+//! the impacting contact; each sub-step's length is a dual number (t*, and Δt − Σ t* for the last), so the chain
+//! rule of Eq. 6 is the same forward-mode pass as the rest.
 use super::active_set::Class;
 use super::backward::{lcp_jvp, LcpTangent};
+use super::ccd::{first_impact, CcdOptions, CcdScratch};
 use super::pgs::PgsOptions;
 use super::problem::{contact_rows, lcp_system, BoxedLcp};
 use super::solution::LcpSolverKind;
 use super::{solve_chain, ChainOptions, ChainSolution};
 use crate::contact::anchor::Anchor;
 use crate::contact::frames::{body_joints, detect_into, pair_source, ContactFrame, ContactGeom};
-use crate::contact::prelude::{apply_impulses, dyn_err, prelude, Prelude, PreludeOptions, StepInputs};
+use crate::contact::prelude::{apply_impulses, dyn_err, prelude_dt, Prelude, PreludeOptions, StepInputs};
 use crate::generalized::{
     dual_tangent, recorded, transposed_jacobian_product, wrench_vjp, ContactWarmStart, DynCache, GenState, WarmImpulse,
     WrenchTerm,
 };
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DVector};
 use num_dual::Dual64;
 use torsion_collision::{CollisionWorld, Contacts};
 use torsion_dynamics::joints::{advance_into, integrate};
@@ -52,8 +64,9 @@ pub enum PositionUpdate {
 /// Options of the LCP stepper.
 #[derive(Clone, Debug)]
 pub struct LcpOptions {
-    /// the LCP solvers: Jade's Dantzig, then PGS (D10), here with 10,000 sweeps (stacks: rank-deficient A, where
-    /// Jade's Dantzig may fail and PGS converges slowly)
+    /// the LCP solvers: Jade's Dantzig, then PGS (D10), here with 10,000 sweeps and tolerance 1e-9 (stacks:
+    /// rank-deficient A, where Jade's Dantzig may fail and PGS converges slowly; a stack landed exactly by CCD
+    /// stalls PGS at a natural-map residual ~2e-10 · ‖b‖, far inside the validity check's 1e-6)
     pub chain: ChainOptions,
     pub position: PositionUpdate,
     /// approach speed (m/s) above which a contact with ε > 0 bounces (DART: 0.1; D7)
@@ -64,13 +77,15 @@ pub struct LcpOptions {
     pub passive: bool,
     /// Baumgarte gain (1/s) on the penetration; 0 = off (the spec's reference code has no correction)
     pub baumgarte: f64,
+    /// continuous collision detection and TOI backtracking (on by default; needs the parallel update)
+    pub ccd: CcdOptions,
 }
 
 impl Default for LcpOptions {
     fn default() -> Self {
         LcpOptions {
             chain: ChainOptions {
-                pgs: Some(PgsOptions { max_sweeps: 10_000, ..Default::default() }),
+                pgs: Some(PgsOptions { max_sweeps: 10_000, tol: 1e-9, ..Default::default() }),
                 ..Default::default()
             },
             position: PositionUpdate::Parallel,
@@ -78,6 +93,7 @@ impl Default for LcpOptions {
             collision: torsion_collision::CollisionOptions { margin: 0.01, ..Default::default() },
             passive: true,
             baumgarte: 0.0,
+            ccd: CcdOptions::default(),
         }
     }
 }
@@ -111,6 +127,8 @@ pub struct LcpReport {
     pub contacts: usize,
     /// per contact: bounced in the impact
     pub bounce: Vec<bool>,
+    /// the contacts in the impact LCP (DCD: all when some bounce; CCD: the touching ones when some approach)
+    pub impact_set: Vec<usize>,
     /// the impact's LCP (when some contact bounced)
     pub impact: Option<SolvedLcp>,
     /// the step's LCP (when there are contacts)
@@ -135,13 +153,44 @@ pub struct LcpWorkspace {
     /// the contacts of the last step, as the stepper saw them
     pub frames: Vec<ContactFrame>,
     pub report: LcpReport,
+    /// the sub-steps of the last step (one without CCD or impact)
+    pub tape: Vec<Segment>,
+    /// time-of-impact searches' buffers and count
+    pub ccd: CcdScratch,
     /// the bodies' world poses for collision detection
     poses: Vec<(Vec3, Quat)>,
     /// the body wrenches' generalized forces and their q-columns (`Control::body_wrench`)
     wrench: WrenchTerm,
 }
 
-/// What `step` saves for `step_vjp`.
+/// One sub-step of a step (spec 004 §3.7), kept for its derivative: from (q, v) the impact g on touching contacts
+/// (CCD), then the smooth sub-step f of length h from (q, v⁺).
+#[derive(Clone, Debug)]
+pub struct Segment {
+    pub q: Vec<f64>,
+    pub v: Vec<f64>,
+    /// v after the impact g (= v without one)
+    pub v_struck: Vec<f64>,
+    /// the contacts detected at q
+    pub frames: Vec<ContactFrame>,
+    /// the impact g (CCD only): `impact`, `bounce`, `impact_set`
+    pub g: LcpReport,
+    /// the smooth sub-step f (DCD: its speculative impact too)
+    pub f: LcpReport,
+    pub h: f64,
+    /// the sub-step ends at this time of impact
+    pub toi: Option<Toi>,
+}
+
+/// A time of impact ending a sub-step: the impacting pair's contact at the TOI configuration (the next sub-step's
+/// start), whose gap φ defines t* (§3.8).
+#[derive(Clone, Debug)]
+pub struct Toi {
+    pub shapes: (usize, usize),
+    pub contact: ContactFrame,
+}
+
+/// What `step` saves for `step_vjp` (the step is re-run from it, detection and CCD included).
 #[derive(Clone, Debug, Default)]
 pub struct LcpRecord {
     s: Option<GenState>,
@@ -149,7 +198,6 @@ pub struct LcpRecord {
     u: Vec<f64>,
     wrench: Vec<f64>,
     dt: f64,
-    frames: Vec<ContactFrame>,
 }
 
 fn collision_err(e: torsion_collision::CollisionError) -> SolverError {
@@ -160,8 +208,8 @@ fn lcp_err(e: super::problem::LcpError) -> SolverError {
     SolverError::BadInput { solver: NAME, problem: e.to_string() }
 }
 
-/// u_k = J_n(k) v and the bounce set of the impact (see the module doc): ε > 0, u_k < −v_bounce, touching or closing
-/// within the step. Decided on values; held fixed in the tangent passes (docs/gradients.md).
+/// u_k = J_n(k) v and the bounce set of the DCD impact (see the module doc): ε > 0, u_k < −v_bounce, touching or
+/// closing within the step. Decided on values; held fixed in the tangent passes (docs/gradients.md).
 fn bounce_set(pre: &Prelude<f64>, contacts: &[ContactGeom<f64>], v: &[f64], dt: f64, threshold: f64) -> Vec<bool> {
     (0..contacts.len())
         .map(|k| {
@@ -172,13 +220,31 @@ fn bounce_set(pre: &Prelude<f64>, contacts: &[ContactGeom<f64>], v: &[f64], dt: 
         .collect()
 }
 
+/// The CCD impact g (§3.4): (bounce, impact set). The impact LCP holds the touching contacts (φ ≤ `touch`) when one
+/// of them approaches (u_k < −`touch_speed`); restitution on those approaching faster than the bounce threshold
+/// (ε > 0), plastic (b' = u) on the others. Decided on values; held fixed in the tangent passes.
+fn touching_impact_set(
+    pre: &Prelude<f64>,
+    contacts: &[ContactGeom<f64>],
+    v: &[f64],
+    o: &LcpOptions,
+) -> (Vec<bool>, Vec<usize>) {
+    let u = |k: usize| -> f64 { (0..v.len()).map(|j| pre.jn[(k, j)] * v[j]).sum() };
+    let touching: Vec<usize> = (0..contacts.len()).filter(|&k| contacts[k].distance <= o.ccd.touch).collect();
+    let bounce = (0..contacts.len())
+        .map(|k| touching.contains(&k) && contacts[k].restitution > 0.0 && u(k) < -o.bounce_threshold)
+        .collect();
+    let struck = touching.iter().any(|&k| u(k) < -o.ccd.touch_speed);
+    (bounce, if struck { touching } else { vec![] })
+}
+
 /// The impact's offsets (§3.4 Eq. 7–8 with restitution on bouncing normals only): b'_n = (1 + ε) J_n v on bouncing
-/// normals, J_n v + φ⁺/Δt on the others, b'_t = J_t v; on any scalar.
+/// normals, J_n v + φ⁺/h on the others (J_n v at h = 0), b'_t = J_t v; on any scalar.
 fn impact_offsets<T: Scalar>(
     pre: &Prelude<T>,
     contacts: &[ContactGeom<T>],
     v: &[T],
-    dt: f64,
+    h: T,
     bounce: &[bool],
 ) -> (Vec<T>, Vec<T>) {
     let dot = |j: &DMatrix<T>, r: usize| (0..v.len()).fold(T::zero(), |acc, k| acc + j[(r, k)] * v[k]);
@@ -188,8 +254,8 @@ fn impact_offsets<T: Scalar>(
             let c = &contacts[k];
             if bounce[k] {
                 (T::one() + c.restitution) * u
-            } else if c.distance.re() > 0.0 {
-                u + c.distance / T::c(dt)
+            } else if c.distance.re() > 0.0 && h.re() > 0.0 {
+                u + c.distance / h
             } else {
                 u
             }
@@ -197,6 +263,22 @@ fn impact_offsets<T: Scalar>(
         .collect();
     let bt = (0..2 * contacts.len()).map(|r| dot(&pre.jt, r)).collect();
     (bn, bt)
+}
+
+/// The rows (n, t1, t2) of the contacts `keep` of a 3nc system, on any scalar.
+fn restrict<T: Scalar>(a: &DMatrix<T>, b: &DVector<T>, keep: &[usize]) -> (DMatrix<T>, DVector<T>) {
+    let idx: Vec<usize> = keep.iter().flat_map(|&k| [3 * k, 3 * k + 1, 3 * k + 2]).collect();
+    let n = idx.len();
+    (DMatrix::from_fn(n, n, |i, j| a[(idx[i], idx[j])]), DVector::from_fn(n, |i, _| b[idx[i]]))
+}
+
+/// λ of the contacts `keep` back in the layout of nc contacts (zeros elsewhere), split into (λ_n, λ_t).
+fn expand<T: Scalar>(lambda: &[T], keep: &[usize], nc: usize) -> (Vec<T>, Vec<T>) {
+    let mut full = vec![T::zero(); 3 * nc];
+    for (i, &k) in keep.iter().enumerate() {
+        full[3 * k..3 * k + 3].copy_from_slice(&lambda[3 * i..3 * i + 3]);
+    }
+    split(&full)
 }
 
 /// (λ_n, λ_t) of a λ in the (n, t1, t2) layout, on any scalar.
@@ -294,39 +376,84 @@ impl LcpSolver {
         Ok(())
     }
 
-    /// One step with the given contacts (from collision detection at `s.q`); the solved LCPs go to `ws.report`.
+    /// The CCD impact g at (q, v), Δt = 0 (§3.4, Eq. 8), on the touching contacts (`touching_impact_set`): v⁺, and
+    /// the impact's LCP in `report` (v⁺ = v when nothing is struck).
     #[allow(clippy::too_many_arguments)]
-    pub fn step_with_contacts(
+    fn impact_value(
+        &self,
+        model: &Model,
+        ws: &mut LcpWorkspace,
+        q: &[f64],
+        v: &[f64],
+        u: &[f64],
+        contacts: &[ContactFrame],
+        report: &mut LcpReport,
+    ) -> Result<Vec<f64>, SolverError> {
+        let o = &self.options;
+        let nc = contacts.len();
+        *report = LcpReport { contacts: nc, ..Default::default() };
+        if nc == 0 {
+            return Ok(v.to_vec());
+        }
+        ws.dm.gravity = torsion_math::scalar::cv(&model.gravity);
+        let geoms: Vec<ContactGeom<f64>> = contacts.iter().map(ContactGeom::from_frame).collect();
+        let po = self.prelude_options();
+        let LcpWorkspace { dm, d, body_joint, .. } = ws;
+        let x = StepInputs { model, dm, body_joint, q, v, u, dt: 0.0, contacts: &geoms, o: &po };
+        let pre = prelude_dt(&x, 0.0, d)?;
+        let (bounce, keep) = touching_impact_set(&pre, &geoms, v, o);
+        report.bounce = bounce;
+        if keep.is_empty() {
+            return Ok(v.to_vec());
+        }
+        let (bn, bt) = impact_offsets(&pre, &geoms, v, 0.0, &report.bounce);
+        let (a, b) = lcp_system(&pre, &bn, &bt);
+        let (a, b) = restrict(&a, &b, &keep);
+        let kept: Vec<ContactGeom<f64>> = keep.iter().map(|&k| geoms[k].clone()).collect();
+        let imp = solve(BoxedLcp::new(a, b, contact_rows(&kept)).map_err(lcp_err)?, &o.chain, "impact")?;
+        let (pn, pt) = expand(imp.answer.solution.lambda.as_slice(), &keep, nc);
+        report.impact = Some(imp);
+        report.impact_set = keep;
+        // Δt = 0: v^p = v, so v⁺ = v + M⁻¹ Jᵀ λ
+        Ok(apply_impulses(&pre, &pn, &pt))
+    }
+
+    /// The smooth sub-step f from (s.q, s.v) over h with the given contacts (`dcd_impact`: with the DCD
+    /// speculative bounce first), into `out` and `report`.
+    #[allow(clippy::too_many_arguments)]
+    fn smooth_value(
         &self,
         model: &Model,
         ws: &mut LcpWorkspace,
         s: &GenState,
         u: &[f64],
-        dt: f64,
+        h: f64,
         contacts: &[ContactFrame],
+        dcd_impact: bool,
+        report: &mut LcpReport,
         out: &mut GenState,
-    ) -> Result<StepInfo, SolverError> {
-        ws.cache.refresh(model, &mut ws.dm).map_err(dyn_err(NAME))?;
-        self.check(ws, s, u, dt)?;
+    ) -> Result<(), SolverError> {
         let o = &self.options;
         ws.dm.gravity = torsion_math::scalar::cv(&model.gravity);
         let geoms: Vec<ContactGeom<f64>> = contacts.iter().map(ContactGeom::from_frame).collect();
         let po = self.prelude_options();
-        let LcpWorkspace { dm, d, body_joint, report, .. } = ws;
-        let x = StepInputs { model, dm, body_joint, q: &s.q, v: &s.v, u, dt, contacts: &geoms, o: &po };
-        let mut pre = prelude(&x, d)?;
+        let LcpWorkspace { dm, d, body_joint, .. } = ws;
+        let x = StepInputs { model, dm, body_joint, q: &s.q, v: &s.v, u, dt: h, contacts: &geoms, o: &po };
+        let mut pre = prelude_dt(&x, h, d)?;
         let nc = contacts.len();
         *report = LcpReport { contacts: nc, ..Default::default() };
         let mut vplus = pre.vp.clone();
         if nc > 0 {
-            report.bounce = bounce_set(&pre, &geoms, &s.v, dt, o.bounce_threshold);
+            report.bounce =
+                if dcd_impact { bounce_set(&pre, &geoms, &s.v, h, o.bounce_threshold) } else { vec![false; nc] };
             if report.bounce.iter().any(|&b| b) {
-                let (bn, bt) = impact_offsets(&pre, &geoms, &s.v, dt, &report.bounce);
+                let (bn, bt) = impact_offsets(&pre, &geoms, &s.v, h, &report.bounce);
                 let (a, b) = lcp_system(&pre, &bn, &bt);
                 let imp = solve(BoxedLcp::new(a, b, contact_rows(&geoms)).map_err(lcp_err)?, &o.chain, "impact")?;
                 let (pn, pt) = split(imp.answer.solution.lambda.as_slice());
-                pre.after_impact(&x, d, &pn, &pt)?;
+                pre.after_impact_dt(&x, h, d, &pn, &pt)?;
                 report.impact = Some(imp);
+                report.impact_set = (0..nc).collect();
             }
             let (a, b) = lcp_system(&pre, &pre.bn, &pre.bt);
             let st = solve(BoxedLcp::new(a, b, contact_rows(&geoms)).map_err(lcp_err)?, &o.chain, "step")?;
@@ -345,16 +472,183 @@ impl LcpSolver {
         out.q.resize(dm.nq, 0.0);
         out.v.resize(dm.nv, 0.0);
         out.act.clear();
-        advance(dm, o.position, &s.q, &s.v, &vplus, dt, &mut out.q, &mut out.v);
+        advance(dm, o.position, &s.q, &s.v, &vplus, h, &mut out.q, &mut out.v);
         if out.q.iter().chain(&out.v).any(|x| !x.is_finite()) {
             return Err(SolverError::NonFinite { solver: NAME, what: "(q or v)".into() });
         }
-        Ok(step_info(report))
+        Ok(())
     }
 
-    /// One step with the given contacts and its transition Jacobians (rows: 2nv tangent coordinates): A w.r.t.
-    /// (q, v), B w.r.t. the nv generalized forces, C w.r.t. the selected parameters (dynamics parameters and the
-    /// contact materials `shape_friction[·]`, `shape_restitution[·]`, seeded on the contacts whose pair value
+    /// One DCD step with the given contacts (from collision detection at `s.q`), no CCD; the solved LCPs go to
+    /// `ws.report` and the one-segment `ws.tape`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn step_with_contacts(
+        &self,
+        model: &Model,
+        ws: &mut LcpWorkspace,
+        s: &GenState,
+        u: &[f64],
+        dt: f64,
+        contacts: &[ContactFrame],
+        out: &mut GenState,
+    ) -> Result<StepInfo, SolverError> {
+        self.check(ws, s, u, dt)?;
+        let mut f = LcpReport::default();
+        self.smooth_value(model, ws, s, u, dt, contacts, true, &mut f, out)?;
+        ws.tape.clear();
+        ws.tape.push(Segment {
+            q: s.q.clone(),
+            v: s.v.clone(),
+            v_struck: s.v.clone(),
+            frames: contacts.to_vec(),
+            g: LcpReport::default(),
+            f: f.clone(),
+            h: dt,
+            toi: None,
+        });
+        ws.report = f;
+        Ok(step_info(&ws.tape))
+    }
+
+    /// One step with CCD / TOI backtracking (§3.7, see the module doc), detection at each sub-step's start.
+    fn step_ccd(
+        &self,
+        model: &Model,
+        ws: &mut LcpWorkspace,
+        s: &GenState,
+        u: &[f64],
+        dt: f64,
+        out: &mut GenState,
+    ) -> Result<StepInfo, SolverError> {
+        self.check(ws, s, u, dt)?;
+        let o = &self.options.ccd;
+        if self.options.position != PositionUpdate::Parallel {
+            return Err(SolverError::BadInput {
+                solver: NAME,
+                problem: "CCD follows the parallel position update (spec 004 D1); with the semi-implicit update set \
+                          ccd.enabled = false (DCD)"
+                    .into(),
+            });
+        }
+        ws.tape.clear();
+        let mut x = s.clone();
+        let mut t_rem = dt;
+        let mut pairs = vec![];
+        for k in 0..=o.max_impacts {
+            self.detect(model, ws, &x.q, &x.warm)?;
+            // the touching contacts only: a gap that closes within the sub-step is the CCD's (an LCP row on it
+            // would sit at its mode switch, b ≈ 0, by construction of t*)
+            // the impacting pair's closest contact is touching by construction of t* (φ := min(φ, 0): parry's
+            // manifold distance of two polyhedra may exceed the TOI root's GJK distance)
+            if let Some(&(a, b)) = pairs.last() {
+                let of_pair = |c: &ContactFrame| c.shapes == Some([a, b]) || c.shapes == Some([b, a]);
+                let closest = (0..ws.frames.len())
+                    .filter(|&i| of_pair(&ws.frames[i]))
+                    .min_by(|&i, &j| ws.frames[i].distance.total_cmp(&ws.frames[j].distance));
+                if let Some(i) = closest {
+                    ws.frames[i].distance = ws.frames[i].distance.min(0.0);
+                }
+            }
+            ws.frames.retain(|c| c.distance <= o.touch);
+            let frames = std::mem::take(&mut ws.frames);
+            let mut g = LcpReport::default();
+            let vs = self.impact_value(model, ws, &x.q, &x.v, u, &frames, &mut g);
+            let vs = match vs {
+                Ok(v) => v,
+                Err(e) => {
+                    ws.frames = frames;
+                    return Err(e);
+                }
+            };
+            let toi = if k < o.max_impacts {
+                first_impact(model, &ws.world, &ws.dm, &x.q, &vs, t_rem, o, &mut ws.ccd)?
+                    .filter(|i| (1.0 - i.s) * t_rem > o.min_substep)
+            } else {
+                None
+            };
+            let h = toi.map_or(t_rem, |i| i.s * t_rem);
+            let mut start = x.clone();
+            start.v.clone_from(&vs);
+            let mut f = LcpReport::default();
+            let mut next = x.clone();
+            let r = self.smooth_value(model, ws, &start, u, h, &frames, false, &mut f, &mut next);
+            ws.tape.push(Segment {
+                q: std::mem::take(&mut x.q),
+                v: std::mem::take(&mut x.v),
+                v_struck: vs,
+                frames: frames.clone(),
+                g,
+                f,
+                h,
+                toi: None,
+            });
+            ws.frames = frames;
+            r?;
+            x = next;
+            match toi {
+                Some(i) => pairs.push(i.shapes),
+                None => break,
+            }
+            t_rem -= h;
+        }
+        // each impacting pair's contact at the TOI configuration: its closest detected contact there
+        for (k, &(a, b)) in pairs.iter().enumerate() {
+            let c = ws.tape[k + 1]
+                .frames
+                .iter()
+                .filter(|c| c.shapes == Some([a, b]) || c.shapes == Some([b, a]))
+                .min_by(|p, q| p.distance.total_cmp(&q.distance))
+                .cloned()
+                .ok_or_else(|| SolverError::NoSolution {
+                    solver: NAME,
+                    problem: format!(
+                        "CCD: no contact of shapes '{}' and '{}' detected at their time of impact",
+                        model.shapes[a].name, model.shapes[b].name
+                    ),
+                })?;
+            ws.tape[k].toi = Some(Toi { shapes: (a, b), contact: c });
+        }
+        out.clone_from(&x);
+        let last = ws.tape.last().expect("one segment");
+        ws.report = LcpReport {
+            contacts: last.f.contacts,
+            bounce: last.g.bounce.clone(),
+            impact_set: last.g.impact_set.clone(),
+            impact: last.g.impact.clone(),
+            step: last.f.step.clone(),
+        };
+        Ok(step_info(&ws.tape))
+    }
+
+    /// One step from collision detection at `s.q`: CCD (default) or DCD (`ccd.enabled = false`).
+    fn run_step(
+        &self,
+        model: &Model,
+        ws: &mut LcpWorkspace,
+        s: &GenState,
+        u: &[f64],
+        dt: f64,
+        out: &mut GenState,
+    ) -> Result<StepInfo, SolverError> {
+        if s.q.len() != model.nq() {
+            return Err(SolverError::BadInput {
+                solver: NAME,
+                problem: format!("state has nq {}, the model needs {}", s.q.len(), model.nq()),
+            });
+        }
+        if self.options.ccd.enabled {
+            return self.step_ccd(model, ws, s, u, dt, out);
+        }
+        self.detect(model, ws, &s.q, &s.warm)?;
+        let frames = std::mem::take(&mut ws.frames);
+        let info = self.step_with_contacts(model, ws, s, u, dt, &frames, out);
+        ws.frames = frames;
+        info
+    }
+
+    /// One DCD step with the given contacts and its transition Jacobians (rows: 2nv tangent coordinates): A
+    /// w.r.t. (q, v), B w.r.t. the nv generalized forces, C w.r.t. the selected parameters (dynamics parameters and
+    /// the contact materials `shape_friction[·]`, `shape_restitution[·]`, seeded on the contacts whose pair value
     /// they supply, `pair_source`).
     #[allow(clippy::too_many_arguments)]
     pub fn jacobians_with_contacts(
@@ -369,13 +663,62 @@ impl LcpSolver {
     ) -> Result<(StepJacobians, GenState), SolverError> {
         let mut next = s.clone();
         self.step_with_contacts(model, ws, s, u, dt, contacts, &mut next)?;
-        let o = &self.options;
+        let jac = self.tape_jacobians(model, ws, s, u, dt, &next, sel)?;
+        Ok((jac, next))
+    }
+
+    /// The step from `s` (detection, CCD as configured) and its transition Jacobians (as
+    /// [`LcpSolver::jacobians_with_contacts`]).
+    pub fn jacobians(
+        &self,
+        model: &Model,
+        ws: &mut LcpWorkspace,
+        s: &GenState,
+        u: &[f64],
+        dt: f64,
+        sel: &ParamSelection,
+    ) -> Result<(StepJacobians, GenState), SolverError> {
+        let mut next = s.clone();
+        self.run_step(model, ws, s, u, dt, &mut next)?;
+        let jac = self.tape_jacobians(model, ws, s, u, dt, &next, sel)?;
+        Ok((jac, next))
+    }
+
+    /// The Jacobians of the step recorded in `ws.tape` (ending at `next`): one Dual64 pass per direction through
+    /// every sub-step — impact g, time of impact t* (§3.8), smooth sub-step f of dual length.
+    #[allow(clippy::too_many_arguments)]
+    fn tape_jacobians(
+        &self,
+        model: &Model,
+        ws: &mut LcpWorkspace,
+        s: &GenState,
+        u: &[f64],
+        dt: f64,
+        next: &GenState,
+        sel: &ParamSelection,
+    ) -> Result<StepJacobians, SolverError> {
         let po = self.prelude_options();
+        let tape = std::mem::take(&mut ws.tape);
+        let r = self.tape_jacobians_with(model, ws, &tape, s, u, dt, next, sel, &po);
+        ws.tape = tape;
+        r
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn tape_jacobians_with(
+        &self,
+        model: &Model,
+        ws: &LcpWorkspace,
+        tape: &[Segment],
+        s: &GenState,
+        u: &[f64],
+        dt: f64,
+        next: &GenState,
+        sel: &ParamSelection,
+        po: &PreludeOptions,
+    ) -> Result<StepJacobians, SolverError> {
+        let o = &self.options;
         let nv = ws.dm.nv;
-        let mut d0 = DynData::new(&ws.dm);
-        forward_kinematics(&ws.dm, &s.q, &mut d0);
-        let anchors: Vec<Anchor> =
-            contacts.iter().map(|c| Anchor::new(c, &d0.o_m[c.body_a], &d0.o_m[c.body_b])).collect();
         let table = model.param_table();
         let theta = model.param_vector();
         let source = |c: &ContactFrame, val: fn(&Shape) -> f64, v: f64| -> Option<usize> {
@@ -384,22 +727,52 @@ impl LcpSolver {
             let k = pair_source(s, val(a), val(b));
             (val(&model.shapes[k]) == v).then_some(k)
         };
-        let mu_src: Vec<Option<ParamKind>> =
-            contacts.iter().map(|c| source(c, |s| s.friction[0], c.mu).map(ParamKind::ShapeFriction)).collect();
-        let eps_src: Vec<Option<ParamKind>> = contacts
-            .iter()
-            .map(|c| source(c, |s| s.restitution, c.restitution).map(ParamKind::ShapeRestitution))
-            .collect();
         let lift = |x: &[f64]| -> Vec<Dual64> { x.iter().map(|&v| Dual64::from(v)).collect() };
         let with_gravity = |mut dm: DynModel<Dual64>| {
             dm.gravity = torsion_math::scalar::cv(&model.gravity);
             dm
         };
         let base_dm = with_gravity(DynModel::build(model, &table, &lift(&theta)).map_err(dyn_err(NAME))?);
+        // per segment: anchors at its start, material sources, and for a TOI the impacting contact's anchor at the
+        // TOI configuration with the gap's rate dφ/dt there
+        let mut d0 = DynData::new(&ws.dm);
+        let mut segs = vec![];
+        for (k, seg) in tape.iter().enumerate() {
+            forward_kinematics(&ws.dm, &seg.q, &mut d0);
+            let anchors: Vec<Anchor> =
+                seg.frames.iter().map(|c| Anchor::new(c, &d0.o_m[c.body_a], &d0.o_m[c.body_b])).collect();
+            let mu_src: Vec<Option<ParamKind>> =
+                seg.frames.iter().map(|c| source(c, |s| s.friction[0], c.mu).map(ParamKind::ShapeFriction)).collect();
+            let eps_src: Vec<Option<ParamKind>> = seg
+                .frames
+                .iter()
+                .map(|c| source(c, |s| s.restitution, c.restitution).map(ParamKind::ShapeRestitution))
+                .collect();
+            let toi = match &seg.toi {
+                Some(t) => {
+                    let c = &t.contact;
+                    forward_kinematics(&ws.dm, &tape[k + 1].q, &mut d0);
+                    let an = Anchor::new(c, &d0.o_m[c.body_a], &d0.o_m[c.body_b]);
+                    let mut d = DynData::new(&base_dm);
+                    let phi = gap_along(
+                        &base_dm,
+                        &mut d,
+                        &an,
+                        c,
+                        &lift(&seg.q),
+                        &lift(&seg.v_struck),
+                        Dual64::new(seg.h, 1.0),
+                    );
+                    // grazing (dφ/dt → 0): t* is not differentiable; its derivative is dropped (D8)
+                    Some((an, if phi.eps < -1e-12 { phi.eps } else { f64::NEG_INFINITY }))
+                }
+                None => None,
+            };
+            segs.push((anchors, mu_src, eps_src, toi));
+        }
         let ndir = 3 * nv + sel.len();
         let mut cols = DMatrix::zeros(2 * nv, ndir);
         let mut d = DynData::new(&base_dm);
-        let report = &ws.report;
         for dir in 0..ndir {
             let param = (dir >= 3 * nv).then(|| sel.indices[dir - 3 * nv]);
             let mat = param.map(|i| table.kinds[i]).filter(|k| k.is_contact_material());
@@ -427,103 +800,164 @@ impl LcpSolver {
             if (2 * nv..3 * nv).contains(&dir) {
                 uu[dir - 2 * nv].eps = 1.0;
             }
-            forward_kinematics(dm, &q, &mut d);
-            let geoms: Vec<ContactGeom<Dual64>> = contacts
-                .iter()
-                .zip(&anchors)
-                .enumerate()
-                .map(|(i, (c, an))| {
-                    let mut g = an.geom(c, &d.o_m[c.body_a], &d.o_m[c.body_b]);
-                    if mat.is_some() && mat == mu_src[i] {
-                        g.mu.eps = 1.0;
+            let mut used = Dual64::from(0.0);
+            for (seg, (anchors, mu_src, eps_src, toi)) in tape.iter().zip(&segs) {
+                forward_kinematics(dm, &q, &mut d);
+                let geoms: Vec<ContactGeom<Dual64>> = seg
+                    .frames
+                    .iter()
+                    .zip(anchors)
+                    .enumerate()
+                    .map(|(i, (c, an))| {
+                        let mut g = an.geom(c, &d.o_m[c.body_a], &d.o_m[c.body_b]);
+                        if mat.is_some() && mat == mu_src[i] {
+                            g.mu.eps = 1.0;
+                        }
+                        if mat.is_some() && mat == eps_src[i] {
+                            g.restitution.eps = 1.0;
+                        }
+                        g
+                    })
+                    .collect();
+                let nc = geoms.len();
+                // the impact g (Δt = 0)
+                let vs = match &seg.g.impact {
+                    Some(imp) => {
+                        let zero = Dual64::from(0.0);
+                        let x = StepInputs {
+                            model,
+                            dm,
+                            body_joint: &ws.body_joint,
+                            q: &q,
+                            v: &v,
+                            u: &uu,
+                            dt: 0.0,
+                            contacts: &geoms,
+                            o: po,
+                        };
+                        let pre = prelude_dt(&x, zero, &mut d)?;
+                        let (bn, bt) = impact_offsets(&pre, &geoms, &v, zero, &seg.g.bounce);
+                        let lambda = lcp_tangent(imp, &pre, &geoms, &bn, &bt, &seg.g.impact_set)?;
+                        let (pn, pt) = expand(&lambda, &seg.g.impact_set, nc);
+                        apply_impulses(&pre, &pn, &pt)
                     }
-                    if mat.is_some() && mat == eps_src[i] {
-                        g.restitution.eps = 1.0;
+                    None => v.clone(),
+                };
+                // the sub-step's length: t* through the gap at the TOI (φ(q ⊕ t* v⁺) = 0), or what is left
+                let h = match toi {
+                    Some((an, rate)) => {
+                        let c = &seg.toi.as_ref().expect("toi").contact;
+                        let phi = gap_along(dm, &mut d, an, c, &q, &vs, Dual64::from(seg.h));
+                        // rate = −∞ when grazing: the derivative of t* is dropped
+                        Dual64::new(seg.h, -phi.eps / rate)
                     }
-                    g
-                })
-                .collect();
-            let x = StepInputs {
-                model,
-                dm,
-                body_joint: &ws.body_joint,
-                q: &q,
-                v: &v,
-                u: &uu,
-                dt,
-                contacts: &geoms,
-                o: &po,
-            };
-            let mut pre = prelude(&x, &mut d)?;
-            if let Some(imp) = &report.impact {
-                let (bn, bt) = impact_offsets(&pre, &geoms, &v, dt, &report.bounce);
-                let lambda = lcp_tangent(imp, &pre, &geoms, &bn, &bt)?;
-                let (pn, pt) = split(&lambda);
-                pre.after_impact(&x, &mut d, &pn, &pt)?;
-            }
-            let vplus = match &report.step {
-                Some(st) => {
-                    let lambda = lcp_tangent(st, &pre, &geoms, &pre.bn, &pre.bt)?;
-                    let (ln, lt) = split(&lambda);
-                    apply_impulses(&pre, &ln, &lt)
+                    None => Dual64::from(dt) - used,
+                };
+                used += h;
+                // the smooth sub-step f (DCD: its speculative impact first)
+                let x = StepInputs {
+                    model,
+                    dm,
+                    body_joint: &ws.body_joint,
+                    q: &q,
+                    v: &vs,
+                    u: &uu,
+                    dt: h.re,
+                    contacts: &geoms,
+                    o: po,
+                };
+                let mut pre = prelude_dt(&x, h, &mut d)?;
+                if let Some(imp) = &seg.f.impact {
+                    let (bn, bt) = impact_offsets(&pre, &geoms, &vs, h, &seg.f.bounce);
+                    let lambda = lcp_tangent(imp, &pre, &geoms, &bn, &bt, &seg.f.impact_set)?;
+                    let (pn, pt) = expand(&lambda, &seg.f.impact_set, nc);
+                    pre.after_impact_dt(&x, h, &mut d, &pn, &pt)?;
                 }
-                None => pre.vp.clone(),
-            };
-            let (mut q1, mut v1) = (q.clone(), vplus.clone());
-            advance(dm, o.position, &q, &v, &vplus, Dual64::from(dt), &mut q1, &mut v1);
+                let vplus = match &seg.f.step {
+                    Some(st) => {
+                        let all: Vec<usize> = (0..nc).collect();
+                        let lambda = lcp_tangent(st, &pre, &geoms, &pre.bn, &pre.bt, &all)?;
+                        let (ln, lt) = split(&lambda);
+                        apply_impulses(&pre, &ln, &lt)
+                    }
+                    None => pre.vp.clone(),
+                };
+                let (mut q1, mut v1) = (q.clone(), vplus.clone());
+                advance(dm, o.position, &q, &vs, &vplus, h, &mut q1, &mut v1);
+                (q, v) = (q1, v1);
+            }
             for j in 0..dm.parent.len() {
                 let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
-                let t = dual_tangent(jm.kind, &next.q[qs..qs + jm.nq], &q1[qs..qs + jm.nq]);
+                let t = dual_tangent(jm.kind, &next.q[qs..qs + jm.nq], &q[qs..qs + jm.nq]);
                 for r in 0..jm.nv {
                     cols[(vs + r, dir)] = t[r];
                 }
             }
             for k in 0..nv {
-                cols[(nv + k, dir)] = v1[k].eps;
+                cols[(nv + k, dir)] = v[k].eps;
             }
         }
-        let jac = StepJacobians {
+        Ok(StepJacobians {
             a: cols.columns(0, 2 * nv).into_owned(),
             b: cols.columns(2 * nv, nv).into_owned(),
             c: cols.columns(3 * nv, sel.len()).into_owned(),
-        };
-        Ok((jac, next))
+        })
     }
 }
 
-/// λ + ε dλ of a solved LCP along the tangent carried by the dual parts of the prelude, the offsets and μ
-/// (§3.6: the implicit derivative at the answer's active set, `backward::lcp_jvp`).
+/// The gap φ of contact `c` (its anchor `an`) at q ⊕ t v (the parallel position path), on duals.
+fn gap_along(
+    dm: &DynModel<Dual64>,
+    d: &mut DynData<Dual64>,
+    an: &Anchor,
+    c: &ContactFrame,
+    q: &[Dual64],
+    v: &[Dual64],
+    t: Dual64,
+) -> Dual64 {
+    let (mut q1, mut v1) = (q.to_vec(), v.to_vec());
+    advance_into(dm, q, v, t, &mut q1, &mut v1);
+    forward_kinematics(dm, &q1, d);
+    an.geom(c, &d.o_m[c.body_a], &d.o_m[c.body_b]).distance
+}
+
+/// λ + ε dλ of a solved LCP (over the contacts `keep`) along the tangent carried by the dual parts of the
+/// prelude, the offsets and μ (§3.6: the implicit derivative at the answer's active set, `backward::lcp_jvp`).
 fn lcp_tangent(
     solved: &SolvedLcp,
     pre: &Prelude<Dual64>,
     geoms: &[ContactGeom<Dual64>],
     bn: &[Dual64],
     bt: &[Dual64],
+    keep: &[usize],
 ) -> Result<Vec<Dual64>, SolverError> {
     let (a, b) = lcp_system(pre, bn, bt);
+    let (a, b) = restrict(&a, &b, keep);
     let da = a.map(|x| x.eps);
     let db = b.map(|x| x.eps);
-    let dmu: Vec<f64> = (0..b.len()).map(|r| if r % 3 == 0 { 0.0 } else { geoms[r / 3].mu.eps }).collect();
+    let dmu: Vec<f64> = (0..b.len()).map(|r| if r % 3 == 0 { 0.0 } else { geoms[keep[r / 3]].mu.eps }).collect();
     let sol = &solved.answer.solution;
     let (dl, _, _) = lcp_jvp(&solved.lcp, &sol.lambda, &sol.classes, &LcpTangent { da: &da, db: &db, dmu: &dmu })
         .map_err(lcp_err)?;
     Ok((0..b.len()).map(|i| Dual64::new(sol.lambda[i], dl[i])).collect())
 }
 
-/// The step's report: the solver that answered (PGS if any solve needed it), pivots / sweeps of every attempt,
-/// the worst validity residual.
-fn step_info(r: &LcpReport) -> StepInfo {
+/// The step's report over its sub-steps: the solver that answered (PGS if any solve needed it), pivots / sweeps of
+/// every attempt, the worst validity residual, the most contacts of a sub-step.
+fn step_info(tape: &[Segment]) -> StepInfo {
     let mut info = StepInfo::new("lcp/jade");
-    info.contacts = r.contacts;
-    for s in r.solves() {
-        let sol = &s.answer.solution;
-        if sol.solver == LcpSolverKind::Pgs {
-            info.solver = "lcp/pgs";
+    for seg in tape {
+        info.contacts = info.contacts.max(seg.f.contacts);
+        for s in seg.g.solves().chain(seg.f.solves()) {
+            let sol = &s.answer.solution;
+            if sol.solver == LcpSolverKind::Pgs {
+                info.solver = "lcp/pgs";
+            }
+            info.iterations += sol.iterations;
+            let v = &sol.validity;
+            info.residual = info.residual.max(v.max_bound).max(v.max_findex).max(v.max_complementarity);
+            info.converged &= sol.ok();
         }
-        info.iterations += sol.iterations;
-        let v = &sol.validity;
-        info.residual = info.residual.max(v.max_bound).max(v.max_findex).max(v.max_complementarity);
-        info.converged &= sol.ok();
     }
     info
 }
@@ -551,6 +985,8 @@ impl Solver for LcpSolver {
             contacts: Contacts::default(),
             frames: vec![],
             report: LcpReport::default(),
+            tape: vec![],
+            ccd: CcdScratch::default(),
             poses: vec![],
             wrench: WrenchTerm::default(),
         })
@@ -570,31 +1006,21 @@ impl Solver for LcpSolver {
         ws: &mut LcpWorkspace,
         rec: Option<&mut LcpRecord>,
     ) -> Result<StepInfo, SolverError> {
-        if s.q.len() != model.nq() {
-            return Err(SolverError::BadInput {
-                solver: NAME,
-                problem: format!("state has nq {}, the model needs {}", s.q.len(), model.nq()),
-            });
-        }
-        self.detect(model, ws, &s.q, &s.warm)?;
         ws.cache.refresh(model, &mut ws.dm).map_err(dyn_err(NAME))?;
         let uj = ws.wrench.effective(&ws.dm, &mut ws.d, &s.q, u).map_err(dyn_err(NAME))?.to_vec();
-        let frames = std::mem::take(&mut ws.frames);
         if let Some(r) = rec {
             r.s = Some(s.clone());
             r.u.clone_from(&uj);
             r.wrench.clone_from(&u.body_wrench);
             r.dt = dt;
-            r.frames.clone_from(&frames);
         }
-        let info = self.step_with_contacts(model, ws, s, &uj, dt, &frames, out);
-        ws.frames = frames;
-        info
+        self.run_step(model, ws, s, &uj, dt, out)
     }
 }
 
 impl DiffSolver for LcpSolver {
-    /// Jᵀ ḡ with J from the tangent Jacobians at the recorded state and contact frames.
+    /// Jᵀ ḡ with J from the tangent Jacobians of the step re-run from the recorded state (detection and CCD
+    /// included: both depend on the state alone).
     #[allow(clippy::too_many_arguments)]
     fn step_vjp(
         &self,
@@ -609,13 +1035,13 @@ impl DiffSolver for LcpSolver {
     ) -> Result<(), SolverError> {
         let s = recorded(&rec.s, NAME)?;
         check_grad_sizes(NAME, model.nv(), g_u, sel, g_theta)?;
-        let (mut jac, next) = self.jacobians_with_contacts(model, ws, s, &rec.u, rec.dt, &rec.frames, sel)?;
+        let (mut jac, next) = self.jacobians(model, ws, s, &rec.u, rec.dt, sel)?;
         ws.wrench.add_state_columns(&ws.dm, &mut ws.d, &s.q, &rec.wrench, &mut jac).map_err(dyn_err(NAME))?;
         transposed_jacobian_product(model, &s.q, &next.q, &jac, g_out, g_s, g_u, g_theta);
         Ok(())
     }
 
-    /// Collision detection at s.q in the caller's workspace, then the tangent Jacobians.
+    /// The step from s (detection, CCD as configured) in the caller's workspace, then the tangent Jacobians.
     #[allow(clippy::too_many_arguments)]
     fn step_jacobians_into(
         &self,
@@ -627,13 +1053,9 @@ impl DiffSolver for LcpSolver {
         ws: &mut LcpWorkspace,
         out: &mut StepJacobians,
     ) -> Result<(), SolverError> {
-        self.detect(model, ws, &s.q, &s.warm)?;
         ws.cache.refresh(model, &mut ws.dm).map_err(dyn_err(NAME))?;
         let uj = ws.wrench.effective(&ws.dm, &mut ws.d, &s.q, u).map_err(dyn_err(NAME))?.to_vec();
-        let frames = std::mem::take(&mut ws.frames);
-        let r = self.jacobians_with_contacts(model, ws, s, &uj, dt, &frames, sel);
-        ws.frames = frames;
-        out.assign(&r?.0);
+        out.assign(&self.jacobians(model, ws, s, &uj, dt, sel)?.0);
         ws.wrench.add_state_columns(&ws.dm, &mut ws.d, &s.q, &u.body_wrench, out).map_err(dyn_err(NAME))?;
         Ok(())
     }
@@ -741,7 +1163,9 @@ mod tests {
         let s = GenState::new(vec![0.1, -0.2, 0.0995, 1.0, 0.0, 0.0, 0.0], vec![0.4, -0.3, 1.1, 1.2, -0.5, -0.05]);
         let u = [0.02, -0.01, 0.03, 0.5, 0.2, -0.4];
         for position in [PositionUpdate::Parallel, PositionUpdate::SemiImplicit] {
-            let solver = LcpSolver::new(LcpOptions { position, ..Default::default() });
+            // CCD follows the parallel update (D1): the semi-implicit one is DCD
+            let ccd = CcdOptions { enabled: position == PositionUpdate::Parallel, ..Default::default() };
+            let solver = LcpSolver::new(LcpOptions { position, ccd, ..Default::default() });
             let (e, r) = vs_fd(&solver, &m, &s, &u, &sel);
             let cl = classes(&r).1.unwrap().to_vec();
             eprintln!("sliding ball ({position:?}): classes {cl:?}, A {:.1e}, B {:.1e}, C {:.1e}", e[0], e[1], e[2]);
@@ -780,9 +1204,18 @@ mod tests {
             vec![0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.215, 0.05, 0.02, 1.0, 0.0, 0.0, 0.0],
             vec![0.5, 0.0, 1.0, 2.0, 0.3, 0.0, 0.0, -0.2, 0.0, -0.5, 0.0, 0.1],
         );
-        let (e, r) = vs_fd(&LcpSolver::default(), &m, &s, &[0.0; 12], &ParamSelection::none());
-        eprintln!("two balls: classes {:?}, A {:.1e}, B {:.1e}", classes(&r), e[0], e[1]);
-        assert_eq!(r.contacts, 1);
-        assert!(e[0] < 1e-6 && e[1] < 1e-6, "{e:?}");
+        // CCD: a time of impact mid-step, the plastic impact, then the balls pressed together by the controls (with
+        // no force after a plastic impact the contact would sit at its mode switch, b = 0)
+        let u = [0.0, 0.0, 0.0, 3.0, 0.0, 0.0, 0.0, 0.0, 0.0, -2.0, 0.0, 0.0];
+        for ccd in [true, false] {
+            let solver = LcpSolver::new(LcpOptions {
+                ccd: CcdOptions { enabled: ccd, ..Default::default() },
+                ..Default::default()
+            });
+            let (e, r) = vs_fd(&solver, &m, &s, &u, &ParamSelection::none());
+            eprintln!("two balls (CCD {ccd}): classes {:?}, A {:.1e}, B {:.1e}", classes(&r), e[0], e[1]);
+            assert_eq!(r.contacts, 1);
+            assert!(e[0] < 1e-6 && e[1] < 1e-6, "{e:?}");
+        }
     }
 }

@@ -1,0 +1,268 @@
+//! `jade-two-ball` — spec 004 §4.2 (Exp. V-B, Table I; issue 17 item 6): the billiard inverse problem. Two balls
+//! (radius 0.05 m, 1 kg, ε = 1, μ = 0, no gravity, no table) on two slide joints each (x, y) in the plane: blue
+//! from (−0.4, 0), yellow at rest at (0, 0). Blue's initial velocity (4, v_y) is optimised, v_y only (D13: every
+//! engine in Table I kept v_x = 4), so that yellow ends at p* = (0.3, 0.2) after 0.2 s (20 steps of 10 ms; the
+//! impact is mid-step, t ≈ 0.079 s). Loss ‖p_yellow(T) − p*‖², gradient by `rollout_vjp` of the `lcp` stepper (CCD
+//! with the TOI chain rule), gradient descent (step −∂L/∂v_y clipped to ±0.05; D13), 1000 iterations (quick: 100), from
+//! v_y = −0.1. Variant: exact spheres (icosphere meshes: open, see `run`). Metrics per variant: `position_error` = ‖p_yellow(T) − p*‖ of our own forward simulation at the
+//! final v_y, `iterations_to_5e-3`, v_y. For exact spheres the continuous-time optimum is computed in closed form
+//! (the stepper with CCD is exact in continuous time here: free flight, an exact TOI, an elastic impact).
+use crate::ncp_scene::{one_panel_result, Panel};
+use crate::result::{Check, ExperimentError, ExperimentResult};
+use serde_json::json;
+use std::path::Path;
+use torsion_model::{Control, GenState, Model, ParamSelection};
+use torsion_solvers::LcpSolver;
+
+pub const R: f64 = 0.05;
+pub const DT: f64 = 0.01;
+pub const STEPS: usize = 20;
+pub const VX: f64 = 4.0;
+pub const VY0: f64 = -0.1;
+pub const TARGET: [f64; 2] = [0.3, 0.2];
+pub const BLUE: [f64; 2] = [-0.4, 0.0];
+/// Table I
+pub const PAPER_JADE_ERROR: f64 = 0.00156;
+pub const PAPER_NIMBLE_ERROR: f64 = 0.02491;
+/// the direction-only analytic v_y (Table I "Analytical" row, spec 004 §4.2)
+pub const VY_DIRECTION: f64 = -0.70039;
+/// gradient descent on v_y (D13): step −LR ∂L/∂v_y, clipped to ±MAX_STEP (Adam's long second-moment memory
+/// crawls near the optimum: v_y −0.69995 after 100 iterations, 6e-3 short)
+pub const LR: f64 = 1.0;
+pub const MAX_STEP: f64 = 0.05;
+
+/// An icosphere of radius r with `sub` subdivisions as OBJ text (vertices on the sphere: an inscribed polytope).
+pub fn icosphere_obj(r: f64, sub: usize) -> String {
+    let t = (1.0 + 5f64.sqrt()) / 2.0;
+    let mut v: Vec<[f64; 3]> = vec![
+        [-1.0, t, 0.0],
+        [1.0, t, 0.0],
+        [-1.0, -t, 0.0],
+        [1.0, -t, 0.0],
+        [0.0, -1.0, t],
+        [0.0, 1.0, t],
+        [0.0, -1.0, -t],
+        [0.0, 1.0, -t],
+        [t, 0.0, -1.0],
+        [t, 0.0, 1.0],
+        [-t, 0.0, -1.0],
+        [-t, 0.0, 1.0],
+    ];
+    let mut f: Vec<[usize; 3]> = vec![
+        [0, 11, 5],
+        [0, 5, 1],
+        [0, 1, 7],
+        [0, 7, 10],
+        [0, 10, 11],
+        [1, 5, 9],
+        [5, 11, 4],
+        [11, 10, 2],
+        [10, 7, 6],
+        [7, 1, 8],
+        [3, 9, 4],
+        [3, 4, 2],
+        [3, 2, 6],
+        [3, 6, 8],
+        [3, 8, 9],
+        [4, 9, 5],
+        [2, 4, 11],
+        [6, 2, 10],
+        [8, 6, 7],
+        [9, 8, 1],
+    ];
+    for _ in 0..sub {
+        let mut mid = std::collections::HashMap::new();
+        let mut nf = vec![];
+        for tri in &f {
+            let mut m = [0usize; 3];
+            for k in 0..3 {
+                let (a, b) = (tri[k].min(tri[(k + 1) % 3]), tri[k].max(tri[(k + 1) % 3]));
+                m[k] = *mid.entry((a, b)).or_insert_with(|| {
+                    v.push([0.5 * (v[a][0] + v[b][0]), 0.5 * (v[a][1] + v[b][1]), 0.5 * (v[a][2] + v[b][2])]);
+                    v.len() - 1
+                });
+            }
+            nf.extend([[tri[0], m[0], m[2]], [tri[1], m[1], m[0]], [tri[2], m[2], m[1]], [m[0], m[1], m[2]]]);
+        }
+        f = nf;
+    }
+    let mut s = String::new();
+    for p in &v {
+        let n = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt();
+        s += &format!("v {} {} {}\n", r * p[0] / n, r * p[1] / n, r * p[2] / n);
+    }
+    for tri in &f {
+        s += &format!("f {} {} {}\n", tri[0] + 1, tri[1] + 1, tri[2] + 1);
+    }
+    s
+}
+
+/// The scene: `geom` is the balls' geom (attributes after `type=`).
+fn scene(geom: &str, dir: &Path, asset: &str) -> Result<Model, ExperimentError> {
+    let ball = |name: &str, p: [f64; 2]| {
+        format!(
+            r#"<body name="{name}" pos="{} {} 0"><joint type="slide" axis="1 0 0"/><joint type="slide" axis="0 1 0"/>
+            <inertial pos="0 0 0" mass="1" diaginertia="0.001 0.001 0.001"/><geom type={geom} friction="0"/></body>"#,
+            p[0], p[1]
+        )
+    };
+    let xml = format!(
+        r#"<mujoco><option gravity="0 0 0" timestep="{DT}"/>{asset}<worldbody>{}{}</worldbody></mujoco>"#,
+        ball("blue", BLUE),
+        ball("yellow", [0.0, 0.0])
+    );
+    let mut m = torsion_model::io::mjcf::load_mjcf_str(&xml, "two-ball.xml", Some(dir))?;
+    m.shapes.iter_mut().for_each(|s| s.restitution = 1.0);
+    Ok(m)
+}
+
+/// Yellow's final position for blue's v_y, and the gradient of the loss w.r.t. v_y (rollout_vjp).
+fn evaluate(m: &Model, solver: &LcpSolver, vy: f64, grad: bool) -> Result<([f64; 2], f64), ExperimentError> {
+    let s0 = GenState::new(vec![0.0; 4], vec![VX, vy, 0.0, 0.0]);
+    let controls = vec![Control::zeros(4); STEPS];
+    let states = torsion_diff::rollout(solver, m, &s0, &controls, DT)?;
+    let last = &states[STEPS];
+    let p = [last.q[2], last.q[3]];
+    if !grad {
+        return Ok((p, 0.0));
+    }
+    let g = torsion_diff::rollout_vjp(solver, m, &states, &controls, DT, &ParamSelection::none(), |t, _, gs| {
+        if t == STEPS {
+            gs.q[2] += 2.0 * (p[0] - TARGET[0]);
+            gs.q[3] += 2.0 * (p[1] - TARGET[1]);
+        }
+    })?;
+    Ok((p, g.g_s0.v[1]))
+}
+
+/// The continuous-time final position of yellow for exact spheres (closed form: first contact of the centres at
+/// distance 2R, the elastic equal-mass impact sends yellow along the line of centres with blue's normal speed).
+pub fn sphere_final(vy: f64) -> [f64; 2] {
+    let (a, b, c) =
+        (VX * VX + vy * vy, 2.0 * (BLUE[0] * VX + BLUE[1] * vy), BLUE[0].powi(2) + BLUE[1].powi(2) - 4.0 * R * R);
+    let disc = b * b - 4.0 * a * c;
+    if disc < 0.0 {
+        return [0.0, 0.0];
+    }
+    let t = (-b - disc.sqrt()) / (2.0 * a);
+    let p = [BLUE[0] + VX * t, BLUE[1] + vy * t];
+    let n = (p[0] * p[0] + p[1] * p[1]).sqrt();
+    let u = [-p[0] / n, -p[1] / n];
+    let s = VX * u[0] + vy * u[1];
+    let d = (STEPS as f64 * DT - t) * s;
+    [d * u[0], d * u[1]]
+}
+
+/// The closed-form loss minimiser for exact spheres (golden-section search on [−1.5, 0]).
+pub fn sphere_optimum() -> f64 {
+    let f = |vy: f64| {
+        let p = sphere_final(vy);
+        (p[0] - TARGET[0]).powi(2) + (p[1] - TARGET[1]).powi(2)
+    };
+    let (mut a, mut b) = (-1.5, 0.0);
+    let g = (5f64.sqrt() - 1.0) / 2.0;
+    for _ in 0..200 {
+        let (c, d) = (b - g * (b - a), a + g * (b - a));
+        if f(c) < f(d) {
+            b = d;
+        } else {
+            a = c;
+        }
+    }
+    0.5 * (a + b)
+}
+
+pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
+    let t0 = std::time::Instant::now();
+    let iterations = if quick { 100 } else { 1000 };
+    let dir = std::env::temp_dir().join(format!("torsion-jade-two-ball-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|source| ExperimentError::Io { path: dir.clone(), source })?;
+    // exact spheres only: with icosphere hulls (`icosphere_obj`) the discrete detection at the TOI configuration
+    // returned no contact of the pair (parry's hull–hull manifold at φ ≈ 0), which the stepper reports as an error
+    // ("no contact … detected at their time of impact"); the mesh variants are open (issue 17 item 6)
+    let variants = vec![("sphere".to_string(), format!(r#""sphere" size="{R}""#), String::new())];
+    let solver = LcpSolver::default();
+    let (mut cases, mut series, mut checks) = (serde_json::Map::new(), vec![], vec![]);
+    let vy_opt = sphere_optimum();
+    let (mut worst, mut worst_iters, mut vy_sphere) = (0f64, 0usize, f64::NAN);
+    for (name, geom, asset) in &variants {
+        let m = scene(geom, &dir, asset)?;
+        let mut x = [VY0];
+        let (mut curve, mut first) = (vec![], None);
+        for k in 0..iterations {
+            let (p, g) = evaluate(&m, &solver, x[0], true)?;
+            let err = ((p[0] - TARGET[0]).powi(2) + (p[1] - TARGET[1]).powi(2)).sqrt();
+            curve.push((k as f64, err));
+            if err < 5e-3 && first.is_none() {
+                first = Some(k);
+            }
+            x[0] -= (LR * g).clamp(-MAX_STEP, MAX_STEP);
+        }
+        let (p, _) = evaluate(&m, &solver, x[0], false)?;
+        let err = ((p[0] - TARGET[0]).powi(2) + (p[1] - TARGET[1]).powi(2)).sqrt();
+        let iters = first.unwrap_or(iterations);
+        worst = worst.max(err);
+        worst_iters = worst_iters.max(iters);
+        if name == "sphere" {
+            vy_sphere = x[0];
+        }
+        cases.insert(
+            name.clone(),
+            json!({"position_error": err, "iterations_to_5e-3": first, "vy": x[0], "final_position": p}),
+        );
+        series.push((name.clone(), curve));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let sphere_err = cases["sphere"]["position_error"].as_f64().unwrap_or(f64::NAN);
+    let opt_final = sphere_final(vy_opt);
+    let opt_err = ((opt_final[0] - TARGET[0]).powi(2) + (opt_final[1] - TARGET[1]).powi(2)).sqrt();
+    for (name, _, _) in &variants {
+        let e = cases[name]["position_error"].as_f64().unwrap_or(f64::NAN);
+        if name == "sphere" {
+            // exact spheres cannot reach p* with v_x = 4 (spec 004 §3.10 item 9): their best is the closed-form
+            // optimum's error
+            checks.push(
+                Check::le("sphere: position_error − the closed-form optimum's", e - opt_err, 1e-6)
+                    .note("exact spheres cannot reach p* (spec 004 §3.10 item 9)"),
+            );
+        } else {
+            checks.push(Check::le(&format!("{name}: position_error ≤ the paper's Jade (m)"), e, PAPER_JADE_ERROR));
+        }
+        checks.push(Check::le(&format!("{name}: position_error < Nimble's (m)"), e, PAPER_NIMBLE_ERROR));
+    }
+    checks.push(Check::within("vy_sphere vs the closed-form loss minimiser", vy_sphere, vy_opt, 1e-3));
+    let metrics = json!({
+        "position_error": worst,
+        "iterations_to_5e-3": worst_iters,
+        "vy_sphere": vy_sphere,
+        "vy_sphere_optimum_closed_form": vy_opt,
+        "sphere_optimum_position_error": opt_err,
+        "vy_direction_analytic": VY_DIRECTION,
+        "vy_sphere_minus_direction_analytic": vy_sphere - VY_DIRECTION,
+        "sphere_position_error": sphere_err,
+        "cases": cases,
+        "wall_clock_s": t0.elapsed().as_secs_f64(),
+    });
+    let paper = json!({
+        "position_error": PAPER_JADE_ERROR,
+        "table_1": {"Brax": 0.05043, "Diff-Taichi": 0.01577, "Nimble": PAPER_NIMBLE_ERROR, "Jade": PAPER_JADE_ERROR},
+        "jade_v0": [4.0, -0.6285], "analytical_v0": [4.0, -0.7003],
+        "note": "Jade uses mesh balls; the Analytical row is the direction-only solution, which with exact spheres ends ≈ 5.4 mm short (spec 004 §3.10 item 9)",
+    });
+    let settings = json!({
+        "quick": quick, "iterations": iterations, "dt": DT, "steps": STEPS, "radius_m": R, "mass_kg": 1.0,
+        "restitution": 1.0, "mu": 0.0, "gravity": 0.0, "v0": [VX, VY0], "target": TARGET, "blue_start": BLUE,
+        "optimiser": "gradient descent on v_y only (D13): step −1.0 · ∂L/∂v_y clipped to ±0.05",
+        "stepper": "lcp with CCD (TOI backtracking, TOI-aware gradients), slide joints x, y per ball",
+        "meshes": "not run: icosphere hulls (1, 2 subdivisions) get no contact from the discrete detection at the TOI configuration (reported error); open",
+        "targets": "exact spheres: the closed-form optimum (v_y to 1e-3, position error to 1e-6 of the optimum's) and < 0.0249 (Nimble); the paper's 0.00156 is unreachable for exact spheres (their optimum ends 3.44 mm off, spec 004 §3.10 item 9), and the issue's v_y = −0.7004 is the direction-only solution, not the loss minimiser",
+    });
+    let panel = Panel {
+        title: "two-ball billiards: ‖p_yellow(T) − p*‖ per iteration".into(),
+        x_label: "iteration".into(),
+        y_label: "position error (m)".into(),
+        log_y: true,
+        series,
+    };
+    Ok(one_panel_result("jade-two-ball", metrics, paper, settings, panel).with_checks(checks))
+}
