@@ -399,7 +399,7 @@ fn cholesky<T: Scalar>(a: &mut [T], n: usize) -> bool {
         for k in 0..j {
             dj -= a[j * n + k] * a[j * n + k];
         }
-        if !(dj.re() > 0.0) {
+        if dj.re().is_nan() || dj.re() <= 0.0 {
             return false;
         }
         let dj = dj.sqrt();
