@@ -3,7 +3,9 @@
 //! joints; a free joint as MuJoCo's Euler: its origin moves straight along its world velocity,
 //! `joints::advance_into`; a loose body's gyroscopic torque implicit, `gyroscopic.rs`). A = armature, D = joint
 //! damping (implicit, as MuJoCo's Euler integrator: h D enters ABA as armature, so stiff damping on light links
-//! stays stable), K = hinge/slide joint springs (explicit). Cables and their motor filters (spec 003 §3.3–3.5,
+//! stays stable), K = hinge/slide joint springs (explicit); A, D and the joints' dry friction (MuJoCo
+//! `frictionloss`: a per-DoF box on v', `joint_friction.rs`) are parameters of θ (`joint_armature[·]`,
+//! `joint_damping[·]`, `joint_frictionloss[·]`). Cables and their motor filters (spec 003 §3.3–3.5,
 //! `passive::cable_forces_into`) enter u explicitly from the activation act, then act' = act + h (ctrl − act)/τ
 //! (MuJoCo's Euler); the state carries act, the control the actuators' ctrl. Spec 003's linear contact model for
 //! rods (`Model::tensegrity_contact`, `tensegrity_contact.rs`) enters u the same way, forces held for one step. Same `Solver` / `DiffSolver`
