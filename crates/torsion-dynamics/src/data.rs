@@ -37,8 +37,16 @@ pub struct DynModel<T: Scalar> {
     /// fixed root bodies: their world placement; other roots are not allowed
     pub root_pose: Vec<Option<Se3<T>>>,
     pub gravity: Vec3<T>,
+    /// the diagonal ABA / CRBA / RNEA add to M (per DoF): the model's armature, or what a stepper sets (the
+    /// Featherstone step: armature + h · damping)
     pub armature: Vec<T>,
+    /// the viscous damping RNEA / ABA apply (per DoF): zero unless a caller sets it
     pub damping: Vec<T>,
+    /// the model's per-DoF passive parameters from θ (`joint_damping`, `joint_armature`, `joint_frictionloss`,
+    /// each joint's value on its DoFs): what the steppers read; the algorithms read `armature` / `damping`
+    pub dof_damping: Vec<T>,
+    pub dof_armature: Vec<T>,
+    pub dof_frictionloss: Vec<T>,
     pub nb: usize,
     /// cables and cable actuators (`passive::cable_forces_into`), their parameters on T
     pub cables: crate::passive::Cables<T>,
@@ -69,7 +77,13 @@ impl<T: Scalar> DynModel<T> {
             mass[k] = T::c(if model.body_fixed[k] { 0.0 } else { model.body_mass[k] });
         }
         let mut no_springs: Vec<Option<[T; 6]>> = vec![];
-        scatter_params(table, |i| theta[i], &mut mass, &mut ic, &mut r, &mut t, &mut no_springs);
+        let mut jp: Vec<[T; 3]> = (0..nj)
+            .map(|j| [model.joint_damping[j], model.joint_armature[j], model.joint_frictionloss[j]].map(T::c))
+            .collect();
+        scatter_params(table, |i| theta[i], &mut mass, &mut ic, &mut r, &mut t, &mut no_springs, &mut jp);
+        let dof = |f: usize| -> Vec<T> {
+            (0..nj).flat_map(|j| std::iter::repeat_n(jp[j][f], model.joint_type[j].dof())).collect()
+        };
         let mut is_child = vec![false; nb];
         for j in 0..nj {
             is_child[model.joint_child[j]] = true;
@@ -110,8 +124,11 @@ impl<T: Scalar> DynModel<T> {
             inertia,
             root_pose,
             gravity: cv(&model.gravity),
-            armature: per_dof(model, &model.joint_armature),
+            armature: dof(1),
             damping: vec![T::zero(); model.nv()],
+            dof_damping: dof(0),
+            dof_armature: dof(1),
+            dof_frictionloss: dof(2),
             nb,
             cables: crate::passive::Cables::build(model, table, theta),
             tensegrity_contact: crate::tensegrity_contact::LinearContactTerm::build(model, table, theta)?,
@@ -149,9 +166,26 @@ impl<T: Scalar> DynModel<T> {
             gravity: self.gravity.map(|v| U::c(v.re())),
             armature: vec(&self.armature),
             damping: vec(&self.damping),
+            dof_damping: vec(&self.dof_damping),
+            dof_armature: vec(&self.dof_armature),
+            dof_frictionloss: vec(&self.dof_frictionloss),
             nb: self.nb,
             cables: self.cables.lift(),
             tensegrity_contact: self.tensegrity_contact.as_ref().map(|c| c.lift()),
+        }
+    }
+
+    /// Refill `dof_damping`, `dof_armature`, `dof_frictionloss` from the model's current values (a stepper's
+    /// per-step refresh; sizes from `build` on the same model, no allocation).
+    pub fn set_joint_passive(&mut self, model: &Model) {
+        let mut k = 0;
+        for j in 0..self.joint.len() {
+            for _ in 0..self.joint[j].nv {
+                self.dof_damping[k] = T::c(model.joint_damping[j]);
+                self.dof_armature[k] = T::c(model.joint_armature[j]);
+                self.dof_frictionloss[k] = T::c(model.joint_frictionloss[j]);
+                k += 1;
+            }
         }
     }
 
@@ -167,15 +201,6 @@ impl<T: Scalar> DynModel<T> {
         }
         Ok(())
     }
-}
-
-/// A per-joint value repeated on each of the joint's DoFs (MuJoCo applies armature per DoF).
-fn per_dof<T: Scalar>(model: &Model, per_joint: &[f64]) -> Vec<T> {
-    let mut out = Vec::with_capacity(model.nv());
-    for j in 0..model.joint_count() {
-        out.extend(std::iter::repeat_n(T::c(per_joint[j]), model.joint_type[j].dof()));
-    }
-    out
 }
 
 fn cv_mat<T: Scalar>(m: &Matrix3<f64>) -> Matrix3<T> {

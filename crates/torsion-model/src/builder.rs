@@ -348,7 +348,7 @@ mod tests {
         assert!((p[1].0 - Vec3::new(0.0, 0.5, 0.0)).norm() < 1e-12);
         assert!((p[2].0 - Vec3::new(0.0, 1.25, 0.0)).norm() < 1e-12);
         let t = m.param_table();
-        assert_eq!(t.len(), 2 * 7 + 2 * 6);
+        assert_eq!(t.len(), 2 * 7 + 2 * 6 + 2 * 3); // + damping, armature, frictionloss per joint
         assert!(t.index("joint_anchor_parent[joint2].x").is_ok());
         let mut m2 = m.clone();
         assert!(m2.param_set_by_name("body_mass[link1]", -1.0).is_err());

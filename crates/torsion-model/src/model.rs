@@ -125,7 +125,8 @@ pub struct Model {
     pub joint_stiffness: Vec<f64>,
     /// spring reference position (rad or m) of 1-DoF joints, 0 for others; shape (joint_count,)
     pub joint_springref: Vec<f64>,
-    /// MuJoCo dry friction loss, N·m or N (kept, not applied); shape (joint_count,)
+    /// MuJoCo dry friction loss, N·m or N: a per-DoF box |f| ≤ frictionloss on the joint's velocity (applied by
+    /// the Featherstone stepper, `joint_friction.rs`); shape (joint_count,)
     pub joint_frictionloss: Vec<f64>,
     /// reference configuration, layout of [`Model::nq`] (MuJoCo `qpos0`): the configuration in which the model
     /// file places the bodies (free joints at the declared body pose, ball joints identity, hinge/slide 0 or
@@ -465,6 +466,16 @@ impl Model {
         }
         if !self.wind.iter().all(|w| w.is_finite()) {
             return Err(ModelError::Invalid(format!("wind must be finite, got {:?}", self.wind.as_slice())));
+        }
+        for (f, vals) in self.joint_passive_fields().iter().enumerate() {
+            // finite only: central differences of the parameters cross 0 (a friction loss ≤ 0 is no friction)
+            if let Some((j, x)) = vals.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+                return Err(ModelError::Invalid(format!(
+                    "joint '{}': {} must be finite, got {x}",
+                    self.joint_name[j],
+                    crate::params::JOINT_PASSIVE_NAMES[f]
+                )));
+            }
         }
         self.validate_cables()?;
         if !(self.dt > 0.0 && self.dt.is_finite()) {

@@ -9,7 +9,10 @@
 //! name. Cables contribute `tendon_stiffness[cable]` and `tendon_damping[cable]`, their actuators
 //! `actuator_gain[actuator]` and, for filter actuators, `actuator_timeconst[actuator]` (spec 003's k/m, c/m, b, a:
 //! see `tendon.rs`); the linear contact model (`Model::tensegrity_contact`) its 5 global `contact_beta`, `contact_e`,
-//! `contact_gamma`, `contact_mu`, `contact_eps`. Joint axes and limits are not differentiable. A `ModelGrad` is a `Vec<f64>` of the table's length.
+//! `contact_gamma`, `contact_mu`, `contact_eps`. Every joint with DoFs has its passive terms `joint_damping[joint]`
+//! (viscous, N·m·s/rad or N·s/m), `joint_armature[joint]` (kg·m² or kg) and `joint_frictionloss[joint]` (MuJoCo's
+//! dry friction, N·m or N), one value shared by the joint's DoFs as MuJoCo's; read by the Featherstone stepper.
+//! Joint axes and limits are not differentiable. A `ModelGrad` is a `Vec<f64>` of the table's length.
 use crate::error::ModelError;
 use crate::model::Model;
 
@@ -18,6 +21,9 @@ pub const INERTIA_NAMES: [&str; 6] = ["ixx", "ixy", "ixz", "iyy", "iyz", "izz"];
 pub const INERTIA_IDX: [(usize, usize); 6] = [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)];
 pub const AXIS_NAMES: [&str; 3] = ["x", "y", "z"];
 pub const SPRING_NAMES: [&str; 6] = ["k", "alpha1", "alpha2", "l1", "l2", "x_rest"];
+/// The per-joint passive parameters, in the order of [`ParamKind::JointPassive`]'s field index and of the
+/// `joint_passive` slots of [`scatter_params`].
+pub const JOINT_PASSIVE_NAMES: [&str; 3] = ["joint_damping", "joint_armature", "joint_frictionloss"];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamKind {
@@ -45,6 +51,10 @@ pub enum ParamKind {
     /// the linear contact model's parameter k ∈ 0..5 (β, e, γ, μ, ε; `Model::tensegrity_contact`, names
     /// `tendon::LINEAR_CONTACT_NAMES`), read by the Featherstone stepper's contact kernel
     LinearContact(usize),
+    /// joint j, field f into [`JOINT_PASSIVE_NAMES`]: 0 viscous damping `joint_damping[j]`, 1 armature
+    /// `joint_armature[j]`, 2 dry friction `joint_frictionloss[j]` (shared by the joint's DoFs; physical values
+    /// are ≥ 0, a friction loss ≤ 0 is no friction; only finiteness is validated, so differences may cross 0)
+    JointPassive(usize, usize),
 }
 
 impl ParamKind {
@@ -156,6 +166,15 @@ impl Model {
                 }
             }
         }
+        for j in 0..self.joint_count() {
+            if self.joint_type[j].dof() == 0 {
+                continue;
+            }
+            for (f, n) in JOINT_PASSIVE_NAMES.iter().enumerate() {
+                names.push(format!("{n}[{}]", self.joint_name[j]));
+                kinds.push(ParamKind::JointPassive(j, f));
+            }
+        }
         for k in 0..self.shapes.len() {
             let n = self.shape_param_name(k);
             names.push(format!("shape_friction[{n}]"));
@@ -216,6 +235,7 @@ impl Model {
             ParamKind::ActuatorGain(k) => self.cable_actuators[k].gain,
             ParamKind::ActuatorTimeconst(k) => self.cable_actuators[k].timeconst.unwrap_or(0.0),
             ParamKind::LinearContact(k) => self.tensegrity_contact.map_or(0.0, |c| c.get(k)),
+            ParamKind::JointPassive(j, f) => self.joint_passive_fields()[f][j],
         }
     }
 
@@ -256,7 +276,15 @@ impl Model {
                     c.set(k, v)
                 }
             }
+            ParamKind::JointPassive(j, 0) => self.joint_damping[j] = v,
+            ParamKind::JointPassive(j, 1) => self.joint_armature[j] = v,
+            ParamKind::JointPassive(j, _) => self.joint_frictionloss[j] = v,
         }
+    }
+
+    /// The per-joint passive arrays in [`JOINT_PASSIVE_NAMES`] order (damping, armature, frictionloss).
+    pub fn joint_passive_fields(&self) -> [&[f64]; 3] {
+        [&self.joint_damping, &self.joint_armature, &self.joint_frictionloss]
     }
 
     /// All parameter values, in table order.
@@ -299,8 +327,10 @@ impl Model {
 }
 
 /// Write a parameter vector θ (table order) into per-body masses and COM inertias and per-joint anchors r / t
-/// and spring constants: the one place where θ is decoded (used by every solver's θ → data step). Contact
-/// material entries are skipped (the contact solvers read them per contact, `ncp/tangent.rs`).
+/// and spring constants, and per-joint passive terms `joint_passive[j]` = (damping, armature, frictionloss)
+/// ([`JOINT_PASSIVE_NAMES`]; an empty slice skips them): the one place where θ is decoded (used by every solver's
+/// θ → data step). Contact material entries are skipped (the contact solvers read them per contact,
+/// `ncp/tangent.rs`).
 #[allow(clippy::too_many_arguments)]
 pub fn scatter_params<T: torsion_math::Scalar>(
     table: &ParamTable,
@@ -310,6 +340,7 @@ pub fn scatter_params<T: torsion_math::Scalar>(
     anchor_parent: &mut [torsion_math::Vec3<T>],
     anchor_child: &mut [torsion_math::Vec3<T>],
     spring: &mut [Option<[T; 6]>],
+    joint_passive: &mut [[T; 3]],
 ) {
     for (i, k) in table.kinds.iter().enumerate() {
         let v = theta(i);
@@ -325,6 +356,11 @@ pub fn scatter_params<T: torsion_math::Scalar>(
             ParamKind::Spring(j, f) => {
                 if let Some(s) = spring.get_mut(j).and_then(|s| s.as_mut()) {
                     s[f] = v
+                }
+            }
+            ParamKind::JointPassive(j, f) => {
+                if let Some(p) = joint_passive.get_mut(j) {
+                    p[f] = v
                 }
             }
             // contact material: the contact solvers; cables and the linear contact model: `DynModel::build`
@@ -370,6 +406,35 @@ mod tests {
         assert_eq!((m.shapes[0].friction[0], m.shapes[0].restitution), (0.5, 0.25));
         assert!(ParamSelection::by_prefix(&m, "body_mass[").len() == 1);
         assert_eq!(ParamSelection::by_prefix(&m, "shape_").len(), 4);
+    }
+
+    /// Joint damping, armature and friction loss: one entry per joint with DoFs, read and written through the
+    /// model's per-joint arrays, validated (≥ 0) with an error naming the parameter and the joint.
+    #[test]
+    fn joint_passive_parameters_by_name() {
+        let xml = r#"<mujoco><worldbody><body name="a"><joint name="h" axis="0 1 0" damping="0.2" armature="0.01"
+            frictionloss="0.3"/><geom size="0.1" mass="1"/><body pos="1 0 0"><joint name="s" type="slide"/>
+            <geom size="0.1" mass="1"/></body></body></worldbody></mujoco>"#;
+        let mut m = crate::io::mjcf::load_mjcf_str(xml, "passive.xml", None).unwrap();
+        let names = ["joint_damping[h]", "joint_armature[h]", "joint_frictionloss[h]", "joint_frictionloss[s]"];
+        let sel = ParamSelection::by_names(&m, &names).unwrap();
+        assert_eq!(m.params_get(&sel), vec![0.2, 0.01, 0.3, 0.0]);
+        m.params_set(&sel, &[0.5, 0.02, 0.7, 0.1]).unwrap();
+        assert_eq!((m.joint_damping[0], m.joint_armature[0], m.joint_frictionloss[0]), (0.5, 0.02, 0.7));
+        assert_eq!(m.joint_frictionloss[1], 0.1);
+        m.joint_frictionloss[1] = f64::INFINITY;
+        let e = m.validate().unwrap_err().to_string();
+        assert!(e.contains("joint_frictionloss") && e.contains("'s'"), "{e}");
+        m.joint_frictionloss[1] = 0.1;
+        assert_eq!(ParamSelection::by_prefix(&m, "joint_armature[").len(), 2);
+        // what scatter_params writes per joint (damping, armature, frictionloss)
+        let t = m.param_table();
+        let th = m.param_vector();
+        let (mut mass, mut ic) = (vec![0.0; m.body_count()], vec![torsion_math::Mat3::zeros(); m.body_count()]);
+        let (mut r, mut tt) = (m.joint_anchor_parent.clone(), m.joint_anchor_child.clone());
+        let mut jp = vec![[0.0; 3]; m.joint_count()];
+        scatter_params(&t, |i| th[i], &mut mass, &mut ic, &mut r, &mut tt, &mut [], &mut jp);
+        assert_eq!(jp, vec![[0.5, 0.02, 0.7], [0.0, 0.0, 0.1]]);
     }
 
     #[test]

@@ -665,7 +665,7 @@ fn option_flags_are_honoured_or_rejected() {
     let xml = |flags: &str| {
         format!(
             r#"<mujoco><option gravity="0 0 -9.81" density="1000" viscosity="0.01" wind="1 0 0">{flags}</option>
-            <worldbody><body name="b"><joint name="j" range="-30 30" damping="0.5" stiffness="2"/>
+            <worldbody><body name="b"><joint name="j" range="-30 30" damping="0.5" stiffness="2" frictionloss="0.3"/>
             <geom type="capsule" size=".05 .2"/></body></worldbody></mujoco>"#
         )
     };
@@ -684,15 +684,13 @@ fn option_flags_are_honoured_or_rejected() {
     let c = load(r#"<flag constraint="disable"/>"#).unwrap();
     assert!(!c.contact_enabled && c.joint_limit[0].is_none());
     // the defaults written out, and disabling what is never applied: accepted, nothing changes
-    let same = load(r#"<flag gravity="enable" contact="enable" frictionloss="disable" actuation="disable" clampctrl="disable" equality="disable" warmstart="disable" energy="enable"/>"#)
+    let same = load(r#"<flag gravity="enable" contact="enable" actuation="disable" clampctrl="disable" equality="disable" warmstart="disable" energy="enable"/>"#)
         .unwrap();
     assert_eq!((same.gravity, same.contact_enabled, same.joint_damping[0]), (on.0, true, 0.5));
-    expect_parse(
-        load(r#"<flag frictionloss="enable"/>"#).unwrap_err(),
-        "flags.xml",
-        "<flag>",
-        &["flag frictionloss=enable", "dry joint friction is not modelled"],
-    );
+    // dry joint friction is modelled (the Featherstone stepper): enable accepted, disable zeroes it
+    assert_eq!(load(r#"<flag frictionloss="enable"/>"#).unwrap().joint_frictionloss[0], 0.3);
+    assert_eq!(load(r#"<flag frictionloss="disable"/>"#).unwrap().joint_frictionloss[0], 0.0);
+    assert_eq!(load(r#"<flag constraint="disable"/>"#).unwrap().joint_frictionloss[0], 0.0);
     expect_parse(
         load(r#"<flag eulerdamp="disable"/>"#).unwrap_err(),
         "flags.xml",

@@ -337,6 +337,8 @@ fn tiny_arm_merges_fixed_links_by_hand() {
     assert_eq!(m.joint_frame_child[0], Quat::identity());
     assert_eq!(m.joint_axis[0], v([0.0, 0.0, 1.0])); // <axis xyz="0 0 2"> normalised
     assert_eq!((m.joint_limit[0], m.joint_damping[0], m.joint_effort[0]), (Some((-1.0, 1.5)), 0.3, 10.0));
+    // <dynamics friction> → dry friction (MuJoCo frictionloss); absent → 0
+    assert_eq!((m.joint_frictionloss[0], m.joint_frictionloss[2]), (0.2, 0.0));
     // spin (continuous, no <axis>, no <limit>): URDF default axis x, no limit, infinite effort
     close(&m.joint_anchor_parent[1], &v([-c, 0.0, 0.0]), 1e-15);
     assert_eq!((m.joint_axis[1], m.joint_limit[1], m.joint_effort[1]), (v([1.0, 0.0, 0.0]), None, f64::INFINITY));

@@ -3,7 +3,9 @@
 //! joints; a free joint as MuJoCo's Euler: its origin moves straight along its world velocity,
 //! `joints::advance_into`; a loose body's gyroscopic torque implicit, `gyroscopic.rs`). A = armature, D = joint
 //! damping (implicit, as MuJoCo's Euler integrator: h D enters ABA as armature, so stiff damping on light links
-//! stays stable), K = hinge/slide joint springs (explicit). Cables and their motor filters (spec 003 §3.3–3.5,
+//! stays stable), K = hinge/slide joint springs (explicit); A, D and the joints' dry friction (MuJoCo
+//! `frictionloss`: a per-DoF box on v', `joint_friction.rs`) are parameters of θ (`joint_armature[·]`,
+//! `joint_damping[·]`, `joint_frictionloss[·]`). Cables and their motor filters (spec 003 §3.3–3.5,
 //! `passive::cable_forces_into`) enter u explicitly from the activation act, then act' = act + h (ctrl − act)/τ
 //! (MuJoCo's Euler); the state carries act, the control the actuators' ctrl. Spec 003's linear contact model for
 //! rods (`Model::tensegrity_contact`, `tensegrity_contact.rs`) enters u the same way, forces held for one step. Same `Solver` / `DiffSolver`
@@ -14,6 +16,7 @@
 //! generic step, one Dual64 pass per parameter. `step_jacobians_dual` keeps the all-dual reference (one
 //! pass per input direction), against which the analytic path is tested. The VJP uses the same Jacobians.
 use crate::generalized::{dual_tangent, dyn_model_f64, dyn_params, recorded, transposed_jacobian_product, wrench_vjp};
+use crate::joint_friction::{FrictionMode, JointFriction};
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use nalgebra::DMatrix;
 use num_dual::Dual64;
@@ -71,6 +74,8 @@ pub struct FeatherstoneWorkspace {
     passive: Passive,
     tau: Vec<f64>,
     acc: Vec<f64>,
+    /// the joint dry-friction solve (`joint_friction.rs`)
+    fric: JointFriction<f64>,
     /// the reverse-mode step's and the workspace Jacobians' buffers (`step_vjp`, `step_jacobians_into`)
     adj: AdjointScratch,
     /// where `data`'s articulated-body factorization of M̃ is current
@@ -118,6 +123,7 @@ impl FeatherstoneWorkspace {
             self.theta_now.copy_from_slice(&self.theta);
         }
         self.dm.gravity = cv(&model.gravity);
+        self.dm.set_joint_passive(model);
         // the cable and contact_* entries of θ are not in the workspace's table: take them from the model
         self.dm.cables.set_params(model);
         if let (Some(t), Some(lc)) = (self.dm.tensegrity_contact.as_mut(), model.tensegrity_contact.as_ref()) {
@@ -138,13 +144,23 @@ pub struct FeatherstoneRecord {
     qdd: Vec<f64>,
     vpost: Vec<f64>,
     q1: Vec<f64>,
+    /// each DoF's dry-friction mode (stick / slide) at the step's solution
+    fric_mode: Vec<FrictionMode>,
+}
+
+impl FeatherstoneRecord {
+    /// Each DoF's dry-friction mode at the recorded step's solution (`Off` without friction loss).
+    pub fn friction_modes(&self) -> &[FrictionMode] {
+        &self.fric_mode
+    }
 }
 
 /// Per-DoF passive terms of the step (from the model and the options).
 #[derive(Clone, Debug)]
 pub struct Passive {
-    pub armature: Vec<f64>,
-    pub damping: Vec<f64>,
+    /// apply the joint damping (`FeatherstoneOptions::joint_damping`); its values, with the armature and the
+    /// friction loss, are the dynamics model's `dof_*` (from θ)
+    pub damping_on: bool,
     /// (q index, stiffness, rest position) of each sprung 1-DoF joint, by DoF
     pub spring: Vec<Option<(usize, f64, f64)>>,
     /// the fluid model's per-body boxes (explicit force, `torsion_dynamics::fluid`)
@@ -154,24 +170,18 @@ pub struct Passive {
 impl Passive {
     pub fn from_model(model: &Model, damping: bool) -> Self {
         let nv = model.nv();
-        let mut p = Passive {
-            armature: vec![0.0; nv],
-            damping: vec![0.0; nv],
-            spring: vec![None; nv],
-            fluid: FluidBodies::new(model),
-        };
+        let mut p = Passive { damping_on: damping, spring: vec![None; nv], fluid: FluidBodies::new(model) };
         p.fill(model, damping);
         p
     }
 
     /// Refill in place (sizes from `from_model` on the same model); no allocation.
     pub fn fill(&mut self, model: &Model, damping: bool) {
+        self.damping_on = damping;
         let (mut qs, mut vs) = (0, 0);
         for j in 0..model.joint_count() {
             let t = model.joint_type[j];
             for i in 0..t.dof() {
-                self.armature[vs + i] = model.joint_armature[j];
-                self.damping[vs + i] = if damping { model.joint_damping[j] } else { 0.0 };
                 self.spring[vs + i] = None;
             }
             if t.dof() == 1 && model.joint_stiffness[j] != 0.0 {
@@ -181,6 +191,20 @@ impl Passive {
             vs += t.dof();
         }
         self.fluid.fill(model);
+    }
+
+    /// The viscous damping the step applies on DoF k (zero when switched off).
+    pub fn damping<T: Scalar>(&self, dm: &DynModel<T>, k: usize) -> T {
+        if self.damping_on {
+            dm.dof_damping[k]
+        } else {
+            T::zero()
+        }
+    }
+
+    /// M̃'s diagonal term of DoF k: armature + h · damping (implicit damping).
+    pub fn armature<T: Scalar>(&self, dm: &DynModel<T>, k: usize, h: f64) -> T {
+        dm.dof_armature[k] + self.damping(dm, k) * T::c(h)
     }
 }
 
@@ -209,12 +233,13 @@ pub fn step_generic<T: Scalar>(
 ) -> Result<StepOut<T>, torsion_dynamics::DynError> {
     let (mut tau, mut acc) = (vec![T::zero(); dm.nv], vec![T::zero(); dm.nv]);
     let (mut q1, mut v1, mut act1) = (x.q.to_vec(), vec![T::zero(); dm.nv], x.act.to_vec());
-    step_generic_into(dm, passive, x, dt, d, &mut tau, &mut acc, &mut q1, &mut v1, &mut act1)?;
+    let mut fric = JointFriction::new(dm.nv);
+    step_generic_into(dm, passive, x, dt, d, &mut tau, &mut acc, &mut q1, &mut v1, &mut act1, &mut fric)?;
     Ok((q1, v1, act1))
 }
 
 /// [`step_generic`] into preallocated buffers: `tau`, `acc` (nv scratch), `q1` (nq), `v1` (nv), `act1` (na); no
-/// heap allocation. The cable forces (`passive::cable_forces_into`) enter τ explicitly with the fluid's, from
+/// heap allocation (`fric`: the dry-friction solve's buffers, `JointFriction::new(nv)`). The cable forces (`passive::cable_forces_into`) enter τ explicitly with the fluid's, from
 /// act (not act1), and act1 is act's explicit Euler step (`passive::activation_step`), as MuJoCo's Euler.
 #[allow(clippy::too_many_arguments)]
 pub fn step_generic_into<T: Scalar>(
@@ -228,14 +253,16 @@ pub fn step_generic_into<T: Scalar>(
     q1: &mut [T],
     v1: &mut [T],
     act1: &mut [T],
+    fric: &mut JointFriction<T>,
 ) -> Result<(), torsion_dynamics::DynError> {
-    step_accel_into(dm, passive, x, dt, d, tau, acc, q1, v1, act1)?;
+    step_accel_into(dm, passive, x, dt, d, tau, acc, q1, v1, act1, fric)?;
     advance_step(dm, x.q, x.v, dt, acc, q1, v1);
     Ok(())
 }
 
 /// The first half of [`step_generic_into`]: τ (controls, passive, fluid and cable forces), act1, and
-/// q̈ = M̃⁻¹(τ − c) into `acc` (the reverse-mode step replays it).
+/// q̈ = M̃⁻¹(τ − c + τ_fric) into `acc` with the joints' dry friction τ_fric solved at the step's velocity level
+/// (`joint_friction.rs`; the reverse-mode step replays it).
 #[allow(clippy::too_many_arguments)]
 fn step_accel_into<T: Scalar>(
     dm: &mut DynModel<T>,
@@ -248,18 +275,19 @@ fn step_accel_into<T: Scalar>(
     q1: &mut [T],
     v1: &mut [T],
     act1: &mut [T],
+    fric: &mut JointFriction<T>,
 ) -> Result<(), torsion_dynamics::DynError> {
     let StepIn { q, v, act, u, ctrl, wrench } = *x;
     dm.check_v("u", u)?;
     dm.check_v("v1 (output)", v1)?;
     dm.check_q(q1)?;
     for k in 0..dm.nv {
-        let mut t = u[k] - v[k] * T::c(passive.damping[k]);
+        let mut t = u[k] - v[k] * passive.damping(dm, k);
         if let Some((iq, kk, r)) = passive.spring[k] {
             t -= (q[iq] - T::c(r)) * T::c(kk);
         }
         tau[k] = t;
-        dm.armature[k] = T::c(passive.armature[k] + dt * passive.damping[k]);
+        dm.armature[k] = passive.armature(dm, k, dt);
     }
     if !wrench.is_empty() {
         // Σ_b J_bᵀ w_b enters exactly where u does, so its cotangent is J_b ḡ_u (`generalized::wrench_vjp`)
@@ -282,7 +310,8 @@ fn step_accel_into<T: Scalar>(
     }
     activation_step(&dm.cables, act, ctrl, dt, act1);
     aba_into(dm, q, v, tau, d, acc)?;
-    Ok(())
+    // dry friction on the velocity this q̈ reaches, with the factorization of M̃ the ABA left
+    fric.solve_into(dm, d, v, dt, acc)
 }
 
 /// The second half of [`step_generic_into`]: from q̈ in `acc`, v̂ = v + h q̈ (in place), the loose bodies' implicit
@@ -413,6 +442,7 @@ impl FeatherstoneSolver {
         let mut d = DynData::new(&dm);
         let (mut tau, mut acc) = (vec![Dual64::from(0.0); nv], vec![Dual64::from(0.0); nv]);
         let (mut qn, mut vn, mut an) = (q0d.clone(), vec![Dual64::from(0.0); nv], a0d.clone());
+        let mut fric = JointFriction::new(nv);
         for col in 0..n.nx + n.ncu {
             let (mut qd, mut vd, mut ad, mut ud, mut cd) =
                 (q0d.clone(), v0d.clone(), a0d.clone(), u0d.clone(), c0d.clone());
@@ -430,8 +460,10 @@ impl FeatherstoneSolver {
                 cd[col - n.nx - nv].eps = 1.0;
             }
             let x = StepIn { q: &qd, v: &vd, act: &ad, u: &ud, ctrl: &cd, wrench: &wd };
-            step_generic_into(&mut dm, &passive, &x, dt, &mut d, &mut tau, &mut acc, &mut qn, &mut vn, &mut an)
-                .map_err(Self::dyn_err)?;
+            step_generic_into(
+                &mut dm, &passive, &x, dt, &mut d, &mut tau, &mut acc, &mut qn, &mut vn, &mut an, &mut fric,
+            )
+            .map_err(Self::dyn_err)?;
             Self::write_column(&dm, &q1d, (&qn, &vn, &an), col, jac);
         }
         Ok(())
@@ -633,6 +665,10 @@ pub(crate) struct AdjointScratch {
     gyro_t: Vec<[f64; 3]>,
     /// one row of C (`step_jacobians_into`)
     row: Vec<f64>,
+    /// the dry-friction solve of `forward`, then the stick constraints' adjoint (`JointFriction::prepare`), and
+    /// each DoF's friction mode at the step's solution
+    fric: JointFriction<f64>,
+    mode: Vec<FrictionMode>,
 }
 
 impl AdjointScratch {
@@ -662,6 +698,8 @@ impl AdjointScratch {
             integ: vec![([[0.0; 6]; 6], [[0.0; 6]; 6], [[0.0; 6]; 6]); nj],
             gyro_i: vec![[0.0; 6]; model.body_count()],
             gyro_t: vec![[0.0; 3]; nj],
+            fric: JointFriction::new(nv),
+            mode: vec![FrictionMode::Off; nv],
         }
     }
 
@@ -679,7 +717,9 @@ impl AdjointScratch {
         dt: f64,
     ) -> Result<(), torsion_dynamics::DynError> {
         let x = StepIn { q: &s.q, v: &s.v, act: &s.act, u: &u.joint_torque, ctrl: &u.ctrl, wrench: &u.body_wrench };
-        step_accel_into(dm, passive, &x, dt, d, tau, &mut self.qdd, &mut self.q1, &mut self.v1, &mut self.act1)?;
+        #[rustfmt::skip]
+        step_accel_into(dm, passive, &x, dt, d, tau, &mut self.qdd, &mut self.q1, &mut self.v1, &mut self.act1, &mut self.fric)?;
+        self.mode.copy_from_slice(&self.fric.mode_dof);
         self.vpost.copy_from_slice(&self.qdd);
         advance_step(dm, &s.q, &s.v, dt, &mut self.vpost, &mut self.q1, &mut self.v1);
         self.integration_jacobians(dm, s, dt);
@@ -698,10 +738,12 @@ impl AdjointScratch {
         qdd: &[f64],
         vpost: &[f64],
         q1: &[f64],
+        mode: &[FrictionMode],
     ) {
         for k in 0..dm.nv {
-            dm.armature[k] = passive.armature[k] + dt * passive.damping[k];
+            dm.armature[k] = passive.armature(dm, k, dt);
         }
+        self.mode.copy_from_slice(mode);
         self.qdd.copy_from_slice(qdd);
         self.vpost.copy_from_slice(vpost);
         self.q1.copy_from_slice(q1);
@@ -790,8 +832,11 @@ impl AdjointScratch {
             res?;
             factor.set(q, &dm.armature);
         }
+        // the stuck DoFs' velocity constraints v_S + h q̈_S = 0 (`JointFriction::project_adjoint`): λ_S = 0
+        self.fric.prepare(dm, d, &self.mode)?;
+        self.fric.project_adjoint(&mut self.lam, &mut self.gv, h);
         for k in 0..dm.nv {
-            self.gv[k] -= passive.damping[k] * self.lam[k];
+            self.gv[k] -= passive.damping(dm, k) * self.lam[k];
             if let Some((_, kk, _)) = passive.spring[k] {
                 self.gqt[k] -= kk * self.lam[k];
             }
@@ -812,11 +857,30 @@ impl AdjointScratch {
                 ParamKind::BodyInertia(b, e) => -self.rnea.pi[b][PI_OF_INERTIA[e]] + self.gyro_i[b][e],
                 ParamKind::AnchorParent(j, a) => -self.rnea.anchor_grads(dm, d, j).0[a],
                 ParamKind::AnchorChild(j, a) => -self.rnea.anchor_grads(dm, d, j).1[a] + self.gyro_t[j][a],
+                ParamKind::JointPassive(j, f) => self.joint_passive_grad(dm, passive, v, h, j, f),
                 // springs (joint_spring) are XPBD's; contact material: the contact solvers; cables: not this path
                 _ => 0.0,
             };
         }
         Ok(())
+    }
+
+    /// ∂L/∂(damping, armature, frictionloss of joint j) (f = 0, 1, 2) from the residual M̃ q̈ + c − τ − τ_fric = 0
+    /// with M̃ = M + A + hD, τ ∋ −D v and τ_fric,k = −s f on a sliding DoF: summed over the joint's DoFs,
+    /// −λ_k (v_k + h q̈_k), −λ_k q̈_k, −λ_k s (zero on stuck DoFs, where λ_k = 0, and without friction).
+    fn joint_passive_grad(&self, dm: &DynModel<f64>, passive: &Passive, v: &[f64], h: f64, j: usize, f: usize) -> f64 {
+        let vs = dm.v_start[j];
+        (vs..vs + dm.joint[j].nv)
+            .map(|k| match f {
+                0 if passive.damping_on => -self.lam[k] * (v[k] + h * self.qdd[k]),
+                1 => -self.lam[k] * self.qdd[k],
+                2 => match self.mode[k] {
+                    FrictionMode::Slide(sg) => -self.lam[k] * sg,
+                    _ => 0.0,
+                },
+                _ => 0.0,
+            })
+            .sum()
     }
 
     /// The loose body of free joint j: v̂ ← g(v_j, v̂_j; I_c, c) (`gyroscopic_joint`) transposed by 21 dual
@@ -884,6 +948,8 @@ pub struct TransitionJacobians {
     integ: Vec<IntegrationJacobians>,
     /// (joint, first DoF, DoFs) of the ball and free joints
     multi: Vec<(usize, usize, usize)>,
+    /// the step's dry-friction solve (its stick set projects the derivatives)
+    fric: JointFriction<f64>,
 }
 
 impl TransitionJacobians {
@@ -901,6 +967,7 @@ impl TransitionJacobians {
                 .map(|(j, vs)| (j, vs, model.joint_type[j].dof()))
                 .filter(|&(_, _, n)| n > 1)
                 .collect(),
+            fric: JointFriction::new(nv),
         }
     }
     /// A = ∂(q', v')/∂(q, v), 2nv × 2nv.
@@ -933,10 +1000,10 @@ fn state_columns_into(
     out: &mut TransitionJacobians,
 ) -> Result<(), torsion_dynamics::DynError> {
     let nv = dm.nv;
-    let TransitionJacobians { ab: jac, q1, ad, tau, v1, integ, multi } = out;
+    let TransitionJacobians { ab: jac, q1, ad, tau, v1, integ, multi, fric } = out;
     for k in 0..nv {
-        dm.armature[k] = passive.armature[k] + dt * passive.damping[k];
-        dm.damping[k] = passive.damping[k];
+        dm.armature[k] = passive.armature(dm, k, dt);
+        dm.damping[k] = passive.damping(dm, k);
         tau[k] = u[k];
         if let Some((iq, kk, r)) = passive.spring[k] {
             tau[k] -= (s.q[iq] - r) * kk;
@@ -944,6 +1011,18 @@ fn state_columns_into(
     }
     fluid_forces_into(&passive.fluid, dm, &s.q, &s.v, d, tau)?;
     joint_actuator_forces_into(&dm.cables, &s.q, &s.v, &s.act, ctrl, tau)?;
+    // dry friction: its force at the step's solution joins τ (`v1` as scratch for q̈ without it)
+    let friction = dm.dof_frictionloss.iter().any(|&f| f > 0.0);
+    if friction {
+        let res = aba_into(dm, &s.q, &s.v, tau, d, v1).and_then(|_| fric.solve_into(dm, d, &s.v, dt, v1));
+        if res.is_err() {
+            dm.damping.iter_mut().for_each(|x| *x = 0.0);
+        }
+        res?;
+        for k in 0..nv {
+            tau[k] += fric.force[k];
+        }
+    }
     let res = aba_derivatives_into(dm, &s.q, &s.v, tau, d, ad);
     dm.damping.iter_mut().for_each(|x| *x = 0.0);
     res?;
@@ -963,6 +1042,10 @@ fn state_columns_into(
         fluid_derivatives(&passive.fluid, &dm.lift(), &s.q, &s.v, fq.as_mut_slice(), fv.as_mut_slice())?;
         ad.d_dq += &ad.d_dtau * fq;
         ad.d_dv += &ad.d_dtau * fv;
+    }
+    if friction {
+        // stuck DoFs: q̈ on the constraint v_S + h q̈_S = 0 (sliding ones: a constant force)
+        fric.project_jacobian(ad, dt);
     }
     gyroscopic_rows(dm, &s.v, dt, ad);
     let h = dt;
@@ -1222,12 +1305,21 @@ impl Solver for FeatherstoneSolver {
             passive: self.damping(model),
             tau: vec![0.0; nv],
             acc: vec![0.0; nv],
+            fric: JointFriction::new(nv),
             adj,
             factor: FactorTag { valid: false, q: Vec::with_capacity(model.nq()), armature: Vec::with_capacity(nv) },
         })
     }
     fn record(&self, _model: &Model) -> FeatherstoneRecord {
-        FeatherstoneRecord { s: None, u: Control::zeros(0), dt: 0.0, qdd: vec![], vpost: vec![], q1: vec![] }
+        FeatherstoneRecord {
+            s: None,
+            u: Control::zeros(0),
+            dt: 0.0,
+            qdd: vec![],
+            vpost: vec![],
+            q1: vec![],
+            fric_mode: vec![],
+        }
     }
     fn step(
         &self,
@@ -1251,15 +1343,17 @@ impl Solver for FeatherstoneSolver {
         out.q.resize(model.nq(), 0.0);
         out.v.resize(model.nv(), 0.0);
         out.act.resize(model.na(), 0.0);
-        let FeatherstoneWorkspace { dm, data, passive, tau, acc, factor, .. } = ws;
+        let FeatherstoneWorkspace { dm, data, passive, tau, acc, factor, fric, .. } = ws;
         let x = StepIn { q: &s.q, v: &s.v, act: &s.act, u: &u.joint_torque, ctrl: &u.ctrl, wrench: &u.body_wrench };
         // `step_generic_into` in its two halves, so that a record keeps q̈
-        step_accel_into(dm, passive, &x, dt, data, tau, acc, &mut out.q, &mut out.v, &mut out.act)
+        step_accel_into(dm, passive, &x, dt, data, tau, acc, &mut out.q, &mut out.v, &mut out.act, fric)
             .map_err(Self::dyn_err)?;
         factor.set(&s.q, &dm.armature);
         if let Some(r) = rec.as_deref_mut() {
             r.qdd.clone_from(acc);
+            r.fric_mode.clone_from(&fric.mode_dof);
         }
+        let info = StepInfo { iterations: fric.iterations, converged: fric.converged, ..StepInfo::new("featherstone") };
         advance_step(dm, &s.q, &s.v, dt, acc, &mut out.q, &mut out.v);
         if out.q.iter().chain(&out.v).chain(&out.act).any(|x| !x.is_finite()) {
             return Err(SolverError::NonFinite { solver: "featherstone", what: "(q or v)".into() });
@@ -1279,7 +1373,7 @@ impl Solver for FeatherstoneSolver {
             r.u.body_wrench.clone_from(&u.body_wrench);
             r.dt = dt;
         }
-        Ok(StepInfo::new("featherstone"))
+        Ok(info)
     }
 }
 
@@ -1319,8 +1413,8 @@ impl DiffSolver for FeatherstoneSolver {
             }
             ws.refresh(model, self.options.joint_damping).map_err(Self::dyn_err)?;
             let FeatherstoneWorkspace { dm, data, passive, tau, adj, factor, .. } = ws;
-            if rec.qdd.len() == model.nv() && rec.q1.len() == model.nq() {
-                adj.load_record(dm, passive, s, dt, &rec.qdd, &rec.vpost, &rec.q1);
+            if rec.qdd.len() == model.nv() && rec.q1.len() == model.nq() && rec.fric_mode.len() == model.nv() {
+                adj.load_record(dm, passive, s, dt, &rec.qdd, &rec.vpost, &rec.q1, &rec.fric_mode);
             } else {
                 adj.forward(dm, data, passive, tau, s, u, dt).map_err(Self::dyn_err)?;
                 factor.set(&s.q, &dm.armature);
@@ -1553,13 +1647,22 @@ mod tests {
     }
 
     /// The reverse-mode parameter, state and control gradients of L = ḡᵀ s' against central differences of the
-    /// step (parameters through `Model::params_set`, the state through `retract`).
+    /// step (parameters through `Model::params_set`, the state through `retract`). Every joint damped and with
+    /// armature (`joint_damping[·]`, `joint_armature[·]` in the selection); friction loss stays 0 here (a one-sided
+    /// parameter at its bound: `joint_friction_*` tests).
     #[test]
     fn reverse_mode_vjp_matches_central_differences() {
         let solver = FeatherstoneSolver::default();
         let dt = 0.01;
-        for (name, m, s, u, g_out) in reverse_cases() {
-            let sel = ParamSelection::dynamics(&m);
+        for (name, mut m, s, u, g_out) in reverse_cases() {
+            for j in 0..m.joint_count() {
+                m.joint_damping[j] = m.joint_damping[j].max(0.04 + 0.01 * j as f64);
+                m.joint_armature[j] = m.joint_armature[j].max(0.01);
+            }
+            let mut sel = ParamSelection::dynamics(&m);
+            let kinds = m.param_table().kinds;
+            sel.indices.retain(|&i| !matches!(kinds[i], ParamKind::JointPassive(_, 2)));
+            assert!(sel.indices.iter().any(|&i| matches!(kinds[i], ParamKind::JointPassive(_, 0 | 1))));
             let mut ws = solver.workspace(&m).unwrap();
             let mut rec = solver.record(&m);
             let mut o = s.clone();

@@ -3,6 +3,7 @@
 pub mod contact;
 pub mod featherstone;
 pub mod generalized;
+pub mod joint_friction;
 pub mod lcp;
 pub mod ncp;
 pub mod solver;

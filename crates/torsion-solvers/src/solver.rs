@@ -26,8 +26,8 @@ pub struct StepInfo {
     /// answered: "lcp/jade", or "lcp/pgs" when some LCP of the step needed PGS)
     pub solver: &'static str,
     /// iterations made: XPBD projection sweeps (iterations × substeps), ncp staggered passes (the impact's and the
-    /// step's), lcp pivots / sweeps of the answering solvers (the impact's and the step's), 0 for a direct solve
-    /// (Featherstone)
+    /// step's), lcp pivots / sweeps of the answering solvers (the impact's and the step's), Featherstone the joint
+    /// dry-friction solve's sweeps and active-set passes (0 without friction loss)
     pub iterations: usize,
     /// contacts in the step (the contact solvers; 0 otherwise)
     pub contacts: usize,

@@ -278,13 +278,17 @@ fn count_calls(mut f: impl FnMut()) -> usize {
 
 /// `step` (with and without a record), `step_vjp` with no, the inertial and every parameter, and
 /// `step_jacobians_into` (no and every parameter) allocate nothing on the Panda and on the free + ball + slide +
-/// hinge tree (damped, armature). Models with cables or fluid forces take the dual-number path and may allocate.
+/// hinge tree (damped, armature), and on the Panda with joint dry friction (frictionloss 5 N·m: a stuck joint and
+/// sliding ones). Models with cables or fluid forces take the dual-number path and may allocate.
 #[test]
 fn featherstone_step_vjp_and_jacobians_allocate_nothing() {
     let mut tree = torsion_model::builder::floating_tree();
     tree.joint_damping.iter_mut().for_each(|d| *d = 0.1);
     tree.joint_armature.iter_mut().for_each(|a| *a = 0.01);
-    for (name, m) in [("panda", panda()), ("floating tree", tree)] {
+    let mut rough = panda();
+    rough.joint_frictionloss.iter_mut().for_each(|f| *f = 5.0);
+    rough.joint_damping.iter_mut().for_each(|d| *d = 0.1);
+    for (name, m) in [("panda", panda()), ("floating tree", tree), ("panda + friction", rough)] {
         let solver = FeatherstoneSolver::default();
         let nv = m.nv();
         let q = torsion_model::builder::example_configuration(&m, 3);
@@ -302,6 +306,11 @@ fn featherstone_step_vjp_and_jacobians_allocate_nothing() {
             solver.step(&m, &s, &u, dt, &mut out, &mut ws, Some(&mut rec)).unwrap();
         });
         assert_eq!(n, 0, "{name}: step with a record allocated {n} times");
+        if name == "panda + friction" {
+            use torsion_solvers::joint_friction::FrictionMode;
+            let modes = rec.friction_modes();
+            assert!(modes.contains(&FrictionMode::Stick) && modes.iter().any(|m| matches!(m, FrictionMode::Slide(_))));
+        }
         let g_out = GenState::new(vec![0.3; m.nq()], vec![-0.2; nv]);
         let inertial = ParamSelection::by_prefix(&m, "body_");
         for (which, sel) in [("none", ParamSelection::none()), ("inertial", inertial), ("all", ParamSelection::all(&m))]

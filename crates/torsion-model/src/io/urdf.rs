@@ -26,12 +26,12 @@
 //!   planar and spherical are rejected (off the chain, locked, any type is welded). `<mimic>` is ignored (the
 //!   joint stays independent). Limits are `Some((lower, upper))` for revolute and prismatic (`<limit>` is
 //!   required there; URDF 1.2 omitted bounds → `None`), `None` for continuous; damping from `<dynamics damping>`
-//!   (0 if absent), effort from `<limit effort>` (∞ if absent), no spring.
+//!   (0 if absent), friction loss (MuJoCo's `frictionloss`, dry friction) from `<dynamics friction>` (0 if absent), effort from `<limit effort>` (∞ if absent), no spring.
 //! - Gravity (0, 0, −9.81), dt 0.01, joints in breadth-first (parent-before-child) order from the root.
 //! - `<collision>` geometries of the kept links become [`Model::shapes`] (box, sphere, cylinder and capsule with
 //!   their axis along the shape z, mesh by file name, `<mesh scale>` ignored), posed in the body (COM) frame,
 //!   with MuJoCo's default friction and contype = conaffinity = 1. `qpos0` = [`Model::zero_q`]; armature,
-//!   stiffness, spring reference and friction loss are 0.
+//!   stiffness and spring reference are 0.
 use super::transform::Tf;
 use crate::error::ModelError;
 use crate::model::{JointType, Model};
@@ -296,7 +296,8 @@ pub fn load_urdf_str(text: &str, file_label: &str, opts: &UrdfOptions) -> Result
         m.joint_armature.push(0.0);
         m.joint_stiffness.push(0.0);
         m.joint_springref.push(0.0);
-        m.joint_frictionloss.push(0.0);
+        // `<dynamics friction>`: Coulomb friction, MuJoCo's frictionloss (the Featherstone stepper's dry friction)
+        m.joint_frictionloss.push(jt.dynamics.as_ref().map_or(0.0, |d| d.friction));
     }
     for (b, mem) in members.iter().enumerate() {
         for &l in mem {

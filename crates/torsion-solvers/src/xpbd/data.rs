@@ -68,7 +68,9 @@ impl<T: Scalar> XpbdData<T> {
             self.nc[j] = cv(&c);
         }
         // the mass slot holds m until inverted below
-        scatter_params(table, theta, &mut self.inv_mass, &mut self.inertia, &mut self.r, &mut self.t, &mut self.spring);
+        // XPBD reads no joint damping, armature or friction loss (`&mut []`)
+        #[rustfmt::skip]
+        scatter_params(table, theta, &mut self.inv_mass, &mut self.inertia, &mut self.r, &mut self.t, &mut self.spring, &mut []);
         for k in 0..model.body_count() {
             if model.body_fixed[k] {
                 self.inv_mass[k] = T::zero();
@@ -141,8 +143,9 @@ impl DataGrad {
                 ParamKind::AnchorParent(j, a) => self.r[j][a],
                 ParamKind::AnchorChild(j, a) => self.t[j][a],
                 ParamKind::Spring(j, f) => self.spring[j][f],
-                // contact material: not read by XPBD
+                // contact material, joint damping / armature / friction loss: not read by XPBD
                 ParamKind::ShapeFriction(_)
+                | ParamKind::JointPassive(..)
                 | ParamKind::ShapeRestitution(_)
                 | ParamKind::TendonStiffness(_)
                 | ParamKind::TendonDamping(_)

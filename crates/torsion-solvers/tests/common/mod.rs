@@ -113,7 +113,8 @@ pub fn floor_frame(body: usize, p: Vec3, mu: f64, restitution: f64, id: u64) -> 
 
 /// Central differences (step 1e-7) of `f(model with the selected parameters θ + d)` w.r.t. d.
 pub fn fd_params(m: &Model, sel: &ParamSelection, f: impl Fn(&Model) -> Vec<f64>) -> DMatrix<f64> {
-    let theta = m.param_vector();
+    // the selection's values (any selection, not only `all`)
+    let theta = m.params_get(sel);
     torsion_diff::fd_jacobian(
         |d| {
             let mut mm = m.clone();

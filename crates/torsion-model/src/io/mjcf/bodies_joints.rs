@@ -366,6 +366,9 @@ impl Compiler {
         if !f.damper {
             m.joint_damping.iter_mut().for_each(|d| *d = 0.0);
         }
+        if !f.frictionloss {
+            m.joint_frictionloss.iter_mut().for_each(|x| *x = 0.0);
+        }
         Ok(m)
     }
 }

@@ -110,12 +110,17 @@ impl Compiler {
                 ("limit", false) => self.flags.limit = false,
                 ("spring", false) => self.flags.spring = false,
                 ("damper", false) => self.flags.damper = false,
+                ("frictionloss", false) => self.flags.frictionloss = false,
                 // MuJoCo ≤ 3.2: springs, dampers and fluid forces together
                 ("passive", false) => (self.flags.spring, self.flags.damper, self.flags.fluid) = (false, false, false),
-                // all constraints: contacts and limits (equality constraints and friction loss are never applied)
-                ("constraint", false) => (self.flags.contact, self.flags.limit) = (false, false),
-                ("gravity" | "contact" | "limit" | "spring" | "damper" | "passive" | "constraint", true) => {}
-                ("frictionloss", true) => return reject("dry joint friction is not modelled"),
+                // all constraints: contacts, limits and friction loss (equality constraints are never applied)
+                ("constraint", false) => {
+                    (self.flags.contact, self.flags.limit, self.flags.frictionloss) = (false, false, false)
+                }
+                (
+                    "gravity" | "contact" | "limit" | "spring" | "damper" | "passive" | "constraint" | "frictionloss",
+                    true,
+                ) => {}
                 ("equality", true) => return reject("equality constraints are not modelled"),
                 ("eulerdamp", false) => {
                     return reject("torsion's Euler step always integrates joint damping implicitly")
@@ -129,8 +134,8 @@ impl Compiler {
                 // never applied by torsion (friction loss, equality, MJCF actuators, control clamping), or only
                 // about numerics / diagnostics
                 (
-                    "frictionloss" | "equality" | "actuation" | "clampctrl" | "warmstart" | "midphase" | "refsafe"
-                    | "sensor" | "autoreset" | "nativeccd" | "island" | "multiccd",
+                    "equality" | "actuation" | "clampctrl" | "warmstart" | "midphase" | "refsafe" | "sensor"
+                    | "autoreset" | "nativeccd" | "island" | "multiccd",
                     _,
                 )
                 | ("eulerdamp" | "filterparent", true)

@@ -162,11 +162,12 @@ struct Flags {
     spring: bool,
     damper: bool,
     fluid: bool,
+    frictionloss: bool,
 }
 
 impl Default for Flags {
     fn default() -> Self {
-        Flags { gravity: true, contact: true, limit: true, spring: true, damper: true, fluid: true }
+        Flags { gravity: true, contact: true, limit: true, spring: true, damper: true, fluid: true, frictionloss: true }
     }
 }
 
