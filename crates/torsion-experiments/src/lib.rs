@@ -102,7 +102,7 @@ pub fn registry() -> Vec<Experiment> {
     Experiment {
         name: "sysid-arm",
         spec: "issue 14 item 6",
-        description: "Panda (example-robot-data) from 10 s of MuJoCo data at 1 kHz with damping, frictionloss and sensor noise: 70 inertial (log-Cholesky) + 7 damping + 7 dry-friction parameters by the regressor residual with exact Jacobians; held-out torque RMSE and base-parameter errors, vs MuJoCo's sysid toolbox on the same data",
+        description: "Panda (example-robot-data) from 10 s of MuJoCo data at 1 kHz with damping, frictionloss and sensor noise: 70 inertial + 7 damping + 7 dry-friction parameters by the regressor residual with exact Jacobians (π linear; a log-Cholesky variant beside it); held-out torque RMSE and base-parameter errors, vs MuJoCo's sysid toolbox on the same data (bench/sysid/mujoco_fit.py)",
         run: sysid_arm::run,
     },
     Experiment {

@@ -331,11 +331,11 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
             ));
         }
     }
-    // plot: cost history, held-out torque of joints 1 and 5 (first 2 s), base-parameter errors
+    // plot: cost history, held-out torque of joints 2 and 6 (first 2000 kept samples), base-parameter errors
     let history: Vec<(f64, f64)> = fit.history.iter().enumerate().map(|(i, c)| (i as f64, *c)).collect();
     let pred = pb.predict(&test, &fit.p).map_err(fail)?;
     let n = pred.len().min(2000);
-    let dt = data.test.dt;
+    let dt = data.test.dt * pb.options.stride as f64;
     let series = |j: usize| -> Vec<(String, Vec<(f64, f64)>)> {
         vec![
             (format!("measured τ{}", j + 1), (0..n).map(|t| (t as f64 * dt, test.tau[t][j])).collect()),
