@@ -20,6 +20,7 @@ pub mod plot;
 pub mod report;
 pub mod result;
 pub mod stay_still;
+pub mod sysid_arm;
 pub mod tensegrity_noncontact_id;
 
 pub use result::{ExperimentError, ExperimentResult};
@@ -98,6 +99,12 @@ pub fn registry() -> Vec<Experiment> {
         spec: "003 §4.1 Exp. A (Figs. 4-5), H1/H2",
         description: "SUPERball in the air: shared k/m, c/m, motor a, b from one MuJoCo trajectory (one-step teacher forcing, exact Jacobians, Gauss-Newton, 50-60 % off); 5000-step rollout error on 10 tests at 1 ms and 100 ms controls vs the chaos floor",
         run: tensegrity_noncontact_id::run,
+    },
+    Experiment {
+        name: "sysid-arm",
+        spec: "issue 14 item 6",
+        description: "Panda (example-robot-data) from 10 s of MuJoCo data at 1 kHz with damping, frictionloss and sensor noise: 70 inertial + 7 damping + 7 dry-friction parameters by the regressor residual with exact Jacobians (π linear; a log-Cholesky variant beside it); held-out torque RMSE and base-parameter errors, vs MuJoCo's sysid toolbox on the same data (bench/sysid/mujoco_fit.py)",
+        run: sysid_arm::run,
     },
     Experiment {
         name: "jade-sliding-prisms",

@@ -1,8 +1,10 @@
-//! torsion-opt: small optimisers shared by experiments and system identification (design.md §8: small
-//! enough to write; argmin pins an older nalgebra).
+//! torsion-opt: small optimisers shared by experiments, and the system-identification toolkit (`sysid`)
+//! (design.md §8: small enough to write; argmin pins an older nalgebra).
+#![allow(clippy::needless_range_loop)]
 pub mod adam;
 pub mod gauss_newton;
 pub mod sysid;
 pub use adam::Adam;
 pub use gauss_newton::{gauss_newton, GnOptions, GnReport};
-pub use sysid::{levenberg_marquardt, LmOptions, LmReport, Param};
+pub use sysid::arm::{ArmProblem, BaseParams, Inertial, Recording, ScalarSpec, SysidError, SysidFit};
+pub use sysid::{levenberg_marquardt, levenberg_marquardt_normal, LmOptions, LmReport, Param};

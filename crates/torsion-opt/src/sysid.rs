@@ -1,5 +1,9 @@
-//! System identification helpers (design.md): Levenberg–Marquardt on a least-squares residual r(x) with a
-//! user Jacobian, and the bounded parameterisations of spec 001 §6 item 11 (log m, softplus μ, sigmoid ε).
+//! System identification (design.md; issue 14 item 4): Levenberg–Marquardt on a least-squares residual r(x)
+//! with a user Jacobian, its normal-equation form with box bounds ([`levenberg_marquardt_normal`]), the bounded
+//! parameterisations of spec 001 §6 item 11 (log m, softplus μ, sigmoid ε), and the problems built on them:
+//! [`arm`] (the inverse-dynamics regressor residual with its [`filter`]).
+pub mod arm;
+pub mod filter;
 
 /// Map from an unconstrained coordinate z to a physical value p.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -146,6 +150,79 @@ pub fn levenberg_marquardt<E>(
     Ok(report)
 }
 
+/// Levenberg–Marquardt on the normal equations, for residuals whose ½‖r‖², gradient Jᵀr and Gauss–Newton
+/// matrix JᵀJ (row-major n × n) are cheaper than r and J themselves (a Gram-form regressor residual).
+/// `f(x, want)` gives the cost and, when `want`, (gradient, JᵀJ). Trust region by Marquardt's diagonal damping
+/// λ diag(JᵀJ); box bounds by an active set (a coordinate on a bound whose descent leaves the box is held) and by
+/// projecting each trial point on [lower, upper].
+pub fn levenberg_marquardt_normal<E>(
+    x0: &[f64],
+    lower: &[f64],
+    upper: &[f64],
+    mut f: impl FnMut(&[f64], bool) -> Result<(f64, Option<(Vec<f64>, Vec<f64>)>), E>,
+    o: &LmOptions,
+) -> Result<LmReport, E> {
+    let n = x0.len();
+    let clamp = |x: &mut [f64]| {
+        for i in 0..n {
+            x[i] = x[i].max(lower[i]).min(upper[i]);
+        }
+    };
+    let mut x = x0.to_vec();
+    clamp(&mut x);
+    let (mut cost, mut gh) = f(&x, true)?;
+    let mut lambda = o.lambda0;
+    let mut report = LmReport { x: x.clone(), cost, iterations: 0, history: vec![cost], path: vec![x.clone()] };
+    let mut rejected = 0;
+    while report.iterations < o.max_iter && rejected < 30 {
+        let Some((g, h)) = gh.as_ref() else { break };
+        let mut hd = h.clone();
+        let mut g = g.clone();
+        let dmax = (0..n).map(|a| h[a * n + a]).fold(0.0f64, f64::max);
+        for a in 0..n {
+            // floor the scaling so that a direction the data do not see still gets a finite, damped step
+            hd[a * n + a] += lambda * h[a * n + a].max(1e-12 * dmax).max(1e-300);
+            // active set: a coordinate on a bound whose descent direction leaves the box stays put
+            if (x[a] <= lower[a] && g[a] > 0.0) || (x[a] >= upper[a] && g[a] < 0.0) {
+                for b in 0..n {
+                    hd[a * n + b] = 0.0;
+                    hd[b * n + a] = 0.0;
+                }
+                hd[a * n + a] = 1.0;
+                g[a] = 0.0;
+            }
+        }
+        let Some(step) = cholesky_solve(&hd, &g, n) else {
+            lambda *= 10.0;
+            rejected += 1;
+            continue;
+        };
+        let mut xt: Vec<f64> = x.iter().zip(&step).map(|(a, d)| a - d).collect();
+        clamp(&mut xt);
+        let (ct, _) = f(&xt, false)?;
+        if ct.is_finite() && ct < cost {
+            let rel = (cost - ct) / cost.max(1e-300);
+            x = xt;
+            cost = ct;
+            report.iterations += 1;
+            report.history.push(cost);
+            report.path.push(x.clone());
+            lambda = (lambda / 3.0).max(1e-12);
+            rejected = 0;
+            if rel < o.ftol {
+                break;
+            }
+            (_, gh) = f(&x, true)?;
+        } else {
+            lambda *= 4.0;
+            rejected += 1;
+        }
+    }
+    report.x = x;
+    report.cost = cost;
+    Ok(report)
+}
+
 /// Solve the SPD system A x = b (row-major n × n) by Cholesky; None if A is not positive definite.
 pub fn cholesky_solve(a: &[f64], b: &[f64], n: usize) -> Option<Vec<f64>> {
     let mut l = vec![0.0; n * n];
@@ -186,6 +263,33 @@ mod tests {
             assert!((p.deriv(z) - fd).abs() < 1e-8, "{p:?}: {} vs {fd}", p.deriv(z));
         }
         assert!(Param::Softplus.value(-50.0) > 0.0 && Param::Sigmoid.value(40.0) <= 1.0);
+    }
+
+    #[test]
+    fn normal_form_lm_respects_bounds_and_matches_the_unbounded_fit() {
+        // ½‖A x − y‖² with A 3 × 2: unbounded minimiser x* = (1, −2); with x₁ ≥ −1 the bound is active
+        let a = [[1.0, 0.5], [0.3, 2.0], [1.0, -1.0]];
+        let xs = [1.0, -2.0];
+        let y: Vec<f64> = a.iter().map(|r| r[0] * xs[0] + r[1] * xs[1]).collect();
+        let f = |x: &[f64], want: bool| -> Result<_, ()> {
+            let r: Vec<f64> = a.iter().zip(&y).map(|(row, yi)| row[0] * x[0] + row[1] * x[1] - yi).collect();
+            let c = 0.5 * r.iter().map(|v| v * v).sum::<f64>();
+            let gh = want.then(|| {
+                let g = (0..2).map(|k| a.iter().zip(&r).map(|(row, ri)| row[k] * ri).sum()).collect();
+                let h = (0..4).map(|k| a.iter().map(|row| row[k / 2] * row[k % 2]).sum()).collect();
+                (g, h)
+            });
+            Ok((c, gh))
+        };
+        let inf = f64::INFINITY;
+        let free = levenberg_marquardt_normal(&[0.0, 0.0], &[-inf; 2], &[inf; 2], f, &LmOptions::default()).unwrap();
+        assert!((free.x[0] - 1.0).abs() < 1e-9 && (free.x[1] + 2.0).abs() < 1e-9, "{:?}", free.x);
+        let lo = [-inf, -1.0];
+        let b = levenberg_marquardt_normal(&[0.0, 0.0], &lo, &[inf; 2], f, &LmOptions::default()).unwrap();
+        assert!(b.x[1] >= -1.0 && (b.x[1] + 1.0).abs() < 1e-9, "{:?}", b.x);
+        // x₀ minimises with x₁ fixed at the bound: (Aᵀ(A x − y))₀ = 0
+        let g0: f64 = a.iter().zip(&y).map(|(row, yi)| row[0] * (row[0] * b.x[0] + row[1] * b.x[1] - yi)).sum();
+        assert!(g0.abs() < 1e-8, "{g0}");
     }
 
     #[test]
