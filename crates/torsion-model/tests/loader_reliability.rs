@@ -3,7 +3,7 @@
 //! sizes ≤ 0, missing mesh files, duplicate names, dangling references), UTF-16 files are decoded.
 use std::path::PathBuf;
 use torsion_model::io::{load_mjcf, load_mjcf_str, load_urdf, load_urdf_str, UrdfOptions, MAX_XML_DEPTH};
-use torsion_model::ModelError;
+use torsion_model::{ModelError, ParamSelection};
 
 #[track_caller]
 fn names(e: ModelError, parts: &[&str]) {
@@ -177,4 +177,28 @@ fn utf16_and_bom_files_are_decoded() {
     let p = d.join("odd.urdf");
     std::fs::write(&p, [&utf16(URDF, false)[..], &[0x41]].concat()).unwrap();
     names(load_urdf(&p, &UrdfOptions::default()).unwrap_err(), &["odd.urdf", "UTF-16"]);
+}
+/// `params_set` is all-or-nothing: one bad value leaves every parameter as it was (issue 20: the first valid
+/// value used to stick when a later one was NaN).
+#[test]
+fn params_set_changes_nothing_on_error() {
+    let mut m = load_mjcf_str(MJCF, "inline.xml", None).unwrap();
+    let sel = ParamSelection::all(&m);
+    let before = m.params_get(&sel);
+    let mut v = before.clone();
+    v[0] = 2.0; // a valid mass
+    let last = v.len() - 1;
+    v[last] = f64::NAN;
+    assert!(m.params_set(&sel, &v).is_err());
+    assert_eq!(m.params_get(&sel), before);
+    v[last] = before[last];
+    v[1] = -1.0; // inertia no longer positive definite: refused by validation, also unchanged
+    assert!(m.params_set(&sel, &v).is_err());
+    assert_eq!(m.params_get(&sel), before);
+    // a name given twice would let the last value win: refused, unchanged
+    let mass = m.param_table().names[0].clone();
+    let twice = ParamSelection::by_names(&m, &[&mass, &mass]).unwrap();
+    let e = m.params_set(&twice, &[3.0, 4.0]).unwrap_err().to_string();
+    assert!(e.contains(&mass) && e.contains("twice"), "{e}");
+    assert_eq!(m.params_get(&sel), before);
 }
