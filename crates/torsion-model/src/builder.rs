@@ -356,4 +356,21 @@ mod tests {
         assert_eq!(m.qpos0, m.zero_q());
         assert_eq!(m.joint_armature, [0.0, 0.0]);
     }
+
+    /// Negative or non-finite joint damping (and armature, stiffness, friction loss) is refused by `validate`
+    /// (issue 20: a builder damping of −5 or NaN was accepted).
+    #[test]
+    fn negative_or_nan_joint_constants_are_refused() {
+        let m = two_link_arm(1.0, 0.5, 1.0, Vec3::zeros(), 0.01).unwrap();
+        for v in [-5.0, f64::NAN, f64::INFINITY] {
+            for field in 0..4 {
+                let mut b = m.clone();
+                let col =
+                    [&mut b.joint_damping, &mut b.joint_armature, &mut b.joint_stiffness, &mut b.joint_frictionloss];
+                col.into_iter().nth(field).unwrap()[1] = v;
+                let e = b.validate().unwrap_err().to_string();
+                assert!(e.contains("joint 'joint2'") && e.contains("≥ 0"), "{e}");
+            }
+        }
+    }
 }

@@ -529,6 +529,18 @@ impl Model {
                 )));
             }
             placed[c] = true;
+            let constants = [
+                ("damping", self.joint_damping[j]),
+                ("armature", self.joint_armature[j]),
+                ("stiffness", self.joint_stiffness[j]),
+                ("frictionloss", self.joint_frictionloss[j]),
+            ];
+            if let Some((what, v)) = constants.iter().find(|(_, v)| !(*v >= 0.0 && v.is_finite())) {
+                return Err(ModelError::Invalid(format!(
+                    "joint '{}': {what} must be finite and ≥ 0, got {v}",
+                    self.joint_name[j]
+                )));
+            }
             let a = self.joint_axis[j].norm();
             if self.joint_type[j].dof() == 1 && (a - 1.0).abs() > 1e-9 {
                 return Err(ModelError::Invalid(format!("joint '{}': axis must be a unit vector", self.joint_name[j])));

@@ -298,18 +298,25 @@ impl Model {
         sel.indices.iter().map(|&i| self.param_get(t.kinds[i])).collect()
     }
 
-    /// Write the values of a selection; the model is validated afterwards (mass > 0, inertia SPD, shape friction
-    /// ≥ 0, restitution in [0, 1]) and left unchanged on error.
+    /// Write the values of a selection, all or nothing: every value must be finite and every parameter named once
+    /// (checked before any is written), then the model is validated (mass > 0, inertia SPD, shape friction ≥ 0,
+    /// restitution in [0, 1]) and restored on error.
     pub fn params_set(&mut self, sel: &ParamSelection, values: &[f64]) -> Result<(), ModelError> {
         if values.len() != sel.len() {
             return Err(ModelError::ParamLength { got: values.len(), expected: sel.len() });
         }
         let t = self.param_table();
+        // every value is checked before any is written (all-or-nothing, issue 20)
+        if let Some((&i, v)) = sel.indices.iter().zip(values).find(|(_, v)| !v.is_finite()) {
+            return Err(ModelError::Invalid(format!("parameter '{}' set to non-finite value {v}", t.names[i])));
+        }
+        for (k, &i) in sel.indices.iter().enumerate() {
+            if sel.indices[..k].contains(&i) {
+                return Err(ModelError::Invalid(format!("parameter '{}' given twice", t.names[i])));
+            }
+        }
         let backup = self.clone();
         for (&i, &v) in sel.indices.iter().zip(values) {
-            if !v.is_finite() {
-                return Err(ModelError::Invalid(format!("parameter '{}' set to non-finite value {v}", t.names[i])));
-            }
             self.param_set_unchecked(t.kinds[i], v);
         }
         if let Err(e) = self.validate() {

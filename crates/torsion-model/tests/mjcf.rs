@@ -520,8 +520,12 @@ fn mesh_geoms_need_an_inertial() {
     let text = r#"<mujoco><compiler meshdir="meshes"/><asset><mesh file="part.stl"/></asset><worldbody>
         <body name="b"><joint/><inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/>
         <geom type="mesh" mesh="part"/></body></worldbody></mujoco>"#;
-    let m = load_mjcf_str(text, "inline", Some(Path::new("/models"))).unwrap();
-    assert_eq!(m.shapes[0].kind, ShapeKind::Mesh { file: "/models/meshes/part.stl".into() });
+    let m = load_mjcf_str(text, "inline", Some(&data("mjcf"))).unwrap();
+    let file = data("mjcf").join("meshes/part.stl").display().to_string();
+    assert_eq!(m.shapes[0].kind, ShapeKind::Mesh { file });
+    // a mesh file that is not there is an error at load time, naming the asset
+    let e = load_mjcf_str(&text.replace("part.stl", "gone.stl"), "inline", Some(&data("mjcf"))).unwrap_err();
+    expect_parse(e, "inline", "<mesh>", &["gone.stl not found", "line 1"]);
     assert_eq!(m.body_mass[1], 1.0);
 }
 

@@ -2,10 +2,13 @@
 //! docs/decisions.md "float32 from Python"; results are float64) or nested Python sequences of numbers (converted
 //! with `numpy.asarray(x, dtype=float64)`); any other dtype is a TypeError naming the argument. Shapes are checked
 //! against what the call needs and a mismatch is a ValueError naming the argument and the expected shape.
+//! Every value must be finite (a NaN or ±inf is a ValueError naming the argument and the entry, issue 20);
+//! big-endian (non-native byte order) float64 / float32 arrays are converted. Result buffers sized by user
+//! shapes are allocated through [`alloc`], which raises MemoryError instead of aborting the interpreter.
 use numpy::ndarray::{ArrayD, IxDyn};
 use numpy::prelude::*;
 use numpy::{dtype, PyArrayDyn, PyUntypedArray};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 /// A float64 input copied out of Python (row-major).
@@ -24,10 +27,11 @@ pub(crate) fn read(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<F64Arr> {
     let py = obj.py();
     let owned;
     let arr = if let Ok(a) = obj.cast::<PyUntypedArray>() {
-        if a.dtype().is_equiv_to(&dtype::<f64>(py)) {
+        let d = a.dtype();
+        if d.is_equiv_to(&dtype::<f64>(py)) {
             a.clone()
-        } else if a.dtype().is_equiv_to(&dtype::<f32>(py)) {
-            // exact: every float32 is a float64
+        } else if d.kind() == b'f' && (d.itemsize() == 4 || d.itemsize() == 8) {
+            // float32 (either byte order) or non-native-order float64: exact, every float32 is a float64
             owned = a.call_method1("astype", (py.import("numpy")?.getattr("float64")?,))?;
             owned.cast_into::<PyUntypedArray>().map_err(|_| PyTypeError::new_err(format!("{name}: not an array")))?
         } else {
@@ -57,7 +61,67 @@ pub(crate) fn read(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<F64Arr> {
             .copied()
             .collect(),
     };
+    if let Some(k) = data.iter().position(|v| !v.is_finite()) {
+        return Err(PyValueError::new_err(format!(
+            "{name}: entry {} is {}; inputs must be finite",
+            index_str(&shape, k),
+            data[k]
+        )));
+    }
     Ok(F64Arr { shape, data })
+}
+
+/// The multi-index of flat entry `k` of an array of `shape`, as "[i, j]".
+fn index_str(shape: &[usize], mut k: usize) -> String {
+    let mut idx = vec![0; shape.len()];
+    for (i, &n) in shape.iter().enumerate().rev() {
+        if n > 0 {
+            idx[i] = k % n;
+            k /= n;
+        }
+    }
+    format!("{idx:?}")
+}
+
+/// Memory available now (Linux `MemAvailable`, bytes); None elsewhere.
+fn available_bytes() -> Option<u128> {
+    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = s.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u128 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Entries of a result of shape `dims`, checked: MemoryError if the count overflows, or the f64 buffer would
+/// take more than half the memory available now (Linux `MemAvailable`; a result that size leaves no room to use
+/// it, and the allocation would fail or push the machine into swap).
+pub(crate) fn check_alloc(dims: &[usize], what: &str) -> PyResult<usize> {
+    let shape = shape_str(dims);
+    let too_big = || PyMemoryError::new_err(format!("{what}: a float64 array of shape {shape} does not fit in memory"));
+    let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(too_big)?;
+    let bytes = n as u128 * 8;
+    if bytes > isize::MAX as u128 {
+        return Err(too_big());
+    }
+    if let Some(avail) = available_bytes() {
+        if bytes > avail / 2 {
+            return Err(PyMemoryError::new_err(format!(
+                "{what}: a float64 array of shape {shape} needs {:.1} GB, more than half the {:.1} GB of memory \
+                 available",
+                bytes as f64 / 1e9,
+                avail as f64 / 1e9
+            )));
+        }
+    }
+    Ok(n)
+}
+
+/// A zeroed buffer for a result of shape `dims` ([`check_alloc`], then a fallible allocation).
+pub(crate) fn alloc(dims: &[usize], what: &str) -> PyResult<Vec<f64>> {
+    let n = check_alloc(dims, what)?;
+    let mut v: Vec<f64> = Vec::new();
+    v.try_reserve_exact(n).map_err(|e| PyMemoryError::new_err(format!("{what}: shape {}: {e}", shape_str(dims))))?;
+    v.resize(n, 0.0);
+    Ok(v)
 }
 
 fn shape_str(s: &[usize]) -> String {

@@ -1,5 +1,6 @@
 //! The `torsion` Python extension module (`torsion._torsion`; the pure-Python package in `python/torsion`
-//! re-exports it and adds the optional PyTorch integration). Every entry point checks array shapes and dtypes,
+//! re-exports it and adds the optional PyTorch integration). Every entry point checks array shapes, dtypes and
+//! finite values, time steps, counts and unit quaternions up front (docs/decisions.md "Python boundary"),
 //! turns every Rust error into a Python exception with its message, and catches panics (`guard`), so nothing
 //! user-supplied can crash the interpreter.
 use pyo3::exceptions::{PyFileNotFoundError, PyRuntimeError, PyValueError};

@@ -1,6 +1,7 @@
 //! `torsion.Model` (load URDF / MJCF, build in code, named differentiable parameters) and
 //! `torsion.ModelBuilder`.
 use crate::arrays::{out, read, vec1};
+use crate::sim::check_dt;
 use crate::{guard, missing_file, model_err};
 use numpy::PyArrayDyn;
 use pyo3::exceptions::{PyFileNotFoundError, PyIndexError, PyTypeError, PyValueError};
@@ -117,6 +118,12 @@ impl PyModel {
             Some(g) => vec3(g, "gravity")?,
             None => Vec3::new(0.0, -9.8, 0.0),
         };
+        for (name, v) in [("l1", l1), ("l2", l2), ("mass", mass)] {
+            if !(v > 0.0 && v.is_finite()) {
+                return Err(PyValueError::new_err(format!("{name} must be positive and finite, got {v}")));
+            }
+        }
+        check_dt(dt)?;
         guard(|| Ok(PyModel::new(torsion_model::builder::two_link_arm(l1, l2, mass, g, dt).map_err(model_err)?)))
     }
     /// A floating tree with every joint type (free root, ball, prismatic, revolute branch).
@@ -223,10 +230,7 @@ impl PyModel {
     }
     #[setter]
     fn set_dt(&mut self, dt: f64) -> PyResult<()> {
-        if !(dt > 0.0 && dt.is_finite()) {
-            return Err(PyValueError::new_err(format!("dt must be positive, got {dt}")));
-        }
-        self.inner.dt = dt;
+        self.inner.dt = check_dt(dt)?;
         Ok(())
     }
     /// the model's default configuration qpos0 (nq,), read-only: for MJCF where the file places the bodies
@@ -298,8 +302,9 @@ impl PyModel {
         let v = self.inner.params_get(&sel);
         out(py, &[v.len()], v)
     }
-    /// Write `values` (k,) to the k parameters in `names` (all if None); the model is validated (mass > 0, inertia SPD, shape
-    /// friction ≥ 0, restitution in [0, 1]) and left unchanged on error.
+    /// Write `values` (k,) to the k parameters in `names` (all if None), all or nothing: every value finite and
+    /// every name given once, then the model is validated (mass > 0, inertia SPD, shape friction ≥ 0, restitution
+    /// in [0, 1]); unchanged on error.
     #[pyo3(signature = (names, values))]
     fn params_set(&mut self, names: Option<Vec<String>>, values: &Bound<'_, PyAny>) -> PyResult<()> {
         let sel = selection(&self.inner, names.as_deref())?;
@@ -378,9 +383,7 @@ impl PyModelBuilder {
             Some(g) => vec3(g, "gravity")?,
             None => Vec3::new(0.0, 0.0, -9.81),
         };
-        if !(dt > 0.0 && dt.is_finite()) {
-            return Err(PyValueError::new_err(format!("dt must be positive, got {dt}")));
-        }
+        check_dt(dt)?;
         Ok(PyModelBuilder { b: Some(ModelBuilder::new(name).gravity(g).dt(dt)), bodies: 0 })
     }
     /// A fixed body called `name` at position x (3,; m) and orientation q (4,: w, x, y, z); returns its index.
@@ -410,6 +413,9 @@ impl PyModelBuilder {
         let a = read(inertia, "inertia")?;
         if a.shape != [3, 3] {
             return Err(PyValueError::new_err(format!("inertia: expected shape (3, 3), got {:?}", a.shape)));
+        }
+        if !(mass > 0.0 && mass.is_finite()) {
+            return Err(PyValueError::new_err(format!("mass must be positive and finite, got {mass}")));
         }
         let i3 = Mat3::from_row_slice(&a.data);
         let com = com.map(|c| vec3(c, "com")).transpose()?;
@@ -448,6 +454,16 @@ impl PyModelBuilder {
         let r = anchor_parent.map(|v| vec3(v, "anchor_parent")).transpose()?.unwrap_or_else(Vec3::zeros);
         let t = anchor_child.map(|v| vec3(v, "anchor_child")).transpose()?.unwrap_or_else(Vec3::zeros);
         let ax = axis.map(|v| vec3(v, "axis")).transpose()?.unwrap_or_else(Vec3::z);
+        if !(damping >= 0.0 && damping.is_finite()) {
+            return Err(PyValueError::new_err(format!("damping must be finite and ≥ 0, got {damping}")));
+        }
+        if let Some((lo, hi)) = limit {
+            if !(lo.is_finite() && hi.is_finite() && lo <= hi) {
+                return Err(PyValueError::new_err(format!(
+                    "limit: expected finite (lower, upper), lower ≤ upper, got ({lo}, {hi})"
+                )));
+            }
+        }
         if !(ax.norm() > 1e-12 && ax.norm().is_finite()) {
             return Err(PyValueError::new_err("axis must be nonzero and finite"));
         }

@@ -3,9 +3,9 @@
 //! overhead benchmark. States are flat rows in the solver's layout (solvers.rs); controls are (T, nu) with
 //! nu = `solver.control_dim(model)` (one torque per joint for XPBD, one generalized force per DoF then the
 //! actuators' ctrl for Featherstone: `Codec::control_into`); Jacobians are in tangent coordinates.
-use crate::arrays::{batched, mat2, out, out_mats, vec1};
+use crate::arrays::{alloc, batched, check_alloc, mat2, out, out_mats, vec1};
 use crate::model::{selection, PyModel};
-use crate::solvers::{dispatch, solver_ref, state_vec, Cache, Codec};
+use crate::solvers::{check_quats, count, dispatch, solver_ref, state_vec, Cache, Codec};
 use crate::{guard, solver_err};
 use numpy::PyArrayDyn;
 use pyo3::exceptions::PyValueError;
@@ -14,12 +14,20 @@ use rayon::prelude::*;
 use torsion_model::{Control, Model, ParamSelection};
 use torsion_solvers::{DiffSolver, Solver};
 
-fn dt_of(m: &Model, dt: Option<f64>) -> PyResult<f64> {
-    let dt = dt.unwrap_or(m.dt);
-    if !(dt > 0.0 && dt.is_finite()) {
-        return Err(PyValueError::new_err(format!("dt must be positive and finite, got {dt}")));
+/// The largest time step accepted from Python (s): far above any stable step of these integrators for a robot
+/// (MuJoCo's default is 0.002 s), it refuses unit mistakes (ms given as s) and nonsense such as 1e6.
+pub(crate) const MAX_DT: f64 = 1.0;
+
+/// `dt` (or the model's), checked: 0 < dt ≤ [`MAX_DT`].
+pub(crate) fn check_dt(dt: f64) -> PyResult<f64> {
+    if !(dt > 0.0 && dt <= MAX_DT) {
+        return Err(PyValueError::new_err(format!("dt must be in (0, {MAX_DT}] s, got {dt}")));
     }
     Ok(dt)
+}
+
+fn dt_of(m: &Model, dt: Option<f64>) -> PyResult<f64> {
+    check_dt(dt.unwrap_or(m.dt))
 }
 
 /// A flat state x (state_dim,) and a control row u (control_dim,), checked.
@@ -225,7 +233,7 @@ fn rollout<'py>(
         let nu = s.control_dim(m);
         let (t_len, us) = mat2(controls, "controls", None, nu)?;
         let n = s.state_dim(m);
-        let mut buf = vec![0.0; (t_len + 1) * n];
+        let mut buf = alloc(&[t_len + 1, n], "rollout states")?;
         with_ws(s, c, &model, |ws| {
             py.detach(|| guard(|| rollout_into(s, m, &s0, &us, (t_len, nu), dt, ws, &mut buf).map_err(solver_err)))
         })?;
@@ -277,7 +285,11 @@ fn rollout_batch<'py>(
             )));
         }
         let row = (t_len + 1) * n;
-        let mut buf = vec![0.0; b_len * row];
+        let slots = s.quat_slots(m);
+        for b in 0..bx.unwrap_or(1) {
+            check_quats(&xs.data[b * n..(b + 1) * n], &slots, &format!("x0[{b}]"))?;
+        }
+        let mut buf = alloc(&[b_len, t_len + 1, n], "rollout_batch states")?;
         let item = |b: usize, dst: &mut [f64]| -> PyResult<()> {
             let x = if bx.is_some() { &xs.data[b * n..(b + 1) * n] } else { &xs.data[..] };
             let u = if bu.is_some() { &us.data[b * t_len * nu..(b + 1) * t_len * nu] } else { &us.data[..] };
@@ -426,6 +438,7 @@ fn trajectory_jacobians<'py>(
         let (n, nu, nt) = (s.state_dim(m), s.control_dim(m), s.tangent_dim(m));
         let (t_len, us) = mat2(controls, "controls", None, nu)?;
         let (rows, xs) = mat2(states, "states", None, n)?;
+        check_alloc(&[t_len, nt, nt + nu + sel.len()], "trajectory_jacobians (A, B, C)")?;
         if rows != t_len && rows != t_len + 1 {
             return Err(PyValueError::new_err(format!(
                 "states: expected {} or {} rows for {t_len} controls, got {rows}",
@@ -465,11 +478,12 @@ fn bench_step_rust(
     solver: &Bound<'_, PyAny>,
     x: &Bound<'_, PyAny>,
     u: &Bound<'_, PyAny>,
-    n: usize,
+    n: i64,
     dt: Option<f64>,
 ) -> PyResult<f64> {
     let m = &model.inner;
     let dt = dt_of(m, dt)?;
+    let n = count(n, "n", 1)?;
     dispatch!(solver_ref(solver)?, |s, _c| {
         let (st, u) = state_and_control(s, m, x, u)?;
         let mut ws = s.workspace(m).map_err(solver_err)?;

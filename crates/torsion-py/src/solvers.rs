@@ -44,6 +44,10 @@ where
     }
     /// Give `to` the warm start of `from` (no-op without one)
     fn carry_warm(&self, _from: &Self::State, _to: &mut Self::State) {}
+    /// Where the unit quaternions (w, x, y, z) start in a flat state: the q part's ([`q_quat_slots`])
+    fn quat_slots(&self, m: &Model) -> Vec<usize> {
+        q_quat_slots(m)
+    }
     /// A flat control row (`control_dim` entries, checked by the caller) into `u`: all generalized forces /
     /// torques by default
     fn control_into(&self, _m: &Model, row: &[f64], u: &mut Control) {
@@ -53,7 +57,54 @@ where
     }
 }
 
-impl Codec for XpbdSolver {}
+/// XPBD: every body's orientation, entries 3..7 of its 13.
+impl Codec for XpbdSolver {
+    fn quat_slots(&self, m: &Model) -> Vec<usize> {
+        (0..m.body_count()).map(|b| 13 * b + 3).collect()
+    }
+}
+
+/// How far a quaternion's norm may be from 1 in a state or q given from Python: room for float32 round-off
+/// (~1e-7) and for central-difference probes of the ambient gradient (steps up to 1e-4, which leave the unit
+/// sphere by design); beyond it the input is refused, not normalised (docs/decisions.md "Python boundary").
+pub(crate) const QUAT_TOL: f64 = 1e-4;
+
+/// Where the quaternions start in a joint-position vector q of `m`: ball joints at their q start, free
+/// joints 3 further (after the position).
+pub(crate) fn q_quat_slots(m: &Model) -> Vec<usize> {
+    let starts = m.joint_q_start();
+    (0..m.joint_count())
+        .filter_map(|j| match m.joint_type[j] {
+            torsion_model::JointType::Ball => Some(starts[j]),
+            torsion_model::JointType::Free => Some(starts[j] + 3),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Refuse a quaternion of `v` (at `slots`) whose norm is off 1 by more than [`QUAT_TOL`], naming `name`.
+pub(crate) fn check_quats(v: &[f64], slots: &[usize], name: &str) -> PyResult<()> {
+    for &k in slots {
+        let n = v[k..k + 4].iter().map(|x| x * x).sum::<f64>().sqrt();
+        if (n - 1.0).abs() > QUAT_TOL {
+            return Err(PyValueError::new_err(format!(
+                "{name}: the quaternion at entries {k}..{} has norm {n}; it must be a unit quaternion (w, x, y, z) \
+                 within {QUAT_TOL} (normalise it)",
+                k + 4
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A count argument given as a Python int: ≥ `min`, named in the error (instead of pyo3's "can't convert
+/// negative int to unsigned").
+pub(crate) fn count(v: i64, name: &str, min: usize) -> PyResult<usize> {
+    match usize::try_from(v) {
+        Ok(n) if n >= min => Ok(n),
+        _ => Err(PyValueError::new_err(format!("{name} must be an integer ≥ {min}, got {v}"))),
+    }
+}
 
 /// Featherstone's row is [u (nv), ctrl (nu)]: generalized forces, then the actuators' controls.
 impl Codec for FeatherstoneSolver {
@@ -211,6 +262,7 @@ where
     S::State: Send,
 {
     let v = vec1(obj, name, s.state_dim(m))?;
+    check_quats(&v, &s.quat_slots(m), name)?;
     Ok(s.decode(m, &v))
 }
 
@@ -232,7 +284,7 @@ where
             Ok(s.local_diff(m, &st, &o))
         }
         _ => {
-            let g = state_vec(s, m, other, "g")?;
+            let g = s.decode(m, &vec1(other, "g", s.state_dim(m))?); // a gradient: no unit quaternions
             Ok(s.grad_to_tangent(m, &st, &g))
         }
     })
@@ -260,6 +312,7 @@ macro_rules! solver_methods {
                     Some(q) => vec1(q, "q", m.nq())?,
                     None => m.neutral_q(),
                 };
+                check_quats(&o, &q_quat_slots(m), "q")?;
                 match v {
                     Some(v) => o.extend(vec1(v, "v", m.nv())?),
                     None => o.extend(std::iter::repeat_n(0.0, m.nv())),
@@ -313,9 +366,9 @@ solver_methods!(PyXpbd, {
     #[new]
     #[pyo3(signature = (iterations=30, compliance=0.0, substeps=1, ordering="gauss_seidel", jacobi_relaxation=1.0, limits=true, springs=true))]
     fn new(
-        iterations: usize,
+        iterations: i64,
         compliance: f64,
-        substeps: usize,
+        substeps: i64,
         ordering: &str,
         jacobi_relaxation: f64,
         limits: bool,
@@ -328,9 +381,7 @@ solver_methods!(PyXpbd, {
                 return Err(PyValueError::new_err(format!("ordering: expected 'gauss_seidel' or 'jacobi', got '{o}'")))
             }
         };
-        if substeps == 0 {
-            return Err(PyValueError::new_err("substeps must be ≥ 1"));
-        }
+        let (iterations, substeps) = (count(iterations, "iterations", 1)?, count(substeps, "substeps", 1)?);
         if !(compliance >= 0.0 && compliance.is_finite()) {
             return Err(PyValueError::new_err(format!("compliance must be ≥ 0, got {compliance}")));
         }
@@ -392,6 +443,7 @@ solver_methods!(PyXpbd, {
             Some(q) => vec1(q, "q", m.nq())?,
             None => m.neutral_q(),
         };
+        check_quats(&q, &q_quat_slots(m), "q")?;
         let s = guard(|| m.state_at(&q).map_err(model_err))?;
         let mut o = vec![0.0; self.solver.state_dim(m)];
         self.solver.encode(&s, &mut o);
@@ -464,7 +516,7 @@ solver_methods!(PyNcp, generalized, {
                              passive=True, gradient='auto', package_dirs=())")]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        n_step: usize,
+        n_step: i64,
         friction_set: &str,
         baumgarte: f64,
         tolerance: f64,
@@ -485,11 +537,12 @@ solver_methods!(PyNcp, generalized, {
             "diamond" => FrictionSet::DiamondPyramid,
             o => return Err(PyValueError::new_err(format!("friction_set: 'cone', 'box' or 'diamond', got '{o}'"))),
         };
-        let ok = n_step > 0 && [margin, baumgarte, tolerance].iter().all(|v| v.is_finite() && *v >= 0.0);
+        let n_step = count(n_step, "n_step", 1)?;
+        let ok = [margin, baumgarte, tolerance].iter().all(|v| v.is_finite() && *v >= 0.0);
         if !ok {
-            return Err(PyValueError::new_err(
-                "n_step must be ≥ 1, margin, baumgarte and tolerance finite and ≥ 0".to_string(),
-            ));
+            return Err(PyValueError::new_err(format!(
+                "margin, baumgarte and tolerance must be finite and ≥ 0, got {margin}, {baumgarte}, {tolerance}"
+            )));
         }
         let mut o = NcpOptions { n_step, friction_set, baumgarte, tolerance, passive, gradient, ..Default::default() };
         o.collision.margin = margin;
@@ -529,7 +582,7 @@ solver_methods!(PyLcp, generalized, {
         position: &str,
         bounce_threshold: f64,
         chain: Vec<String>,
-        pgs_sweeps: usize,
+        pgs_sweeps: i64,
         margin: f64,
         passive: bool,
         baumgarte: f64,
@@ -544,6 +597,7 @@ solver_methods!(PyLcp, generalized, {
                 )))
             }
         };
+        let pgs_sweeps = count(pgs_sweeps, "pgs_sweeps", 1)?;
         let mut o = LcpOptions::default();
         o.chain.pgs = match chain.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
             ["jade"] => None,
@@ -555,9 +609,6 @@ solver_methods!(PyLcp, generalized, {
                 )))
             }
         };
-        if pgs_sweeps == 0 {
-            return Err(PyValueError::new_err("pgs_sweeps must be ≥ 1"));
-        }
         for (name, v) in [("bounce_threshold", bounce_threshold), ("margin", margin), ("baumgarte", baumgarte)] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(PyValueError::new_err(format!("{name} must be finite and ≥ 0, got {v}")));

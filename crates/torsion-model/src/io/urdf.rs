@@ -24,7 +24,7 @@
 //!   Fixed joints further down the path merge as above.
 //! - Joints: revolute / continuous → [`JointType::Revolute`], prismatic → [`JointType::Prismatic`]; floating,
 //!   planar and spherical are rejected (off the chain, locked, any type is welded). `<mimic>` is ignored (the
-//!   joint stays independent). Limits are `Some((lower, upper))` for revolute and prismatic (`<limit>` is
+//!   joint stays independent; its `joint` must exist). Limits are `Some((lower, upper))` for revolute and prismatic (`<limit>` is
 //!   required there; URDF 1.2 omitted bounds → `None`), `None` for continuous; damping from `<dynamics damping>`
 //!   (0 if absent), friction loss (MuJoCo's `frictionloss`, dry friction) from `<dynamics friction>` (0 if absent), effort from `<limit effort>` (∞ if absent), no spring.
 //! - Gravity (0, 0, −9.81), dt 0.01, joints in breadth-first (parent-before-child) order from the root.
@@ -56,14 +56,19 @@ pub struct UrdfOptions {
 /// Load a URDF file (the error messages name `path`).
 pub fn load_urdf(path: &Path, opts: &UrdfOptions) -> Result<Model, ModelError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| perr(&file, "file", format!("cannot read: {e}")))?;
-    let mut m = load_urdf_str(&text, &file, opts)?;
+    let text = super::read_xml(path, &file)?;
+    let mut m = load(&text, &file, opts, path.parent())?;
     m.source_file = Some(path.to_path_buf());
     Ok(m)
 }
 
 /// Load URDF text; `file_label` stands for the file in error messages.
 pub fn load_urdf_str(text: &str, file_label: &str, opts: &UrdfOptions) -> Result<Model, ModelError> {
+    load(text, file_label, opts, None)
+}
+
+/// `dir`: the file's folder, where mesh files (other than `package://` names) must exist.
+fn load(text: &str, file_label: &str, opts: &UrdfOptions, dir: Option<&Path>) -> Result<Model, ModelError> {
     let f = file_label;
     let side = precheck(text, f)?;
     let robot = urdf_rs::read_from_string(text).map_err(|e| perr(f, &side.robot, e.to_string()))?;
@@ -79,6 +84,19 @@ pub fn load_urdf_str(text: &str, file_label: &str, opts: &UrdfOptions) -> Result
     }
     let mut parent_joint: Vec<Option<usize>> = vec![None; nl];
     let mut child_joints: Vec<Vec<usize>> = vec![vec![]; nl];
+    let mut joint_names = HashSet::new();
+    for jt in &robot.joints {
+        joint_names.insert(jt.name.as_str());
+    }
+    for (j, target) in &side.mimic {
+        if !joint_names.contains(target.as_str()) {
+            return Err(side.err(
+                f,
+                &joint_el(j),
+                format!("<mimic joint=\"{target}\">: no joint '{target}' in {rname}"),
+            ));
+        }
+    }
     let mut joint_names = HashSet::new();
     let mut ends = Vec::with_capacity(robot.joints.len());
     for (j, jt) in robot.joints.iter().enumerate() {
@@ -315,6 +333,15 @@ pub fn load_urdf_str(text: &str, file_label: &str, opts: &UrdfOptions) -> Result
                     urdf_rs::Geometry::Mesh { filename, .. } => ShapeKind::Mesh { file: filename.clone() },
                 };
                 let lname = &robot.links[l].name;
+                // mesh files are checked here; `package://` names are resolved by the contact solver's package
+                // folders (torsion-collision `MeshLookup`), which the loader does not know
+                if let (Some(dir), urdf_rs::Geometry::Mesh { filename, .. }) = (dir, &c.geometry) {
+                    let plain = filename.strip_prefix("file://").unwrap_or(filename);
+                    if !filename.starts_with("package://") && !dir.join(plain).is_file() {
+                        let p = dir.join(plain);
+                        return Err(side.err(f, &link_el(lname), format!("mesh file {} not found", p.display())));
+                    }
+                }
                 m.shapes.push(Shape {
                     name: c.name.clone().unwrap_or_else(|| format!("{lname}/collision{k}")),
                     body: b,
@@ -385,6 +412,10 @@ fn merge_inertials(
             format!("inertia not positive definite (about the COM, link frame): {:?}", inertia.as_slice()),
         ));
     }
+    if let Some(p) = super::inertia_problem(mass, &inertia) {
+        let merged = if mem.len() > 1 { " (with the links fixed to it)" } else { "" };
+        return Err(side.err(f, &el, format!("{p}{merged}")));
+    }
     Ok((mass, com, inertia))
 }
 
@@ -414,6 +445,8 @@ struct Side {
     with_inertial: HashSet<String>,
     with_limit: HashSet<String>,
     with_effort: HashSet<String>,
+    /// (joint, `<mimic joint>`) pairs
+    mimic: Vec<(String, String)>,
 }
 
 impl Side {
@@ -468,6 +501,7 @@ const NUMBERS: [(&str, &str, usize); 25] = [
 fn precheck(text: &str, f: &str) -> Result<Side, ModelError> {
     let opt = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };
     let doc = roxmltree::Document::parse_with_options(text, opt).map_err(|e| perr(f, "XML", e.to_string()))?;
+    super::check_depth(&doc, f)?;
     let robot = doc.root_element();
     if robot.tag_name().name() != "robot" {
         return Err(perr(f, "XML", format!("the root element is <{}>, expected <robot>", robot.tag_name().name())));
@@ -485,6 +519,7 @@ fn precheck(text: &str, f: &str) -> Result<Side, ModelError> {
         with_inertial: HashSet::new(),
         with_limit: HashSet::new(),
         with_effort: HashSet::new(),
+        mimic: vec![],
     };
     for node in robot.children().filter(|n| n.is_element()) {
         let tag = node.tag_name().name();
@@ -516,6 +551,14 @@ fn precheck(text: &str, f: &str) -> Result<Side, ModelError> {
                         format!("{} {attr}=\"{v}\": expected {n} number(s), got {}", path(e), toks.len()),
                         e,
                     ));
+                }
+                // geometry sizes > 0; joint damping and friction ≥ 0
+                let positive = ["box", "cylinder", "capsule", "sphere"].contains(&e.tag_name().name());
+                let nonneg = e.has_tag_name("dynamics");
+                let bad = |t: &&str| t.parse::<f64>().is_ok_and(|x| (positive && x <= 0.0) || (nonneg && x < 0.0));
+                if (positive || nonneg) && toks.iter().any(bad) {
+                    let want = if positive { "must be > 0" } else { "must be ≥ 0" };
+                    return Err(err(format!("{} {attr}=\"{v}\": {attr} {want}", path(e)), e));
                 }
             }
         }
@@ -556,6 +599,12 @@ fn precheck(text: &str, f: &str) -> Result<Side, ModelError> {
                 }
             }
             need(node, "axis", "xyz")?;
+            if let Some(m) = child(node, "mimic") {
+                let Some(target) = m.attribute("joint") else {
+                    return Err(err("<mimic> has no joint attribute".into(), m));
+                };
+                side.mimic.push((name.to_string(), target.to_string()));
+            }
             if let Some(l) = child(node, "limit") {
                 side.with_limit.insert(name.to_string());
                 if l.attribute("effort").is_some() {

@@ -251,6 +251,9 @@ impl Compiler {
                     inertia.as_slice()
                 )));
             }
+            if let Some(p) = crate::io::inertia_problem(mass, &inertia) {
+                return Err(mb.el.err(format!("{p} (with the bodies welded to it)")));
+            }
             let p = mb.parent;
             let tpb = in_root[p].mul(&mb.tf); // child MJCF frame in the parent group root's frame
             let k = mb.joints.len();
@@ -325,7 +328,15 @@ impl Compiler {
             }
             ours[b] = prev;
         }
-        // shapes and sites, re-expressed in their body's COM frame
+        // shapes and sites, re-expressed in their body's COM frame; explicit geom names are unique
+        let mut geom_names = HashSet::new();
+        for mb in bodies {
+            for g in mb.geoms.iter().filter(|g| !g.name.is_empty()) {
+                if !geom_names.insert(g.name.as_str()) {
+                    return Err(g.el.err(format!("geom name '{}' used twice", g.name)));
+                }
+            }
+        }
         for (b, mb) in bodies.iter().enumerate() {
             let (r, t) = (root[b], in_root[b]);
             for (k, g) in mb.geoms.iter().enumerate() {

@@ -202,7 +202,11 @@ impl Compiler {
                         Some(d) => self.model_dir.join(d),
                         None => self.model_dir.clone(),
                     };
-                    self.meshes.insert(name, dir.join(file).display().to_string());
+                    let path = dir.join(file);
+                    if !path.is_file() {
+                        return Err(c.err(format!("mesh file {} not found", path.display())));
+                    }
+                    self.meshes.insert(name, path.display().to_string());
                 }
                 "texture" | "material" => {}
                 t => self.warn(format!("asset/{t} ignored")),

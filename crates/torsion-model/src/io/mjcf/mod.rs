@@ -87,7 +87,7 @@ use crate::extras::ModelExtras;
 use crate::io::transform::Tf;
 use crate::model::{JointType, Model};
 use crate::shape::ShapeKind;
-use parse::{parse_tree, perr, El, Item};
+use parse::{parse_tree, El, Item};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -96,7 +96,7 @@ use torsion_math::{Mat3, Vec3};
 /// Load an MJCF file (errors name `path`, or the included file they occur in).
 pub fn load_mjcf(path: &Path) -> Result<Model, ModelError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| perr(&file, "file", format!("cannot read: {e}")))?;
+    let text = crate::io::read_xml(path, &file)?;
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     load_mjcf_str(&text, &file, Some(&base))
 }

@@ -51,6 +51,7 @@ pub(super) fn parse_tree(
 ) -> Result<El, ModelError> {
     let opt = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };
     let doc = roxmltree::Document::parse_with_options(text, opt).map_err(|e| perr(label, "XML", e.to_string()))?;
+    crate::io::check_depth(&doc, label)?;
     let root = doc.root_element();
     if root.tag_name().name() != "mujoco" {
         return Err(perr(label, "XML", format!("the root element is <{}>, expected <mujoco>", root.tag_name().name())));
@@ -85,7 +86,7 @@ fn convert(
         let inc_err = |p: String| perr(file, &format!("include '{name}'"), format!("{p} (line {})", line(c)));
         let first = dir.join(name);
         let path = if !first.is_file() && main_dir.join(name).is_file() { main_dir.join(name) } else { first };
-        let text = std::fs::read_to_string(&path)
+        let text = crate::io::read_xml(&path, &path.display().to_string())
             .map_err(|e| inc_err(format!("cannot read included file {}: {e}", path.display())))?;
         let canon = path.canonicalize().unwrap_or_else(|_| path.clone());
         if stack.contains(&canon) || stack.len() > 32 {

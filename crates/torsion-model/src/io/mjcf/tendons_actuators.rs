@@ -30,6 +30,23 @@ impl Compiler {
                     }
                 };
                 let it = self.item(t, "tendon", "main")?;
+                if let Some(n) = t.get("name") {
+                    if m.extras.tendon_index(n).is_some() {
+                        return Err(it.err(format!("tendon name '{n}' used twice")));
+                    }
+                }
+                // dangling references: every joint of a fixed tendon, every site of a spatial one
+                for c in &t.children {
+                    let (role, found) = match (c.tag.as_str(), c.get("joint"), c.get("site")) {
+                        ("joint", Some(j), _) => (("joint", j), m.joint_index(j).is_some()),
+                        ("site", _, Some(s)) => (("site", s), m.extras.site_index(s).is_some()),
+                        _ => continue,
+                    };
+                    if !found {
+                        let tn = t.get("name").unwrap_or("");
+                        return Err(c.err(format!("unknown {} '{}' in tendon '{tn}'", role.0, role.1)));
+                    }
+                }
                 if kind == TendonKind::Spatial {
                     self.promote_cable(t, &it, m)?;
                 } else {
@@ -120,6 +137,9 @@ impl Compiler {
                 };
                 if let Some(tr) = tr {
                     self.promote_actuator(&it, &a.tag, name.clone(), tr, gear[0], ctrllimited, range, m)?;
+                }
+                if a.get("name").is_some() && m.extras.actuators.iter().any(|x| x.name == name) {
+                    return Err(it.err(format!("actuator name '{name}' used twice")));
                 }
                 m.extras.actuators.push(Actuator {
                     name,
