@@ -79,9 +79,14 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let fit = Fit::cone(&sc, DT, steps, free, truth.clone());
     let pb = bar("ncp-joint-id", INITS[q].len() + 2);
     let (mut est, mut iters, mut hist) = (vec![], vec![], vec![]);
+    let mut shown = None; // the first initialisation's fit, for the scene
     for s0 in INITS[q] {
         let start = Phys { mu: s0[0], mass: s0[1], eps: s0[2], init: guess };
         let r = staged(&fit, &obs, &start)?;
+        shown.get_or_insert_with(|| {
+            let p = &r.phys;
+            (format!("identified: μ = {:.4}, m = {:.4} kg, ε = {:.4}", p.mu, p.mass, p.eps), p.clone())
+        });
         est.push([r.phys.mu, r.phys.mass, r.phys.eps]);
         iters.push(r.iterations);
         hist.push((format!("(μ, m, ε)₀ = ({}, {}, {})", s0[0], s0[1], s0[2]), r.loss_series()));
@@ -137,5 +142,10 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         .map(|(k, w)| Check::le(&format!("rel_errors.{k}"), w, 0.02).note("H5"))
         .collect();
     checks.push(Check::le("collision_condition_number", cond_collision, 1e4));
-    Ok(one_panel_result("ncp-joint-id", metrics, paper, settings, panel).with_checks(checks))
+    let runs = [(format!("ground truth: μ = {MU}, m = {MASS} kg, ε = {EPS}"), truth)]
+        .into_iter()
+        .chain(shown)
+        .collect::<Vec<_>>();
+    let scene = fit.scene_view(&runs)?;
+    Ok(one_panel_result("ncp-joint-id", metrics, paper, settings, panel).with_checks(checks).with_scene(scene))
 }

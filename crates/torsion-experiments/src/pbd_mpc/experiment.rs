@@ -501,6 +501,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         })
         .collect();
     Ok(ExperimentResult {
+        scene: None,
         name: "pbd-mpc-torques".into(),
         checks,
         metrics,
