@@ -68,9 +68,10 @@ fn pbd_design_quick_meets_its_targets() {
     assert_eq!(j["paper"]["loss_initial"], 51.716);
 }
 
-/// The experiments whose `--html` report shows their scene in the viewer (issue 18 item 2); the others
-/// (pbd-*: not yet recorded) have none.
-const WITH_SCENE: [&str; 8] = [
+/// The experiments whose `--html` report shows their scene in the viewer (issue 18 item 2); the others have none
+/// (docs/EXPERIMENTS.md says why).
+const WITH_SCENE: [&str; 9] = [
+    "pbd-mpc-torques",
     "jade-cube-push",
     "jade-sliding-prisms",
     "ncp-friction-id",
