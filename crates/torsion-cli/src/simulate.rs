@@ -6,8 +6,7 @@ use std::path::PathBuf;
 use torsion_math::{Quat, Vec3};
 use torsion_model::io::urdf::{load_urdf, UrdfOptions};
 use torsion_model::{Control, ControlLayout, JointType, MaximalState, Model};
-use torsion_solvers::lcp::problem::Row;
-use torsion_solvers::lcp::stepper::{LcpOptions, LcpSolver, LcpWorkspace, SolvedLcp};
+use torsion_solvers::lcp::stepper::{LcpOptions, LcpSolver, LcpWorkspace};
 use torsion_solvers::ncp::{NcpOptions, NcpSimWorkspace, NcpSolver};
 use torsion_solvers::{FeatherstoneSolver, GenState, Ordering, Solver, XpbdOptions, XpbdSolver};
 
@@ -285,28 +284,16 @@ fn ncp_contacts(ws: &NcpSimWorkspace) -> serde_json::Value {
     json!(c)
 }
 
-/// The lcp step's contacts for the viewer: points, normals, and the step LCP's normal impulses (its k-th normal row
-/// is the k-th contact; spec 004 D3) plus the impact's when one ran; friction impulses are not recorded (0).
+/// The lcp step's contacts for the viewer: points, normals, and the normal impulses of the step LCP plus the
+/// impact's (`torsion_experiments::scene::lcp_normal_impulses`); friction impulses are not recorded (0).
 fn lcp_contacts(ws: &LcpWorkspace) -> serde_json::Value {
-    let normals = |s: &Option<SolvedLcp>| -> Vec<f64> {
-        s.as_ref().map_or(vec![], |s| {
-            s.lcp
-                .rows
-                .iter()
-                .zip(s.answer.solution.lambda.iter())
-                .filter(|(r, _)| matches!(r, Row::Normal))
-                .map(|(_, l)| *l)
-                .collect()
-        })
-    };
-    let (step, impact) = (normals(&ws.report.step), normals(&ws.report.impact));
+    let normal = torsion_experiments::scene::lcp_normal_impulses(ws);
     let v = |x: &Vec3| [x.x, x.y, x.z];
     let c: Vec<_> = ws
         .frames
         .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let n = step.get(i).copied().unwrap_or(0.0) + impact.get(i).copied().unwrap_or(0.0);
+        .zip(normal)
+        .map(|(f, n)| {
             json!({
                 "point": v(&f.point), "normal": v(&f.normal), "bodies": [f.body_a, f.body_b],
                 "impulse_n": n, "impulse_t": [0.0, 0.0],

@@ -1,4 +1,5 @@
-//! The viewer in a real browser (issue 18 item 4): `torsion view` pages loaded from file:// by headless Chromium
+//! The viewer in a real browser (issue 18 item 4): `torsion view` pages and `torsion experiment NAME --html`
+//! reports (their scene viewer, item 2) loaded from file:// by headless Chromium
 //! (SwiftShader WebGL). The page's `#selftest` mode writes its hook's state (`window.torsionViewer`: ready,
 //! meshCount, non-blank pixels, body poses after `setFrame(k)`, visible contact arrows, errors) into
 //! `<pre id="torsion-test">`, read here through `--dump-dom`. Without a browser the tests skip with a message,
@@ -222,4 +223,50 @@ fn superball_page_draws_its_cables_at_the_sites() {
     }
     eprintln!("superball page: {} cables, max cable end error {worst:.1e} m", model.cables.len());
     assert!(worst < 1e-6, "cable ends off the sites by {worst} m");
+}
+
+/// `torsion experiment NAME --quick --html` (issue 18 item 2): the report page embeds the viewer of the
+/// experiment's scene; the viewer starts, makes one mesh per shape (the world's once, the others once per run),
+/// puts the bodies at the poses the experiment recorded (the same deterministic run, made here in-process) and
+/// logs no error.
+fn experiment_page_shows_its_scene(name: &str) -> Value {
+    let Some(bin) = browser() else { return Value::Null };
+    let dir = tmp(name);
+    let o = torsion().args(["experiment", name, "--quick", "--html", "--out"]).arg(&dir).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = self_test(&bin, &dir.join(format!("{name}.html")));
+    check_common(&page);
+    let e = torsion_experiments::registry().into_iter().find(|e| e.name == name).unwrap();
+    let res = (e.run)(true).unwrap();
+    let scene = res.scene.as_ref().expect("the experiment has a scene");
+    let runs = scene.trajectories.len();
+    assert_eq!(page["meshCount"].as_u64(), Some(torsion_view::mesh_count(&scene.model, runs) as u64));
+    let frames = scene.trajectories.iter().map(|t| t.time.len()).max().unwrap();
+    assert_eq!(page["frameCount"].as_u64(), Some(frames as u64));
+    assert!(page["nonBlank"].as_u64().unwrap() > 5000, "canvas nearly blank");
+    let err = check_poses(&page, &serde_json::json!({ "body_poses": scene.trajectories[0].body_poses }));
+    eprintln!("{name} report: {runs} runs, {} meshes, {frames} frames, max pose error {err:.1e}", page["meshCount"]);
+    page
+}
+
+#[test]
+fn jade_cube_push_report_shows_the_scene() {
+    let page = experiment_page_shows_its_scene("jade-cube-push");
+    if page.is_null() {
+        return;
+    }
+    // the floor once, the two cubes once per restitution; the lcp contacts drawn at the last frame (at rest)
+    assert_eq!(page["meshCount"].as_u64(), Some(1 + 2 * 2));
+    assert!(page["contacts"]["150"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn ncp_friction_id_report_shows_the_scene() {
+    let page = experiment_page_shows_its_scene("ncp-friction-id");
+    if page.is_null() {
+        return;
+    }
+    // the cube on the floor, ground truth and identified: contacts drawn (the cube slides on its face)
+    assert_eq!(page["meshCount"].as_u64(), Some(1 + 2));
+    assert!(page["contacts"]["0"].as_u64() == Some(0) && page["contacts"]["30"].as_u64().unwrap() > 0);
 }

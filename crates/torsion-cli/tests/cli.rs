@@ -68,11 +68,44 @@ fn pbd_design_quick_meets_its_targets() {
     assert_eq!(j["paper"]["loss_initial"], 51.716);
 }
 
-/// Run an experiment in quick mode and return its JSON (the PNG must exist); its declared targets (`checks`,
-/// evaluated by the experiment on its metrics and printed as PASS / FAIL, issue 21 item 5) must all pass.
+/// The experiments whose `--html` report shows their scene in the viewer (issue 18 item 2); the others have none
+/// (docs/EXPERIMENTS.md says why).
+const WITH_SCENE: [&str; 9] = [
+    "pbd-mpc-torques",
+    "jade-cube-push",
+    "jade-sliding-prisms",
+    "ncp-friction-id",
+    "ncp-mass-id",
+    "ncp-pyramid-bias",
+    "ncp-joint-id",
+    "ncp-convergence",
+    "tensegrity-noncontact-id",
+];
+
+/// The viewer's data inlined in an `--html` report (`None`: the page has no viewer); checked to pose every
+/// body of the scene's model at every frame of every run.
+fn report_viewer_data(html: &str) -> Option<serde_json::Value> {
+    let tag = "<script type=\"application/json\" id=\"torsion-data\">";
+    let start = html.find(tag)? + tag.len();
+    assert!(html.contains("<div id=\"torsion-viewer\">"), "viewer data without the viewer section");
+    let d: serde_json::Value = serde_json::from_str(&html[start..start + html[start..].find("</script>")?]).unwrap();
+    let bodies = d["scene"]["body_names"].as_array().unwrap().len();
+    let trajs = d["trajectories"].as_array().unwrap();
+    assert!(!trajs.is_empty() && !d["scene"]["shapes"].as_array().unwrap().is_empty());
+    for t in trajs {
+        let poses = t["body_poses"].as_array().unwrap();
+        assert!(poses.len() > 1 && poses.len() == t["time"].as_array().unwrap().len(), "{}", t["name"]);
+        assert!(poses.iter().all(|r| r.as_array().unwrap().len() == bodies), "{}: a frame misses bodies", t["name"]);
+    }
+    Some(d)
+}
+
+/// Run an experiment in quick mode with `--html` and return its JSON (the PNG must exist); its declared targets
+/// (`checks`, evaluated by the experiment on its metrics and printed as PASS / FAIL, issue 21 item 5) must all
+/// pass; the report page exists and holds the scene's viewer where the experiment has one ([`WITH_SCENE`]).
 fn quick_experiment(name: &str) -> serde_json::Value {
     let dir = tmp(name);
-    let out = torsion().args(["experiment", name, "--quick", "--out"]).arg(&dir).output().unwrap();
+    let out = torsion().args(["experiment", name, "--quick", "--html", "--out"]).arg(&dir).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(std::fs::metadata(dir.join(format!("{name}.png"))).unwrap().len() > 10_000);
     let j: serde_json::Value =
@@ -85,6 +118,9 @@ fn quick_experiment(name: &str) -> serde_json::Value {
     assert!(failed.is_empty(), "{name}: targets missed: {failed:?}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains(&format!("{n} of {n} targets met")) && stdout.contains("PASS"), "{stdout}");
+    let html = std::fs::read_to_string(dir.join(format!("{name}.html"))).unwrap();
+    let viewer = report_viewer_data(&html);
+    assert_eq!(viewer.is_some(), WITH_SCENE.contains(&name), "{name}: viewer in the report");
     j
 }
 
@@ -739,7 +775,12 @@ fn experiment_html_writes_a_self_contained_report() {
         assert!(row[..row.find("</tr>").unwrap()].contains(verdict), "{t}: {verdict}");
     }
     assert!(h.contains(">PASS<"));
-    assert!(!h.contains("http://") && !h.contains("https://"), "network reference");
+    // nothing fetched (the inlined three.js names URLs in strings, e.g. XML namespaces, but loads none)
+    for net in ["src=\"http", "href=\"http", "from\"http", "import(\"http", "url(http"] {
+        assert!(!h.contains(net), "the page fetches {net}");
+    }
+    let d = report_viewer_data(&h).expect("jade-cube-push's report shows its scene");
+    assert_eq!(d["trajectories"].as_array().unwrap().len(), 2, "e = 0 and e = 1 overlaid");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -11,9 +11,11 @@ use crate::jade_sliding_prisms::sliding_line;
 use crate::ncp_scene::panels_result;
 use crate::plot::{color, Mark, Panel, Series};
 use crate::result::{Check, ExperimentError, ExperimentResult};
+use crate::scene::{lcp_normal_impulses, Recorder, SceneView};
 use serde_json::json;
 use torsion_model::{Control, GenState, Model};
 use torsion_solvers::{LcpSolver, Solver};
+use torsion_view::Trajectory;
 
 pub const MU: f64 = 0.16;
 pub const G: f64 = 9.81;
@@ -50,9 +52,12 @@ pub fn analytic(e: f64) -> (f64, f64, f64, f64, f64) {
     (vc, (V0 - vc) / a, vg, vb, (vb * vb - vg * vg) / (2.0 * a))
 }
 
-/// One run: per step (x_gray, x_blue, v_gray, v_blue), the steps PGS answered, the failure if any.
-fn push(e: f64) -> Result<(Vec<[f64; 4]>, usize, Option<String>), ExperimentError> {
+/// One run: per step (x_gray, x_blue, v_gray, v_blue), the steps PGS answered, the failure if any, and the run
+/// for the viewer (poses, contacts with their normal impulses).
+#[allow(clippy::type_complexity)]
+fn push(e: f64) -> Result<(Vec<[f64; 4]>, usize, Option<String>, Trajectory), ExperimentError> {
     let m = scene(e)?;
+    let mut rec = Recorder::new(&format!("e = {e}"), &m)?;
     let solver = LcpSolver::default();
     let mut ws = solver.workspace(&m)?;
     let mut v = vec![0.0; m.nv()];
@@ -62,24 +67,29 @@ fn push(e: f64) -> Result<(Vec<[f64; 4]>, usize, Option<String>), ExperimentErro
     let u = Control::zeros(m.nv());
     let row = |s: &GenState| [s.q[0], s.q[7], s.v[3], s.v[9]];
     let (mut rows, mut pgs) = (vec![row(&s)], 0);
+    rec.gen(0.0, &s, &[])?;
     for k in 0..STEPS {
         match solver.step(&m, &s, &u, DT, &mut out, &mut ws, None) {
             Ok(info) => pgs += (info.solver == "lcp/pgs") as usize,
-            Err(err) => return Ok((rows, pgs, Some(format!("step {k}: {err}")))),
+            Err(err) => return Ok((rows, pgs, Some(format!("step {k}: {err}")), rec.finish())),
         }
         std::mem::swap(&mut s, &mut out);
         rows.push(row(&s));
+        rec.gen((k + 1) as f64 * DT, &s, &[])?;
+        rec.contacts(&ws.frames, &lcp_normal_impulses(&ws));
     }
-    Ok((rows, pgs, None))
+    Ok((rows, pgs, None, rec.finish()))
 }
 
 pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let t0 = std::time::Instant::now();
     let (mut cases, mut series, mut checks) = (serde_json::Map::new(), vec![], vec![]);
     let (mut worst_v, mut worst_gap, mut failures) = (0f64, 0f64, 0usize);
+    let mut runs = vec![];
     for e in RESTITUTION {
         let (vc, tc, vg, vb, gap_want) = analytic(e);
-        let (rows, pgs, failure) = push(e)?;
+        let (rows, pgs, failure, run) = push(e)?;
+        runs.push(run);
         failures += failure.is_some() as usize;
         // blue's sliding steps after it was struck: from the step after its first motion while still moving
         let k1 = rows.iter().position(|r| r[3] > 1e-6).unwrap_or(rows.len());
@@ -152,5 +162,36 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
             .series(Series::new(format!("gray, e = {e}: analytic"), gray, Mark::Dashed, color(2 * i)))
             .series(Series::new(format!("blue, e = {e}: analytic"), blue, Mark::Dashed, color(2 * i + 1)));
     }
-    Ok(panels_result("jade-cube-push", metrics, paper, settings, vec![panel]).with_checks(checks))
+    let scene = SceneView::new(scene(0.0)?, runs)?;
+    Ok(panels_result("jade-cube-push", metrics, paper, settings, vec![panel]).with_checks(checks).with_scene(scene))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scene_holds_both_runs_as_measured() {
+        // the viewer's trajectories are the runs the metrics come from: the last frame's face gap is the
+        // measured rest gap, and the lcp contacts carry the impact's impulse
+        let r = run(true).unwrap();
+        let sc = r.scene.as_ref().expect("jade-cube-push has a scene");
+        assert_eq!(sc.trajectories.len(), RESTITUTION.len());
+        for (t, e) in sc.trajectories.iter().zip(RESTITUTION) {
+            assert_eq!(t.time.len(), STEPS + 1);
+            assert_eq!(t.body_poses[0].len(), sc.model.body_count());
+            let last = t.body_poses.last().unwrap();
+            let gap = last[2][0] - last[1][0] - 2.0 * HALF;
+            let want = r.metrics["cases"][format!("e_{e}")]["rest_gap_m"].as_f64().unwrap();
+            assert!((gap - want).abs() < 1e-12, "e = {e}: scene gap {gap}, metric {want}");
+            let c = t.contacts.as_ref().expect("lcp contacts recorded");
+            assert_eq!(c.len(), t.time.len());
+            // the cube–cube contacts (horizontal normals) give blue its momentum after the impact, (1 + e) m v_c / 2
+            let push: f64 = c.iter().flatten().filter(|c| c.normal[2].abs() < 0.5).map(|c| c.impulse_n).sum();
+            let want = (1.0 + e) * analytic(e).0 / 2.0;
+            eprintln!("e = {e}: cube-cube impulse {push:.4} N s, analytic {want:.4}");
+            assert!((push - want).abs() < 0.1 * want, "e = {e}: cube-cube impulse {push}, analytic {want}");
+        }
+        assert!(r.html(None).unwrap().contains("<div id=\"torsion-viewer\">"));
+    }
 }

@@ -8,6 +8,7 @@
 use crate::ncp_scene::panels_result;
 use crate::plot::{color, Mark, Panel, Series, PAPER, TRUTH};
 use crate::result::{Check, ExperimentError, ExperimentResult};
+use crate::scene::{lcp_normal_impulses, Recorder, SceneView};
 use serde_json::json;
 use std::path::Path;
 use torsion_model::{Control, GenState, Model};
@@ -104,6 +105,17 @@ pub struct Slide {
 }
 
 pub fn slide(m: &Model, solver: &LcpSolver, v0: f64, steps: usize) -> Result<Slide, ExperimentError> {
+    slide_recorded(m, solver, v0, steps, None)
+}
+
+/// [`slide`], also recording the run with its contacts into `rec` (the viewer's scene).
+fn slide_recorded(
+    m: &Model,
+    solver: &LcpSolver,
+    v0: f64,
+    steps: usize,
+    mut rec: Option<&mut Recorder>,
+) -> Result<Slide, ExperimentError> {
     let mut ws = solver.workspace(m)?;
     let mut q = m.qpos0.clone();
     q[2] = 0.5 * HEIGHT;
@@ -114,6 +126,9 @@ pub fn slide(m: &Model, solver: &LcpSolver, v0: f64, steps: usize) -> Result<Sli
     let u = Control::zeros(m.nv());
     let mut r =
         Slide { vx: vec![v0], max_omega: 0.0, contacts: vec![], lcps: vec![], pgs_steps: vec![], failure: None };
+    if let Some(rec) = rec.as_deref_mut() {
+        rec.gen(0.0, &s, &[])?;
+    }
     for k in 0..steps {
         match solver.step(m, &s, &u, DT, &mut out, &mut ws, None) {
             Ok(info) => {
@@ -131,6 +146,10 @@ pub fn slide(m: &Model, solver: &LcpSolver, v0: f64, steps: usize) -> Result<Sli
             }
         }
         std::mem::swap(&mut s, &mut out);
+        if let Some(rec) = rec.as_deref_mut() {
+            rec.gen((k + 1) as f64 * DT, &s, &[])?;
+            rec.contacts(&ws.frames, &lcp_normal_impulses(&ws));
+        }
         r.vx.push(s.v[3]);
         r.max_omega = r.max_omega.max(s.v[..3].iter().map(|w| w.abs()).fold(0.0, f64::max));
     }
@@ -187,10 +206,16 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let (mut per, mut series, mut logged) = (serde_json::Map::new(), vec![], vec![]);
     let (mut worst_slope, mut invalid, mut pgs_steps, mut worst_stop) = (0f64, 0usize, 0usize, 0f64);
     let mut contacts_ok = true;
+    let mut shown = vec![];
     for n in SIDES {
         // the hexagon on contact spheres at its six base vertices (see `prism_model`)
         let m = prism_model(n, MU, &dir, n > 4)?;
-        let r = slide(&m, &solver, V0, STEPS)?;
+        // the scene: the hexagon on its contact spheres, beside the plain hull below
+        let mut rec = (n == 6).then(|| Recorder::new("hexagon on 6 contact spheres", &m)).transpose()?;
+        let r = slide_recorded(&m, &solver, V0, STEPS, rec.as_mut())?;
+        if let Some(rec) = rec {
+            shown.push((m.clone(), rec.finish()));
+        }
         let slope = sliding_slope(&r.vx);
         let rel = ((slope - want) / want).abs();
         let stop = r.vx.iter().position(|&v| v <= 1e-9).map(|k| k as f64 * DT).unwrap_or(f64::NAN);
@@ -214,7 +239,14 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         logged.extend(r.lcps);
     }
     // the hexagonal prism as a plain convex mesh: parry's face manifold keeps 4 of its 6 base vertices
-    let hull6 = slide(&prism_model(6, MU, &dir, false)?, &solver, V0, STEPS)?;
+    let hull6_model = prism_model(6, MU, &dir, false)?;
+    let mut rec = Recorder::new("hexagon as a convex hull (4 contacts)", &hull6_model)?;
+    let hull6 = slide_recorded(&hull6_model, &solver, V0, STEPS, Some(&mut rec))?;
+    // drawn in the model with the spheres (the same two bodies); its mesh file read before the folder goes
+    let scene = match shown.pop() {
+        Some((m, t)) => Some(SceneView::new(m, vec![t, rec.finish()])?),
+        None => None,
+    };
     let _ = std::fs::remove_dir_all(&dir);
     let hull6 = json!({"contacts": hull6.contacts.iter().max(), "slope_per_step": sliding_slope(&hull6.vx),
         "max_abs_omega": hull6.max_omega, "failure": hull6.failure,
@@ -279,7 +311,9 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
             rv[2] >= rv[0] && rv[2] >= rv[1],
         ),
     ];
-    Ok(panels_result("jade-sliding-prisms", metrics, paper, settings, vec![panel]).with_checks(checks))
+    let mut res = panels_result("jade-sliding-prisms", metrics, paper, settings, vec![panel]).with_checks(checks);
+    res.scene = scene;
+    Ok(res)
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ pub mod pbd_spring_id;
 pub mod plot;
 pub mod report;
 pub mod result;
+pub mod scene;
 pub mod stay_still;
 pub mod sysid_arm;
 pub mod tensegrity_noncontact_id;

@@ -9,6 +9,7 @@
 use crate::ncp_scene::{bar, Phys, Scene, HALF};
 use crate::plot::{color, figure, Mark, Panel, Reference, Series};
 use crate::result::{Check, ExperimentError, ExperimentResult};
+use crate::scene::{Recorder, SceneView};
 use serde_json::json;
 use torsion_solvers::featherstone::GenState;
 use torsion_solvers::ncp::{FrictionSet, NcpReport};
@@ -83,6 +84,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let mut series_dl = vec![];
     let mut series_admm = vec![];
     let mut checks = vec![];
+    let mut scene = None;
     for c in &cases {
         let (reference, sref) = step(c, kmax, None, &c.state)?;
         let lscale = reference.lambda_n.iter().fold(1e-300f64, |m, x| m.max(x.abs()));
@@ -102,14 +104,23 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         let mut ws = Solver::workspace(&solver, &c.scene.model_with_mass(1.0))?;
         let (mut qp, mut qcqp, mut unconverged) = (vec![], vec![], 0usize);
         let mut s = c.state.clone();
-        for _ in 0..roll {
+        // the scene: the cube–cube rollout with its contacts
+        let model = c.scene.model_with_mass(1.0);
+        let mut rec = Recorder::new("cube–cube, n_step = 10", &model)?;
+        rec.gen(0.0, &s, &[])?;
+        for k in 0..roll {
             let (r, nx) = step(c, 10, Some(&mut ws), &s)?;
+            rec.gen((k + 1) as f64 * DT, &nx, &[])?;
+            rec.contacts(&ws.frames, &r.lambda_n);
             qp.extend(r.qp.iter().map(|i| i.iterations));
             qcqp.extend(r.qcqp.iter().map(|i| i.iterations));
             unconverged += r.qp.iter().chain(&r.qcqp).filter(|i| !i.converged).count();
             s = nx;
         }
         pb.inc(1);
+        if c.name == "cube_cube" {
+            scene = Some(SceneView::new(c.scene.model.clone(), vec![rec.finish()])?);
+        }
         let mut all: Vec<usize> = qp.iter().chain(&qcqp).copied().collect();
         series_admm.push((c.name.replace('_', "–"), all.iter().map(|&i| i as f64).collect::<Vec<_>>()));
         let n = c.name;
@@ -172,6 +183,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         admm.refs(Reference::truth_h(50.0, "H7 target: median ≤ 50 (paper: 'tens')")),
     ];
     Ok(ExperimentResult {
+        scene,
         name: "ncp-convergence".into(),
         checks,
         metrics: serde_json::Value::Object(metrics),

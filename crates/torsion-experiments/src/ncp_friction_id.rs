@@ -36,9 +36,11 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let mut iters = vec![];
     let mut hist = vec![];
     let mut mu_paths = vec![];
+    let mut shown = None; // the first initialisation's fit, for the scene
     for &mu0 in INITS[q] {
         let start = Phys { mu: mu0, init: guess, ..truth.clone() };
         let r = fit.run(&obs, &start, ITERS)?;
+        shown.get_or_insert_with(|| (format!("identified from μ₀ = {mu0}: μ = {:.4}", r.phys.mu), r.phys.clone()));
         est.push(r.phys.mu);
         iters.push(r.iterations);
         hist.push((format!("μ₀ = {mu0}"), r.history.clone()));
@@ -87,5 +89,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         Check::le("max |μ − μ*| over the initialisations", max_err, 0.005).note("H1"),
         Check::le("|μ − μ*| on noise-free data", (extra[0] - MU_TRUE).abs(), 1e-6),
     ];
-    Ok(panels_result("ncp-friction-id", metrics, paper, settings, panels).with_checks(checks))
+    let runs = [(format!("ground truth: μ = {MU_TRUE}"), truth)].into_iter().chain(shown).collect::<Vec<_>>();
+    let scene = fit.scene_view(&runs)?;
+    Ok(panels_result("ncp-friction-id", metrics, paper, settings, panels).with_checks(checks).with_scene(scene))
 }

@@ -81,9 +81,14 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let pb = bar("ncp-joint-id", INITS[q].len() + 2);
     let (mut est, mut iters, mut hist) = (vec![], vec![], vec![]);
     let mut paths: [Vec<(String, Vec<f64>)>; 3] = Default::default();
+    let mut shown = None; // the first initialisation's fit, for the scene
     for s0 in INITS[q] {
         let start = Phys { mu: s0[0], mass: s0[1], eps: s0[2], init: guess };
         let r = staged(&fit, &obs, &start)?;
+        shown.get_or_insert_with(|| {
+            let p = &r.phys;
+            (format!("identified: μ = {:.4}, m = {:.4} kg, ε = {:.4}", p.mu, p.mass, p.eps), p.clone())
+        });
         est.push([r.phys.mu, r.phys.mass, r.phys.eps]);
         iters.push(r.iterations);
         let label = format!("(μ, m, ε)₀ = ({}, {}, {})", s0[0], s0[1], s0[2]);
@@ -149,5 +154,10 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         .map(|(k, w)| Check::le(&format!("rel_errors.{k}"), w, 0.02).note("H5"))
         .collect();
     checks.push(Check::le("collision_condition_number", cond_collision, 1e4));
-    Ok(panels_result("ncp-joint-id", metrics, paper, settings, panels).with_checks(checks))
+    let runs = [(format!("ground truth: μ = {MU}, m = {MASS} kg, ε = {EPS}"), truth)]
+        .into_iter()
+        .chain(shown)
+        .collect::<Vec<_>>();
+    let scene = fit.scene_view(&runs)?;
+    Ok(panels_result("ncp-joint-id", metrics, paper, settings, panels).with_checks(checks).with_scene(scene))
 }

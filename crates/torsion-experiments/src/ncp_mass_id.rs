@@ -31,9 +31,13 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let fit = Fit::cone(&sc, DT, steps, with_init(&[(1, Param::Log)]), truth.clone());
     let pb = bar("ncp-mass-id", INITS[q].len() + 1);
     let (mut est, mut iters, mut hist, mut m_paths) = (vec![], vec![], vec![], vec![]);
+    let mut shown = None; // the first initialisation's fit, for the scene
     for &m0 in INITS[q] {
         let start = Phys { mass: m0, init: guess, ..truth.clone() };
         let r = fit.run(&obs, &start, ITERS)?;
+        shown.get_or_insert_with(|| {
+            (format!("identified from m₀ = {m0} kg: m = {:.4} kg", r.phys.mass), r.phys.clone())
+        });
         est.push(r.phys.mass);
         iters.push(r.iterations);
         hist.push((format!("m₀ = {m0} kg"), r.history.clone()));
@@ -84,5 +88,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         Check::le("mass_rel_error", rel.iter().cloned().fold(0.0, f64::max), 0.01).note("H4"),
         Check::le("mass sensitivity without / with the push", no_push / with_push, 1e-2).note("§3.11 item 10"),
     ];
-    Ok(panels_result("ncp-mass-id", metrics, paper, settings, panels).with_checks(checks))
+    let runs = [(format!("ground truth: m = {MASS_TRUE} kg"), truth)].into_iter().chain(shown).collect::<Vec<_>>();
+    let scene = fit.scene_view(&runs)?;
+    Ok(panels_result("ncp-mass-id", metrics, paper, settings, panels).with_checks(checks).with_scene(scene))
 }

@@ -35,13 +35,27 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let tangent_angle = ws.frames.first().map_or(f64::NAN, |f| f.tangents[0].y.atan2(f.tangents[0].x));
     let pb = bar("ncp-pyramid-bias", thetas.len() * sets.len());
     let mut mu = [vec![], vec![], vec![]];
+    // for the scene at θ = π/4: the truth (disk) and the box pyramid with the true and with its identified μ
+    let mut shown = vec![];
     for (k, &th) in thetas.iter().enumerate() {
         let truth = Phys { mu: MU_TRUE, mass: 1.0, eps: 0.0, init: [0.0, 0.0, V0 * th.cos(), V0 * th.sin()] };
         let obs = observe(&sc, &truth, DT, steps, 4, SIGMA, SEED + k as u64)?;
         let start = Phys { mu: MU0, init: init_guess(&obs, DT), ..truth.clone() };
         for (si, &set) in sets.iter().enumerate() {
             let fit = Fit { set, ..Fit::cone(&sc, DT, steps, with_init(&[(0, Param::Softplus)]), truth.clone()) };
-            mu[si].push(fit.run(&obs, &start, ITERS)?.phys.mu);
+            let r = fit.run(&obs, &start, ITERS)?;
+            mu[si].push(r.phys.mu);
+            if k == 2 && si < 2 {
+                let sv = if si == 0 {
+                    fit.scene_view(&[(format!("ground truth (disk), θ = π/4: μ = {MU_TRUE}"), truth.clone())])?
+                } else {
+                    fit.scene_view(&[
+                        (format!("box pyramid, μ = {MU_TRUE}"), truth.clone()),
+                        (format!("box pyramid, identified μ = {:.4}", r.phys.mu), r.phys.clone()),
+                    ])?
+                };
+                shown.push(sv);
+            }
             pb.inc(1);
         }
     }
@@ -108,5 +122,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         Check::within("μ_box at π/4", at_pi_4(&mu[1]), MU_TRUE / 2f64.sqrt(), 0.002),
         Check::within("μ_diamond at π/4", at_pi_4(&mu[2]), MU_TRUE * 2f64.sqrt(), 0.003),
     ];
-    Ok(panels_result("ncp-pyramid-bias", metrics, paper, settings, vec![panel]).with_checks(checks))
+    let mut scene = shown.remove(0);
+    scene.trajectories.extend(shown.into_iter().flat_map(|s| s.trajectories));
+    Ok(panels_result("ncp-pyramid-bias", metrics, paper, settings, vec![panel]).with_checks(checks).with_scene(scene))
 }

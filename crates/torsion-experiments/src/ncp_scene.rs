@@ -4,6 +4,7 @@
 //! from a different solver setting, and the Levenberg–Marquardt fit on a multi-step position loss.
 use crate::plot::{color, figure, Mark, Panel, Reference, Series};
 use crate::result::{ExperimentError, ExperimentResult};
+use crate::scene::{Recorder, SceneView};
 use crate::stay_still::Lcg;
 use nalgebra::DMatrix;
 use torsion_model::io::mjcf::load_mjcf_str;
@@ -128,6 +129,24 @@ pub fn simulate(
     every: usize,
     jac: bool,
 ) -> Result<Rollout, ExperimentError> {
+    simulate_recorded(sc, p, set, n_step, tolerance, dt, steps, every, jac, None)
+}
+
+/// [`simulate`], also recording every `every`-th state with the contacts of the step that led to it into `rec`
+/// (the viewer's scene).
+#[allow(clippy::too_many_arguments)]
+fn simulate_recorded(
+    sc: &Scene,
+    p: &Phys,
+    set: FrictionSet,
+    n_step: usize,
+    tolerance: f64,
+    dt: f64,
+    steps: usize,
+    every: usize,
+    jac: bool,
+    mut rec: Option<&mut Recorder>,
+) -> Result<Rollout, ExperimentError> {
     let model = sc.model_with_mass(p.mass);
     let solver = sc.solver(set, n_step, tolerance);
     let mut ws = Solver::workspace(&solver, &model)?;
@@ -163,6 +182,9 @@ pub fn simulate(
         out.sens.push(sens);
     };
     record(&s, &st, &mut out);
+    if let Some(rec) = rec.as_deref_mut() {
+        rec.gen(0.0, &s, &[])?;
+    }
     for t in 1..=steps {
         solver.detect(&model, &mut ws, &s.q, &s.warm)?;
         let mut frames = ws.frames.clone();
@@ -182,8 +204,9 @@ pub fn simulate(
             };
         }
         let mut next = s.clone();
-        if jac {
-            let (j, nx, _) = solver.step_jacobians_with_contacts(&model, &mut ws.ncp, &s, &u, dt, &frames, &sel)?;
+        let report = if jac {
+            let (j, nx, report) =
+                solver.step_jacobians_with_contacts(&model, &mut ws.ncp, &s, &u, dt, &frames, &sel)?;
             let mut add = DMatrix::zeros(2 * nv, NCOL);
             for &i in &a_floor {
                 for r in 0..2 * nv {
@@ -196,12 +219,17 @@ pub fn simulate(
             }
             st = &j.a * &st + add;
             next = nx;
+            report
         } else {
-            solver.step_with_contacts(&model, &mut ws.ncp, &s, &u, dt, &frames, &mut next)?;
-        }
+            solver.step_with_contacts(&model, &mut ws.ncp, &s, &u, dt, &frames, &mut next)?
+        };
         s = next;
         if t % every == 0 {
             record(&s, &st, &mut out);
+            if let Some(rec) = rec.as_deref_mut() {
+                rec.gen(t as f64 * dt, &s, &[])?;
+                rec.contacts(&frames, &report.lambda_n);
+            }
         }
     }
     Ok(out)
@@ -338,6 +366,30 @@ impl Fit<'_> {
         })
     }
 
+    /// The viewer's scene: each (legend label, parameters) rolled out by this fit's stepper, every step recorded
+    /// with its contacts and their normal impulses.
+    pub fn scene_view(&self, runs: &[(String, Phys)]) -> Result<SceneView, ExperimentError> {
+        let mut trajectories = vec![];
+        for (name, p) in runs {
+            let model = self.scene.model_with_mass(p.mass);
+            let mut rec = Recorder::new(name, &model)?;
+            simulate_recorded(
+                self.scene,
+                p,
+                self.set,
+                self.n_step,
+                0.0,
+                self.dt,
+                self.steps,
+                1,
+                false,
+                Some(&mut rec),
+            )?;
+            trajectories.push(rec.finish());
+        }
+        SceneView::new(self.scene.model.clone(), trajectories)
+    }
+
     /// The Gauss–Newton matrix JᵀJ of the free columns at `p` (physical coordinates, unscaled).
     pub fn gauss_newton_matrix(&self, p: &Phys) -> Result<DMatrix<f64>, ExperimentError> {
         let r = simulate(self.scene, p, self.set, self.n_step, 0.0, self.dt, self.steps, 1, true)?;
@@ -390,6 +442,7 @@ pub fn panels_result(
     panels: Vec<Panel>,
 ) -> ExperimentResult {
     ExperimentResult {
+        scene: None,
         name: name.into(),
         checks: vec![],
         metrics,

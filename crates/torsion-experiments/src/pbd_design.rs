@@ -393,6 +393,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         Check::ge("work ratio", a.initial.work / a.final_eval.work, 4.0),
     ];
     Ok(ExperimentResult {
+        scene: None,
         name: "pbd-design".into(),
         checks,
         metrics,

@@ -223,6 +223,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         primary.iter().zip(&adam_runs).map(|(r, curve)| (r.g.clone(), r.u.clone(), curve.clone())).collect();
     let pnames = names.clone();
     Ok(ExperimentResult {
+        scene: None,
         name: "pbd-gravity-comp".into(),
         checks,
         metrics,

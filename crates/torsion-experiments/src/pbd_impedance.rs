@@ -312,6 +312,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let slice: Vec<(f64, f64, f64)> =
         map.omega.iter().enumerate().map(|(j, &om)| (om, map.tau[n - 1][j], analytic(map.dtheta[n - 1], om))).collect();
     Ok(ExperimentResult {
+        scene: None,
         name: "pbd-impedance".into(),
         checks,
         metrics,

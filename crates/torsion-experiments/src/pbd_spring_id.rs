@@ -216,6 +216,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         "dt": DT, "limits": false, "gravity": 9.8,
     });
     Ok(ExperimentResult {
+        scene: None,
         name: "pbd-spring-id".into(),
         checks,
         metrics,

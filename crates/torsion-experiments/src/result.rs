@@ -90,6 +90,8 @@ pub struct ExperimentResult {
     pub settings: Value,
     /// the experiment's targets, each evaluated on the measured metrics (written as `checks` in the JSON)
     pub checks: Vec<Check>,
+    /// the experiment's scene and its recorded runs, shown by the `--html` report's viewer (none: no scene)
+    pub scene: Option<crate::scene::SceneView>,
     /// draws the PNG into the given path
     pub plot: Box<dyn Fn(&Path) -> Result<(), ExperimentError>>,
 }
@@ -106,6 +108,11 @@ impl ExperimentResult {
     /// The same result with its targets (see [`Check`]).
     pub fn with_checks(mut self, checks: Vec<Check>) -> Self {
         self.checks = checks;
+        self
+    }
+    /// The same result with its scene (see [`crate::scene`]).
+    pub fn with_scene(mut self, scene: crate::scene::SceneView) -> Self {
+        self.scene = Some(scene);
         self
     }
     /// Whether every target is met (true when the experiment declares none).

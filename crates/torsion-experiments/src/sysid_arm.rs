@@ -372,6 +372,8 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         paper,
         settings,
         checks: vec![],
+        // the fit replays recorded motion (no simulated scene to view)
+        scene: None,
         plot: Box::new(move |p| figure(p, &panels, 2)),
     }
     .with_checks(checks))

@@ -16,6 +16,7 @@
 use crate::ncp_scene::bar;
 use crate::plot::{color, figure, Mark, Panel, Reference, Series};
 use crate::result::{Check, ExperimentError, ExperimentResult};
+use crate::scene::{Recorder, SceneView};
 use nalgebra::{DMatrix, DVector};
 use serde_json::json;
 use std::io::{Read, Seek};
@@ -356,6 +357,52 @@ pub fn test_errors(
     Ok(res)
 }
 
+/// The viewer's scene: test 0 of `set` rolled out with the identified model `mid` (poses and cable tensions every
+/// `every` steps, the test's checkpoints) beside MuJoCo's recorded states at those checkpoints (poses only).
+fn scene_view(
+    solver: &FeatherstoneSolver,
+    m0: &Model,
+    mid: &Model,
+    set: &TestSet,
+    steps: usize,
+    every: usize,
+) -> Result<SceneView, ExperimentError> {
+    let (nv, nu, dt) = (mid.nv(), mid.nu(), set_dt(mid));
+    let ctrl = controls(mid, steps, set.hold, set.seeds[0]);
+    let s0 = GenState::with_act(set.qpos[0][0].clone(), vec![0.0; nv], vec![0.0; mid.na()]);
+    let mut ours = Recorder::new(&format!("identified, {} ms controls", set.hold), mid)?;
+    ours.gen(0.0, &s0, &[])?;
+    let mut ws = solver.workspace(mid)?;
+    let mut failed = None;
+    rollout_each(
+        solver,
+        mid,
+        &s0,
+        steps,
+        dt,
+        &mut ws,
+        |t, u| {
+            u.joint_torque.clear();
+            u.joint_torque.resize(nv, 0.0);
+            u.ctrl.clear();
+            u.ctrl.extend_from_slice(&ctrl[t * nu..(t + 1) * nu]);
+        },
+        |t, s| {
+            if t % every == 0 && failed.is_none() {
+                failed = ours.gen(t as f64 * dt, s, &ctrl[(t - 1) * nu..t * nu]).err();
+            }
+        },
+    )?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let mut truth = Recorder::new("MuJoCo ground truth", m0)?;
+    for (c, q) in set.qpos[0].iter().enumerate() {
+        truth.poses((c * every) as f64 * dt, m0.forward_kinematics(q)?, q);
+    }
+    SceneView::new(m0.clone(), vec![ours.finish(), truth.finish()])
+}
+
 fn set_dt(m: &Model) -> f64 {
     m.dt
 }
@@ -432,6 +479,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let mut held_set = serde_json::Map::new();
     let mut at1000_set = serde_json::Map::new();
     let mut curves = vec![];
+    let scene = scene_view(&solver, &m0, &mid, &sets[0], steps, every)?;
     for set in &sets {
         let key = format!("h{}ms", set.hold);
         let e = test_errors(&solver, &mid, set, steps, every)?;
@@ -546,6 +594,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         ),
     ];
     Ok(ExperimentResult {
+        scene: Some(scene),
         name: "tensegrity-noncontact-id".into(),
         checks,
         metrics,
@@ -598,6 +647,19 @@ mod tests {
     fn quick_run_meets_its_targets() {
         let r = run(true).unwrap();
         let m = &r.metrics;
+        // the scene: test 0 at 1 ms controls, identified vs MuJoCo; the rods' positions at the last frame agree as
+        // the measured rollout error of that test says (≤ 1e-9 m, H1), the cables carry tensions at every frame
+        let sc = r.scene.as_ref().expect("the tensegrity run has a scene");
+        let (ours, truth) = (&sc.trajectories[0], &sc.trajectories[1]);
+        assert_eq!(ours.time.len(), truth.time.len());
+        let (a, b) = (ours.body_poses.last().unwrap(), truth.body_poses.last().unwrap());
+        let d = a.iter().zip(b).flat_map(|(p, q)| (0..3).map(move |i| (p[i] - q[i]).abs())).fold(0.0, f64::max);
+        let want = m["rollout_error_5000"]["h1ms"]["per_test"][0].as_f64().unwrap();
+        eprintln!("scene's last-frame position error {d:.2e} m (metric of test 0: {want:.2e} m)");
+        assert!(d <= 1e-8 && want <= 1e-9, "scene's last-frame error {d:e}, metric {want:e}");
+        let t = ours.cable_tensions.as_ref().expect("cable tensions recorded");
+        assert!(t.len() == ours.time.len() && t.iter().all(|r| r.len() == sc.model.cables.len()));
+        assert!(t.iter().flatten().any(|x| *x > 0.0) && truth.cable_tensions.is_none());
         eprintln!("{}", r.summary());
         for k in [
             "rel_errors",

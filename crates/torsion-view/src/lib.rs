@@ -1,12 +1,18 @@
 //! torsion-view: the trajectory viewer (issue 18). [`page`] writes ONE self-contained HTML file that plays back
 //! one or more trajectories of a model offline from `file://`: three.js (vendored, `vendor/three/`, decision in
 //! docs/decisions.md) and the viewer script (`assets/viewer.js`) inlined, the model's shapes ([`scene`]) and the
-//! trajectories ([`Trajectory`], the JSON of `torsion simulate`) inlined as JSON.
+//! trajectories ([`Trajectory`], the JSON of `torsion simulate`) inlined as JSON. The page is [`STYLE`] and
+//! [`section`] in a bare frame; a larger page (the experiment report, `torsion experiment NAME --html`) embeds the
+//! same section (one viewer per page: the section's element ids are fixed).
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use torsion_model::{Model, ShapeKind};
 
 const TEMPLATE: &str = include_str!("../assets/page.html");
+const SECTION: &str = include_str!("../assets/section.html");
+/// The viewer section's style sheet: goes in the `<style>` of any page holding a [`section`]; the page gives
+/// `#torsion-viewer` its height.
+pub const STYLE: &str = include_str!("../assets/viewer.css");
 const VIEWER_JS: &str = include_str!("../assets/viewer.js");
 const THREE_CORE: &str = include_str!("../vendor/three/three.core.min.js");
 const THREE_MODULE: &str = include_str!("../vendor/three/three.module.min.js");
@@ -293,8 +299,30 @@ fn escape_html(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
-/// The HTML page for `trajectories` (at least one) of `model`.
-pub fn page(model: &Model, trajectories: &[Trajectory], opts: &ViewOptions) -> Result<String, ViewError> {
+/// `template` with each `{{KEY}}` replaced by its value in `values`.
+fn fill(template: &str, values: &[(&str, &str)], extra: usize) -> String {
+    let mut out = String::with_capacity(template.len() + extra);
+    let mut rest = template;
+    while let Some(i) = rest.find("{{") {
+        out.push_str(&rest[..i]);
+        let j = rest[i..].find("}}").map(|j| i + j).expect("template placeholders are closed");
+        let key = &rest[i + 2..j];
+        let v = values.iter().find(|(k, _)| *k == key);
+        out.push_str(v.unwrap_or_else(|| panic!("unknown template placeholder {key}")).1);
+        rest = &rest[j + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The viewer for `trajectories` (at least one, overlaid with a legend) of `model` as one `<div
+/// id="torsion-viewer">` with its scripts and data inlined, to embed in a page whose `<style>` holds [`STYLE`].
+pub fn section(model: &Model, trajectories: &[Trajectory], opts: &ViewOptions) -> Result<String, ViewError> {
+    section_with_scene(&scene(model, opts)?, model, trajectories)
+}
+
+/// [`section`] with the model's geometry already made by [`scene`] (its mesh files read then).
+pub fn section_with_scene(scene: &Value, model: &Model, trajectories: &[Trajectory]) -> Result<String, ViewError> {
     if trajectories.is_empty() {
         return Err(ViewError::Input("no trajectory to show".into()));
     }
@@ -303,28 +331,28 @@ pub fn page(model: &Model, trajectories: &[Trajectory], opts: &ViewOptions) -> R
     }
     let trajs: Vec<Value> =
         trajectories.iter().enumerate().map(|(i, t)| t.to_json(PALETTE[i % PALETTE.len()])).collect();
-    let data = json!({ "scene": scene(model, opts)?, "trajectories": trajs });
+    let data = json!({ "scene": scene, "trajectories": trajs });
     // inside <script> only "</" could end the element early; "<\/" is the same JSON string
     let data = serde_json::to_string(&data).expect("JSON of numbers and strings").replace("</", "<\\/");
+    let extra = data.len() + THREE_CORE.len() + THREE_MODULE.len() + ORBIT_CONTROLS.len() + VIEWER_JS.len();
+    Ok(fill(
+        SECTION,
+        &[
+            ("THREE_CORE", THREE_CORE),
+            ("THREE_MODULE", THREE_MODULE),
+            ("ORBIT_CONTROLS", ORBIT_CONTROLS),
+            ("DATA", &data),
+            ("VIEWER", VIEWER_JS),
+        ],
+        extra,
+    ))
+}
+
+/// The HTML page for `trajectories` (at least one) of `model`: [`section`] filling the window.
+pub fn page(model: &Model, trajectories: &[Trajectory], opts: &ViewOptions) -> Result<String, ViewError> {
+    let section = section(model, trajectories, opts)?;
     let title = escape_html(opts.title.as_deref().unwrap_or(&model.name));
-    let mut out = String::with_capacity(TEMPLATE.len() + data.len() + THREE_CORE.len() + THREE_MODULE.len() + 65536);
-    let mut rest = TEMPLATE;
-    while let Some(i) = rest.find("{{") {
-        out.push_str(&rest[..i]);
-        let j = rest[i..].find("}}").map(|j| i + j).expect("template placeholders are closed");
-        out.push_str(match &rest[i + 2..j] {
-            "TITLE" => &title,
-            "THREE_CORE" => THREE_CORE,
-            "THREE_MODULE" => THREE_MODULE,
-            "ORBIT_CONTROLS" => ORBIT_CONTROLS,
-            "DATA" => &data,
-            "VIEWER" => VIEWER_JS,
-            other => panic!("unknown template placeholder {other}"),
-        });
-        rest = &rest[j + 2..];
-    }
-    out.push_str(rest);
-    Ok(out)
+    Ok(fill(TEMPLATE, &[("TITLE", &title), ("STYLE", STYLE), ("SECTION", &section)], section.len() + 4096))
 }
 
 /// Write [`page`] to `path` (its folder is created).
@@ -377,6 +405,31 @@ mod tests {
         assert!(e.contains("a.json") && e.contains("body_poses[1][1]") && e.contains("7 numbers"), "{e}");
         let e = Trajectory::from_json(r#"{"time":[0]}"#, "b.json").unwrap_err().to_string();
         assert!(e.contains("b.json") && e.contains("joint_angles"), "{e}");
+    }
+
+    #[test]
+    fn section_embeds_in_a_larger_page_and_the_page_is_that_section() {
+        let g = torsion_math::Vec3::new(0.0, 0.0, -9.81);
+        let m = torsion_model::builder::two_link_arm(1.0, 1.0, 1.0, g, 0.01).unwrap();
+        let t = Trajectory {
+            name: "run </script> & co".into(),
+            time: vec![0.0],
+            joint_angles: vec![vec![0.0; m.joint_count()]],
+            body_poses: vec![vec![[0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]; m.body_count()]],
+            ..Default::default()
+        };
+        let opts = ViewOptions::default();
+        let s = section(&m, std::slice::from_ref(&t), &opts).unwrap();
+        // one element with its scripts: no document frame of its own, nothing left of the templates
+        assert!(s.trim_start().starts_with("<div id=\"torsion-viewer\">") && s.trim_end().ends_with("</div>"));
+        for frame in ["<html", "<head", "<body", "<!DOCTYPE", "{{"] {
+            assert!(!s.contains(frame), "the section holds {frame}");
+        }
+        // the data cannot close its <script>: the legend label's "</" is escaped
+        assert!(s.contains("run <\\/script> & co") && s.matches("</script>").count() == 5);
+        let p = page(&m, &[t], &opts).unwrap();
+        assert!(p.contains(&s) && p.contains(STYLE.trim()));
+        assert!(section(&m, &[], &opts).unwrap_err().to_string().contains("no trajectory"));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use super::*;
 use crate::plot::{color, figure, lighten, Mark, Panel, Reference as PlotRef, Series, PAPER};
 use crate::result::{Check, ExperimentError, ExperimentResult};
+use crate::scene::{Recorder, SceneView};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use serde_json::{json, Value};
@@ -383,6 +384,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let sch = schemes();
     let variants = [false, true];
     let refs: Vec<Reference> = variants.iter().map(|&gap| reference(&model, gap, steps)).collect::<Result<_, _>>()?;
+    let scene = reference_scene(&model, &refs)?;
     let targets: Vec<Vec<StepTarget>> = refs
         .iter()
         .map(|r| r.q_meas.iter().zip(&r.qd).map(|(q, qd)| step_target(&model, q, qd)).collect())
@@ -497,6 +499,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         })
         .collect();
     Ok(ExperimentResult {
+        scene,
         name: "pbd-mpc-torques".into(),
         checks,
         metrics,
@@ -504,6 +507,27 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         settings,
         plot: Box::new(move |p| plot(p, &truth, &curves, &bars)),
     })
+}
+
+/// The viewer's scene: the Featherstone reference motions the torques are estimated from (without and with the
+/// reality gap), posed by the nominal model's kinematics (the gap changes masses and damping only). `None`, with a
+/// warning, when the arm's mesh files cannot be read (the experiment's numbers do not need them).
+fn reference_scene(model: &Model, refs: &[Reference]) -> Result<Option<SceneView>, ExperimentError> {
+    let mut runs = vec![];
+    for (r, name) in refs.iter().zip(["Featherstone reference", "Featherstone reference, reality gap"]) {
+        let mut rec = Recorder::new(name, model)?;
+        for (k, (q, qd)) in r.q.iter().zip(&r.qd).enumerate() {
+            rec.gen(k as f64 * DT, &torsion_model::GenState::new(q.clone(), qd.clone()), &[])?;
+        }
+        runs.push(rec.finish());
+    }
+    match SceneView::new(model.clone(), runs) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) => {
+            eprintln!("pbd-mpc-torques: no scene in the report ({e})");
+            Ok(None)
+        }
+    }
 }
 
 /// One scheme's torque RMSE (s1, e0, e1), N·m: ours without and with the reality gap, the paper's (NaN: none).
@@ -578,4 +602,34 @@ fn plot(
         panels.push(p);
     }
     figure(path, &panels, 3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The report's scene is the reference motion: each run's frame k poses the arm at the reference's angles of
+    /// step k (forward kinematics), the arm moves, and the reality gap changes the motion.
+    #[test]
+    fn reference_scene_follows_the_reference() {
+        let model = nominal_model().unwrap();
+        let refs = [reference(&model, false, 20).unwrap(), reference(&model, true, 20).unwrap()];
+        let sc = reference_scene(&model, &refs).unwrap().expect("the Baxter arm's meshes load");
+        assert_eq!(sc.trajectories.len(), 2);
+        let dist = |a: &[f64; 7], b: &[f64; 7]| (0..3).map(|i| (a[i] - b[i]).abs()).fold(0.0, f64::max);
+        for (t, r) in sc.trajectories.iter().zip(&refs) {
+            assert_eq!(t.time.len(), 21);
+            for k in [0, 10, 20] {
+                let fk = model.forward_kinematics(&r.q[k]).unwrap();
+                for (p, (x, _)) in t.body_poses[k].iter().zip(&fk) {
+                    assert!((p[0] - x.x).abs() + (p[1] - x.y).abs() + (p[2] - x.z).abs() < 1e-12);
+                }
+            }
+            let tip = model.body_count() - 1;
+            assert!(dist(&t.body_poses[0][tip], &t.body_poses[20][tip]) > 1e-3, "{}: the arm does not move", t.name);
+        }
+        let tip = model.body_count() - 1;
+        let (a, b) = (&sc.trajectories[0].body_poses[20][tip], &sc.trajectories[1].body_poses[20][tip]);
+        assert!(dist(a, b) > 0.0, "the reality gap leaves the motion unchanged");
+    }
 }
