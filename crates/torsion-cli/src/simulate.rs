@@ -213,6 +213,14 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
             a.solver
         );
     }
+    if model.joint_frictionloss.iter().any(|&f| f > 0.0) && a.solver != "featherstone" {
+        eprintln!(
+            "warning: {}: joint frictionloss (dry friction) is simulated by --solver featherstone only; the {} \
+             solver ignores it",
+            a.src.model.display(),
+            a.solver
+        );
+    }
     if a.solver == "featherstone" {
         let solver =
             FeatherstoneSolver { options: torsion_solvers::FeatherstoneOptions { joint_damping: !a.no_damping } };

@@ -396,6 +396,13 @@ impl Model {
 
     /// Check the invariants every solver relies on; loaders and builders call it.
     pub fn validate(&self) -> Result<(), ModelError> {
+        self.validate_with(true)
+    }
+
+    /// [`Model::validate`]; with `signs` false the joint constants (damping, armature, stiffness, frictionloss)
+    /// need only be finite: `params_set` writes of an optimiser or a central difference may cross 0 (frictionloss
+    /// 0 is where dry friction switches on), while the loaders and builders refuse negative values.
+    pub(crate) fn validate_with(&self, signs: bool) -> Result<(), ModelError> {
         let nb = self.body_count();
         let nj = self.joint_count();
         let lens = [
@@ -535,7 +542,7 @@ impl Model {
                 ("stiffness", self.joint_stiffness[j]),
                 ("frictionloss", self.joint_frictionloss[j]),
             ];
-            if let Some((what, v)) = constants.iter().find(|(_, v)| !(*v >= 0.0 && v.is_finite())) {
+            if let Some((what, v)) = constants.iter().find(|(_, v)| !(v.is_finite() && (!signs || *v >= 0.0))) {
                 return Err(ModelError::Invalid(format!(
                     "joint '{}': {what} must be finite and ≥ 0, got {v}",
                     self.joint_name[j]

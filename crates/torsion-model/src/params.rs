@@ -319,7 +319,7 @@ impl Model {
         for (&i, &v) in sel.indices.iter().zip(values) {
             self.param_set_unchecked(t.kinds[i], v);
         }
-        if let Err(e) = self.validate() {
+        if let Err(e) = self.validate_with(false) {
             *self = backup;
             return Err(e);
         }
