@@ -369,7 +369,9 @@ mod tests {
                     [&mut b.joint_damping, &mut b.joint_armature, &mut b.joint_stiffness, &mut b.joint_frictionloss];
                 col.into_iter().nth(field).unwrap()[1] = v;
                 let e = b.validate().unwrap_err().to_string();
-                assert!(e.contains("joint 'joint2'") && e.contains("≥ 0"), "{e}");
+                // negative: "must be finite and ≥ 0"; non-finite: the earlier finite check of the joint parameters
+                let reason = if v.is_finite() { "≥ 0" } else { "must be finite" };
+                assert!(e.contains("joint 'joint2'") && e.contains(reason), "{e}");
             }
         }
     }
