@@ -180,7 +180,7 @@ pub struct PyNcp {
 }
 
 /// LcpSolver(position="parallel", bounce_threshold=0.1, chain=("jade", "pgs"), pgs_sweeps=10000, margin=0.01,
-/// passive=True, baumgarte=0.0, package_dirs=[])
+/// passive=True, baumgarte=0.0, package_dirs=[], ccd=None)
 ///
 /// Frictional contact in generalized coordinates as a boxed LCP (spec 004, Jade): collision detection from the
 /// model's shapes (`margin`: speculative contact distance, m; `package_dirs`: folders where `package://` meshes are
@@ -190,7 +190,10 @@ pub struct PyNcp {
 /// `pgs_sweeps` sweeps) after a failed Jade solve; every answer is validity-checked and no valid answer raises
 /// SimulationError (never a frictionless step). `torsion.step(..., return_info=True)` reports which solver answered
 /// ("lcp/jade" or "lcp/pgs"). `position`: "parallel" (q' = q ⊕ Δt v, the paper's) or "semi_implicit"
-/// (q' = q ⊕ Δt v'). `passive`: joint damping and springs; `baumgarte`: penetration correction gain (1/s, 0 = off).
+/// (q' = q ⊕ Δt v'). `ccd`: continuous collision detection with time-of-impact backtracking (spec 004 §3.5, §3.7;
+/// TOI-aware gradients): None = on with the parallel update, the only one it supports, off with semi_implicit;
+/// False = discrete detection (DCD). `passive`: joint damping and springs; `baumgarte`: penetration correction
+/// gain (1/s, 0 = off).
 /// μ and ε are the model's `shape_friction[·]` / `shape_restitution[·]` parameters (differentiable). State: [q, v];
 /// controls: one generalized force per DoF (N or N·m). Gradients: implicit differentiation of each LCP at its
 /// active set (docs/gradients.md).
@@ -571,12 +574,13 @@ solver_methods!(PyNcp, generalized, {
 
 solver_methods!(PyLcp, generalized, {
     /// See the class docstring: position, bounce_threshold, chain, pgs_sweeps, margin, passive, baumgarte,
-    /// package_dirs.
+    /// package_dirs, ccd.
     #[new]
     #[pyo3(signature = (position="parallel", bounce_threshold=0.1, chain=vec!["jade".to_string(), "pgs".to_string()],
-                        pgs_sweeps=10_000, margin=0.01, passive=true, baumgarte=0.0, package_dirs=Vec::new()))]
+                        pgs_sweeps=10_000, margin=0.01, passive=true, baumgarte=0.0, package_dirs=Vec::new(),
+                        ccd=None))]
     #[pyo3(text_signature = "(position='parallel', bounce_threshold=0.1, chain=('jade', 'pgs'), pgs_sweeps=10000, \
-                             margin=0.01, passive=True, baumgarte=0.0, package_dirs=())")]
+                             margin=0.01, passive=True, baumgarte=0.0, package_dirs=(), ccd=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         position: &str,
@@ -587,6 +591,7 @@ solver_methods!(PyLcp, generalized, {
         passive: bool,
         baumgarte: f64,
         package_dirs: Vec<std::path::PathBuf>,
+        ccd: Option<bool>,
     ) -> PyResult<Self> {
         let position = match position {
             "parallel" => PositionUpdate::Parallel,
@@ -614,6 +619,16 @@ solver_methods!(PyLcp, generalized, {
                 return Err(PyValueError::new_err(format!("{name} must be finite and ≥ 0, got {v}")));
             }
         }
+        o.ccd.enabled = match (ccd, position) {
+            (Some(true), PositionUpdate::SemiImplicit) => {
+                return Err(PyValueError::new_err(
+                    "ccd: time-of-impact backtracking needs position='parallel' (pass ccd=False or None with \
+                     'semi_implicit')",
+                ))
+            }
+            (Some(c), _) => c,
+            (None, p) => p == PositionUpdate::Parallel,
+        };
         o.position = position;
         o.bounce_threshold = bounce_threshold;
         o.passive = passive;
@@ -648,17 +663,23 @@ solver_methods!(PyLcp, generalized, {
     fn margin(&self) -> f64 {
         self.solver.options.collision.margin
     }
+    /// continuous collision detection (time-of-impact backtracking) on
+    #[getter]
+    fn ccd(&self) -> bool {
+        self.solver.options.ccd.enabled
+    }
     fn __repr__(&self) -> String {
         let o = &self.solver.options;
         format!(
-            "LcpSolver(position='{}', bounce_threshold={}, chain=({}), margin={})",
+            "LcpSolver(position='{}', bounce_threshold={}, chain=({}), margin={}, ccd={})",
             self.position(),
             o.bounce_threshold,
             match self.chain().as_slice() {
                 [one] => format!("'{one}',"),
                 all => all.iter().map(|c| format!("'{c}'")).collect::<Vec<_>>().join(", "),
             },
-            o.collision.margin
+            o.collision.margin,
+            if o.ccd.enabled { "True" } else { "False" }
         )
     }
 });

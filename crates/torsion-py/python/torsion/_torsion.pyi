@@ -160,12 +160,14 @@ class LcpSolver(_SolverBase):
     def __init__(self, position: str = "parallel", bounce_threshold: float = 0.1,
                  chain: Sequence[str] = ("jade", "pgs"), pgs_sweeps: int = 10000, margin: float = 0.01,
                  passive: bool = True, baumgarte: float = 0.0,
-                 package_dirs: Sequence[Union[str, PathLike[str]]] = ()) -> None:
-        """position: 'parallel' | 'semi_implicit'; chain: ('jade',) | ('jade', 'pgs')."""
+                 package_dirs: Sequence[Union[str, PathLike[str]]] = (), ccd: Optional[bool] = None) -> None:
+        """position: 'parallel' | 'semi_implicit'; chain: ('jade',) | ('jade', 'pgs'); ccd: time-of-impact
+        backtracking (None: on with 'parallel', off with 'semi_implicit'; True needs 'parallel')."""
     position: str
     bounce_threshold: float
     chain: list[str]
     margin: float
+    ccd: bool
     def initial_state(self, model: Model, q: Optional[ArrayLike] = None, v: Optional[ArrayLike] = None) -> F64: ...
 
 Solver = Union[XpbdSolver, FeatherstoneSolver, NcpSolver, LcpSolver]
