@@ -1599,11 +1599,8 @@ mod tests {
         e.iter().map(|x| format!("{x:.1e}")).collect::<Vec<_>>().join(" / ")
     }
 
-    /// max |a − b| / max |b| (normwise relative, docs/gradients.md)
-    fn nrel(a: &[f64], b: &[f64]) -> f64 {
-        let d = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
-        d / b.iter().fold(1e-300_f64, |m, y| m.max(y.abs()))
-    }
+    // the normwise relative error of docs/gradients.md
+    use torsion_diff::rel_err as nrel;
 
     /// The reverse-mode `step_vjp` (every parameter, the state, the controls) equals Jᵀ ḡ with J the all-dual
     /// reference Jacobian (`step_jacobians_dual`), and `step_jacobians_into`'s C (built row by row from the same

@@ -314,11 +314,8 @@ pub(crate) mod tests {
     use torsion_diff::fd_jacobian;
     use torsion_model::{Control, ParamSelection};
 
-    /// max |a − b| / max |b|
-    fn nrel(a: &[f64], b: &[f64]) -> f64 {
-        let d = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
-        d / b.iter().fold(1e-300_f64, |m, y| m.max(y.abs()))
-    }
+    // the normwise relative error of docs/gradients.md
+    use torsion_diff::rel_err as nrel;
 
     /// Errors against central differences of L = ḡᵀ s' for a step under body wrenches `w`: the state and control
     /// gradients of `step_vjp`, `wrench_vjp`'s ∂L/∂w, and A of `step_jacobians` (FD step `h_a`). Shared by the

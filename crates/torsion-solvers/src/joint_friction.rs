@@ -456,11 +456,8 @@ mod tests {
         torsion_model::io::mjcf::load_mjcf_str(&xml, "friction_chain.xml", None).unwrap()
     }
 
-    /// max |a − b| / max |b| (normwise relative, docs/gradients.md)
-    fn nrel(a: &[f64], b: &[f64]) -> f64 {
-        let d = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
-        d / b.iter().fold(1e-300_f64, |m, y| m.max(y.abs()))
-    }
+    // the normwise relative error of docs/gradients.md
+    use torsion_diff::rel_err as nrel;
 
     /// One step's reverse-mode gradients (θ: every dynamics parameter incl. joint damping, armature, friction
     /// loss; state; controls), the analytic A, B, C against central differences and the all-dual reference, at

@@ -162,8 +162,8 @@ impl Solver for NcpSolver {
             });
         }
         self.detect(model, ws, &s.q, &s.warm)?;
+        // `detect` brought `ncp.dm` to the model's parameters
         let NcpSimWorkspace { ncp, frames, report, wrench, .. } = ws;
-        ncp.cache.refresh(model, &mut ncp.dm).map_err(dyn_err)?;
         let uj = wrench.effective(&ncp.dm, &mut ncp.d, &s.q, u).map_err(dyn_err)?;
         if let Some(r) = rec {
             // copied into the record's buffers (no allocation once they have grown)
@@ -243,8 +243,8 @@ impl DiffSolver for NcpSolver {
         out: &mut StepJacobians,
     ) -> Result<(), SolverError> {
         self.detect(model, ws, &s.q, &s.warm)?;
+        // `detect` brought `ncp.dm` to the model's parameters
         let NcpSimWorkspace { ncp, frames, report, wrench, .. } = ws;
-        ncp.cache.refresh(model, &mut ncp.dm).map_err(dyn_err)?;
         let uj = wrench.effective(&ncp.dm, &mut ncp.d, &s.q, u).map_err(dyn_err)?;
         // `uj` borrows `wrench`'s buffer: the Jacobians read a copy-free slice, then the q-columns are added
         self.jacobians_into(model, ncp, s, uj, dt, frames, sel, false, report)?;
