@@ -6,5 +6,5 @@ pub mod gauss_newton;
 pub mod sysid;
 pub use adam::Adam;
 pub use gauss_newton::{gauss_newton, GnOptions, GnReport};
-pub use sysid::arm::{ArmProblem, BaseParams, Inertial, Recording, ScalarSpec, SysidError, SysidFit};
+pub use sysid::arm::{ArmProblem, BaseParams, Gram, Inertial, Recording, ScalarSpec, SysidError, SysidFit};
 pub use sysid::{levenberg_marquardt, levenberg_marquardt_normal, LmOptions, LmReport, Param};
