@@ -8,5 +8,5 @@ pub mod sysid;
 pub use adam::Adam;
 pub use gauss_newton::{gauss_newton, GnOptions, GnReport};
 pub use mlp::{Activation, Mlp, MlpWork};
-pub use sysid::arm::{ArmProblem, BaseParams, Inertial, Recording, ScalarSpec, SysidError, SysidFit};
+pub use sysid::arm::{ArmProblem, BaseParams, Gram, Inertial, Recording, ScalarSpec, SysidError, SysidFit};
 pub use sysid::{levenberg_marquardt, levenberg_marquardt_normal, LmOptions, LmReport, Param};
