@@ -78,10 +78,6 @@ def fd_fit_cost(stride, fit, repeats):
     ctrl = np.zeros((len(states), 1, m.nu))
     base = (m.geom_friction.copy(), m.geom_solref.copy())
 
-    def residuals():
-        _, sens = rollout.rollout(m, d, s0, ctrl)
-        return sens
-
     def perturbed(k, h):
         m.geom_friction[:], m.geom_solref[:] = base
         if k < 3:
@@ -101,8 +97,12 @@ def fd_fit_cost(stride, fit, repeats):
     jacobian()
     tj = statistics.median([timed(jacobian) for _ in range(max(3, repeats // 3))])
     tt = statistics.median([timed(lambda: rollout.rollout(m, d, s0, ctrl)) for _ in range(max(3, repeats // 3))])
-    total = fit["jac_evals"] * tj + fit["trial_evals"] * tt
-    return dict(pairs=len(states), jacobian_s=tj, trial_s=tt, total_s=total)
+    # priced at the C loop's own cost per step (`tt` / pairs): the binding's first rollout after a model change is
+    # ~20x slower (measured), which `jacobian_s` includes
+    steps = (11 * fit["jac_evals"] + fit["trial_evals"]) * len(states)
+    total = steps * tt / len(states)
+    return dict(pairs=len(states), jacobian_s=tj, trial_s=tt, mj_steps=steps, step_us=tt / len(states) * 1e6,
+                total_s=total, total_s_through_binding=fit["jac_evals"] * tj + fit["trial_evals"] * tt)
 
 
 def timed(f):
