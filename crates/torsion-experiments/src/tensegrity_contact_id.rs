@@ -18,7 +18,7 @@ use crate::ncp_scene::bar;
 use crate::plot::{color, figure, Mark, Panel, Reference, Series};
 use crate::result::{Check, ExperimentError, ExperimentResult};
 use crate::scene::{Recorder, SceneView};
-use crate::tensegrity_noncontact_id::{full_set, mj_qvel_to_v, Npz};
+use crate::tensegrity_noncontact_id::{full_set, mean, mj_qvel_to_v, vmax, Npz};
 use serde_json::json;
 use torsion_diff::rollout_each;
 use torsion_dynamics::passive::cable_forces_into;
@@ -364,13 +364,6 @@ pub fn fit(solver: &FeatherstoneSolver, m: &Model, pairs: &Pairs) -> Result<Fit,
         jac_evals: nj,
         trial_evals: nt,
     })
-}
-
-fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len().max(1) as f64
-}
-fn vmax(v: &[f64]) -> f64 {
-    v.iter().copied().fold(0.0, f64::max)
 }
 
 pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {

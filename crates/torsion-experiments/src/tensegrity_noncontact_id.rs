@@ -407,10 +407,10 @@ fn set_dt(m: &Model) -> f64 {
     m.dt
 }
 
-fn mean(v: &[f64]) -> f64 {
+pub(crate) fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
 }
-fn vmax(v: &[f64]) -> f64 {
+pub(crate) fn vmax(v: &[f64]) -> f64 {
     v.iter().copied().fold(0.0, f64::max)
 }
 
