@@ -201,6 +201,24 @@ fn tensegrity_noncontact_id_is_listed_and_names_missing_data() {
     assert!(err.contains("no-such-dir/air_h1_train.npz") && err.contains("bench/tensegrity/gt.py"), "{err}");
 }
 
+/// `tensegrity-contact-id` is registered; its full run without the throws names the missing file and the generator
+/// (the quick run and its targets: the experiments crate's tests).
+#[test]
+fn tensegrity_contact_id_is_listed_and_names_missing_data() {
+    let out = torsion().args(["experiment", "--list"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("tensegrity-contact-id"));
+    let dir = tmp("tensegrity-contact-missing");
+    let out = torsion()
+        .args(["experiment", "tensegrity-contact-id", "--out"])
+        .arg(&dir)
+        .env("TORSION_TENSEGRITY_DATA", dir.join("no-such-dir"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("no-such-dir/throw_train.npz") && err.contains("bench/tensegrity/gt.py"), "{err}");
+}
+
 #[test]
 fn pbd_mpc_torques_quick_meets_its_targets() {
     // 1 s of the 5 s trajectory (100 MPC steps), every scheme, both variants
