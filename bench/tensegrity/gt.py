@@ -29,7 +29,11 @@ air_h1_train (qpos, qvel, act, ctrl) and, for each interval and each of the 10 t
 max |Δqpos| of MuJoCo against itself from qpos[0] moved by 1e-15). tests/python/test_tensegrity_gt.py
 regenerates it and checks it is bit-identical.
 
-Usage: python3 bench/tensegrity/gt.py [--out DIR] [--quick-set FILE] [--calibrate N]
+Contact quick set (`--throw-quick-set`, committed at tests/data/tensegrity/throw_quick.npz): one-step pairs every
+THROW_PAIR_STRIDE steps of the 5 training throws and the 10 test throws' first states and CoM every CHECK_EVERY
+steps through step THROW_EVAL (`throw_quick_set`).
+
+Usage: python3 bench/tensegrity/gt.py [--out DIR] [--quick-set FILE] [--throw-quick-set FILE] [--calibrate N]
 """
 import argparse, os, sys
 
@@ -46,6 +50,10 @@ SEED_TRAIN, SEED_VAL = 1000, 1001
 SEEDS_TEST = {1: [2000 + i for i in range(10)], 100: [3000 + i for i in range(10)]}
 SEED_THROW = 4000
 QUICK_TRAIN, CHECK_EVERY = 300, 100
+# throws in seed order (SEED_THROW + index); the 5 training throws; the contact quick set's pair stride and horizon
+THROW_NAMES = ["train", "val", "train1", "train2", "train3", "train4"] + [f"test{i:02d}" for i in range(10)]
+THROW_TRAIN = ["train", "train1", "train2", "train3", "train4"]
+THROW_PAIR_STRIDE, THROW_EVAL, SCENE_EVERY = 125, 4000, 20
 SETTLE_TOL, SETTLE_MAX = 1e-5, 20000
 
 
@@ -172,15 +180,55 @@ def quick_set(path):
     return out
 
 
+def throw_quick_set(path):
+    """The contact experiment's quick set (tensegrity-contact-id, < 400 KB): one-step pairs (q_t, v_t, q_{t+1}, v_{t+1}) every
+    THROW_PAIR_STRIDE steps of the 5 training throws (pair_throw: 0 = train, 1..4 = train1..4), and for the 10 test
+    throws their first state and the CoM every CHECK_EVERY steps through step THROW_EVAL (test_com), with the
+    CoM path length over all 5000 steps (test_path), the first step with CoM speed < 1 cm/s (test_stop, -1: none) and
+    test 0's qpos every SCENE_EVERY steps (test0_qpos, the viewer's MuJoCo side)."""
+    ball = mujoco.MjModel.from_xml_path(BALL)
+    rest, n_settle = settle(ball)
+    out = dict(model="superball.xml", settle_steps=n_settle, check_every=CHECK_EVERY, eval_steps=THROW_EVAL,
+               scene_every=SCENE_EVERY,
+               pair_stride=THROW_PAIR_STRIDE, **constants(ball))
+    pq, pq1, pv, pv1, pt, ps = [], [], [], [], [], []
+    for i, name in enumerate(THROW_TRAIN):
+        tr = throw(ball, rest, SEED_THROW + THROW_NAMES.index(name))
+        for t in range(0, STEPS, THROW_PAIR_STRIDE):
+            pq.append(tr["qpos"][t]); pq1.append(tr["qpos"][t + 1]); pv.append(tr["qvel"][t]); pv1.append(tr["qvel"][t + 1]); pt.append(i); ps.append(t)
+    out.update(pair_qpos=np.array(pq), pair_qpos1=np.array(pq1), pair_qvel=np.array(pv), pair_qvel1=np.array(pv1), pair_throw=np.array(pt),
+               pair_step=np.array(ps))
+    q0, v0, com, paths, stops = [], [], [], [], []
+    for i in range(10):
+        tr = throw(ball, rest, SEED_THROW + THROW_NAMES.index(f"test{i:02d}"))
+        q0.append(tr["qpos"][0]); v0.append(tr["qvel"][0])
+        if i == 0:  # the scene's MuJoCo side
+            out["test0_qpos"] = tr["qpos"][:THROW_EVAL + 1:SCENE_EVERY]
+        c = np.mean([tr["qpos"][:, 7 * j:7 * j + 3] for j in range(ball.njnt)], axis=0)
+        com.append(c[:THROW_EVAL + 1:CHECK_EVERY])
+        length, stop = com_stats(ball, tr)
+        paths.append(length); stops.append(-1 if stop is None else stop)
+    out.update(test_qpos0=np.array(q0), test_qvel0=np.array(v0), test_com=np.array(com), test_path=np.array(paths),
+               test_stop=np.array(stops))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    np.savez_compressed(path, **out)
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "tensegrity", "data"))
     ap.add_argument("--quick-set", default=None, help="write only the quick set to this .npz")
+    ap.add_argument("--throw-quick-set", default=None, help="write only the contact quick set to this .npz")
     ap.add_argument("--calibrate", type=int, default=0, help="throw N times and print the CoM statistics")
     a = ap.parse_args(argv)
     if a.quick_set:
         quick_set(a.quick_set)
         print(f"wrote {a.quick_set}")
+        return
+    if a.throw_quick_set:
+        throw_quick_set(a.throw_quick_set)
+        print(f"wrote {a.throw_quick_set}")
         return
     ball = mujoco.MjModel.from_xml_path(BALL)
     rest, n_settle = settle(ball)
@@ -199,14 +247,13 @@ def main(argv=None):
         sets.update({f"air_h{hold}_test{i:02d}": (hold, s) for i, s in enumerate(seeds)})
     for name, (hold, seed) in sets.items():
         np.savez_compressed(os.path.join(a.out, name + ".npz"), **air(m, hold, seed))
-    names = ["train", "val", "train1", "train2", "train3", "train4"] + [f"test{i:02d}" for i in range(10)]
     paths = []
-    for i, name in enumerate(names):
+    for i, name in enumerate(THROW_NAMES):
         tr = throw(ball, rest, SEED_THROW + i)
         tr.update(settle_steps=n_settle, settle_tol=SETTLE_TOL)
         paths.append(com_stats(ball, tr))
         np.savez_compressed(os.path.join(a.out, f"throw_{name}.npz"), **tr)
-    print(f"wrote {len(sets) + len(names)} trajectories to {a.out}; throws: mean CoM path "
+    print(f"wrote {len(sets) + len(THROW_NAMES)} trajectories to {a.out}; throws: mean CoM path "
           f"{np.mean([p for p, _ in paths]):.3f} m, stop steps {[s for _, s in paths]}")
 
 

@@ -1,5 +1,5 @@
-"""bench/tensegrity/gt.py (spec 003 §4.1–4.2, issue 16 item 5): regenerating the committed quick set
-(tests/data/tensegrity/air_quick.npz) with the same seeds gives the same arrays bit for bit, and its training
+"""bench/tensegrity/gt.py (spec 003 §4.1–4.2, issue 16 item 5): regenerating the committed quick sets
+(tests/data/tensegrity/air_quick.npz, throw_quick.npz) with the same seeds gives the same arrays bit for bit, and its training
 controls are the XorShift sequence the Rust experiment regenerates (U[-100, 100], first rows checked by value)."""
 import os, sys, tempfile
 
@@ -33,6 +33,24 @@ def test_quick_set_regenerates_bit_for_bit():
     assert q["ctrl"].min() < -99 and q["ctrl"].max() > 99 and (q["ctrl"][1:] != q["ctrl"][:-1]).all()
 
 
+def test_throw_quick_set_regenerates_bit_for_bit():
+    # the contact experiment's set (tests/data/tensegrity/throw_quick.npz, gt.py --throw-quick-set)
+    committed = os.path.join(ROOT, "tests", "data", "tensegrity", "throw_quick.npz")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "t.npz")
+        gt.throw_quick_set(path)
+        new, old = np.load(path), np.load(committed)
+        assert sorted(new.files) == sorted(old.files)
+        for k in old.files:
+            a, b = old[k], new[k]
+            assert a.shape == b.shape and (np.array_equal(a, b) if a.dtype.kind in "fiu" else (a == b).all()), k
+    q = np.load(committed)
+    n = len(gt.THROW_TRAIN) * (gt.STEPS // gt.THROW_PAIR_STRIDE)
+    assert q["pair_qpos"].shape == (n, 42) and q["test_com"].shape == (10, gt.THROW_EVAL // gt.CHECK_EVERY + 1, 3)
+    # the test throws travel about the paper's 2.35 m on average
+    assert 2.0 < q["test_path"].mean() < 2.8
+
+
 def test_xorshift_matches_the_rust_generator():
     # splitmix64(1000) then xorshift64 (13, 7, 17); values printed by TensegrityRng's Rust test
     r = gt.XorShift(1000)
@@ -41,5 +59,6 @@ def test_xorshift_matches_the_rust_generator():
 
 if __name__ == "__main__":
     test_quick_set_regenerates_bit_for_bit()
+    test_throw_quick_set_regenerates_bit_for_bit()
     test_xorshift_matches_the_rust_generator()
     print("ok")

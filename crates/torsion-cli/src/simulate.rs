@@ -5,7 +5,7 @@ use serde_json::json;
 use std::path::PathBuf;
 use torsion_math::{Quat, Vec3};
 use torsion_model::io::urdf::{load_urdf, UrdfOptions};
-use torsion_model::{Control, ControlLayout, JointType, MaximalState, Model};
+use torsion_model::{Control, ControlLayout, JointType, LinearContact, MaximalState, Model};
 use torsion_solvers::lcp::stepper::{LcpOptions, LcpSolver, LcpWorkspace};
 use torsion_solvers::ncp::{NcpOptions, NcpSimWorkspace, NcpSolver};
 use torsion_solvers::{FeatherstoneSolver, GenState, Ordering, Solver, XpbdOptions, XpbdSolver};
@@ -122,9 +122,13 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 100)]
     steps: usize,
     /// time stepper: xpbd, featherstone, ncp (contact, exact friction cone), lcp (contact, Jade's boxed LCP;
-    /// spec 004)
+    /// spec 004), tensegrity (featherstone with spec 003's linear contact model for rods switched on)
     #[arg(long, default_value = "xpbd")]
     solver: String,
+    /// tensegrity: the linear contact model's β, e, γ, μ, ε (spec 003 §3.6), comma separated; default the
+    /// model's `torsion_linear_contact` custom numeric, else the defaults (0.5, 0, 0.5, 0.5, 0.005)
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    contact_params: Option<Vec<f64>>,
     /// lcp: discrete collision detection only (DCD), no continuous collision detection / time-of-impact
     /// backtracking (on by default, spec 004 §3.5, §3.7)
     #[arg(long)]
@@ -180,9 +184,28 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
     if let Some(g) = a.gravity {
         model.gravity = torsion_math::Vec3::new(0.0, 0.0, -g);
     }
-    if !["xpbd", "featherstone", "ncp", "lcp"].contains(&a.solver.as_str()) {
-        bail!("--solver {}: available solvers: xpbd, featherstone, ncp, lcp", a.solver);
+    if !["xpbd", "featherstone", "ncp", "lcp", "tensegrity"].contains(&a.solver.as_str()) {
+        bail!("--solver {}: available solvers: xpbd, featherstone, ncp, lcp, tensegrity", a.solver);
     }
+    if a.contact_params.is_some() && a.solver != "tensegrity" {
+        bail!("--contact-params applies to --solver tensegrity only");
+    }
+    // `tensegrity` is a preset of the Featherstone stepper (docs/decisions.md): cables, motor filters and the
+    // linear contact model (spec 003 §3.3-3.6) in one step; the rods are free joints
+    let tensegrity = a.solver == "tensegrity";
+    if tensegrity {
+        let lc = match &a.contact_params {
+            Some(p) if p.len() == 5 => LinearContact::from_array([p[0], p[1], p[2], p[3], p[4]]),
+            Some(p) => bail!("--contact-params has {} values, β, e, γ, μ, ε are 5", p.len()),
+            None => model.tensegrity_contact.unwrap_or_default(),
+        };
+        lc.validate().with_context(|| "--contact-params")?;
+        model.tensegrity_contact = Some(lc);
+        // the contact model's geometry (rods and planes) is checked here, with the geom's name
+        torsion_dynamics::DynModel::<f64>::from_model(&model)
+            .map_err(|e| anyhow::anyhow!("{}: --solver tensegrity: {e}", a.src.model.display()))?;
+    }
+    let featherstone = a.solver == "featherstone" || tensegrity;
     if a.no_ccd && a.solver != "lcp" {
         bail!("--no-ccd applies to --solver lcp only");
     }
@@ -198,22 +221,23 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
     if tau.len() != nu {
         bail!("--torque has {} values, the {} solver needs {nu}", tau.len(), a.solver);
     }
-    if (!model.cables.is_empty() || a.controls.is_some()) && a.solver != "featherstone" {
+    if (!model.cables.is_empty() || a.controls.is_some()) && !featherstone {
         bail!(
-            "{}: cables, cable actuators and --controls are simulated by --solver featherstone only (issue 16)",
+            "{}: cables, cable actuators and --controls are simulated by --solver featherstone / tensegrity only \
+             (issue 16)",
             a.src.model.display()
         );
     }
-    if model.nu() > 0 && a.solver != "featherstone" {
+    if model.nu() > 0 && !featherstone {
         eprintln!(
-            "warning: {}: the model's {} actuators are simulated by --solver featherstone only; the {} solver \
-             ignores them (its controls are --torque)",
+            "warning: {}: the model's {} actuators are simulated by --solver featherstone / tensegrity only; the {} \
+             solver ignores them (its controls are --torque)",
             a.src.model.display(),
             model.nu(),
             a.solver
         );
     }
-    if model.joint_frictionloss.iter().any(|&f| f > 0.0) && a.solver != "featherstone" {
+    if model.joint_frictionloss.iter().any(|&f| f > 0.0) && !featherstone {
         eprintln!(
             "warning: {}: joint frictionloss (dry friction) is simulated by --solver featherstone only; the {} \
              solver ignores it",
@@ -221,7 +245,7 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
             a.solver
         );
     }
-    if a.solver == "featherstone" {
+    if featherstone {
         let solver =
             FeatherstoneSolver { options: torsion_solvers::FeatherstoneOptions { joint_damping: !a.no_damping } };
         return run_generalized(a, &model, &q0, &tau, &solver, |_| None);

@@ -204,6 +204,24 @@ fn tensegrity_noncontact_id_is_listed_and_names_missing_data() {
     assert!(err.contains("no-such-dir/air_h1_train.npz") && err.contains("bench/tensegrity/gt.py"), "{err}");
 }
 
+/// `tensegrity-contact-id` is registered; its full run without the throws names the missing file and the generator
+/// (the quick run and its targets: the experiments crate's tests).
+#[test]
+fn tensegrity_contact_id_is_listed_and_names_missing_data() {
+    let out = torsion().args(["experiment", "--list"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("tensegrity-contact-id"));
+    let dir = tmp("tensegrity-contact-missing");
+    let out = torsion()
+        .args(["experiment", "tensegrity-contact-id", "--out"])
+        .arg(&dir)
+        .env("TORSION_TENSEGRITY_DATA", dir.join("no-such-dir"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("no-such-dir/throw_train.npz") && err.contains("bench/tensegrity/gt.py"), "{err}");
+}
+
 #[test]
 fn pbd_mpc_torques_quick_meets_its_targets() {
     // 1 s of the 5 s trajectory (100 MPC steps), every scheme, both variants
@@ -807,4 +825,50 @@ fn outputs_default_to_the_results_folder() {
     assert_eq!(top, ["elsewhere", "results"], "nothing else in the working directory");
     let ignore = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../.gitignore")).unwrap();
     assert!(ignore.lines().any(|l| l.trim() == "/results"), "results/ is ignored by git");
+}
+
+#[test]
+fn simulate_tensegrity_superball_rests_on_the_floor_under_controls() {
+    // `--solver tensegrity` (Featherstone + spec 003's linear contact model) on the unchanged superball.xml with a
+    // controls file: the rods stand on the floor, where plain featherstone (no contact) lets them fall through;
+    // the controls move the robot; a wrong --contact-params count is refused with the count
+    let dir = tmp("tensegrity");
+    let steps = 1000;
+    let rows: Vec<Vec<f64>> =
+        (0..steps).map(|k| (0..24).map(|i| if i < 4 && k > 100 { 100.0 } else { 0.0 }).collect()).collect();
+    let ctrl = dir.join("ctrl.json");
+    std::fs::write(&ctrl, serde_json::to_string(&rows).unwrap()).unwrap();
+    let run = |solver: &str, controls: bool, name: &str| {
+        let traj = dir.join(name);
+        let mut c = torsion();
+        c.args(["simulate", "--model", "superball", "--solver", solver, "--steps", &steps.to_string()]);
+        if controls {
+            c.arg("--controls").arg(&ctrl);
+        }
+        let out = c.arg("--out").arg(&traj).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&traj).unwrap()).unwrap();
+        let last = j["body_poses"][steps].as_array().unwrap().clone();
+        last.iter().skip(1).map(|p| [0, 1, 2].map(|i| p[i].as_f64().unwrap())).collect::<Vec<_>>()
+    };
+    let lowest = |p: &[[f64; 3]]| p.iter().map(|x| x[2]).fold(f64::INFINITY, f64::min);
+    let (t, f, t0) =
+        (run("tensegrity", true, "t.json"), run("featherstone", true, "f.json"), run("tensegrity", false, "t0.json"));
+    let moved = t.iter().zip(&t0).flat_map(|(a, b)| (0..3).map(move |i| (a[i] - b[i]).abs())).fold(0.0, f64::max);
+    eprintln!(
+        "after 1 s: lowest rod centre {:.3} m (tensegrity), {:.3} m (featherstone); controls moved a rod {moved:.3} m",
+        lowest(&t),
+        lowest(&f)
+    );
+    assert!(lowest(&t) > 0.2, "tensegrity: {t:?}");
+    assert!(lowest(&f) < 0.0, "featherstone has no floor contact: {f:?}");
+    assert!(moved > 1e-3, "the controls file drives the cables");
+    let out = torsion()
+        .args(["simulate", "--model", "superball", "--solver", "tensegrity", "--contact-params", "0.5,0"])
+        .arg("--out")
+        .arg(dir.join("bad.json"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--contact-params has 2 values"), "{err}");
 }

@@ -23,6 +23,7 @@ pub mod result;
 pub mod scene;
 pub mod stay_still;
 pub mod sysid_arm;
+pub mod tensegrity_contact_id;
 pub mod tensegrity_noncontact_id;
 
 pub use result::{ExperimentError, ExperimentResult};
@@ -101,6 +102,12 @@ pub fn registry() -> Vec<Experiment> {
         spec: "003 §4.1 Exp. A (Figs. 4-5), H1/H2",
         description: "SUPERball in the air: shared k/m, c/m, motor a, b from one MuJoCo trajectory (one-step teacher forcing, exact Jacobians, Gauss-Newton, 50-60 % off); 5000-step rollout error on 10 tests at 1 ms and 100 ms controls vs the chaos floor",
         run: tensegrity_noncontact_id::run,
+    },
+    Experiment {
+        name: "tensegrity-contact-id",
+        spec: "003 §4.2 Exp. B (Figs. 6-7), H3/H6",
+        description: "SUPERball thrown and rolling: the linear contact model's beta, e, gamma, mu, eps from one and from five MuJoCo throws (cables frozen; one-step teacher forcing, exact parameter Jacobians, LM, 50 % off); CoM error after 4000 steps on 10 test throws; data-steps accounting",
+        run: tensegrity_contact_id::run,
     },
     Experiment {
         name: "sysid-arm",

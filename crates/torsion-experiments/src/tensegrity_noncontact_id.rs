@@ -77,19 +77,19 @@ pub fn superball_air() -> Result<Model, ExperimentError> {
 }
 
 /// One npz archive with its label for errors.
-struct Npz<R: Read + Seek> {
-    a: npyz::npz::NpzArchive<R>,
-    label: String,
+pub(crate) struct Npz<R: Read + Seek> {
+    pub(crate) a: npyz::npz::NpzArchive<R>,
+    pub(crate) label: String,
 }
 
 impl<R: Read + Seek> Npz<R> {
-    fn arr<T: npyz::Deserialize>(&mut self, name: &str) -> Result<(Vec<u64>, Vec<T>), ExperimentError> {
+    pub(crate) fn arr<T: npyz::Deserialize>(&mut self, name: &str) -> Result<(Vec<u64>, Vec<T>), ExperimentError> {
         let bad = |e: String| ExperimentError::Failed(format!("{}: entry '{name}': {e}", self.label));
         let f = self.a.by_name(name).map_err(|e| bad(e.to_string()))?.ok_or_else(|| bad("missing".into()))?;
         let shape = f.shape().to_vec();
         Ok((shape, f.into_vec::<T>().map_err(|e| bad(e.to_string()))?))
     }
-    fn rows(&mut self, name: &str, cols: usize) -> Result<Vec<Vec<f64>>, ExperimentError> {
+    pub(crate) fn rows(&mut self, name: &str, cols: usize) -> Result<Vec<Vec<f64>>, ExperimentError> {
         let (shape, v) = self.arr::<f64>(name)?;
         if shape.last().copied() != Some(cols as u64) {
             return Err(ExperimentError::Failed(format!(
@@ -99,7 +99,7 @@ impl<R: Read + Seek> Npz<R> {
         }
         Ok(v.chunks(cols).map(|r| r.to_vec()).collect())
     }
-    fn scalar(&mut self, name: &str) -> Result<f64, ExperimentError> {
+    pub(crate) fn scalar(&mut self, name: &str) -> Result<f64, ExperimentError> {
         self.arr::<f64>(name)?
             .1
             .first()
@@ -407,10 +407,10 @@ fn set_dt(m: &Model) -> f64 {
     m.dt
 }
 
-fn mean(v: &[f64]) -> f64 {
+pub(crate) fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
 }
-fn vmax(v: &[f64]) -> f64 {
+pub(crate) fn vmax(v: &[f64]) -> f64 {
     v.iter().copied().fold(0.0, f64::max)
 }
 

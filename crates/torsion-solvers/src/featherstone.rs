@@ -1282,6 +1282,30 @@ impl FeatherstoneSolver {
         let jac = self.jacobian_dual(model, s, u, dt, sel)?;
         Ok(split_jacobian(&jac, Dims::of(model), sel.len()))
     }
+
+    /// C alone: the selected θ columns of `step_jacobians` (rows: tangent q, v, act), without the state and
+    /// control columns — for one-step (teacher-forced) identification, where A and B are not needed. Models with
+    /// cables or the linear contact model: one Dual64 pass per parameter (the same passes `step_jacobians` makes
+    /// for C) instead of one per input direction.
+    pub fn param_jacobian(
+        &self,
+        model: &Model,
+        s: &GenState,
+        u: &Control,
+        dt: f64,
+        sel: &ParamSelection,
+    ) -> Result<DMatrix<f64>, SolverError> {
+        self.check(model, s, u, dt)?;
+        let n = Dims::of(model);
+        if !model.cables.is_empty() || model.na() > 0 || model.tensegrity_contact.is_some() || !u.body_wrench.is_empty()
+        {
+            let mut jac = DMatrix::zeros(n.nx, n.nx + n.ncu + sel.len());
+            self.theta_columns_dual(model, s, u, dt, sel, &mut jac)?;
+            return Ok(jac.columns(n.nx + n.ncu, sel.len()).into_owned());
+        }
+        let (jac, _) = self.jacobian(model, s, u, dt, sel)?;
+        Ok(jac.columns(jac.ncols() - sel.len(), sel.len()).into_owned())
+    }
 }
 
 impl Solver for FeatherstoneSolver {

@@ -322,6 +322,31 @@ fn contact_jacobians_match_central_differences() {
     }
 }
 
+/// `param_jacobian` (C alone, the one-step identification's Jacobian) is `step_jacobians`' C: the rolling prism
+/// (cables, actuators, contact) w.r.t. β, e, γ, μ, ε and a cable stiffness.
+#[test]
+fn param_jacobian_is_step_jacobians_c() {
+    let mut m = torsion_model::builder::tensegrity_prism_on_ground();
+    m.tensegrity_contact = Some(LinearContact { beta: 0.4, e: 0.2, gamma: 0.3, mu: 0.6, eps: 0.005 });
+    let mut q = m.qpos0.clone();
+    for k in 0..3 {
+        q[7 * k + 2] -= 1e-3;
+    }
+    let v: Vec<f64> = (0..m.nv()).map(|i| [0.4, -0.3, 1.5, 0.5, 0.2, -0.1][i % 6]).collect();
+    let s = GenState::with_act(q, v, vec![10.0, -5.0, 3.0]);
+    let cable = format!("tendon_stiffness[{}]", m.cables[0].name);
+    let mut names = CONTACT_NAMES.to_vec();
+    names.push(&cable);
+    let sel = ParamSelection::by_names(&m, &names).unwrap();
+    let solver = FeatherstoneSolver::default();
+    let u = Control::zeros(m.nv());
+    let c = solver.param_jacobian(&m, &s, &u, m.dt, &sel).unwrap();
+    let j = solver.step_jacobians(&m, &s, &u, m.dt, &sel).unwrap();
+    assert_eq!(c.shape(), j.c.shape());
+    let e = (&c - &j.c).amax();
+    assert!(e <= 1e-12 * j.c.amax() && j.c.amax() > 0.0, "{e:e}");
+}
+
 /// Zero slip: a rod at rest 1 mm in the floor (v_t = 0 exactly at both contacts) gives finite A, B, C.
 #[test]
 fn zero_slip_contact_gives_no_nan() {
