@@ -21,7 +21,7 @@
 //! (`GenState::warm`); the impact's is cold, and skipped when no contact approaches (every impact offset ≥ 0). Every step reports its ADMM results and the NCP residuals of §3.9;
 //! failures are reported, never hidden. Contacts sharing no moving body tree form independent problems
 //! (islands), solved one by one.
-use super::admm::{Admm, AdmmInfo, AdmmOptions};
+use super::admm::{Admm, AdmmCache, AdmmInfo, AdmmOptions};
 use super::sets::{ConstraintSet, FrictionSet};
 use super::tangent::TangentWorkspace;
 use crate::contact::buffers::{copy_matrix, reshape_zeroed};
@@ -42,9 +42,13 @@ use torsion_model::Model;
 pub struct NcpOptions {
     /// staggered passes (paper: n_step ∈ [3, 10]); the maximum when `tolerance` > 0
     pub n_step: usize,
-    /// stop early when max |Δλ| ≤ tolerance · (1 + max |λ|) (spec 001 §3.5, optional criterion); 0 = always
-    /// n_step passes (the paper; a static tape for the gradients)
+    /// stop early when max |Δλ| ≤ tolerance · (1 + max |λ|) (spec 001 §3.5, optional criterion); 0 = off
     pub tolerance: f64,
+    /// stop early when a pass leaves the NCP residual (§3.9, in m/s: the Signorini slack at the new λ_t, the
+    /// sub-problems' KKT residuals) ≤ residual_tolerance · (1 + max |b_n|) (issue 15 item 3); 0 = off. Both 0:
+    /// always n_step passes (the paper). The derivative is then the fixed point's (`NcpGradient::Auto`): the stop
+    /// must be far below what central differences resolve (docs/decisions.md)
+    pub residual_tolerance: f64,
     /// Baumgarte gain K (1/s); 0 = off
     pub baumgarte: f64,
     pub friction_set: FrictionSet,
@@ -74,6 +78,9 @@ pub enum NcpGradient {
     Cascade,
 }
 
+/// The default `NcpOptions::residual_tolerance` (measured in docs/decisions.md, BENCHMARKS.md).
+pub const RESIDUAL_TOLERANCE: f64 = 1e-15;
+
 impl NcpOptions {
     /// What the shared contact problem (`contact::prelude`) takes from these options.
     pub fn prelude(&self) -> PreludeOptions {
@@ -86,6 +93,7 @@ impl Default for NcpOptions {
         NcpOptions {
             n_step: 10,
             tolerance: 0.0,
+            residual_tolerance: RESIDUAL_TOLERANCE,
             baumgarte: 0.0,
             friction_set: FrictionSet::Cone,
             admm: AdmmOptions::default(),
@@ -159,6 +167,9 @@ pub struct NcpWorkspace {
     /// solve each contact island on its own (default; the same problem, as G is block diagonal over islands —
     /// off only to time or compare against the unsplit problem)
     pub split_islands: bool,
+    /// reuse each island's ADMM power iteration and factorisations across the passes of a solve (default; the
+    /// same result bit for bit — off only to time or compare)
+    pub reuse_factors: bool,
     islands: Vec<Island>,
     /// one QP / QCQP solver per island size (n, 2n)
     admm: HashMap<usize, (Admm, Admm)>,
@@ -215,6 +226,9 @@ struct Island {
     q: Vec<f64>,
     warm: Vec<f64>,
     r: Vec<f64>,
+    /// what the QP's and the QCQP's ADMM reuse across the passes of one solve (G fixed: λ_max, factorisations)
+    qp_cache: AdmmCache,
+    qcqp_cache: AdmmCache,
 }
 
 impl Island {
@@ -278,6 +292,7 @@ impl NcpSolver {
             body_joint,
             tape: Tape::default(),
             split_islands: true,
+            reuse_factors: true,
             islands: vec![],
             admm: HashMap::new(),
             buf: StepBuffers::default(),
@@ -379,6 +394,7 @@ impl NcpSolver {
             admm,
             buf,
             split_islands,
+            reuse_factors,
             pre,
             geoms,
             vplus,
@@ -429,7 +445,7 @@ impl NcpSolver {
                 isl.gather(idx);
             }
             let islands = &mut islands[..groups.len()];
-            let mut passes = Passes { o, contacts, islands, whole, admm, buf };
+            let mut passes = Passes { o, contacts, islands, whole, reuse: *reuse_factors, admm, buf };
             // no contact approaching (every impact offset b ≥ −1e-9 (1 + max |b|) m/s: resting contacts leave the
             // previous step at J_n v = 0 to the solver's tolerance): the compression's impulses are 0 (λ = 0
             // solves the QP, v⁺ is unique) to that tolerance, and the impact solve is skipped
@@ -510,6 +526,8 @@ struct Passes<'a> {
     contacts: &'a [ContactFrame],
     islands: &'a mut [Island],
     whole: bool,
+    /// `NcpWorkspace::reuse_factors`
+    reuse: bool,
     admm: &'a mut HashMap<usize, (Admm, Admm)>,
     buf: &'a mut StepBuffers,
 }
@@ -524,10 +542,16 @@ impl Passes<'_> {
         qp_info: &mut Vec<AdmmInfo>,
         qcqp_info: &mut Vec<AdmmInfo>,
     ) -> Result<(), SolverError> {
-        let Passes { o, contacts, islands, whole, admm, buf } = self;
-        let (o, whole, nc) = (*o, *whole, contacts.len());
+        let Passes { o, contacts, islands, whole, reuse, admm, buf } = self;
+        let (o, whole, reuse, nc) = (*o, *whole, *reuse, contacts.len());
         tape.lt_warm.clone_from(&buf.lt);
+        tape.converged = false;
         buf.r.resize(nc, 0.0);
+        // each island's G is fixed for the solve: its ADMM caches start empty, then serve every pass
+        for isl in islands.iter_mut() {
+            isl.qp_cache.reset();
+            isl.qcqp_cache.reset();
+        }
         let mut npass = 0;
         for _ in 0..o.n_step.max(1) {
             let (ln, lt) = (&mut buf.ln, &mut buf.lt);
@@ -558,7 +582,9 @@ impl Passes<'_> {
                 let (qp, _) = admm.entry(m).or_insert_with(|| (Admm::new(m), Admm::new(2 * m)));
                 isl.load(&pass.g_n, ln, 1);
                 let p = if whole { &pre.gn } else { &pre.blocks[n_isl].gn };
-                merge_info(&mut info, qp.solve(p, &isl.q, ConstraintSet::Nonneg, Some(&isl.warm), &o.admm)?, n_isl);
+                let cache = reuse.then_some(&mut isl.qp_cache);
+                let i = qp.solve_cached(p, &isl.q, ConstraintSet::Nonneg, Some(&isl.warm), &o.admm, cache)?;
+                merge_info(&mut info, i, n_isl);
                 isl.store(qp.solution(), ln, 1);
             }
             qp_info.push(info);
@@ -588,9 +614,12 @@ impl Passes<'_> {
                 isl.r.extend(isl.idx.iter().map(|&i| buf.r[i]));
                 let p = if whole { &pre.gt } else { &pre.blocks[n_isl].gt };
                 let set = ConstraintSet::Friction { kind: o.friction_set, r: &isl.r };
-                merge_info(&mut info, qcqp.solve(p, &isl.q, set, Some(&isl.warm), &o.admm)?, n_isl);
+                let cache = reuse.then_some(&mut isl.qcqp_cache);
+                let i = qcqp.solve_cached(p, &isl.q, set, Some(&isl.warm), &o.admm, cache)?;
+                merge_info(&mut info, i, n_isl);
                 isl.store(qcqp.solution(), lt, 2);
             }
+            let kkt = info.kkt_residual.max(qp_info.last().map_or(0.0, |i| i.kkt_residual));
             qcqp_info.push(info);
             pass.lambda_n.clone_from(ln);
             pass.lambda_t.clone_from(lt);
@@ -603,6 +632,14 @@ impl Passes<'_> {
             if o.tolerance > 0.0 && tape.last_change <= o.tolerance * (1.0 + lmax) {
                 break;
             }
+            if o.residual_tolerance > 0.0 {
+                let res = kkt.max(signorini(pre, whole, islands, bn, ln, lt));
+                let bmax = bn.iter().fold(0.0f64, |m, b| m.max(b.abs()));
+                if res <= o.residual_tolerance * (1.0 + bmax) {
+                    tape.converged = true;
+                    break;
+                }
+            }
         }
         tape.recycle(npass);
         tape.bn.clear();
@@ -613,6 +650,30 @@ impl Passes<'_> {
         tape.lt.clone_from(&buf.lt);
         Ok(())
     }
+}
+
+/// The Signorini part of the NCP residual after a pass (m/s): the QP's slack s = G_n λ_n + G_nt λ_t + b_n at the
+/// pass's λ_t, |s| where λ_n > 0, max(−s, 0) where λ_n = 0 (the QCQP was solved at this λ_n: its conditions
+/// hold to its KKT residual). Per island, from its blocks (the dense G when the islands are not split).
+fn signorini(pre: &Prelude<f64>, whole: bool, islands: &[Island], bn: &[f64], ln: &[f64], lt: &[f64]) -> f64 {
+    let mut res = 0.0f64;
+    for (n_isl, isl) in islands.iter().enumerate() {
+        let idx = &isl.idx;
+        let (gn, gnt) = if whole { (&pre.gn, &pre.gnt) } else { (&pre.blocks[n_isl].gn, &pre.blocks[n_isl].gnt) };
+        for (a, &i) in idx.iter().enumerate() {
+            // the dense G is indexed by contact, a block by the island's order
+            let row = if whole { i } else { a };
+            let col = |b: usize| if whole { idx[b] } else { b };
+            let mut sl = bn[i];
+            for (b, &j) in idx.iter().enumerate() {
+                sl += gn[(row, col(b))] * ln[j]
+                    + gnt[(row, 2 * col(b))] * lt[2 * j]
+                    + gnt[(row, 2 * col(b) + 1)] * lt[2 * j + 1];
+            }
+            res = res.max(if ln[i] > 0.0 { sl.abs() } else { (-sl).max(0.0) });
+        }
+    }
+    res
 }
 
 /// One staggered pass as executed: the QP's linear term and solution, the QCQP's and its solution.
@@ -637,6 +698,8 @@ pub(crate) struct PhaseTape {
     pub lt: Vec<f64>,
     /// max |Δλ| of the last pass
     pub last_change: f64,
+    /// the passes stopped on the NCP residual (`NcpOptions::residual_tolerance`): at the fixed point
+    pub converged: bool,
     /// passes' buffers beyond the last solve's count, kept for reuse
     spare: Vec<Pass>,
 }
@@ -776,5 +839,88 @@ mod tests {
             }
             s = a.clone();
         }
+    }
+
+    /// Two stacks of three boxes (one island each, 12 contacts) and a box sliding alone, `m` boxes given.
+    fn stacks_scene() -> Model {
+        let mut bodies = String::new();
+        for c in 0..2 {
+            for k in 0..3 {
+                bodies += &format!(
+                    r#"<body pos="{} 0 {}"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/></body>"#,
+                    0.5 * c as f64,
+                    0.0995 + 0.2 * k as f64
+                );
+            }
+        }
+        bodies += r#"<body pos="1.2 0 0.0995"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/></body>"#;
+        let xml = format!(
+            r#"<mujoco><option timestep="0.005" gravity="0 0 -9.81"/><worldbody><geom type="plane" size="10 10 0.1" friction="0.5"/>{bodies}</worldbody></mujoco>"#
+        );
+        torsion_model::io::mjcf::load_mjcf_str(&xml, "stacks.xml", None).unwrap()
+    }
+
+    /// Issue 15: each island's ADMM computes its power iteration and factorisations once per solve and reuses
+    /// them across the staggered passes (G is fixed within a step): the same states, impulses and ADMM reports
+    /// bit for bit as factorising in every pass, with fewer factorisations.
+    #[test]
+    fn reused_factorisations_give_the_same_steps_bit_for_bit() {
+        let m = stacks_scene();
+        // the fixed pass count (no residual stop): every pass solves again with the same G
+        let solver = NcpSolver::new(NcpOptions { residual_tolerance: 0.0, ..Default::default() });
+        let mut s = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
+        s.v[6 * 6] = 0.4;
+        let u = Control::from_torques(&vec![0.0; m.nv()]);
+        let (mut reuse, mut again) = (solver.workspace(&m).unwrap(), solver.workspace(&m).unwrap());
+        again.ncp.reuse_factors = false;
+        let (mut a, mut b) = (s.clone(), s.clone());
+        let (mut fact_reuse, mut fact_again) = (0, 0);
+        for step in 0..6 {
+            solver.step(&m, &s, &u, 0.005, &mut a, &mut reuse, None).unwrap();
+            solver.step(&m, &s, &u, 0.005, &mut b, &mut again, None).unwrap();
+            assert!(a == b, "step {step}: reusing the factorisations changed the step");
+            let (r, g) = (&reuse.report, &again.report);
+            assert_eq!((&r.lambda_n, &r.lambda_t), (&g.lambda_n, &g.lambda_t), "step {step}");
+            assert_eq!(r.qp.len(), g.qp.len());
+            for (x, y) in r.qp.iter().zip(&g.qp).chain(r.qcqp.iter().zip(&g.qcqp)) {
+                assert_eq!((x.iterations, x.rho, x.primal_residual), (y.iterations, y.rho, y.primal_residual));
+            }
+            let count = |r: &NcpReport| r.qp.iter().chain(&r.qcqp).map(|i| i.refactorizations).sum::<usize>();
+            fact_reuse += count(r);
+            fact_again += count(g);
+            s = a.clone();
+        }
+        assert!(reuse.frames.len() >= 28, "{} contacts", reuse.frames.len());
+        eprintln!("factorisations in 6 steps: {fact_reuse} reused, {fact_again} each pass");
+        assert!(2 * fact_reuse < fact_again, "factorisations: {fact_reuse} reused vs {fact_again}");
+    }
+
+    /// Issue 15 item 3: the convergence-tested loop (default `residual_tolerance`) settles resting contacts in
+    /// one or two passes per step (the fixed loop makes 10), at the state of the 10-pass loop to 1e-12: boxes
+    /// resting in two stacks of three and one alone, after 40 steps of settling.
+    #[test]
+    fn resting_contacts_converge_in_two_passes() {
+        let m = stacks_scene();
+        let fixed = NcpSolver::new(NcpOptions { residual_tolerance: 0.0, ..Default::default() });
+        let tested = NcpSolver::default();
+        let u = Control::from_torques(&vec![0.0; m.nv()]);
+        let (mut wf, mut wt) = (fixed.workspace(&m).unwrap(), tested.workspace(&m).unwrap());
+        let mut s = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
+        let (mut a, mut b) = (s.clone(), s.clone());
+        let mut worst: f64 = 0.0;
+        for step in 0..60 {
+            fixed.step(&m, &s, &u, 0.005, &mut a, &mut wf, None).unwrap();
+            let info = tested.step(&m, &s, &u, 0.005, &mut b, &mut wt, None).unwrap();
+            let d = a.q.iter().zip(&b.q).chain(a.v.iter().zip(&b.v)).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+            worst = worst.max(d);
+            if step >= 40 {
+                assert!(info.iterations <= 2, "step {step}: {} passes at rest", info.iterations);
+                assert!(wt.report.impact.is_none() && info.converged, "step {step}: {info:?}");
+            }
+            s = a.clone();
+        }
+        assert!(wf.report.qp.len() == 10 && wt.frames.len() >= 28, "{} contacts", wt.frames.len());
+        eprintln!("resting stacks: converged-loop vs 10-pass states max |Δ| {worst:.1e}");
+        assert!(worst < 1e-12, "{worst:e}");
     }
 }
