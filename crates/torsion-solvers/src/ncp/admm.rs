@@ -177,6 +177,11 @@ impl Admm {
         }
     }
 
+    /// The problem size n.
+    pub fn size(&self) -> usize {
+        self.n
+    }
+
     /// The solution z (feasible by construction).
     pub fn solution(&self) -> &[f64] {
         &self.z

@@ -60,6 +60,9 @@ pub struct NcpOptions {
     pub collision: torsion_collision::CollisionOptions,
     /// how the step is differentiated (`tangent.rs`)
     pub gradient: NcpGradient,
+    /// solve the contact islands in parallel (rayon, in the current thread pool; issue 15 item 5): the same
+    /// result bit for bit as one by one. Off by default: rayon's job queues allocate (design.md §7)
+    pub parallel: bool,
 }
 
 /// Which derivative of the staggered iteration the Jacobians return.
@@ -100,6 +103,7 @@ impl Default for NcpOptions {
             passive: true,
             collision: torsion_collision::CollisionOptions { margin: 0.01, ..Default::default() },
             gradient: NcpGradient::Auto,
+            parallel: false,
         }
     }
 }
@@ -171,8 +175,8 @@ pub struct NcpWorkspace {
     /// same result bit for bit — off only to time or compare)
     pub reuse_factors: bool,
     islands: Vec<Island>,
-    /// one QP / QCQP solver per island size (n, 2n)
-    admm: HashMap<usize, (Admm, Admm)>,
+    /// QP / QCQP solvers (sizes n, 2n) not held by an island, by n
+    admm: HashMap<usize, Vec<(Admm, Admm)>>,
     buf: StepBuffers,
     /// the step's contact problem (its buffers reused), the contacts as geometry, v⁺, the impact's impulses
     pre: Prelude<f64>,
@@ -213,8 +217,6 @@ struct ResidualBuffers {
 struct StepBuffers {
     ln: Vec<f64>,
     lt: Vec<f64>,
-    ln_old: Vec<f64>,
-    lt_old: Vec<f64>,
     r: Vec<f64>,
 }
 
@@ -223,33 +225,25 @@ struct StepBuffers {
 #[derive(Default)]
 struct Island {
     idx: Vec<usize>,
-    q: Vec<f64>,
-    warm: Vec<f64>,
+    /// the island's impulses (its contacts' order), the linear terms and radii of its last pass
+    ln: Vec<f64>,
+    lt: Vec<f64>,
+    g_n: Vec<f64>,
+    g_t: Vec<f64>,
     r: Vec<f64>,
     /// what the QP's and the QCQP's ADMM reuse across the passes of one solve (G fixed: λ_max, factorisations)
     qp_cache: AdmmCache,
     qcqp_cache: AdmmCache,
+    /// the island's QP and QCQP solvers (sizes m, 2m), its last pass's ADMM reports and Signorini residual
+    admm: Option<(Admm, Admm)>,
+    info: [AdmmInfo; 2],
+    res: f64,
 }
 
 impl Island {
     fn gather(&mut self, idx: &[usize]) {
         self.idx.clear();
         self.idx.extend_from_slice(idx);
-    }
-    /// q and the warm start of the island from the global vectors (`w` entries per contact).
-    fn load(&mut self, g: &[f64], x: &[f64], w: usize) {
-        self.q.clear();
-        self.warm.clear();
-        for &i in &self.idx {
-            self.q.extend_from_slice(&g[w * i..w * i + w]);
-            self.warm.extend_from_slice(&x[w * i..w * i + w]);
-        }
-    }
-    /// The island's solution into the global vector.
-    fn store(&self, z: &[f64], x: &mut [f64], w: usize) {
-        for (a, &i) in self.idx.iter().enumerate() {
-            x[w * i..w * i + w].copy_from_slice(&z[w * a..w * a + w]);
-        }
     }
 }
 
@@ -520,7 +514,9 @@ impl NcpSolver {
 }
 
 /// The staggered passes over the islands (spec 001 §3.5): λ_n ← QP(G_n, b_n + G_nt λ_t), λ_t ← QCQP(G_t,
-/// b_t + G_ntᵀ λ_n, μ λ_n), from the warm start in `buf`, recorded on a tape.
+/// b_t + G_ntᵀ λ_n, μ λ_n), from the warm start in `buf`, recorded on a tape. Each pass solves every island on
+/// its own (`island_pass`, in parallel with `NcpOptions::parallel`), then gathers their results in island order:
+/// the same numbers whatever the thread count.
 struct Passes<'a> {
     o: &'a NcpOptions,
     contacts: &'a [ContactFrame],
@@ -528,8 +524,50 @@ struct Passes<'a> {
     whole: bool,
     /// `NcpWorkspace::reuse_factors`
     reuse: bool,
-    admm: &'a mut HashMap<usize, (Admm, Admm)>,
+    /// ADMM solvers not held by an island, by island size (an island takes one of its size)
+    admm: &'a mut HashMap<usize, Vec<(Admm, Admm)>>,
     buf: &'a mut StepBuffers,
+}
+
+/// One pass of one island on its own impulses (`Island::ln`, `lt`, warm on entry): its QP, then its QCQP, and
+/// the Signorini part of its NCP residual when `residual` (G: the island's blocks, or the dense G when whole).
+#[allow(clippy::too_many_arguments)]
+fn island_pass(
+    isl: &mut Island,
+    g: (&DMatrix<f64>, &DMatrix<f64>, &DMatrix<f64>),
+    bn: &[f64],
+    bt: &[f64],
+    contacts: &[ContactFrame],
+    o: &NcpOptions,
+    reuse: bool,
+    residual: bool,
+) -> Result<(), SolverError> {
+    let (gn, gt, gnt) = g;
+    let Island { idx, ln, lt, g_n, g_t, r, qp_cache, qcqp_cache, admm, info, res, .. } = isl;
+    let (qp, qcqp) = admm.as_mut().expect("an island holds its ADMM solvers");
+    let m = idx.len();
+    // QP: g_n = b_n + G_nt λ_t (G_nt is block diagonal over the islands: the island's rows from its block)
+    g_n.clear();
+    g_n.extend(idx.iter().enumerate().map(|(a, &i)| bn[i] + (0..2 * m).map(|k| gnt[(a, k)] * lt[k]).sum::<f64>()));
+    let cache = reuse.then_some(qp_cache);
+    info[0] = qp.solve_cached(gn, g_n, ConstraintSet::Nonneg, Some(ln), &o.admm, cache)?;
+    ln.copy_from_slice(qp.solution());
+    // QCQP: g_t = b_t + G_ntᵀ λ_n, disks of radius μ λ_n
+    g_t.clear();
+    g_t.extend(
+        idx.iter()
+            .flat_map(|&i| [2 * i, 2 * i + 1])
+            .enumerate()
+            .map(|(kk, k)| bt[k] + (0..m).map(|b| gnt[(b, kk)] * ln[b]).sum::<f64>()),
+    );
+    r.clear();
+    r.extend(idx.iter().zip(ln.iter()).map(|(&i, l)| contacts[i].mu * l));
+    let set = ConstraintSet::Friction { kind: o.friction_set, r };
+    let cache = reuse.then_some(qcqp_cache);
+    info[1] = qcqp.solve_cached(gt, g_t, set, Some(lt), &o.admm, cache)?;
+    lt.copy_from_slice(qcqp.solution());
+    *res = if residual { signorini(gn, gnt, idx, bn, ln, lt) } else { 0.0 };
+    Ok(())
 }
 
 impl Passes<'_> {
@@ -547,95 +585,95 @@ impl Passes<'_> {
         tape.lt_warm.clone_from(&buf.lt);
         tape.converged = false;
         buf.r.resize(nc, 0.0);
-        // each island's G is fixed for the solve: its ADMM caches start empty, then serve every pass
         for isl in islands.iter_mut() {
+            // each island's G is fixed for the solve: its ADMM caches start empty, then serve every pass
             isl.qp_cache.reset();
             isl.qcqp_cache.reset();
+            // the island's ADMM solvers (from the pool when its size changed; new ones at a new size only)
+            let m = isl.idx.len();
+            if isl.admm.as_ref().is_some_and(|(a, _)| a.size() != m) {
+                let old = isl.admm.take().expect("checked");
+                admm.entry(old.0.size()).or_default().push(old);
+            }
+            if isl.admm.is_none() {
+                let pooled = admm.get_mut(&m).and_then(|v| v.pop());
+                isl.admm = Some(pooled.unwrap_or_else(|| (Admm::new(m), Admm::new(2 * m))));
+            }
+            // the warm start
+            isl.ln.clear();
+            isl.ln.extend(isl.idx.iter().map(|&i| buf.ln[i]));
+            isl.lt.clear();
+            isl.lt.extend(isl.idx.iter().flat_map(|&i| [buf.lt[2 * i], buf.lt[2 * i + 1]]));
         }
+        let residual = o.residual_tolerance > 0.0;
+        let blocks = &pre.blocks;
+        let g_of = |n: usize| {
+            if whole {
+                (&pre.gn, &pre.gt, &pre.gnt)
+            } else {
+                (&blocks[n].gn, &blocks[n].gt, &blocks[n].gnt)
+            }
+        };
         let mut npass = 0;
         for _ in 0..o.n_step.max(1) {
-            let (ln, lt) = (&mut buf.ln, &mut buf.lt);
-            buf.ln_old.clone_from(ln);
-            buf.lt_old.clone_from(lt);
+            if o.parallel && islands.len() > 1 {
+                use rayon::prelude::*;
+                islands
+                    .par_iter_mut()
+                    .enumerate()
+                    .try_for_each(|(n, isl)| island_pass(isl, g_of(n), bn, bt, contacts, o, reuse, residual))?;
+            } else {
+                for (n, isl) in islands.iter_mut().enumerate() {
+                    island_pass(isl, g_of(n), bn, bt, contacts, o, reuse, residual)?;
+                }
+            }
+            // gather the islands' results in island order (the same whatever ran them)
             if npass == tape.passes.len() {
                 tape.passes.push(tape.spare.pop().unwrap_or_default());
             }
             let pass = &mut tape.passes[npass];
             npass += 1;
-            // QP: g_n = b_n + G_nt λ_t (G_nt is block diagonal over the islands: each island's rows from its block)
-            pass.g_n.clear();
-            if whole {
-                pass.g_n.extend((0..nc).map(|i| bn[i] + (0..2 * nc).map(|k| pre.gnt[(i, k)] * lt[k]).sum::<f64>()));
-            } else {
-                pass.g_n.resize(nc, 0.0);
-                for (isl, blk) in islands.iter().zip(&pre.blocks) {
-                    let idx = &isl.idx;
-                    for (a, &i) in idx.iter().enumerate() {
-                        let x = (0..2 * idx.len()).map(|k| blk.gnt[(a, k)] * lt[2 * idx[k / 2] + k % 2]).sum::<f64>();
-                        pass.g_n[i] = bn[i] + x;
+            for v in [&mut pass.g_n, &mut pass.lambda_n] {
+                v.clear();
+                v.resize(nc, 0.0);
+            }
+            for v in [&mut pass.g_t, &mut pass.lambda_t] {
+                v.clear();
+                v.resize(2 * nc, 0.0);
+            }
+            let (mut qp, mut qcqp) = (AdmmInfo::default(), AdmmInfo::default());
+            let (mut change, mut res) = (0.0f64, 0.0f64);
+            for (n, isl) in islands.iter().enumerate() {
+                merge_info(&mut qp, isl.info[0].clone(), n);
+                merge_info(&mut qcqp, isl.info[1].clone(), n);
+                res = res.max(isl.res);
+                for (a, &i) in isl.idx.iter().enumerate() {
+                    change = change.max((isl.ln[a] - buf.ln[i]).abs());
+                    buf.ln[i] = isl.ln[a];
+                    buf.r[i] = isl.r[a];
+                    pass.g_n[i] = isl.g_n[a];
+                    for t in 0..2 {
+                        let (k, kk) = (2 * i + t, 2 * a + t);
+                        change = change.max((isl.lt[kk] - buf.lt[k]).abs());
+                        buf.lt[k] = isl.lt[kk];
+                        pass.g_t[k] = isl.g_t[kk];
                     }
                 }
             }
-            let mut info = AdmmInfo::default();
-            for (n_isl, isl) in islands.iter_mut().enumerate() {
-                let m = isl.idx.len();
-                let (qp, _) = admm.entry(m).or_insert_with(|| (Admm::new(m), Admm::new(2 * m)));
-                isl.load(&pass.g_n, ln, 1);
-                let p = if whole { &pre.gn } else { &pre.blocks[n_isl].gn };
-                let cache = reuse.then_some(&mut isl.qp_cache);
-                let i = qp.solve_cached(p, &isl.q, ConstraintSet::Nonneg, Some(&isl.warm), &o.admm, cache)?;
-                merge_info(&mut info, i, n_isl);
-                isl.store(qp.solution(), ln, 1);
-            }
-            qp_info.push(info);
-            // QCQP: g_t = b_t + G_ntᵀ λ_n, disks of radius μ λ_n
-            pass.g_t.clear();
-            if whole {
-                pass.g_t.extend((0..2 * nc).map(|k| bt[k] + (0..nc).map(|i| pre.gnt[(i, k)] * ln[i]).sum::<f64>()));
-            } else {
-                pass.g_t.resize(2 * nc, 0.0);
-                for (isl, blk) in islands.iter().zip(&pre.blocks) {
-                    let idx = &isl.idx;
-                    for (kk, k) in idx.iter().flat_map(|&i| [2 * i, 2 * i + 1]).enumerate() {
-                        let x = idx.iter().enumerate().map(|(b, &i)| blk.gnt[(b, kk)] * ln[i]).sum::<f64>();
-                        pass.g_t[k] = bt[k] + x;
-                    }
-                }
-            }
-            for i in 0..nc {
-                buf.r[i] = contacts[i].mu * ln[i];
-            }
-            let mut info = AdmmInfo::default();
-            for (n_isl, isl) in islands.iter_mut().enumerate() {
-                let m = isl.idx.len();
-                let (_, qcqp) = admm.entry(m).or_insert_with(|| (Admm::new(m), Admm::new(2 * m)));
-                isl.load(&pass.g_t, lt, 2);
-                isl.r.clear();
-                isl.r.extend(isl.idx.iter().map(|&i| buf.r[i]));
-                let p = if whole { &pre.gt } else { &pre.blocks[n_isl].gt };
-                let set = ConstraintSet::Friction { kind: o.friction_set, r: &isl.r };
-                let cache = reuse.then_some(&mut isl.qcqp_cache);
-                let i = qcqp.solve_cached(p, &isl.q, set, Some(&isl.warm), &o.admm, cache)?;
-                merge_info(&mut info, i, n_isl);
-                isl.store(qcqp.solution(), lt, 2);
-            }
-            let kkt = info.kkt_residual.max(qp_info.last().map_or(0.0, |i| i.kkt_residual));
-            qcqp_info.push(info);
-            pass.lambda_n.clone_from(ln);
-            pass.lambda_t.clone_from(lt);
-            tape.last_change = ln
-                .iter()
-                .zip(&buf.ln_old)
-                .chain(lt.iter().zip(&buf.lt_old))
-                .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            let (ln, lt) = (&buf.ln, &buf.lt);
+            pass.lambda_n.copy_from_slice(ln);
+            pass.lambda_t.copy_from_slice(lt);
+            let kkt = qp.kkt_residual.max(qcqp.kkt_residual);
+            qp_info.push(qp);
+            qcqp_info.push(qcqp);
+            tape.last_change = change;
             let lmax = ln.iter().chain(lt.iter()).fold(0.0f64, |m, v| m.max(v.abs()));
             if o.tolerance > 0.0 && tape.last_change <= o.tolerance * (1.0 + lmax) {
                 break;
             }
-            if o.residual_tolerance > 0.0 {
-                let res = kkt.max(signorini(pre, whole, islands, bn, ln, lt));
+            if residual {
                 let bmax = bn.iter().fold(0.0f64, |m, b| m.max(b.abs()));
-                if res <= o.residual_tolerance * (1.0 + bmax) {
+                if kkt.max(res) <= o.residual_tolerance * (1.0 + bmax) {
                     tape.converged = true;
                     break;
                 }
@@ -652,26 +690,17 @@ impl Passes<'_> {
     }
 }
 
-/// The Signorini part of the NCP residual after a pass (m/s): the QP's slack s = G_n λ_n + G_nt λ_t + b_n at the
-/// pass's λ_t, |s| where λ_n > 0, max(−s, 0) where λ_n = 0 (the QCQP was solved at this λ_n: its conditions
-/// hold to its KKT residual). Per island, from its blocks (the dense G when the islands are not split).
-fn signorini(pre: &Prelude<f64>, whole: bool, islands: &[Island], bn: &[f64], ln: &[f64], lt: &[f64]) -> f64 {
+/// The Signorini part of an island's NCP residual after a pass (m/s): the QP's slack s = G_n λ_n + G_nt λ_t + b_n
+/// at the pass's λ_t, |s| where λ_n > 0, max(−s, 0) where λ_n = 0 (the QCQP was solved at this λ_n: its
+/// conditions hold to its KKT residual). `ln`, `lt`: the island's impulses (its order, as its blocks).
+fn signorini(gn: &DMatrix<f64>, gnt: &DMatrix<f64>, idx: &[usize], bn: &[f64], ln: &[f64], lt: &[f64]) -> f64 {
+    let m = idx.len();
     let mut res = 0.0f64;
-    for (n_isl, isl) in islands.iter().enumerate() {
-        let idx = &isl.idx;
-        let (gn, gnt) = if whole { (&pre.gn, &pre.gnt) } else { (&pre.blocks[n_isl].gn, &pre.blocks[n_isl].gnt) };
-        for (a, &i) in idx.iter().enumerate() {
-            // the dense G is indexed by contact, a block by the island's order
-            let row = if whole { i } else { a };
-            let col = |b: usize| if whole { idx[b] } else { b };
-            let mut sl = bn[i];
-            for (b, &j) in idx.iter().enumerate() {
-                sl += gn[(row, col(b))] * ln[j]
-                    + gnt[(row, 2 * col(b))] * lt[2 * j]
-                    + gnt[(row, 2 * col(b) + 1)] * lt[2 * j + 1];
-            }
-            res = res.max(if ln[i] > 0.0 { sl.abs() } else { (-sl).max(0.0) });
-        }
+    for (a, &i) in idx.iter().enumerate() {
+        let sl = bn[i]
+            + (0..m).map(|b| gn[(a, b)] * ln[b]).sum::<f64>()
+            + (0..2 * m).map(|k| gnt[(a, k)] * lt[k]).sum::<f64>();
+        res = res.max(if ln[a] > 0.0 { sl.abs() } else { (-sl).max(0.0) });
     }
     res
 }
@@ -922,5 +951,40 @@ mod tests {
         assert!(wf.report.qp.len() == 10 && wt.frames.len() >= 28, "{} contacts", wt.frames.len());
         eprintln!("resting stacks: converged-loop vs 10-pass states max |Δ| {worst:.1e}");
         assert!(worst < 1e-12, "{worst:e}");
+    }
+
+    /// Issue 15 item 5: islands solved in parallel (`NcpOptions::parallel`) give the steps of the serial loop
+    /// bit for bit, in a pool of 1 thread and of 2: two stacks and a sliding box landing (impacts, restitution
+    /// 0.3 on one stack), then resting, 40 steps.
+    #[test]
+    fn parallel_islands_are_bit_identical_for_one_and_two_threads() {
+        let mut m = stacks_scene();
+        // the first stack's bottom box bounces (the pair's ε is the larger of the two shapes')
+        m.shapes[1].restitution = 0.3;
+        let mut s0 = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
+        s0.v[6 * 6] = 0.4;
+        s0.v[2] = -0.3;
+        let u = Control::from_torques(&vec![0.0; m.nv()]);
+        let run = |parallel: bool| {
+            let solver = NcpSolver::new(NcpOptions { parallel, ..Default::default() });
+            let mut ws = solver.workspace(&m).unwrap();
+            let (mut a, mut b) = (s0.clone(), s0.clone());
+            let mut states = vec![];
+            for _ in 0..40 {
+                solver.step(&m, &a, &u, 0.005, &mut b, &mut ws, None).unwrap();
+                std::mem::swap(&mut a, &mut b);
+                states.push(a.clone());
+            }
+            states
+        };
+        let serial = run(false);
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let par = pool.install(|| run(true));
+            for (t, (x, y)) in serial.iter().zip(&par).enumerate() {
+                assert!(x == y, "{threads} thread(s), step {t}: the parallel step differs");
+            }
+        }
+        assert!(serial.last().unwrap().warm.len() >= 28, "in contact");
     }
 }
