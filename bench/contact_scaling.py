@@ -15,6 +15,10 @@ over the rest phase), and for torsion the cost of one contact step's `step_jacob
 `rollout_vjp` per step over the rest phase (beside MuJoCo's `mjd_transitionFD`, forward differences, per call).
 Usage: python3 bench/contact_scaling.py [--repeats N] [--sizes 1,5,10,20,50] [--out target/bench/contact_scaling.json]
 Needs the torsion Python package (pip install ./crates/torsion-py) and mujoco.
+With `--torsion-bin target/release/contact_scaling` the torsion side is the Rust bench binary instead (the same
+scenes and phases through `Solver::step`, no Python package needed), run per scene just before MuJoCo's with
+`--compare`: "before" (10 fixed passes, factorising in every pass) and "after" (`NcpSolver` defaults) interleaved,
+with one rest step's `step_vjp` up to 10 boxes; penetration / drift are then MuJoCo's only.
 """
 import argparse
 import json
@@ -22,6 +26,7 @@ import math
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 
@@ -29,7 +34,10 @@ import mujoco
 import numpy as np
 from mujoco import rollout as mj_rollout
 
-import torsion
+try:
+    import torsion
+except ImportError:  # --torsion-bin needs no Python package
+    torsion = None
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 H = 0.1  # box half size, m
@@ -145,6 +153,48 @@ def run_mujoco(xml, n, layout, repeats, grads):
     return r
 
 
+def run_torsion_bin(binary, n, layout, repeats):
+    """The Rust bench binary on one scene, both configurations: {config: row} (its JSON rows)."""
+    out = subprocess.run([binary, "--sizes", str(n), "--layouts", layout, "--repeats", str(repeats), "--compare",
+                          "--vjp-max", "10"], check=True, capture_output=True, text=True).stdout
+    return {r["config"]: r for r in json.loads(out)["contact_scaling"]}
+
+
+def main_bin(args, sizes):
+    rows = []
+    for layout in ("grid", "stacks"):
+        for n in sizes:
+            if layout == "stacks" and n % 5:
+                continue
+            xml = scene_xml(n, layout)
+            ours = run_torsion_bin(args.torsion_bin, n, layout, args.repeats)
+            ref = run_mujoco(xml, n, layout, args.repeats, n in (1, 10))
+            r = dict(layout=layout, n=n, torsion=ours, mujoco=ref)
+            for c in ours:
+                r[f"ratio_drop_{c}"] = ours[c]["drop_us"] / ref["drop_us"]
+                r[f"ratio_rest_{c}"] = ours[c]["rest_us"] / ref["rest_us"]
+            rows.append(r)
+            b, a = ours["before"], ours["after"]
+            print(f"{layout:6s} N={n:3d}  before {b['drop_us']:8.1f} / {b['rest_us']:8.1f}  after {a['drop_us']:8.1f} / "
+                  f"{a['rest_us']:8.1f}  MuJoCo {ref['drop_us']:7.1f} / {ref['rest_us']:7.1f} µs (drop / rest)  ratio "
+                  f"before {r['ratio_drop_before']:5.1f}× / {r['ratio_rest_before']:5.1f}×  after "
+                  f"{r['ratio_drop_after']:5.1f}× / {r['ratio_rest_after']:5.1f}×  passes/step after "
+                  f"{a['drop_passes_per_step']:.2f} / {a['rest_passes_per_step']:.2f}  checksum same: "
+                  f"{a['final_checksum'] == b['final_checksum']}"
+                  + (f"  step_vjp {b['step_vjp_us']:.0f} / {a['step_vjp_us']:.0f} µs" if "step_vjp_us" in a else "")
+                  + (f"  MuJoCo transitionFD {ref['transitionFD_us']:.0f} µs" if "transitionFD_us" in ref else ""),
+                  flush=True)
+    slopes = {}
+    for layout in ("grid", "stacks"):
+        rs = [r for r in rows if r["layout"] == layout]
+        ns = [r["n"] for r in rs]
+        slopes[layout] = {c: slope(ns, [r["torsion"][c]["rest_us"] for r in rs]) for c in ("before", "after")}
+        slopes[layout]["mujoco"] = slope(ns, [r["mujoco"]["rest_us"] for r in rs])
+        print(f"{layout}: rest-phase growth slope before {slopes[layout]['before']:.2f}, after "
+              f"{slopes[layout]['after']:.2f}, MuJoCo {slopes[layout]['mujoco']:.2f}")
+    return rows, slopes
+
+
 def slope(ns, ts):
     x, y = np.log(np.array(ns, float)), np.log(np.array(ts, float))
     return float(np.polyfit(x, y, 1)[0]) if len(ns) > 1 else float("nan")
@@ -155,8 +205,12 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--sizes", default="1,5,10,20,50")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "bench", "contact_scaling.json"))
+    ap.add_argument("--torsion-bin", default=None, help="the Rust bench binary (torsion-bench contact_scaling)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    if args.torsion_bin:
+        rows, slopes = main_bin(args, sizes)
+        return write(args, rows, slopes)
     rows = []
     for layout in ("grid", "stacks"):
         for n in sizes:
@@ -182,9 +236,13 @@ def main():
         slopes[layout] = {eng: slope([r["n"] for r in rs], [r[eng]["rest_us"] for r in rs]) for eng in ("torsion", "mujoco")}
         print(f"{layout}: rest-phase growth slope torsion {slopes[layout]['torsion']:.2f}, "
               f"MuJoCo {slopes[layout]['mujoco']:.2f}")
+    write(args, rows, slopes)
+
+
+def write(args, rows, slopes):
     out = dict(rows=rows, slopes=slopes, dt=DT, phases=dict(drop=DROP, rest=REST), repeats=args.repeats,
                machine=dict(cpu=platform.processor() or platform.machine(), nproc=os.cpu_count(),
-                            python=sys.version.split()[0], mujoco=mujoco.__version__))
+                            python=sys.version.split()[0], mujoco=mujoco.__version__, load=os.getloadavg()))
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(out, f, indent=1)

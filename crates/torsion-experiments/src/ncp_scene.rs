@@ -100,7 +100,8 @@ impl Scene {
 
     /// The stepper (restitution is per contact: `simulate` sets the frames' μ and ε).
     pub fn solver(&self, set: FrictionSet, n_step: usize, tolerance: f64) -> NcpSolver {
-        let mut o = NcpOptions { n_step, tolerance, friction_set: set, ..Default::default() };
+        // the experiments' pass counts are theirs (`tolerance` 0: exactly n_step passes): no residual stop
+        let mut o = NcpOptions { n_step, tolerance, residual_tolerance: 0.0, friction_set: set, ..Default::default() };
         o.collision.margin = self.margin;
         NcpSolver::new(o)
     }

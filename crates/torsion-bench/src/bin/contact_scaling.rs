@@ -5,13 +5,14 @@
 //! `--repeats`. Also the growth slope of the rest-phase time vs N (log-log least squares), the final state's
 //! checksum (to compare builds bit for bit) and, per scene, one rest step's `step_vjp` (recorded step, all state
 //! and control gradients). Usage: cargo run --release -p torsion-bench --bin contact_scaling -- [--repeats N]
-//! [--sizes 1,5,10,20,50] [--layouts grid,stacks] [--vjp-max 10]
+//! [--sizes 1,5,10,20,50] [--layouts grid,stacks] [--vjp-max 10] [--compare] (`--compare`: also the step before
+//! issue 15 items 1 and 3, `config`, interleaved scene by scene; the rows name their configuration)
 use serde_json::json;
 use std::time::Instant;
 use torsion_bench::median;
 use torsion_model::io::mjcf::load_mjcf_str;
 use torsion_model::{Control, Model, ParamSelection};
-use torsion_solvers::ncp::NcpSolver;
+use torsion_solvers::ncp::{NcpOptions, NcpSolver};
 use torsion_solvers::{DiffSolver, GenState, Solver};
 
 const H: f64 = 0.1;
@@ -49,21 +50,35 @@ fn scene_xml(n: usize, layout: &str) -> String {
     )
 }
 
-/// Steps `steps` times from `s` (one workspace), returning the final state.
+/// Steps `steps` times from `s` (one workspace), returning the final state and the staggered passes made.
 fn roll(
     solver: &NcpSolver,
     m: &Model,
     ws: &mut <NcpSolver as Solver>::Workspace,
     s: &GenState,
     steps: usize,
-) -> GenState {
+) -> (GenState, usize) {
     let u = Control::from_torques(&vec![0.0; m.nv()]);
     let (mut a, mut b) = (s.clone(), s.clone());
+    let mut passes = 0;
     for _ in 0..steps {
-        solver.step(m, &a, &u, DT, &mut b, ws, None).expect("step");
+        passes += solver.step(m, &a, &u, DT, &mut b, ws, None).expect("step").iterations;
         std::mem::swap(&mut a, &mut b);
     }
-    a
+    (a, passes)
+}
+
+/// The solver and workspace of a configuration: "after" = `NcpSolver` defaults, "before" = the fixed 10 passes
+/// with every island's ADMM factorising in every pass (the step before issue 15 items 1 and 3).
+fn config(name: &str, m: &Model) -> (NcpSolver, <NcpSolver as Solver>::Workspace) {
+    let mut o = NcpOptions::default();
+    if name == "before" {
+        o.residual_tolerance = 0.0;
+    }
+    let solver = NcpSolver::new(o);
+    let mut ws = solver.workspace(m).expect("workspace");
+    ws.ncp.reuse_factors = name != "before";
+    (solver, ws)
 }
 
 fn slope(ns: &[f64], ts: &[f64]) -> f64 {
@@ -87,56 +102,66 @@ fn main() {
     let layouts: Vec<&str> = arg(&args, "--layouts").unwrap_or("grid,stacks").split(',').collect();
     // step_vjp (2 nv dual passes, each over all contacts) grows as N³: timed up to this many boxes
     let vjp_max: usize = arg(&args, "--vjp-max").map_or(10, |s| s.parse().expect("--vjp-max N"));
-    let solver = NcpSolver::default();
+    // --compare: "before" and "after" interleaved scene by scene (one binary, one run)
+    let configs: Vec<&str> =
+        if args.iter().any(|a| a == "--compare") { vec!["before", "after"] } else { vec!["after"] };
     let mut rows = vec![];
     let mut slopes = serde_json::Map::new();
     for layout in &layouts {
-        let mut rest_times = vec![];
+        let mut rest_times: Vec<Vec<f64>> = vec![vec![]; configs.len()];
         for &n in &sizes {
             let m = load_mjcf_str(&scene_xml(n, layout), "scene.xml", None).expect("scene");
-            let mut ws = solver.workspace(&m).expect("workspace");
-            let s0 = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
-            let sr = roll(&solver, &m, &mut ws, &s0, DROP);
-            let end = roll(&solver, &m, &mut ws, &sr, REST);
-            let (mut td, mut tr) = (vec![], vec![]);
-            for _ in 0..repeats {
-                let t = Instant::now();
-                roll(&solver, &m, &mut ws, &s0, DROP);
-                td.push(t.elapsed().as_secs_f64() * 1e6 / DROP as f64);
-                let t = Instant::now();
-                roll(&solver, &m, &mut ws, &sr, REST);
-                tr.push(t.elapsed().as_secs_f64() * 1e6 / REST as f64);
-            }
-            let (drop_us, rest_us) = (median(&td), median(&tr));
-            rest_times.push(rest_us);
-            let checksum: f64 = end.q.iter().chain(&end.v).enumerate().map(|(i, x)| x * (1.0 + 1e-3 * i as f64)).sum();
-            let zmin = (0..n).map(|b| end.q[7 * b + 2]).fold(f64::INFINITY, f64::min);
-            let mut row = json!({
-                "layout": layout, "n": n, "nv": m.nv(), "contacts": ws.frames.len(), "drop_us": drop_us, "rest_us": rest_us,
-                "final_checksum": format!("{checksum:.17e}"), "final_lowest_z": zmin,
-            });
-            if n <= vjp_max {
-                let u = Control::from_torques(&vec![0.0; m.nv()]);
-                let mut rec = solver.record(&m);
-                let mut out = sr.clone();
-                solver.step(&m, &sr, &u, DT, &mut out, &mut ws, Some(&mut rec)).expect("step");
-                let g = GenState::new(vec![0.0; m.nq()], vec![1.0; m.nv()]);
-                let (mut gs, mut gu, mut gth) = (sr.clone(), vec![0.0; m.nv()], vec![]);
-                let sel = ParamSelection::none();
-                let mut tv = vec![];
+            for (ci, name) in configs.iter().enumerate() {
+                let (solver, mut ws) = config(name, &m);
+                let s0 = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
+                let (sr, drop_passes) = roll(&solver, &m, &mut ws, &s0, DROP);
+                let (end, rest_passes) = roll(&solver, &m, &mut ws, &sr, REST);
+                let (mut td, mut tr) = (vec![], vec![]);
                 for _ in 0..repeats {
                     let t = Instant::now();
-                    solver.step_vjp(&m, &rec, &g, &mut gs, &mut gu, &sel, &mut gth, &mut ws).expect("vjp");
-                    tv.push(t.elapsed().as_secs_f64() * 1e6);
+                    roll(&solver, &m, &mut ws, &s0, DROP);
+                    td.push(t.elapsed().as_secs_f64() * 1e6 / DROP as f64);
+                    let t = Instant::now();
+                    roll(&solver, &m, &mut ws, &sr, REST);
+                    tr.push(t.elapsed().as_secs_f64() * 1e6 / REST as f64);
                 }
-                row["step_vjp_us"] = json!(median(&tv));
+                let (drop_us, rest_us) = (median(&td), median(&tr));
+                rest_times[ci].push(rest_us);
+                let checksum: f64 =
+                    end.q.iter().chain(&end.v).enumerate().map(|(i, x)| x * (1.0 + 1e-3 * i as f64)).sum();
+                let zmin = (0..n).map(|b| end.q[7 * b + 2]).fold(f64::INFINITY, f64::min);
+                let mut row = json!({
+                    "config": name, "layout": layout, "n": n, "nv": m.nv(), "contacts": ws.frames.len(),
+                    "drop_us": drop_us, "rest_us": rest_us,
+                    "drop_passes_per_step": drop_passes as f64 / DROP as f64,
+                    "rest_passes_per_step": rest_passes as f64 / REST as f64,
+                    "final_checksum": format!("{checksum:.17e}"), "final_lowest_z": zmin,
+                });
+                if n <= vjp_max {
+                    let u = Control::from_torques(&vec![0.0; m.nv()]);
+                    let mut rec = solver.record(&m);
+                    let mut out = sr.clone();
+                    solver.step(&m, &sr, &u, DT, &mut out, &mut ws, Some(&mut rec)).expect("step");
+                    let g = GenState::new(vec![0.0; m.nq()], vec![1.0; m.nv()]);
+                    let (mut gs, mut gu, mut gth) = (sr.clone(), vec![0.0; m.nv()], vec![]);
+                    let sel = ParamSelection::none();
+                    let mut tv = vec![];
+                    for _ in 0..repeats {
+                        let t = Instant::now();
+                        solver.step_vjp(&m, &rec, &g, &mut gs, &mut gu, &sel, &mut gth, &mut ws).expect("vjp");
+                        tv.push(t.elapsed().as_secs_f64() * 1e6);
+                    }
+                    row["step_vjp_us"] = json!(median(&tv));
+                }
+                eprintln!("{row}");
+                rows.push(row);
             }
-            eprintln!("{row}");
-            rows.push(row);
         }
         if sizes.len() > 1 {
             let ns: Vec<f64> = sizes.iter().map(|&n| n as f64).collect();
-            slopes.insert(layout.to_string(), json!(slope(&ns, &rest_times)));
+            for (ci, name) in configs.iter().enumerate() {
+                slopes.insert(format!("{layout} {name}"), json!(slope(&ns, &rest_times[ci])));
+            }
         }
     }
     println!("{}", serde_json::to_string_pretty(&json!({ "contact_scaling": rows, "rest_slope": slopes })).unwrap());

@@ -95,6 +95,30 @@ pub struct AdmmInfo {
     pub polished: bool,
 }
 
+/// What a solve can reuse while its matrix P stays the same (one contact island within a step: the staggered
+/// passes change q and the set's radii, never P): λ_max(P) from the power iteration, and K for each shift
+/// ρ + α met so far (by its exact bits, so a reuse is bit-identical to factorising again). [`AdmmCache::reset`]
+/// when P changes; the buffers are kept (no allocation once they have grown).
+#[derive(Clone, Debug, Default)]
+pub struct AdmmCache {
+    /// λ_max(P) (max with α), once computed for this P
+    big_l: Option<f64>,
+    /// (shift bits, K⁻¹ or its Cholesky factor as `Admm::kinv`), the first `len` valid
+    factors: Vec<(u64, Vec<f64>)>,
+    len: usize,
+}
+
+/// Factorisations kept per cache (ρ adapts a few times per solve at most; beyond, factorise without keeping).
+const CACHE_FACTORS: usize = 8;
+
+impl AdmmCache {
+    /// Forget P (its matrix changed): keep the buffers.
+    pub fn reset(&mut self) {
+        self.big_l = None;
+        self.len = 0;
+    }
+}
+
 /// Buffers of one problem size, allocated once: `solve` (polish included) allocates nothing.
 #[derive(Clone, Debug)]
 pub struct Admm {
@@ -153,6 +177,11 @@ impl Admm {
         }
     }
 
+    /// The problem size n.
+    pub fn size(&self) -> usize {
+        self.n
+    }
+
     /// The solution z (feasible by construction).
     pub fn solution(&self) -> &[f64] {
         &self.z
@@ -182,6 +211,37 @@ impl Admm {
         }
     }
 
+    /// K for the shift ρ + α: from the cache when it holds this shift (copied), else factorised (and kept).
+    /// Returns whether a factorisation was computed.
+    fn factor_cached(
+        &mut self,
+        p: &DMatrix<f64>,
+        shift: f64,
+        cache: &mut Option<&mut AdmmCache>,
+    ) -> Result<bool, SolverError> {
+        let Some(c) = cache else {
+            self.factor(p, shift)?;
+            return Ok(true);
+        };
+        let key = shift.to_bits();
+        if let Some((_, k)) = c.factors[..c.len].iter().find(|(b, _)| *b == key) {
+            self.kinv.copy_from_slice(k);
+            return Ok(false);
+        }
+        self.factor(p, shift)?;
+        if c.len < CACHE_FACTORS {
+            if c.len == c.factors.len() {
+                c.factors.push((0, vec![]));
+            }
+            let (b, k) = &mut c.factors[c.len];
+            *b = key;
+            k.clear();
+            k.extend_from_slice(&self.kinv);
+            c.len += 1;
+        }
+        Ok(true)
+    }
+
     /// Solve; `warm` is x⁰ (None: zeros). The solution is in [`Admm::solution`].
     pub fn solve(
         &mut self,
@@ -190,6 +250,20 @@ impl Admm {
         set: ConstraintSet,
         warm: Option<&[f64]>,
         opt: &AdmmOptions,
+    ) -> Result<AdmmInfo, SolverError> {
+        self.solve_cached(p, q, set, warm, opt, None)
+    }
+
+    /// [`Admm::solve`] reusing what `cache` holds for this P (λ_max, factorisations; the caller resets it when P
+    /// changes): the same result bit for bit, `refactorizations` counting only the factorisations computed.
+    pub fn solve_cached(
+        &mut self,
+        p: &DMatrix<f64>,
+        q: &[f64],
+        set: ConstraintSet,
+        warm: Option<&[f64]>,
+        opt: &AdmmOptions,
+        mut cache: Option<&mut AdmmCache>,
     ) -> Result<AdmmInfo, SolverError> {
         let n = self.n;
         let bad = |problem: String| SolverError::BadInput { solver: "ncp", problem };
@@ -204,7 +278,9 @@ impl Admm {
                 return Err(bad(format!("ADMM: friction radius {v} (must be finite and ≥ 0)")));
             }
         }
-        if p.iter().chain(q).any(|v| !v.is_finite()) {
+        // P is checked once per cache (a cached λ_max means it was)
+        let p_known = cache.as_ref().is_some_and(|c| c.big_l.is_some());
+        if (!p_known && p.iter().any(|v| !v.is_finite())) || q.iter().any(|v| !v.is_finite()) {
             return Err(bad("ADMM: non-finite P or q".into()));
         }
         let mut info = AdmmInfo::default();
@@ -213,18 +289,18 @@ impl Admm {
             return Ok(info);
         }
         let alpha = opt.alpha;
-        let big_l = power_iteration(
-            p,
-            opt.power_iters.unwrap_or(if set.dim().is_some() { 100 } else { 10 }),
-            &mut self.t,
-            &mut self.xh,
-        )
-        .max(alpha);
+        let cached_l = cache.as_ref().and_then(|c| c.big_l);
+        let big_l = cached_l.unwrap_or_else(|| {
+            let iters = opt.power_iters.unwrap_or(if set.dim().is_some() { 100 } else { 10 });
+            power_iteration(p, iters, &mut self.t, &mut self.xh).max(alpha)
+        });
+        if let Some(c) = cache.as_mut() {
+            c.big_l = Some(big_l);
+        }
         let kappa = big_l / alpha;
         let mut rho = (big_l * alpha).sqrt() * kappa.powf(0.4);
         let mut tau = kappa.powf(opt.rho_exponent);
-        self.factor(p, rho + alpha)?;
-        info.refactorizations = 1;
+        info.refactorizations = usize::from(self.factor_cached(p, rho + alpha, &mut cache)?);
         match warm {
             Some(w) => {
                 self.x.copy_from_slice(w);
@@ -311,8 +387,7 @@ impl Admm {
                         }
                         rho = if dir > 0 { rho * tau } else { rho / tau };
                         last_dir = dir;
-                        self.factor(p, rho + alpha)?;
-                        info.refactorizations += 1;
+                        info.refactorizations += usize::from(self.factor_cached(p, rho + alpha, &mut cache)?);
                     }
                 }
             }

@@ -21,7 +21,7 @@
 //! (`GenState::warm`); the impact's is cold, and skipped when no contact approaches (every impact offset ≥ 0). Every step reports its ADMM results and the NCP residuals of §3.9;
 //! failures are reported, never hidden. Contacts sharing no moving body tree form independent problems
 //! (islands), solved one by one.
-use super::admm::{Admm, AdmmInfo, AdmmOptions};
+use super::admm::{Admm, AdmmCache, AdmmInfo, AdmmOptions};
 use super::sets::{ConstraintSet, FrictionSet};
 use super::tangent::TangentWorkspace;
 use crate::contact::buffers::{copy_matrix, reshape_zeroed};
@@ -42,9 +42,13 @@ use torsion_model::Model;
 pub struct NcpOptions {
     /// staggered passes (paper: n_step ∈ [3, 10]); the maximum when `tolerance` > 0
     pub n_step: usize,
-    /// stop early when max |Δλ| ≤ tolerance · (1 + max |λ|) (spec 001 §3.5, optional criterion); 0 = always
-    /// n_step passes (the paper; a static tape for the gradients)
+    /// stop early when max |Δλ| ≤ tolerance · (1 + max |λ|) (spec 001 §3.5, optional criterion); 0 = off
     pub tolerance: f64,
+    /// stop early when a pass leaves the NCP residual (§3.9, in m/s: the Signorini slack at the new λ_t, the
+    /// sub-problems' KKT residuals) ≤ residual_tolerance · (1 + max |b_n|) (issue 15 item 3); 0 = off. Both 0:
+    /// always n_step passes (the paper). The derivative is then the fixed point's (`NcpGradient::Auto`): the stop
+    /// must be far below what central differences resolve (docs/decisions.md)
+    pub residual_tolerance: f64,
     /// Baumgarte gain K (1/s); 0 = off
     pub baumgarte: f64,
     pub friction_set: FrictionSet,
@@ -56,6 +60,9 @@ pub struct NcpOptions {
     pub collision: torsion_collision::CollisionOptions,
     /// how the step is differentiated (`tangent.rs`)
     pub gradient: NcpGradient,
+    /// solve the contact islands in parallel (rayon, in the current thread pool; issue 15 item 5): the same
+    /// result bit for bit as one by one. Off by default: rayon's job queues allocate (design.md §7)
+    pub parallel: bool,
 }
 
 /// Which derivative of the staggered iteration the Jacobians return.
@@ -74,6 +81,9 @@ pub enum NcpGradient {
     Cascade,
 }
 
+/// The default `NcpOptions::residual_tolerance` (measured in docs/decisions.md, BENCHMARKS.md).
+pub const RESIDUAL_TOLERANCE: f64 = 1e-15;
+
 impl NcpOptions {
     /// What the shared contact problem (`contact::prelude`) takes from these options.
     pub fn prelude(&self) -> PreludeOptions {
@@ -86,12 +96,14 @@ impl Default for NcpOptions {
         NcpOptions {
             n_step: 10,
             tolerance: 0.0,
+            residual_tolerance: RESIDUAL_TOLERANCE,
             baumgarte: 0.0,
             friction_set: FrictionSet::Cone,
             admm: AdmmOptions::default(),
             passive: true,
             collision: torsion_collision::CollisionOptions { margin: 0.01, ..Default::default() },
             gradient: NcpGradient::Auto,
+            parallel: false,
         }
     }
 }
@@ -159,9 +171,12 @@ pub struct NcpWorkspace {
     /// solve each contact island on its own (default; the same problem, as G is block diagonal over islands —
     /// off only to time or compare against the unsplit problem)
     pub split_islands: bool,
+    /// reuse each island's ADMM power iteration and factorisations across the passes of a solve (default; the
+    /// same result bit for bit — off only to time or compare)
+    pub reuse_factors: bool,
     islands: Vec<Island>,
-    /// one QP / QCQP solver per island size (n, 2n)
-    admm: HashMap<usize, (Admm, Admm)>,
+    /// QP / QCQP solvers (sizes n, 2n) not held by an island, by n
+    admm: HashMap<usize, Vec<(Admm, Admm)>>,
     buf: StepBuffers,
     /// the step's contact problem (its buffers reused), the contacts as geometry, v⁺, the impact's impulses
     pre: Prelude<f64>,
@@ -202,8 +217,6 @@ struct ResidualBuffers {
 struct StepBuffers {
     ln: Vec<f64>,
     lt: Vec<f64>,
-    ln_old: Vec<f64>,
-    lt_old: Vec<f64>,
     r: Vec<f64>,
 }
 
@@ -212,30 +225,25 @@ struct StepBuffers {
 #[derive(Default)]
 struct Island {
     idx: Vec<usize>,
-    q: Vec<f64>,
-    warm: Vec<f64>,
+    /// the island's impulses (its contacts' order), the linear terms and radii of its last pass
+    ln: Vec<f64>,
+    lt: Vec<f64>,
+    g_n: Vec<f64>,
+    g_t: Vec<f64>,
     r: Vec<f64>,
+    /// what the QP's and the QCQP's ADMM reuse across the passes of one solve (G fixed: λ_max, factorisations)
+    qp_cache: AdmmCache,
+    qcqp_cache: AdmmCache,
+    /// the island's QP and QCQP solvers (sizes m, 2m), its last pass's ADMM reports and Signorini residual
+    admm: Option<(Admm, Admm)>,
+    info: [AdmmInfo; 2],
+    res: f64,
 }
 
 impl Island {
     fn gather(&mut self, idx: &[usize]) {
         self.idx.clear();
         self.idx.extend_from_slice(idx);
-    }
-    /// q and the warm start of the island from the global vectors (`w` entries per contact).
-    fn load(&mut self, g: &[f64], x: &[f64], w: usize) {
-        self.q.clear();
-        self.warm.clear();
-        for &i in &self.idx {
-            self.q.extend_from_slice(&g[w * i..w * i + w]);
-            self.warm.extend_from_slice(&x[w * i..w * i + w]);
-        }
-    }
-    /// The island's solution into the global vector.
-    fn store(&self, z: &[f64], x: &mut [f64], w: usize) {
-        for (a, &i) in self.idx.iter().enumerate() {
-            x[w * i..w * i + w].copy_from_slice(&z[w * a..w * a + w]);
-        }
     }
 }
 
@@ -278,6 +286,7 @@ impl NcpSolver {
             body_joint,
             tape: Tape::default(),
             split_islands: true,
+            reuse_factors: true,
             islands: vec![],
             admm: HashMap::new(),
             buf: StepBuffers::default(),
@@ -379,6 +388,7 @@ impl NcpSolver {
             admm,
             buf,
             split_islands,
+            reuse_factors,
             pre,
             geoms,
             vplus,
@@ -429,7 +439,7 @@ impl NcpSolver {
                 isl.gather(idx);
             }
             let islands = &mut islands[..groups.len()];
-            let mut passes = Passes { o, contacts, islands, whole, admm, buf };
+            let mut passes = Passes { o, contacts, islands, whole, reuse: *reuse_factors, admm, buf };
             // no contact approaching (every impact offset b ≥ −1e-9 (1 + max |b|) m/s: resting contacts leave the
             // previous step at J_n v = 0 to the solver's tolerance): the compression's impulses are 0 (λ = 0
             // solves the QP, v⁺ is unique) to that tolerance, and the impact solve is skipped
@@ -504,14 +514,60 @@ impl NcpSolver {
 }
 
 /// The staggered passes over the islands (spec 001 §3.5): λ_n ← QP(G_n, b_n + G_nt λ_t), λ_t ← QCQP(G_t,
-/// b_t + G_ntᵀ λ_n, μ λ_n), from the warm start in `buf`, recorded on a tape.
+/// b_t + G_ntᵀ λ_n, μ λ_n), from the warm start in `buf`, recorded on a tape. Each pass solves every island on
+/// its own (`island_pass`, in parallel with `NcpOptions::parallel`), then gathers their results in island order:
+/// the same numbers whatever the thread count.
 struct Passes<'a> {
     o: &'a NcpOptions,
     contacts: &'a [ContactFrame],
     islands: &'a mut [Island],
     whole: bool,
-    admm: &'a mut HashMap<usize, (Admm, Admm)>,
+    /// `NcpWorkspace::reuse_factors`
+    reuse: bool,
+    /// ADMM solvers not held by an island, by island size (an island takes one of its size)
+    admm: &'a mut HashMap<usize, Vec<(Admm, Admm)>>,
     buf: &'a mut StepBuffers,
+}
+
+/// One pass of one island on its own impulses (`Island::ln`, `lt`, warm on entry): its QP, then its QCQP, and
+/// the Signorini part of its NCP residual when `residual` (G: the island's blocks, or the dense G when whole).
+#[allow(clippy::too_many_arguments)]
+fn island_pass(
+    isl: &mut Island,
+    g: (&DMatrix<f64>, &DMatrix<f64>, &DMatrix<f64>),
+    bn: &[f64],
+    bt: &[f64],
+    contacts: &[ContactFrame],
+    o: &NcpOptions,
+    reuse: bool,
+    residual: bool,
+) -> Result<(), SolverError> {
+    let (gn, gt, gnt) = g;
+    let Island { idx, ln, lt, g_n, g_t, r, qp_cache, qcqp_cache, admm, info, res, .. } = isl;
+    let (qp, qcqp) = admm.as_mut().expect("an island holds its ADMM solvers");
+    let m = idx.len();
+    // QP: g_n = b_n + G_nt λ_t (G_nt is block diagonal over the islands: the island's rows from its block)
+    g_n.clear();
+    g_n.extend(idx.iter().enumerate().map(|(a, &i)| bn[i] + (0..2 * m).map(|k| gnt[(a, k)] * lt[k]).sum::<f64>()));
+    let cache = reuse.then_some(qp_cache);
+    info[0] = qp.solve_cached(gn, g_n, ConstraintSet::Nonneg, Some(ln), &o.admm, cache)?;
+    ln.copy_from_slice(qp.solution());
+    // QCQP: g_t = b_t + G_ntᵀ λ_n, disks of radius μ λ_n
+    g_t.clear();
+    g_t.extend(
+        idx.iter()
+            .flat_map(|&i| [2 * i, 2 * i + 1])
+            .enumerate()
+            .map(|(kk, k)| bt[k] + (0..m).map(|b| gnt[(b, kk)] * ln[b]).sum::<f64>()),
+    );
+    r.clear();
+    r.extend(idx.iter().zip(ln.iter()).map(|(&i, l)| contacts[i].mu * l));
+    let set = ConstraintSet::Friction { kind: o.friction_set, r };
+    let cache = reuse.then_some(qcqp_cache);
+    info[1] = qcqp.solve_cached(gt, g_t, set, Some(lt), &o.admm, cache)?;
+    lt.copy_from_slice(qcqp.solution());
+    *res = if residual { signorini(gn, gnt, idx, bn, ln, lt) } else { 0.0 };
+    Ok(())
 }
 
 impl Passes<'_> {
@@ -524,84 +580,103 @@ impl Passes<'_> {
         qp_info: &mut Vec<AdmmInfo>,
         qcqp_info: &mut Vec<AdmmInfo>,
     ) -> Result<(), SolverError> {
-        let Passes { o, contacts, islands, whole, admm, buf } = self;
-        let (o, whole, nc) = (*o, *whole, contacts.len());
+        let Passes { o, contacts, islands, whole, reuse, admm, buf } = self;
+        let (o, whole, reuse, nc) = (*o, *whole, *reuse, contacts.len());
         tape.lt_warm.clone_from(&buf.lt);
+        tape.converged = false;
         buf.r.resize(nc, 0.0);
+        for isl in islands.iter_mut() {
+            // each island's G is fixed for the solve: its ADMM caches start empty, then serve every pass
+            isl.qp_cache.reset();
+            isl.qcqp_cache.reset();
+            // the island's ADMM solvers (from the pool when its size changed; new ones at a new size only)
+            let m = isl.idx.len();
+            if isl.admm.as_ref().is_some_and(|(a, _)| a.size() != m) {
+                let old = isl.admm.take().expect("checked");
+                admm.entry(old.0.size()).or_default().push(old);
+            }
+            if isl.admm.is_none() {
+                let pooled = admm.get_mut(&m).and_then(|v| v.pop());
+                isl.admm = Some(pooled.unwrap_or_else(|| (Admm::new(m), Admm::new(2 * m))));
+            }
+            // the warm start
+            isl.ln.clear();
+            isl.ln.extend(isl.idx.iter().map(|&i| buf.ln[i]));
+            isl.lt.clear();
+            isl.lt.extend(isl.idx.iter().flat_map(|&i| [buf.lt[2 * i], buf.lt[2 * i + 1]]));
+        }
+        let residual = o.residual_tolerance > 0.0;
+        let blocks = &pre.blocks;
+        let g_of = |n: usize| {
+            if whole {
+                (&pre.gn, &pre.gt, &pre.gnt)
+            } else {
+                (&blocks[n].gn, &blocks[n].gt, &blocks[n].gnt)
+            }
+        };
         let mut npass = 0;
         for _ in 0..o.n_step.max(1) {
-            let (ln, lt) = (&mut buf.ln, &mut buf.lt);
-            buf.ln_old.clone_from(ln);
-            buf.lt_old.clone_from(lt);
+            if o.parallel && islands.len() > 1 {
+                use rayon::prelude::*;
+                islands
+                    .par_iter_mut()
+                    .enumerate()
+                    .try_for_each(|(n, isl)| island_pass(isl, g_of(n), bn, bt, contacts, o, reuse, residual))?;
+            } else {
+                for (n, isl) in islands.iter_mut().enumerate() {
+                    island_pass(isl, g_of(n), bn, bt, contacts, o, reuse, residual)?;
+                }
+            }
+            // gather the islands' results in island order (the same whatever ran them)
             if npass == tape.passes.len() {
                 tape.passes.push(tape.spare.pop().unwrap_or_default());
             }
             let pass = &mut tape.passes[npass];
             npass += 1;
-            // QP: g_n = b_n + G_nt λ_t (G_nt is block diagonal over the islands: each island's rows from its block)
-            pass.g_n.clear();
-            if whole {
-                pass.g_n.extend((0..nc).map(|i| bn[i] + (0..2 * nc).map(|k| pre.gnt[(i, k)] * lt[k]).sum::<f64>()));
-            } else {
-                pass.g_n.resize(nc, 0.0);
-                for (isl, blk) in islands.iter().zip(&pre.blocks) {
-                    let idx = &isl.idx;
-                    for (a, &i) in idx.iter().enumerate() {
-                        let x = (0..2 * idx.len()).map(|k| blk.gnt[(a, k)] * lt[2 * idx[k / 2] + k % 2]).sum::<f64>();
-                        pass.g_n[i] = bn[i] + x;
+            for v in [&mut pass.g_n, &mut pass.lambda_n] {
+                v.clear();
+                v.resize(nc, 0.0);
+            }
+            for v in [&mut pass.g_t, &mut pass.lambda_t] {
+                v.clear();
+                v.resize(2 * nc, 0.0);
+            }
+            let (mut qp, mut qcqp) = (AdmmInfo::default(), AdmmInfo::default());
+            let (mut change, mut res) = (0.0f64, 0.0f64);
+            for (n, isl) in islands.iter().enumerate() {
+                merge_info(&mut qp, isl.info[0].clone(), n);
+                merge_info(&mut qcqp, isl.info[1].clone(), n);
+                res = res.max(isl.res);
+                for (a, &i) in isl.idx.iter().enumerate() {
+                    change = change.max((isl.ln[a] - buf.ln[i]).abs());
+                    buf.ln[i] = isl.ln[a];
+                    buf.r[i] = isl.r[a];
+                    pass.g_n[i] = isl.g_n[a];
+                    for t in 0..2 {
+                        let (k, kk) = (2 * i + t, 2 * a + t);
+                        change = change.max((isl.lt[kk] - buf.lt[k]).abs());
+                        buf.lt[k] = isl.lt[kk];
+                        pass.g_t[k] = isl.g_t[kk];
                     }
                 }
             }
-            let mut info = AdmmInfo::default();
-            for (n_isl, isl) in islands.iter_mut().enumerate() {
-                let m = isl.idx.len();
-                let (qp, _) = admm.entry(m).or_insert_with(|| (Admm::new(m), Admm::new(2 * m)));
-                isl.load(&pass.g_n, ln, 1);
-                let p = if whole { &pre.gn } else { &pre.blocks[n_isl].gn };
-                merge_info(&mut info, qp.solve(p, &isl.q, ConstraintSet::Nonneg, Some(&isl.warm), &o.admm)?, n_isl);
-                isl.store(qp.solution(), ln, 1);
-            }
-            qp_info.push(info);
-            // QCQP: g_t = b_t + G_ntᵀ λ_n, disks of radius μ λ_n
-            pass.g_t.clear();
-            if whole {
-                pass.g_t.extend((0..2 * nc).map(|k| bt[k] + (0..nc).map(|i| pre.gnt[(i, k)] * ln[i]).sum::<f64>()));
-            } else {
-                pass.g_t.resize(2 * nc, 0.0);
-                for (isl, blk) in islands.iter().zip(&pre.blocks) {
-                    let idx = &isl.idx;
-                    for (kk, k) in idx.iter().flat_map(|&i| [2 * i, 2 * i + 1]).enumerate() {
-                        let x = idx.iter().enumerate().map(|(b, &i)| blk.gnt[(b, kk)] * ln[i]).sum::<f64>();
-                        pass.g_t[k] = bt[k] + x;
-                    }
-                }
-            }
-            for i in 0..nc {
-                buf.r[i] = contacts[i].mu * ln[i];
-            }
-            let mut info = AdmmInfo::default();
-            for (n_isl, isl) in islands.iter_mut().enumerate() {
-                let m = isl.idx.len();
-                let (_, qcqp) = admm.entry(m).or_insert_with(|| (Admm::new(m), Admm::new(2 * m)));
-                isl.load(&pass.g_t, lt, 2);
-                isl.r.clear();
-                isl.r.extend(isl.idx.iter().map(|&i| buf.r[i]));
-                let p = if whole { &pre.gt } else { &pre.blocks[n_isl].gt };
-                let set = ConstraintSet::Friction { kind: o.friction_set, r: &isl.r };
-                merge_info(&mut info, qcqp.solve(p, &isl.q, set, Some(&isl.warm), &o.admm)?, n_isl);
-                isl.store(qcqp.solution(), lt, 2);
-            }
-            qcqp_info.push(info);
-            pass.lambda_n.clone_from(ln);
-            pass.lambda_t.clone_from(lt);
-            tape.last_change = ln
-                .iter()
-                .zip(&buf.ln_old)
-                .chain(lt.iter().zip(&buf.lt_old))
-                .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            let (ln, lt) = (&buf.ln, &buf.lt);
+            pass.lambda_n.copy_from_slice(ln);
+            pass.lambda_t.copy_from_slice(lt);
+            let kkt = qp.kkt_residual.max(qcqp.kkt_residual);
+            qp_info.push(qp);
+            qcqp_info.push(qcqp);
+            tape.last_change = change;
             let lmax = ln.iter().chain(lt.iter()).fold(0.0f64, |m, v| m.max(v.abs()));
             if o.tolerance > 0.0 && tape.last_change <= o.tolerance * (1.0 + lmax) {
                 break;
+            }
+            if residual {
+                let bmax = bn.iter().fold(0.0f64, |m, b| m.max(b.abs()));
+                if kkt.max(res) <= o.residual_tolerance * (1.0 + bmax) {
+                    tape.converged = true;
+                    break;
+                }
             }
         }
         tape.recycle(npass);
@@ -613,6 +688,21 @@ impl Passes<'_> {
         tape.lt.clone_from(&buf.lt);
         Ok(())
     }
+}
+
+/// The Signorini part of an island's NCP residual after a pass (m/s): the QP's slack s = G_n λ_n + G_nt λ_t + b_n
+/// at the pass's λ_t, |s| where λ_n > 0, max(−s, 0) where λ_n = 0 (the QCQP was solved at this λ_n: its
+/// conditions hold to its KKT residual). `ln`, `lt`: the island's impulses (its order, as its blocks).
+fn signorini(gn: &DMatrix<f64>, gnt: &DMatrix<f64>, idx: &[usize], bn: &[f64], ln: &[f64], lt: &[f64]) -> f64 {
+    let m = idx.len();
+    let mut res = 0.0f64;
+    for (a, &i) in idx.iter().enumerate() {
+        let sl = bn[i]
+            + (0..m).map(|b| gn[(a, b)] * ln[b]).sum::<f64>()
+            + (0..2 * m).map(|k| gnt[(a, k)] * lt[k]).sum::<f64>();
+        res = res.max(if ln[a] > 0.0 { sl.abs() } else { (-sl).max(0.0) });
+    }
+    res
 }
 
 /// One staggered pass as executed: the QP's linear term and solution, the QCQP's and its solution.
@@ -637,6 +727,8 @@ pub(crate) struct PhaseTape {
     pub lt: Vec<f64>,
     /// max |Δλ| of the last pass
     pub last_change: f64,
+    /// the passes stopped on the NCP residual (`NcpOptions::residual_tolerance`): at the fixed point
+    pub converged: bool,
     /// passes' buffers beyond the last solve's count, kept for reuse
     spare: Vec<Pass>,
 }
@@ -776,5 +868,123 @@ mod tests {
             }
             s = a.clone();
         }
+    }
+
+    /// Two stacks of three boxes (one island each, 12 contacts) and a box sliding alone, `m` boxes given.
+    fn stacks_scene() -> Model {
+        let mut bodies = String::new();
+        for c in 0..2 {
+            for k in 0..3 {
+                bodies += &format!(
+                    r#"<body pos="{} 0 {}"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/></body>"#,
+                    0.5 * c as f64,
+                    0.0995 + 0.2 * k as f64
+                );
+            }
+        }
+        bodies += r#"<body pos="1.2 0 0.0995"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/></body>"#;
+        let xml = format!(
+            r#"<mujoco><option timestep="0.005" gravity="0 0 -9.81"/><worldbody><geom type="plane" size="10 10 0.1" friction="0.5"/>{bodies}</worldbody></mujoco>"#
+        );
+        torsion_model::io::mjcf::load_mjcf_str(&xml, "stacks.xml", None).unwrap()
+    }
+
+    /// Issue 15: each island's ADMM computes its power iteration and factorisations once per solve and reuses
+    /// them across the staggered passes (G is fixed within a step): the same states, impulses and ADMM reports
+    /// bit for bit as factorising in every pass, with fewer factorisations.
+    #[test]
+    fn reused_factorisations_give_the_same_steps_bit_for_bit() {
+        let m = stacks_scene();
+        // the fixed pass count (no residual stop): every pass solves again with the same G
+        let solver = NcpSolver::new(NcpOptions { residual_tolerance: 0.0, ..Default::default() });
+        let mut s = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
+        s.v[6 * 6] = 0.4;
+        let u = Control::from_torques(&vec![0.0; m.nv()]);
+        let (mut reuse, mut again) = (solver.workspace(&m).unwrap(), solver.workspace(&m).unwrap());
+        again.ncp.reuse_factors = false;
+        let (mut a, mut b) = (s.clone(), s.clone());
+        let (mut fact_reuse, mut fact_again) = (0, 0);
+        for step in 0..6 {
+            solver.step(&m, &s, &u, 0.005, &mut a, &mut reuse, None).unwrap();
+            solver.step(&m, &s, &u, 0.005, &mut b, &mut again, None).unwrap();
+            assert!(a == b, "step {step}: reusing the factorisations changed the step");
+            let (r, g) = (&reuse.report, &again.report);
+            assert_eq!((&r.lambda_n, &r.lambda_t), (&g.lambda_n, &g.lambda_t), "step {step}");
+            assert_eq!(r.qp.len(), g.qp.len());
+            for (x, y) in r.qp.iter().zip(&g.qp).chain(r.qcqp.iter().zip(&g.qcqp)) {
+                assert_eq!((x.iterations, x.rho, x.primal_residual), (y.iterations, y.rho, y.primal_residual));
+            }
+            let count = |r: &NcpReport| r.qp.iter().chain(&r.qcqp).map(|i| i.refactorizations).sum::<usize>();
+            fact_reuse += count(r);
+            fact_again += count(g);
+            s = a.clone();
+        }
+        assert!(reuse.frames.len() >= 28, "{} contacts", reuse.frames.len());
+        eprintln!("factorisations in 6 steps: {fact_reuse} reused, {fact_again} each pass");
+        assert!(2 * fact_reuse < fact_again, "factorisations: {fact_reuse} reused vs {fact_again}");
+    }
+
+    /// Issue 15 item 3: the convergence-tested loop (default `residual_tolerance`) settles resting contacts in
+    /// one or two passes per step (the fixed loop makes 10), at the state of the 10-pass loop to 1e-12: boxes
+    /// resting in two stacks of three and one alone, after 40 steps of settling.
+    #[test]
+    fn resting_contacts_converge_in_two_passes() {
+        let m = stacks_scene();
+        let fixed = NcpSolver::new(NcpOptions { residual_tolerance: 0.0, ..Default::default() });
+        let tested = NcpSolver::default();
+        let u = Control::from_torques(&vec![0.0; m.nv()]);
+        let (mut wf, mut wt) = (fixed.workspace(&m).unwrap(), tested.workspace(&m).unwrap());
+        let mut s = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
+        let (mut a, mut b) = (s.clone(), s.clone());
+        let mut worst: f64 = 0.0;
+        for step in 0..60 {
+            fixed.step(&m, &s, &u, 0.005, &mut a, &mut wf, None).unwrap();
+            let info = tested.step(&m, &s, &u, 0.005, &mut b, &mut wt, None).unwrap();
+            let d = a.q.iter().zip(&b.q).chain(a.v.iter().zip(&b.v)).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+            worst = worst.max(d);
+            if step >= 40 {
+                assert!(info.iterations <= 2, "step {step}: {} passes at rest", info.iterations);
+                assert!(wt.report.impact.is_none() && info.converged, "step {step}: {info:?}");
+            }
+            s = a.clone();
+        }
+        assert!(wf.report.qp.len() == 10 && wt.frames.len() >= 28, "{} contacts", wt.frames.len());
+        eprintln!("resting stacks: converged-loop vs 10-pass states max |Δ| {worst:.1e}");
+        assert!(worst < 1e-12, "{worst:e}");
+    }
+
+    /// Issue 15 item 5: islands solved in parallel (`NcpOptions::parallel`) give the steps of the serial loop
+    /// bit for bit, in a pool of 1 thread and of 2: two stacks and a sliding box landing (impacts, restitution
+    /// 0.3 on one stack), then resting, 40 steps.
+    #[test]
+    fn parallel_islands_are_bit_identical_for_one_and_two_threads() {
+        let mut m = stacks_scene();
+        // the first stack's bottom box bounces (the pair's ε is the larger of the two shapes')
+        m.shapes[1].restitution = 0.3;
+        let mut s0 = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
+        s0.v[6 * 6] = 0.4;
+        s0.v[2] = -0.3;
+        let u = Control::from_torques(&vec![0.0; m.nv()]);
+        let run = |parallel: bool| {
+            let solver = NcpSolver::new(NcpOptions { parallel, ..Default::default() });
+            let mut ws = solver.workspace(&m).unwrap();
+            let (mut a, mut b) = (s0.clone(), s0.clone());
+            let mut states = vec![];
+            for _ in 0..40 {
+                solver.step(&m, &a, &u, 0.005, &mut b, &mut ws, None).unwrap();
+                std::mem::swap(&mut a, &mut b);
+                states.push(a.clone());
+            }
+            states
+        };
+        let serial = run(false);
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let par = pool.install(|| run(true));
+            for (t, (x, y)) in serial.iter().zip(&par).enumerate() {
+                assert!(x == y, "{threads} thread(s), step {t}: the parallel step differs");
+            }
+        }
+        assert!(serial.last().unwrap().warm.len() >= 28, "in contact");
     }
 }

@@ -438,7 +438,7 @@ impl PhaseJvp {
     fn build(&mut self, tape: &Tape, ph: &PhaseTape, mu: &[f64], o: &NcpOptions) -> Result<(), SolverError> {
         let nc = mu.len();
         let lmax = ph.ln.iter().chain(&ph.lt).fold(0.0f64, |m, v| m.max(v.abs()));
-        let converged = ph.last_change <= 1e-9 * (1.0 + lmax);
+        let converged = ph.converged || ph.last_change <= 1e-9 * (1.0 + lmax);
         // a contact strictly inside its friction set with a normal impulse: the only case where Auto may need the
         // fixed point of an unconverged step (its SVD is skipped otherwise)
         let (ln, lt) = (&ph.ln, &ph.lt);
