@@ -268,7 +268,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
                 PENETRATION_TARGET,
             ));
         }
-        let mut p = Panel::new(&format!("{}: travel of the tracked cube", case.name), "t (s)", "x − x₀ (m)");
+        let mut p = Panel::new(format!("{}: travel of the tracked cube", case.name), "t (s)", "x − x₀ (m)");
         p = p
             .series(Series::line("ncp (cone)", rn.travel.clone(), color(0)))
             .series(Series::line("lcp (box, CCD)", rl.travel.clone(), color(1)))

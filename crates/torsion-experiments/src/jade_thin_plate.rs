@@ -196,8 +196,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
             cases.insert(key.clone(), c);
             checks.push(Check::le(&format!("{key}: max_penetration (m), CCD"), r.max_penetration, PENETRATION_TARGET));
             checks.push(Check::holds(&format!("{key}: plate_held"), r.held()));
-            panel =
-                panel.series(Series::line(format!("{key}"), r.rows.iter().map(|x| (x[0], x[1])).collect(), color(i)));
+            panel = panel.series(Series::line(key.clone(), r.rows.iter().map(|x| (x[0], x[1])).collect(), color(i)));
             if let Some(d) = dcd {
                 let pts = d.rows.iter().map(|x| (x[0], x[1])).collect();
                 panel = panel.series(Series::new(format!("{key}, DCD"), pts, Mark::Dashed, color(i)));

@@ -6,6 +6,7 @@
 //! 2. the `lcp` step (CCD on, and DCD) on the jade-thin-plate scenes (one tip per finger, 100 steps of grasp and
 //!    lift at 1 N and 10 N, 0.002 m and 0.02 m): mean time per step of the rollout, median of repeats; slip and
 //!    penetration as the experiment measures them.
+//!
 //! Writes the scenes' MJCF to target/bench/jade_thin_plate_t{t}.xml and prints one JSON object.
 //! Usage: cargo run --release -p torsion-bench --bin jade_lcp [-- --repeats N]
 use serde_json::json;
