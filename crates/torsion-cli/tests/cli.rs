@@ -70,9 +70,11 @@ fn pbd_design_quick_meets_its_targets() {
 
 /// The experiments whose `--html` report shows their scene in the viewer (issue 18 item 2); the others have none
 /// (docs/EXPERIMENTS.md says why).
-const WITH_SCENE: [&str; 9] = [
+const WITH_SCENE: [&str; 11] = [
     "pbd-mpc-torques",
     "jade-cube-push",
+    "jade-thin-plate",
+    "contact-compare",
     "jade-sliding-prisms",
     "ncp-friction-id",
     "ncp-mass-id",
@@ -584,6 +586,38 @@ fn jade_cube_push_quick_meets_its_targets() {
     let c = &m["cases"];
     assert!((c["e_0"]["v_blue_after_analytic"].as_f64().unwrap() - 0.7795).abs() < 1e-3);
     assert!(c["e_1"]["v_gray_at_impact_step"].as_f64().unwrap().abs() < 1e-6);
+}
+
+/// spec 004 §4.1: the thin-plate grasp and lift: no penetration with CCD and the plate held in all four cases
+/// (0.02 / 0.002 m, 1 / 10 N); without CCD the 10 N fingers tunnel through the 0.002 m plate.
+#[test]
+fn jade_thin_plate_quick_meets_its_targets() {
+    let j = quick_experiment("jade-thin-plate");
+    let m = &j["metrics"];
+    for t in ["0.02", "0.002"] {
+        for f in ["1", "10"] {
+            let c = &m["cases"][format!("t_{t}_f_{f}")];
+            let pen = c["max_penetration"].as_f64().unwrap_or_else(|| panic!("t {t} f {f}: no max_penetration"));
+            eprintln!("quick jade-thin-plate t {t} f {f}: penetration {pen:.2e} m, slip {} m", c["slip_m"]);
+            assert!(pen <= 1e-4 && c["plate_held"] == true, "t {t} f {f}: {c}");
+        }
+    }
+    assert!(m["max_penetration_dcd"].as_f64().unwrap() > 1e-4, "DCD does not tunnel");
+}
+
+/// issue 17 item 7: the three scenes under both contact formulations, every figure present.
+#[test]
+fn contact_compare_quick_meets_its_targets() {
+    let j = quick_experiment("contact-compare");
+    for scene in ["prism", "cube_push", "stack"] {
+        for solver in ["ncp", "lcp"] {
+            let r = &j["metrics"]["scenes"][scene][solver];
+            for k in ["stop_distance_m", "stop_distance_analytic_m", "max_penetration_m", "step_time_us"] {
+                assert!(r[k].as_f64().is_some(), "{scene} {solver}: {k} missing");
+            }
+            eprintln!("contact-compare {scene} {solver}: {r}");
+        }
+    }
 }
 
 /// spec 004 §4.2: the two-ball billiard inverse problem (exact spheres) reaches the closed-form loss minimiser

@@ -134,6 +134,51 @@ pub fn solve_classes(lcp: &BoxedLcp, classes: &[Class]) -> Option<(DVector<f64>,
     Some((expand(lcp, classes, &col, &sol.x, None), sol.singular))
 }
 
+/// Minimum-norm answers for a rank-deficient A (docs/decisions.md spec 004 D11a). A rank-deficient A (a box face on
+/// a plane, a finger pressing a plate at two points: more contact rows than the motions they constrain) makes the
+/// answer a family, and pivoting returns a vertex of it, which may unload contacts (λ_n = 0 with w_n = 0) and with
+/// them their friction: a plate held at four points then pivots about two of them. From a valid answer's classes,
+/// with the degenerate normals (λ_n ≤ tol, |w_n| ≤ tol) joining C, when that system Ã_SS is singular two candidates
+/// are returned, each the minimum-norm solution of its classes (the limit of a vanishing uniform compliance,
+/// CFM → 0): first every loaded or degenerate contact sticking (its frictions C_f), then only the degenerate
+/// normals' zero-box frictions as C_f. Empty when Ã_SS is regular (the answer is unique at its active set). The
+/// caller takes the first valid one (§3.3).
+pub fn min_norm_candidates(
+    lcp: &BoxedLcp,
+    lambda: &DVector<f64>,
+    w: &DVector<f64>,
+    classes: &[Class],
+    tol: f64,
+) -> Vec<(DVector<f64>, Vec<Class>)> {
+    let mut deg = classes.to_vec();
+    for n in lcp.normals() {
+        if lambda[n] <= tol && w[n].abs() <= tol {
+            deg[n] = Class::C;
+            for h in lcp.frictions_of(n) {
+                if matches!(deg[h], Class::Nh | Class::Nl) {
+                    deg[h] = Class::Cf;
+                }
+            }
+        }
+    }
+    let mut stick = deg.clone();
+    for n in lcp.normals() {
+        if stick[n] == Class::C {
+            for h in lcp.frictions_of(n) {
+                stick[h] = Class::Cf;
+            }
+        }
+    }
+    let min_norm = |cl: Vec<Class>| {
+        let (s, col) = s_set(&cl);
+        let at = reduced_matrix(lcp, &cl, &s, &col);
+        let rhs = DVector::from_iterator(s.len(), s.iter().map(|&i| -lcp.b[i]));
+        solve(&at, &rhs).filter(|sol| sol.singular).map(|sol| (expand(lcp, &cl, &col, &sol.x, None), cl))
+    };
+    let Some(d) = min_norm(deg) else { return vec![] };
+    min_norm(stick).into_iter().chain([d]).collect()
+}
+
 /// Classes read off a solution (λ, w) with tolerance `tol` (for a solver that keeps none, e.g. PGS): normal C
 /// if λ > tol; friction N_h / N_l at its bound (or by the sign of w when the bound is ≈ 0), else C_f.
 pub fn classify(lcp: &BoxedLcp, lambda: &DVector<f64>, w: &DVector<f64>, tol: f64) -> Vec<Class> {

@@ -34,11 +34,15 @@ pub struct ChainOptions {
     pub jade: JadeOptions,
     /// PGS after a failed Jade solve (None: no fallback)
     pub pgs: Option<PgsOptions>,
+    /// on a rank-deficient A, return the first valid minimum-norm answer at the valid answer's active set
+    /// (`active_set::min_norm_candidates`, D11a). Off by default: it holds a four-point grasp, but changes the
+    /// trajectories of box stacks into ones whose LCPs neither Jade's Dantzig nor PGS answer
+    pub min_norm: bool,
 }
 
 impl Default for ChainOptions {
     fn default() -> Self {
-        ChainOptions { jade: JadeOptions::default(), pgs: Some(PgsOptions::default()) }
+        ChainOptions { jade: JadeOptions::default(), pgs: Some(PgsOptions::default()), min_norm: false }
     }
 }
 
@@ -48,6 +52,8 @@ pub struct ChainSolution {
     pub solution: LcpSolution,
     /// (solver, failure) of each attempt that did not answer
     pub failed: Vec<(LcpSolverKind, LcpFailure)>,
+    /// the answer is the minimum-norm one at the solver's active set (D11a)
+    pub min_norm: bool,
 }
 
 /// Every solver of the chain failed: the attempts, last one's answer included.
@@ -70,8 +76,28 @@ pub fn solve_chain(lcp: &BoxedLcp, o: &ChainOptions) -> Result<ChainSolution, Ch
         Some(k) => {
             let failed =
                 attempts[..k].iter().map(|a| (a.solver, a.failure.clone().unwrap_or(LcpFailure::Invalid))).collect();
-            Ok(ChainSolution { solution: attempts.swap_remove(k), failed })
+            let mut solution = attempts.swap_remove(k);
+            let min_norm = o.min_norm && polish(lcp, &mut solution, o.jade.validity_tol);
+            Ok(ChainSolution { solution, failed, min_norm })
         }
         None => Err(ChainFailure { attempts }),
     }
+}
+
+/// Replace a valid answer by the first valid minimum-norm candidate at its active set when A is rank-deficient
+/// there (`active_set::min_norm_candidates`; degenerate rows: λ_n, |w_n| ≤ 1e-9 · max(1, ‖b‖∞)). A candidate must
+/// pass the validity check at 1e-9 (an exact solution of its classes), not only the chain's looser tolerance.
+fn polish(lcp: &BoxedLcp, sol: &mut LcpSolution, validity_tol: f64) -> bool {
+    let tol = 1e-9 * lcp.scale();
+    for (lambda, classes) in active_set::min_norm_candidates(lcp, &sol.lambda, &sol.w, &sol.classes, tol) {
+        let validity = lcp.check(&lambda, validity_tol.min(1e-9));
+        if validity.valid {
+            sol.w = lcp.w(&lambda);
+            sol.lambda = lambda;
+            sol.classes = classes;
+            sol.validity = validity;
+            return true;
+        }
+    }
+    false
 }
