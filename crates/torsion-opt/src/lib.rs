@@ -7,4 +7,5 @@ pub mod sysid;
 pub use adam::Adam;
 pub use gauss_newton::{gauss_newton, GnOptions, GnReport};
 pub use sysid::arm::{ArmProblem, BaseParams, Inertial, Recording, ScalarSpec, SysidError, SysidFit};
+pub use sysid::shooting::{ShootingFit, ShootingOptions, ShootingProblem, Trajectory};
 pub use sysid::{levenberg_marquardt, levenberg_marquardt_normal, LmOptions, LmReport, Param};
