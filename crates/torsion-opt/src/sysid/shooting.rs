@@ -20,7 +20,9 @@ use torsion_model::{Control, GenState, Model, ParamSelection};
 use torsion_solvers::{DiffSolver, SolverError};
 
 /// One recorded trajectory of a generalized-coordinate model: T + 1 samples of q (nq) and v (nv), T rows of the
-/// generalized forces applied over each step (the solver's `control_dim` entries), every `dt` s.
+/// generalized forces applied over each step (the solver's `control_dim` entries) and, optionally, T rows of
+/// external body wrenches (`Control::body_wrench`: world frame at the COM, force then torque, 6 per body), every
+/// `dt` s.
 #[derive(Clone, Debug)]
 pub struct Trajectory {
     pub name: String,
@@ -28,6 +30,8 @@ pub struct Trajectory {
     pub q: Vec<Vec<f64>>,
     pub v: Vec<Vec<f64>>,
     pub u: Vec<Vec<f64>>,
+    /// empty: no wrenches
+    pub wrench: Vec<Vec<f64>>,
 }
 
 #[derive(Clone, Debug)]
@@ -146,7 +150,11 @@ impl<S: DiffSolver<State = GenState>> ShootingProblem<S> {
                     r.u.len()
                 ));
             }
-            for (what, rows, w) in [("q", &r.q, nq), ("v", &r.v, nv), ("u", &r.u, nu)] {
+            if !r.wrench.is_empty() && r.wrench.len() != r.u.len() {
+                return bad(format!("{} wrench rows for {} u rows", r.wrench.len(), r.u.len()));
+            }
+            let nw = 6 * self.model.body_count();
+            for (what, rows, w) in [("q", &r.q, nq), ("v", &r.v, nv), ("u", &r.u, nu), ("wrench", &r.wrench, nw)] {
                 if let Some(i) = rows.iter().position(|x| x.len() != w || x.iter().any(|y| !y.is_finite())) {
                     return bad(format!("{what} row {i}: expected {w} finite entries"));
                 }
@@ -186,7 +194,15 @@ impl<S: DiffSolver<State = GenState>> ShootingProblem<S> {
         }
         for start in (0..t_len).step_by(self.options.window) {
             let end = (start + self.options.window).min(t_len);
-            let controls: Vec<Control> = r.u[start..end].iter().map(|u| Control::from_torques(u)).collect();
+            let controls: Vec<Control> = (start..end)
+                .map(|t| {
+                    let c = Control::from_torques(&r.u[t]);
+                    match r.wrench.get(t) {
+                        Some(w) => c.with_body_wrench(w),
+                        None => c,
+                    }
+                })
+                .collect();
             let s0 = GenState::new(r.q[start].clone(), r.v[start].clone());
             let st = rollout(&self.solver, m, &s0, &controls, r.dt).map_err(solver_err)?;
             if let Some(sel) = sel {
@@ -396,6 +412,7 @@ mod tests {
             q: st.iter().map(|s| noisy(&s.q)).collect(),
             v: st.iter().map(|s| noisy(&s.v)).collect(),
             u,
+            wrench: vec![],
         });
         pb.options = ShootingOptions { window: 25, sigma_q: 1e-3, sigma_v: Some(1e-2) };
         pb
@@ -467,8 +484,13 @@ mod tests {
         let truth = [0.8, 0.4, 0.5];
         let mt = pb.model_at(&truth).unwrap();
         let (dt, t_len) = (0.005, 160);
-        let u: Vec<Vec<f64>> = (0..t_len).map(|_| vec![0.0, 0.0, 0.0, 2.0, 0.5, 0.0]).collect();
-        let controls: Vec<Control> = u.iter().map(|u| Control::from_torques(u)).collect();
+        // the push as a world-frame wrench on the box (body 1)
+        let u: Vec<Vec<f64>> = vec![vec![0.0; 6]; t_len];
+        let wrench: Vec<Vec<f64>> = (0..t_len)
+            .map(|t| vec![0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.5 * (t as f64 * 0.05).cos(), 0.0, 0.0, 0.0, 0.0])
+            .collect();
+        let controls: Vec<Control> =
+            u.iter().zip(&wrench).map(|(u, w)| Control::from_torques(u).with_body_wrench(w)).collect();
         let s0 = GenState::new(vec![0.0, 0.0, 0.15, 1.0, 0.0, 0.0, 0.0], vec![0.0, 0.0, 0.0, 1.0, 0.0, -1.0]);
         let st = rollout(&pb.solver, &mt, &s0, &controls, dt).unwrap();
         assert!(st.iter().any(|s| s.v[5] > 0.3), "the box bounces");
@@ -478,6 +500,7 @@ mod tests {
             q: st.iter().map(|s| s.q.clone()).collect(),
             v: st.iter().map(|s| s.v.clone()).collect(),
             u,
+            wrench,
         });
         pb.options = ShootingOptions { window: 20, sigma_q: 1e-3, sigma_v: Some(1e-2) };
         for (s, (v, map)) in
