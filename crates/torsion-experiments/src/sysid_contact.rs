@@ -14,9 +14,11 @@
 //! the data's 2 ms.
 use crate::plot::{color, figure, Mark, Panel, Series};
 use crate::result::{Check, ExperimentError, ExperimentResult};
+use crate::scene::{Recorder, SceneView};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use torsion_model::io::mjcf::load_mjcf_str;
+use torsion_model::GenState;
 use torsion_opt::{LmOptions, Param, ShootingOptions, ShootingProblem, Trajectory};
 use torsion_solvers::ncp::{NcpOptions, NcpSolver};
 
@@ -193,6 +195,20 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
             .series(Series::new("MuJoCo data", data, Mark::Points, color(0)))
             .series(Series::line("ncp windows at the estimate", model, color(1)))
     };
+    // scene: MuJoCo's recorded poses and the ncp windows at the estimate (the states the residual compares)
+    let (model_fit, mut runs) = (pb.model_at(&fit.p).map_err(fail)?, vec![]);
+    let rec = &pb.recordings[0];
+    for (name, states) in [
+        ("MuJoCo data", rec.q.iter().zip(&rec.v).map(|(q, v)| GenState::new(q.clone(), v.clone())).collect()),
+        ("ncp windows at the estimate", pred.clone()),
+    ] {
+        let mut r = Recorder::new(name, &model_fit)?;
+        for (k, st) in states.iter().enumerate() {
+            r.gen(t(k), st, &[])?;
+        }
+        runs.push(r.finish());
+    }
+    let scene = SceneView::new(model_fit, runs)?;
     let history: Vec<(f64, f64)> = fit.history.iter().enumerate().map(|(i, c)| (i as f64, *c)).collect();
     let panels = vec![
         coord(2, "box height", "z (m)"),
@@ -208,7 +224,8 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         scene: None,
         plot: Box::new(move |p| figure(p, &panels, 3)),
     }
-    .with_checks(checks))
+    .with_checks(checks)
+    .with_scene(scene))
 }
 
 #[cfg(test)]
@@ -222,6 +239,7 @@ mod tests {
         for k in ["mass_rel_error", "mu_rel_error", "restitution_rel_error", "wall_time_s", "mujoco_wall_time_s"] {
             assert!(r.metrics.get(k).is_some(), "metric {k} missing");
         }
+        assert!(r.scene.is_some());
         assert!(r.passed(), "{}", r.summary());
     }
 
