@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PIP="python3 -m pip install --quiet --disable-pip-version-check"
 $PIP numpy example-robot-data pin mujoco pytest
+# Ray for torsion.sysid.fit_ray's test (crates/torsion-py/tests/test_sysid.py starts a local 2-CPU cluster)
+$PIP ray
 # torch for the Python package's autograd tests: PyPI's Linux wheel pulls ~5 GB of CUDA packages, so only CI
 # (CI=true) or TORSION_TEST_TORCH=1 installs it; elsewhere its tests are skipped unless torch is already there
 if ! python3 -c "import torch" 2>/dev/null; then

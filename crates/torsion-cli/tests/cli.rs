@@ -124,11 +124,16 @@ fn quick_experiment(name: &str) -> serde_json::Value {
     j
 }
 
+/// [`quick_experiment`] and a reader of its scalar metrics (panics naming a missing one).
+fn quick_metrics(name: &str) -> (serde_json::Value, impl Fn(&str) -> f64) {
+    let j = quick_experiment(name);
+    let m = j["metrics"].clone();
+    (j, move |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("metric {k} missing")))
+}
+
 #[test]
 fn pbd_gravity_comp_quick_meets_its_targets() {
-    let j = quick_experiment("pbd-gravity-comp");
-    let m = &j["metrics"];
-    let f = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("metric {k} missing"));
+    let (j, f) = quick_metrics("pbd-gravity-comp");
     for sfx in ["", "_paper_settings", "_converged"] {
         eprintln!(
             "quick pbd-gravity-comp{sfx}: MAE s1 {:.4} e1 {:.4} w1 {:.4} N·m",
@@ -154,9 +159,7 @@ fn pbd_gravity_comp_quick_meets_its_targets() {
 
 #[test]
 fn pbd_spring_id_quick_meets_its_targets() {
-    let j = quick_experiment("pbd-spring-id");
-    let m = &j["metrics"];
-    let f = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("metric {k} missing"));
+    let (_, f) = quick_metrics("pbd-spring-id");
     for s in ["", "_noisy"] {
         eprintln!(
             "quick pbd-spring-id{s}: k rel err curve fit {:.2e}, diffsim {:.2e} (paper settings), {:.2e} (10 substeps)",
@@ -526,9 +529,8 @@ fn simulate_lcp_box_drop_stays_above_the_floor() {
 /// LCP answered, the velocity slope −μgΔt per step within the paper's 2.1 % (ours: exact to rounding).
 #[test]
 fn jade_sliding_prisms_quick_meets_its_targets() {
-    let j = quick_experiment("jade-sliding-prisms");
+    let (j, f) = quick_metrics("jade-sliding-prisms");
     let m = &j["metrics"];
-    let f = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("metric {k} missing"));
     eprintln!(
         "quick jade-sliding-prisms: slope rel error {:.2e}, invalid LCP steps {}, validity {}",
         f("slope_rel_error"),
@@ -552,9 +554,8 @@ fn jade_sliding_prisms_quick_meets_its_targets() {
 /// spec 004 §4.3 task 2: the cube push against the analytic impact velocity and rest gap (e = 0 and 1).
 #[test]
 fn jade_cube_push_quick_meets_its_targets() {
-    let j = quick_experiment("jade-cube-push");
+    let (j, f) = quick_metrics("jade-cube-push");
     let m = &j["metrics"];
-    let f = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("metric {k} missing"));
     eprintln!(
         "quick jade-cube-push: velocity error {:.2e}, rest gap error {:.4} m",
         f("velocity_error"),
@@ -571,9 +572,7 @@ fn jade_cube_push_quick_meets_its_targets() {
 /// v_y = −0.6935 through the CCD stepper's TOI-aware gradients (DCD gradients would not: dq/dd has the wrong sign).
 #[test]
 fn jade_two_ball_quick_meets_its_targets() {
-    let j = quick_experiment("jade-two-ball");
-    let m = &j["metrics"];
-    let f = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("metric {k} missing"));
+    let (j, f) = quick_metrics("jade-two-ball");
     eprintln!(
         "quick jade-two-ball: position error {:.5} (optimum {:.5}), v_y {:.6}, iterations to 5e-3 {}",
         f("position_error"),

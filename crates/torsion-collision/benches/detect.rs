@@ -6,7 +6,6 @@ use std::time::Instant;
 use torsion_collision::{BroadPhase, CollisionOptions, CollisionWorld, Contacts};
 use torsion_math::{Mat3, Quat, Vec3};
 use torsion_model::builder::ModelBuilder;
-use torsion_model::shape::DEFAULT_FRICTION;
 use torsion_model::{Model, Shape, ShapeKind};
 
 fn scene(n: usize) -> Model {
@@ -16,16 +15,8 @@ fn scene(n: usize) -> Model {
         b.add_body(&format!("box{k}"), 1.0, Mat3::identity());
     }
     let mut m = b.build().expect("model");
-    let shape = |name: String, body, kind| Shape {
-        name,
-        body,
-        pose: (Vec3::zeros(), Quat::identity()),
-        kind,
-        friction: DEFAULT_FRICTION,
-        restitution: 0.0,
-        contype: 1,
-        conaffinity: 1,
-    };
+    let shape =
+        |name: String, body: usize, kind: ShapeKind| Shape::new(name, body, kind, (Vec3::zeros(), Quat::identity()));
     m.shapes.push(shape("floor".into(), 0, ShapeKind::Plane { half_extents: [0.0, 0.0] }));
     for k in 0..n {
         m.shapes.push(shape(format!("box{k}"), k + 1, ShapeKind::Box { half_extents: Vec3::new(0.1, 0.1, 0.1) }));

@@ -146,18 +146,13 @@ fn backward<S: DiffSolver>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{gradcheck, rollout};
-    use torsion_math::Vec3;
-    use torsion_model::builder::two_link_arm;
+    use crate::{gradcheck, rollout, test_arm_xpbd};
     use torsion_model::MaximalState;
-    use torsion_solvers::XpbdSolver;
 
     /// A 20-step rollout gradient w.r.t. every control against central differences.
     #[test]
     fn rollout_vjp_matches_central_differences() {
-        let m = two_link_arm(0.8, 0.5, 1.0, Vec3::new(0.0, -9.8, 0.0), 0.01).unwrap();
-        let solver = XpbdSolver::default();
-        let s0 = m.state_at(&[0.4, -0.7]).unwrap();
+        let (m, solver, s0) = test_arm_xpbd();
         let us: Vec<Control> = (0..20).map(|t| Control::from_torques(&[(t as f64 * 0.3).sin(), 0.2])).collect();
         let loss = |st: &[MaximalState]| st.iter().map(|s| s.x[2].x + s.w[1].z * 0.1).sum::<f64>();
         let states = rollout(&solver, &m, &s0, &us, 0.01).unwrap();

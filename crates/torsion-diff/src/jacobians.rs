@@ -57,18 +57,13 @@ pub fn forward_sensitivities(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{fd_jacobian, rel_err, rollout};
-    use torsion_math::Vec3;
-    use torsion_model::builder::two_link_arm;
-    use torsion_solvers::DiffSolver;
-    use torsion_solvers::{Solver, XpbdSolver};
+    use crate::{fd_jacobian, rel_err, rollout, test_arm, test_arm_xpbd};
+    use torsion_solvers::{DiffSolver, Solver};
 
     /// B along a trajectory against central differences of each step.
     #[test]
     fn trajectory_jacobians_match_central_differences() {
-        let m = two_link_arm(0.8, 0.5, 1.0, Vec3::new(0.0, -9.8, 0.0), 0.01).unwrap();
-        let solver = XpbdSolver::default();
-        let s0 = m.state_at(&[0.4, -0.7]).unwrap();
+        let (m, solver, s0) = test_arm_xpbd();
         let us = vec![Control::from_torques(&[0.3, -0.2]); 5];
         let states = rollout(&solver, &m, &s0, &us, 0.01).unwrap();
         let jacs = trajectory_jacobians(&solver, &m, &states, &us, 0.01, &ParamSelection::none()).unwrap();
@@ -98,7 +93,7 @@ mod tests {
     #[test]
     fn forward_sensitivities_match_central_differences() {
         use torsion_solvers::FeatherstoneSolver;
-        let m = two_link_arm(0.8, 0.5, 1.0, Vec3::new(0.0, -9.8, 0.0), 0.01).unwrap();
+        let m = test_arm();
         let solver = FeatherstoneSolver::default();
         let sel = ParamSelection::by_prefix(&m, "body_mass[");
         let s0 = torsion_model::GenState::new(vec![0.4, -0.7], vec![0.3, 0.1]);

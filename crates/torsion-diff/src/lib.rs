@@ -12,3 +12,17 @@ pub use adjoint::{rollout_tape, rollout_vjp, tape_vjp, RolloutGrad, Tape};
 pub use gradcheck::{fd_gradient, fd_jacobian, gradcheck, rel_err, GradCheck};
 pub use jacobians::{forward_sensitivities, trajectory_jacobians};
 pub use rollout::{cable_controls, rollout, rollout_each, set_control_row};
+
+/// The unit tests' model: a two-link arm under gravity (links 0.8 m and 0.5 m, 1 kg, Δt 0.01 s).
+#[cfg(test)]
+pub(crate) fn test_arm() -> torsion_model::Model {
+    torsion_model::builder::two_link_arm(0.8, 0.5, 1.0, torsion_math::Vec3::new(0.0, -9.8, 0.0), 0.01).unwrap()
+}
+
+/// [`test_arm`] with XPBD and its maximal-coordinate state at q = (0.4, −0.7).
+#[cfg(test)]
+pub(crate) fn test_arm_xpbd() -> (torsion_model::Model, torsion_solvers::XpbdSolver, torsion_model::MaximalState) {
+    let m = test_arm();
+    let s0 = m.state_at(&[0.4, -0.7]).unwrap();
+    (m, torsion_solvers::XpbdSolver::default(), s0)
+}

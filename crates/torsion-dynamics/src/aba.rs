@@ -134,21 +134,8 @@ pub(crate) fn aba_pass<T: Scalar>(dm: &DynModel<T>, v: &[T], tau: &[T], d: &mut 
             let a = (d.aba_uvec[j][0] - d.aba_u[j][0].dot(&ac)) * d.aba_dinv[j][(0, 0)];
             qdd[vs] = a;
             ac += jm.s[0] * a;
-        } else if n > 0 {
-            let mut rhs = V6::zeros();
-            for i in 0..n {
-                rhs[i] = d.aba_uvec[j][i] - d.aba_u[j][i].dot(&ac);
-            }
-            for a in 0..n {
-                let mut sol = T::zero();
-                for b in 0..n {
-                    sol += d.aba_dinv[j][(a, b)] * rhs[b];
-                }
-                qdd[vs + a] = sol;
-            }
-            for i in 0..n {
-                ac += jm.s[i] * qdd[vs + i];
-            }
+        } else {
+            joint_acceleration(d, j, n, &mut ac, &jm.s, &mut qdd[vs..vs + n]);
         }
         d.acc[c] = ac;
     }
@@ -196,21 +183,29 @@ pub fn aba_solve_factored_into<T: Scalar>(
         let jm = &dm.joint[j];
         let (n, vs) = (jm.nv, dm.v_start[j]);
         let mut ac = d.x_pc[j].inv_act_motion(&d.acc[p]);
-        let mut rhs = [T::zero(); 6];
-        for i in 0..n {
-            rhs[i] = d.aba_uvec[j][i] - d.aba_u[j][i].dot(&ac);
-        }
-        for a in 0..n {
-            let mut sol = T::zero();
-            for b in 0..n {
-                sol += d.aba_dinv[j][(a, b)] * rhs[b];
-            }
-            out[vs + a] = sol;
-            ac += jm.s[a] * sol;
-        }
+        joint_acceleration(d, j, n, &mut ac, &jm.s, &mut out[vs..vs + n]);
         d.acc[c] = ac;
     }
     Ok(())
+}
+
+/// ABA pass 3 for joint `j` with `n` DoFs (Featherstone 2008 eq. 7.43): q̈_j = D⁻¹ (u − Uᵀ a'), written into `qdd`
+/// (n entries), then a' += S q̈_j; `ac` is a' = X a_parent (+ c) on entry and the child's acceleration on return.
+fn joint_acceleration<T: Scalar>(d: &DynData<T>, j: usize, n: usize, ac: &mut V6<T>, s: &[V6<T>], qdd: &mut [T]) {
+    let mut rhs = [T::zero(); 6];
+    for i in 0..n {
+        rhs[i] = d.aba_uvec[j][i] - d.aba_u[j][i].dot(ac);
+    }
+    for a in 0..n {
+        let mut sol = T::zero();
+        for b in 0..n {
+            sol += d.aba_dinv[j][(a, b)] * rhs[b];
+        }
+        qdd[a] = sol;
+    }
+    for a in 0..n {
+        *ac += s[a] * qdd[a];
+    }
 }
 
 /// Inverse of the leading n × n block of `m` (Gauss–Jordan with partial pivoting on the primal values);

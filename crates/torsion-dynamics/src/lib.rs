@@ -8,6 +8,7 @@
 #![allow(clippy::needless_range_loop)]
 pub mod aba;
 pub mod aba_derivatives;
+pub mod contact_features;
 pub mod crba;
 pub mod data;
 pub mod derivatives;

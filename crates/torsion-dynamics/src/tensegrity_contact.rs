@@ -177,18 +177,69 @@ impl<T: Scalar> LinearContactTerm<T> {
     }
 }
 
+/// One candidate contact of the linear model at the current kinematics: from body 1 to body 2 (the normal points
+/// from 1 to 2; body 1 of a plane–rod contact is the plane's), the rods involved (`None` for the plane), the world
+/// contact point, unit normal and signed distance (negative = penetration).
+#[derive(Clone, Debug)]
+pub struct RodContact<T: Scalar> {
+    pub bodies: [usize; 2],
+    pub rods: [Option<usize>; 2],
+    pub point: Vec3<T>,
+    pub normal: Vec3<T>,
+    pub depth: T,
+}
+
+impl<T: Scalar> LinearContactTerm<T> {
+    /// Contact slots, in the order the force kernel visits them: two per (plane, rod) pair (the rod's ends), then
+    /// one per rod pair. A slot's identity persists across steps (the contact networks' "steps in contact").
+    pub fn n_slots(&self) -> usize {
+        2 * self.plane_rod.len() + self.rod_rod.len()
+    }
+
+    /// Slot `k`'s geometry at `d`'s kinematics (`d.o_m`): plane–rod, the end cap's signed distance
+    /// n·x_end − offset − R at the point x_end − R n; rod–rod, the segments' closest points, d = |δ| − R₁ − R₂ and
+    /// the point in the middle of the overlap (module docs).
+    pub fn slot_geometry(&self, d: &DynData<T>, k: usize) -> RodContact<T> {
+        if k < 2 * self.plane_rod.len() {
+            let (pi, ri) = self.plane_rod[k / 2];
+            let (pl, rod) = (&self.planes[pi], &self.rods[ri]);
+            let n: Vec3<T> = cv(&pl.normal);
+            let x = d.o_m[rod.body].act_point(&cv(&rod.ends[k % 2]));
+            let depth = n.dot(&x) - T::c(pl.offset + rod.radius);
+            let point = x - n * T::c(rod.radius);
+            return RodContact { bodies: [pl.body, rod.body], rods: [None, Some(ri)], point, normal: n, depth };
+        }
+        let (i, j) = self.rod_rod[k - 2 * self.plane_rod.len()];
+        let (r1, r2) = (&self.rods[i], &self.rods[j]);
+        let end = |r: &Rod, e: usize| d.o_m[r.body].act_point(&cv(&r.ends[e]));
+        let (a1, b1, a2, b2) = (end(r1, 0), end(r1, 1), end(r2, 0), end(r2, 1));
+        let (s, t) = segment_closest(&a1, &b1, &a2, &b2);
+        let c1 = a1 + (b1 - a1) * s;
+        let delta = (a2 + (b2 - a2) * t) - c1;
+        let (dist2, rr) = (delta.dot(&delta), r1.radius + r2.radius);
+        let n = if dist2.re() > MIN_SEPARATION * MIN_SEPARATION {
+            delta / dist2.sqrt()
+        } else {
+            crossing_normal(&(b1 - a1), &(b2 - a2))
+        };
+        let depth = n.dot(&delta) - T::c(rr);
+        let point = c1 + n * (T::c(r1.radius) + depth * T::c(0.5));
+        RodContact { bodies: [r1.body, r2.body], rods: [Some(i), Some(j)], point, normal: n, depth }
+    }
+}
+
 /// One body's world pose and velocity, and its inverse mass / body-frame inverse inertia (zero when fixed).
-struct BodyState<T: Scalar> {
-    rot: Matrix3<T>,
-    pos: Vec3<T>,
-    w: Vec3<T>,
-    v: Vec3<T>,
+pub(crate) struct BodyState<T: Scalar> {
+    pub(crate) rot: Matrix3<T>,
+    pub(crate) pos: Vec3<T>,
+    pub(crate) w: Vec3<T>,
+    pub(crate) v: Vec3<T>,
     inv_m: T,
     inv_i: Matrix3<T>,
 }
 
 impl<T: Scalar> BodyState<T> {
-    fn of(dm: &DynModel<T>, d: &DynData<T>, b: usize) -> Self {
+    pub(crate) fn of(dm: &DynModel<T>, d: &DynData<T>, b: usize) -> Self {
         let x = &d.o_m[b];
         let (rot, pos) = (x.rot, x.pos);
         if dm.root_pose[b].is_some() {
@@ -202,7 +253,7 @@ impl<T: Scalar> BodyState<T> {
         BodyState { rot, pos, w: rot * ang(&d.vel[b]), v: rot * lin(&d.vel[b]), inv_m, inv_i }
     }
     /// World velocity of the world point x.
-    fn point_vel(&self, x: &Vec3<T>) -> Vec3<T> {
+    pub(crate) fn point_vel(&self, x: &Vec3<T>) -> Vec3<T> {
         self.v + self.w.cross(&(x - self.pos))
     }
     /// xᵀ W x for the world point x_c and world direction x: m⁻¹|x|² + (r × x)·I⁻¹(r × x).
@@ -304,46 +355,21 @@ pub fn linear_contact_forces_into<T: Scalar>(
     }
     body_velocities(dm, d, v);
     d.rod_contact.iter_mut().for_each(|c| *c = false);
-    for &(pi, ri) in &lc.plane_rod {
-        let (pl, rod) = (&lc.planes[pi], &lc.rods[ri]);
-        let n: Vec3<T> = cv(&pl.normal);
-        for end in &rod.ends {
-            let x = d.o_m[rod.body].act_point(&cv(end));
-            let depth = n.dot(&x) - T::c(pl.offset + rod.radius);
-            let xc = x - n * T::c(rod.radius);
-            if !active(d, &[pl.body, rod.body], &xc, &n, depth, dt) {
-                continue;
-            }
-            let (s1, s2) = (BodyState::of(dm, d, pl.body), BodyState::of(dm, d, rod.body));
-            let f = contact_force(&lc.param, dt, &s1, &s2, &xc, &n, depth);
-            apply(dm, d, &s2, rod.body, &xc, &f);
-            d.rod_contact[ri] = true;
-        }
-    }
-    for &(i, k) in &lc.rod_rod {
-        let (r1, r2) = (&lc.rods[i], &lc.rods[k]);
-        let end = |r: &Rod, e: usize| d.o_m[r.body].act_point(&cv(&r.ends[e]));
-        let (a1, b1, a2, b2) = (end(r1, 0), end(r1, 1), end(r2, 0), end(r2, 1));
-        let (s, t) = segment_closest(&a1, &b1, &a2, &b2);
-        let c1 = a1 + (b1 - a1) * s;
-        let delta = (a2 + (b2 - a2) * t) - c1;
-        let (dist2, rr) = (delta.dot(&delta), r1.radius + r2.radius);
-        let n = if dist2.re() > MIN_SEPARATION * MIN_SEPARATION {
-            delta / dist2.sqrt()
-        } else {
-            crossing_normal(&(b1 - a1), &(b2 - a2))
-        };
-        let depth = n.dot(&delta) - T::c(rr);
-        let xc = c1 + n * (T::c(r1.radius) + depth * T::c(0.5));
-        if !active(d, &[r1.body, r2.body], &xc, &n, depth, dt) {
+    for k in 0..lc.n_slots() {
+        let c = lc.slot_geometry(d, k);
+        if !active(d, &c.bodies, &c.point, &c.normal, c.depth, dt) {
             continue;
         }
-        let (s1, s2) = (BodyState::of(dm, d, r1.body), BodyState::of(dm, d, r2.body));
-        let f = contact_force(&lc.param, dt, &s1, &s2, &xc, &n, depth);
-        apply(dm, d, &s2, r2.body, &xc, &f);
-        apply(dm, d, &s1, r1.body, &xc, &(-f));
-        d.rod_contact[i] = true;
-        d.rod_contact[k] = true;
+        let [b1, b2] = c.bodies;
+        let (s1, s2) = (BodyState::of(dm, d, b1), BodyState::of(dm, d, b2));
+        let f = contact_force(&lc.param, dt, &s1, &s2, &c.point, &c.normal, c.depth);
+        apply(dm, d, &s2, b2, &c.point, &f);
+        if c.rods[0].is_some() {
+            apply(dm, d, &s1, b1, &c.point, &(-f));
+        }
+        for r in c.rods.into_iter().flatten() {
+            d.rod_contact[r] = true;
+        }
     }
     // torsional / rolling damping about the rod axis, once per rod in contact (spec 003 eq 5 with I4)
     let k_eps = (lc.param[4] - T::one()) / T::c(dt);
@@ -367,7 +393,14 @@ pub fn linear_contact_forces_into<T: Scalar>(
 /// Whether a contact acts this step: its signed distance predicted one step ahead from the velocity `d.vel`,
 /// d + Δt v·n, is negative (spec 003 §6 item 7: detected at t + 1 too; at rest under load the bias drives d to
 /// 0⁻, where an activation at d < 0 would chatter). Non-smooth point (docs/gradients.md).
-fn active<T: Scalar>(d: &DynData<T>, bodies: &[usize; 2], xc: &Vec3<T>, n: &Vec3<T>, depth: T, dt: f64) -> bool {
+pub(crate) fn active<T: Scalar>(
+    d: &DynData<T>,
+    bodies: &[usize; 2],
+    xc: &Vec3<T>,
+    n: &Vec3<T>,
+    depth: T,
+    dt: f64,
+) -> bool {
     let vel = |b: usize| {
         let (x, v) = (&d.o_m[b], &d.vel[b]);
         x.rot * (lin(v) + ang(v).cross(&(x.rot.transpose() * (xc - x.pos))))

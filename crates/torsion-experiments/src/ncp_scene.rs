@@ -116,26 +116,10 @@ pub struct Rollout {
     pub sens: Vec<DMatrix<f64>>,
 }
 
-/// Simulate `steps` steps of length dt, recording every `every`-th state. `jac`: propagate sensitivities.
+/// Simulate `steps` steps of length dt, recording every `every`-th state. `jac`: propagate sensitivities. `rec`:
+/// also record every `every`-th state with the contacts of the step that led to it (the viewer's scene).
 #[allow(clippy::too_many_arguments)]
 pub fn simulate(
-    sc: &Scene,
-    p: &Phys,
-    set: FrictionSet,
-    n_step: usize,
-    tolerance: f64,
-    dt: f64,
-    steps: usize,
-    every: usize,
-    jac: bool,
-) -> Result<Rollout, ExperimentError> {
-    simulate_recorded(sc, p, set, n_step, tolerance, dt, steps, every, jac, None)
-}
-
-/// [`simulate`], also recording every `every`-th state with the contacts of the step that led to it into `rec`
-/// (the viewer's scene).
-#[allow(clippy::too_many_arguments)]
-fn simulate_recorded(
     sc: &Scene,
     p: &Phys,
     set: FrictionSet,
@@ -247,7 +231,7 @@ pub fn observe(
     sigma: f64,
     seed: u64,
 ) -> Result<Vec<Vec<f64>>, ExperimentError> {
-    let r = simulate(sc, truth, FrictionSet::Cone, 100, 1e-10, dt / sub.max(1) as f64, sub * steps, sub, false)?;
+    let r = simulate(sc, truth, FrictionSet::Cone, 100, 1e-10, dt / sub.max(1) as f64, sub * steps, sub, false, None)?;
     let mut rng = Lcg::new(seed);
     Ok(r.pos.into_iter().map(|p| p.into_iter().map(|x| x + sigma * rng.normal()).collect()).collect())
 }
@@ -333,7 +317,7 @@ impl Fit<'_> {
         jac: bool,
     ) -> Result<(Vec<f64>, Option<Vec<f64>>), ExperimentError> {
         let p = self.phys(z);
-        let r = simulate(self.scene, &p, self.set, self.n_step, 0.0, self.dt, self.steps, 1, jac)?;
+        let r = simulate(self.scene, &p, self.set, self.n_step, 0.0, self.dt, self.steps, 1, jac, None)?;
         let nf = self.free.len();
         let mut res = vec![];
         let mut jm = vec![];
@@ -373,18 +357,7 @@ impl Fit<'_> {
         for (name, p) in runs {
             let model = self.scene.model_with_mass(p.mass);
             let mut rec = Recorder::new(name, &model)?;
-            simulate_recorded(
-                self.scene,
-                p,
-                self.set,
-                self.n_step,
-                0.0,
-                self.dt,
-                self.steps,
-                1,
-                false,
-                Some(&mut rec),
-            )?;
+            simulate(self.scene, p, self.set, self.n_step, 0.0, self.dt, self.steps, 1, false, Some(&mut rec))?;
             trajectories.push(rec.finish());
         }
         SceneView::new(self.scene.model.clone(), trajectories)
@@ -392,7 +365,7 @@ impl Fit<'_> {
 
     /// The Gauss–Newton matrix JᵀJ of the free columns at `p` (physical coordinates, unscaled).
     pub fn gauss_newton_matrix(&self, p: &Phys) -> Result<DMatrix<f64>, ExperimentError> {
-        let r = simulate(self.scene, p, self.set, self.n_step, 0.0, self.dt, self.steps, 1, true)?;
+        let r = simulate(self.scene, p, self.set, self.n_step, 0.0, self.dt, self.steps, 1, true, None)?;
         let nf = self.free.len();
         let mut h = DMatrix::zeros(nf, nf);
         for s in &r.sens {

@@ -6,6 +6,7 @@
 pub mod alloc_count;
 pub mod linalg;
 pub mod quat;
+pub mod rng;
 pub mod scalar;
 pub mod spatial;
 

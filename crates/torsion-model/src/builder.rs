@@ -311,19 +311,11 @@ pub fn tensegrity_prism() -> Model {
 /// (default parameters, `LinearContact::default`): a plane geom "floor" on the world, a capsule geom per rod
 /// (radius 0.02 m, the rod's length), and the prism lowered so its bottom nodes' caps touch z = 0 (depth 0).
 pub fn tensegrity_prism_on_ground() -> Model {
-    use crate::shape::{Shape, ShapeKind, DEFAULT_FRICTION};
+    use crate::shape::{Shape, ShapeKind};
     let (len, radius) = (1.684, 0.02);
     let mut m = tensegrity_prism();
-    let shape = |name: String, body: usize, kind: ShapeKind| Shape {
-        name,
-        body,
-        pose: (Vec3::zeros(), Quat::identity()),
-        kind,
-        friction: DEFAULT_FRICTION,
-        restitution: 0.0,
-        contype: 1,
-        conaffinity: 1,
-    };
+    let shape =
+        |name: String, body: usize, kind: ShapeKind| Shape::new(name, body, kind, (Vec3::zeros(), Quat::identity()));
     m.shapes.push(shape("floor".into(), 0, ShapeKind::Plane { half_extents: [0.0, 0.0] }));
     for k in 0..3 {
         m.shapes.push(shape(format!("rod{k}"), k + 1, ShapeKind::Capsule { radius, half_length: len / 2.0 }));

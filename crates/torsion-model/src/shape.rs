@@ -24,6 +24,23 @@ pub struct Shape {
     pub conaffinity: u32,
 }
 
+impl Shape {
+    /// A shape with the loaders' defaults: MuJoCo's friction (`DEFAULT_FRICTION`), restitution 0, and collision
+    /// bitmasks contype = conaffinity = 1 (collides with everything).
+    pub fn new(name: impl Into<String>, body: usize, kind: ShapeKind, pose: (Vec3, Quat)) -> Self {
+        Shape {
+            name: name.into(),
+            body,
+            pose,
+            kind,
+            friction: DEFAULT_FRICTION,
+            restitution: 0.0,
+            contype: 1,
+            conaffinity: 1,
+        }
+    }
+}
+
 /// Shape geometry in its own frame. Capsules and cylinders have their axis along the shape-frame z.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ShapeKind {

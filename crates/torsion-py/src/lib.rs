@@ -12,6 +12,7 @@ mod dynamics;
 mod model;
 mod sim;
 mod solvers;
+mod sysid;
 mod view;
 
 pyo3::create_exception!(
@@ -75,6 +76,7 @@ fn _torsion(m: &Bound<'_, PyModule>) -> PyResult<()> {
     solvers::register(m)?;
     sim::register(m)?;
     dynamics::register(m)?;
+    sysid::register(m)?;
     view::register(m)?;
     Ok(())
 }

@@ -23,11 +23,30 @@ pub struct PyModel {
     /// Identity keying the solvers' cached workspaces: new on every write (structure, gravity, parameters), as
     /// the contact steppers' workspaces hold the dynamics model built from the parameters (ncp, lcp).
     pub id: u64,
+    /// How the model was made, for pickling (`__reduce__`): a model built with `ModelBuilder` has none
+    pub recipe: Option<Recipe>,
+}
+
+/// A loader call that remakes a model (its parameters, gravity and dt are pickled beside it).
+#[derive(Clone, Debug)]
+pub enum Recipe {
+    Urdf { path: PathBuf, root: Option<String>, tip: Option<String>, drop_off_chain: bool },
+    UrdfText { text: String, root: Option<String>, tip: Option<String>, label: String, drop_off_chain: bool },
+    Mjcf { path: PathBuf },
+    MjcfText { text: String, label: String },
+    TwoLink { l1: f64, l2: f64, mass: f64, gravity: [f64; 3], dt: f64 },
+    FloatingTree,
+    Baxter { drop_off_chain: bool },
+    Named { name: String },
 }
 
 impl PyModel {
     pub fn new(inner: Model) -> Self {
-        PyModel { inner, id: NEXT_ID.fetch_add(1, Ordering::Relaxed) }
+        PyModel { inner, id: NEXT_ID.fetch_add(1, Ordering::Relaxed), recipe: None }
+    }
+    fn made_by(mut self, r: Recipe) -> Self {
+        self.recipe = Some(r);
+        self
     }
 }
 
@@ -78,7 +97,9 @@ impl PyModel {
         missing_file(&path)?;
         guard(|| {
             let o = UrdfOptions { root, tip, drop_off_chain };
-            Ok(PyModel::new(torsion_model::io::urdf::load_urdf(&path, &o).map_err(model_err)?))
+            let m = PyModel::new(torsion_model::io::urdf::load_urdf(&path, &o).map_err(model_err)?);
+            let UrdfOptions { root, tip, drop_off_chain } = o;
+            Ok(m.made_by(Recipe::Urdf { path: std::path::absolute(&path).unwrap_or(path), root, tip, drop_off_chain }))
         })
     }
     /// Load URDF `text` (`label` names it in error messages); `root`, `tip` and `drop_off_chain` as for
@@ -94,20 +115,28 @@ impl PyModel {
     ) -> PyResult<Self> {
         guard(|| {
             let o = UrdfOptions { root, tip, drop_off_chain };
-            Ok(PyModel::new(torsion_model::io::urdf::load_urdf_str(text, label, &o).map_err(model_err)?))
+            let m = PyModel::new(torsion_model::io::urdf::load_urdf_str(text, label, &o).map_err(model_err)?);
+            let UrdfOptions { root, tip, drop_off_chain } = o;
+            Ok(m.made_by(Recipe::UrdfText { text: text.into(), root, tip, label: label.into(), drop_off_chain }))
         })
     }
     /// Load the MJCF (MuJoCo XML) file at `path` (str or path); includes resolve against its folder.
     #[staticmethod]
     fn from_mjcf(path: PathBuf) -> PyResult<Self> {
         missing_file(&path)?;
-        guard(|| Ok(PyModel::new(torsion_model::io::mjcf::load_mjcf(&path).map_err(model_err)?)))
+        guard(|| {
+            let m = PyModel::new(torsion_model::io::mjcf::load_mjcf(&path).map_err(model_err)?);
+            Ok(m.made_by(Recipe::Mjcf { path: std::path::absolute(&path).unwrap_or(path) }))
+        })
     }
     /// Load MJCF `text` (`label` names it in error messages; includes resolve against the working directory).
     #[staticmethod]
     #[pyo3(signature = (text, label="<string>"))]
     fn from_mjcf_string(text: &str, label: &str) -> PyResult<Self> {
-        guard(|| Ok(PyModel::new(torsion_model::io::mjcf::load_mjcf_str(text, label, None).map_err(model_err)?)))
+        guard(|| {
+            let m = PyModel::new(torsion_model::io::mjcf::load_mjcf_str(text, label, None).map_err(model_err)?);
+            Ok(m.made_by(Recipe::MjcfText { text: text.into(), label: label.into() }))
+        })
     }
     /// The planar two-link arm of spec 000 §4.1: hinges about z, uniform rods of lengths l1, l2 (m) and `mass`
     /// (kg) each, `gravity` (3,) in m/s² (default (0, −9.8, 0)), time step `dt` (s).
@@ -124,12 +153,15 @@ impl PyModel {
             }
         }
         check_dt(dt)?;
-        guard(|| Ok(PyModel::new(torsion_model::builder::two_link_arm(l1, l2, mass, g, dt).map_err(model_err)?)))
+        guard(|| {
+            let m = PyModel::new(torsion_model::builder::two_link_arm(l1, l2, mass, g, dt).map_err(model_err)?);
+            Ok(m.made_by(Recipe::TwoLink { l1, l2, mass, gravity: [g.x, g.y, g.z], dt }))
+        })
     }
     /// A floating tree with every joint type (free root, ball, prismatic, revolute branch).
     #[staticmethod]
     fn floating_tree() -> PyResult<Self> {
-        guard(|| Ok(PyModel::new(torsion_model::builder::floating_tree())))
+        guard(|| Ok(PyModel::new(torsion_model::builder::floating_tree()).made_by(Recipe::FloatingTree)))
     }
     /// The Baxter left arm (torso → left_hand_link, 7 hinges) from pip's example-robot-data, gripper and
     /// sensors welded to the hand; `drop_off_chain=True`: the bare arm of spec 000 §4.7 (gripper dropped).
@@ -138,7 +170,7 @@ impl PyModel {
     fn baxter_left_arm(drop_off_chain: bool) -> PyResult<Self> {
         use torsion_model::io::robots::{baxter_left_arm, baxter_left_arm_spec000};
         let load = if drop_off_chain { baxter_left_arm_spec000 } else { baxter_left_arm };
-        guard(|| Ok(PyModel::new(load().map_err(model_err)?)))
+        guard(|| Ok(PyModel::new(load().map_err(model_err)?).made_by(Recipe::Baxter { drop_off_chain })))
     }
 
     /// the model's name (URDF robot / MJCF model name)
@@ -316,13 +348,46 @@ impl PyModel {
     /// A copy of the model with `values` (k,) written to the k parameters in `names` (all if None).
     #[pyo3(signature = (names, values))]
     fn with_params(&self, names: Option<Vec<String>>, values: &Bound<'_, PyAny>) -> PyResult<PyModel> {
-        let mut m = PyModel { inner: self.inner.clone(), id: self.id };
+        let mut m = PyModel { inner: self.inner.clone(), id: self.id, recipe: self.recipe.clone() };
         m.params_set(names, values)?;
         Ok(m)
     }
     /// An independent copy.
     fn copy(&self) -> PyModel {
-        PyModel::new(self.inner.clone())
+        PyModel { recipe: self.recipe.clone(), ..PyModel::new(self.inner.clone()) }
+    }
+    /// Pickling (Ray, multiprocessing): the loader call that made the model (a file path is pickled as an
+    /// absolute path, so the file must be readable where the model is unpickled), then every parameter, gravity
+    /// and dt written back. A model built with `ModelBuilder` does not pickle (TypeError).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let me = slf.borrow();
+        let Some(r) = &me.recipe else {
+            return Err(PyTypeError::new_err(
+                "a Model built with ModelBuilder does not pickle (load it from a file or text, or by name, instead)",
+            ));
+        };
+        let (kind, args): (&str, Bound<'py, PyAny>) = match r.clone() {
+            Recipe::Urdf { path, root, tip, drop_off_chain } => {
+                ("urdf", (path, root, tip, drop_off_chain).into_pyobject(py)?.into_any())
+            }
+            Recipe::UrdfText { text, root, tip, label, drop_off_chain } => {
+                ("urdf_text", (text, root, tip, label, drop_off_chain).into_pyobject(py)?.into_any())
+            }
+            Recipe::Mjcf { path } => ("mjcf", (path,).into_pyobject(py)?.into_any()),
+            Recipe::MjcfText { text, label } => ("mjcf_text", (text, label).into_pyobject(py)?.into_any()),
+            Recipe::TwoLink { l1, l2, mass, gravity, dt } => {
+                ("two_link", (l1, l2, mass, gravity.to_vec(), dt).into_pyobject(py)?.into_any())
+            }
+            Recipe::FloatingTree => ("floating_tree", ().into_pyobject(py)?.into_any()),
+            Recipe::Baxter { drop_off_chain } => ("baxter", (drop_off_chain,).into_pyobject(py)?.into_any()),
+            Recipe::Named { name } => ("named", (name,).into_pyobject(py)?.into_any()),
+        };
+        let m = &me.inner;
+        let params = m.params_get(&ParamSelection::all(m));
+        let g = m.gravity;
+        let restore = py.import("torsion._torsion")?.getattr("_model_restore")?;
+        (restore, (kind, args, params, vec![g.x, g.y, g.z], m.dt)).into_pyobject(py).map(|t| t.into_any())
     }
     fn __copy__(&self) -> PyModel {
         self.copy()
@@ -515,10 +580,52 @@ fn load_mjcf(x: &Bound<'_, PyAny>) -> PyResult<PyModel> {
     PyModel::from_mjcf(path)
 }
 
+/// `_model_restore(kind, args, params, gravity, dt)`: unpickle a Model (`Model.__reduce__`): the loader `kind`
+/// called with `args`, then all `params`, `gravity` and `dt` written back.
+#[pyfunction]
+fn _model_restore(
+    kind: &str,
+    args: &Bound<'_, PyAny>,
+    params: &Bound<'_, PyAny>,
+    gravity: &Bound<'_, PyAny>,
+    dt: f64,
+) -> PyResult<PyModel> {
+    let mut m = match kind {
+        "urdf" => {
+            let (p, r, t, d): (PathBuf, Option<String>, Option<String>, bool) = args.extract()?;
+            PyModel::from_urdf(p, r, t, d)?
+        }
+        "urdf_text" => {
+            let (x, r, t, l, d): (String, Option<String>, Option<String>, String, bool) = args.extract()?;
+            PyModel::from_urdf_string(&x, r, t, &l, d)?
+        }
+        "mjcf" => PyModel::from_mjcf(args.extract::<(PathBuf,)>()?.0)?,
+        "mjcf_text" => {
+            let (x, l): (String, String) = args.extract()?;
+            PyModel::from_mjcf_string(&x, &l)?
+        }
+        "two_link" => {
+            let (l1, l2, mass, g, dt): (f64, f64, f64, Bound<'_, PyAny>, f64) = args.extract()?;
+            PyModel::two_link_arm(l1, l2, mass, Some(&g), dt)?
+        }
+        "floating_tree" => PyModel::floating_tree()?,
+        "baxter" => PyModel::baxter_left_arm(args.extract::<(bool,)>()?.0)?,
+        "named" => _load_model(&args.extract::<(String,)>()?.0)?,
+        _ => return Err(PyValueError::new_err(format!("_model_restore: unknown model kind '{kind}'"))),
+    };
+    m.params_set(None, params)?;
+    m.set_gravity(gravity)?;
+    m.set_dt(dt)?;
+    Ok(m)
+}
+
 /// `_load_model(name)`: a model by its registered name (`torsion.models.load`).
 #[pyfunction]
 fn _load_model(name: &str) -> PyResult<PyModel> {
-    guard(|| Ok(PyModel::new(torsion_model::io::load_model(name).map_err(model_err)?)))
+    guard(|| {
+        let m = PyModel::new(torsion_model::io::load_model(name).map_err(model_err)?);
+        Ok(m.made_by(Recipe::Named { name: name.into() }))
+    })
 }
 
 /// `_model_names()`: (name, description, source) of every registered model (`torsion.models.list`).
@@ -540,6 +647,7 @@ fn _model_names() -> Vec<(&'static str, &'static str, String)> {
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_load_model, m)?)?;
+    m.add_function(wrap_pyfunction!(_model_restore, m)?)?;
     m.add_function(wrap_pyfunction!(_model_names, m)?)?;
     m.add_class::<PyModel>()?;
     m.add_class::<PyModelBuilder>()?;

@@ -64,6 +64,67 @@ where
         .collect()
 }
 
+/// External body wrenches from Python (`wrench=`; MuJoCo's `xfrc_applied`, `Control::body_wrench`): per body a
+/// world-frame force then torque at the COM, 6 per body (body_count rows, the world body's included). `per_step`:
+/// (T, body_count, 6), one row per step; otherwise (body_count, 6), the same at every step.
+pub(crate) struct Wrench {
+    data: Vec<f64>,
+    per_step: bool,
+    width: usize,
+}
+
+impl Wrench {
+    /// Step t's wrenches (6 × body_count).
+    fn row(&self, t: usize) -> &[f64] {
+        if self.per_step {
+            &self.data[t * self.width..(t + 1) * self.width]
+        } else {
+            &self.data
+        }
+    }
+    /// `u.body_wrench` = step t's wrenches (or none)
+    fn fill(w: Option<&Self>, t: usize, u: &mut Control) {
+        u.body_wrench.clear();
+        if let Some(w) = w {
+            u.body_wrench.extend_from_slice(w.row(t));
+        }
+    }
+}
+
+/// `wrench` checked: (body_count, 6), or (t_len, body_count, 6) when `t_len` is given (a rollout); refused for
+/// XPBD (maximal coordinates take no body wrenches, as in Rust).
+fn wrench_arg(
+    m: &Model,
+    sref: &crate::solvers::SolverRef<'_>,
+    wrench: Option<&Bound<'_, PyAny>>,
+    t_len: Option<usize>,
+) -> PyResult<Option<Wrench>> {
+    let Some(w) = wrench else { return Ok(None) };
+    if matches!(sref, crate::solvers::SolverRef::Xpbd(_)) {
+        return Err(PyValueError::new_err(
+            "wrench: XpbdSolver takes no external body wrenches (use FeatherstoneSolver, NcpSolver or LcpSolver)",
+        ));
+    }
+    let nb = m.body_count();
+    let a = crate::arrays::read(w, "wrench")?;
+    let per_step = match (a.shape.as_slice(), t_len) {
+        ([b, 6], _) if *b == nb => false,
+        ([t, b, 6], Some(tl)) if *t == tl && *b == nb => true,
+        _ => {
+            let want = match t_len {
+                Some(t) => format!("({nb}, 6) or ({t}, {nb}, 6)"),
+                None => format!("({nb}, 6)"),
+            };
+            return Err(PyValueError::new_err(format!(
+                "wrench: expected shape {want} (per body of model.body_count = {nb}: force then torque, world \
+                 frame, at the COM), got {:?}",
+                a.shape
+            )));
+        }
+    };
+    Ok(Some(Wrench { data: a.data, per_step, width: 6 * nb }))
+}
+
 /// Run `f` with the solver's cached workspace for this model (built on first use; a fresh one if the cache is
 /// busy in another thread).
 fn with_ws<S: Codec, R>(
@@ -106,13 +167,17 @@ fn rollout_into<S: Codec>(
     dt: f64,
     ws: &mut S::Workspace,
     buf: &mut [f64],
+    wrench: Option<&Wrench>,
 ) -> Result<(), torsion_solvers::SolverError>
 where
     S::State: Send,
 {
     let n = s.state_dim(m);
     s.encode(s0, &mut buf[..n]);
-    let fill = |t: usize, u: &mut Control| s.control_into(m, &us[t * nu..(t + 1) * nu], u);
+    let fill = |t: usize, u: &mut Control| {
+        s.control_into(m, &us[t * nu..(t + 1) * nu], u);
+        Wrench::fill(wrench, t, u);
+    };
     torsion_diff::rollout_each(s, m, s0, t_len, dt, ws, fill, |t, st| s.encode(st, &mut buf[t * n..(t + 1) * n]))
 }
 
@@ -177,10 +242,13 @@ impl PyStepInfo {
 /// One step of `solver` on `model`: x (state_dim,) and u (control_dim,) → the next state (state_dim,); with
 /// `return_info=True` the tuple (next state, StepInfo). `dt`: time step in s (default `model.dt`). Contact
 /// steppers start it cold (no warm start: a flat state does not hold one), so the same x and u always give the
-/// same result. Raises ValueError for a wrong shape, TypeError for a wrong dtype or solver, SimulationError when
-/// the step goes non-finite or (LcpSolver) no LCP solver finds a valid answer.
+/// same result. `wrench`: external body wrenches (body_count, 6) (MuJoCo's `xfrc_applied`: per body a world-frame
+/// force then torque at its COM; FeatherstoneSolver, NcpSolver, LcpSolver). Raises ValueError for a wrong shape,
+/// TypeError for a wrong dtype or solver, SimulationError when the step goes non-finite or (LcpSolver) no LCP
+/// solver finds a valid answer.
 #[pyfunction]
-#[pyo3(signature = (model, solver, x, u, dt=None, return_info=false))]
+#[pyo3(signature = (model, solver, x, u, dt=None, return_info=false, wrench=None))]
+#[allow(clippy::too_many_arguments)]
 fn step<'py>(
     py: Python<'py>,
     model: PyRef<'_, PyModel>,
@@ -189,11 +257,15 @@ fn step<'py>(
     u: &Bound<'py, PyAny>,
     dt: Option<f64>,
     return_info: bool,
+    wrench: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let m = &model.inner;
     let dt = dt_of(m, dt)?;
-    dispatch!(solver_ref(solver)?, |s, c| {
-        let (st, u) = state_and_control(s, m, x, u)?;
+    let sref = solver_ref(solver)?;
+    let w = wrench_arg(m, &sref, wrench, None)?;
+    dispatch!(sref, |s, c| {
+        let (st, mut u) = state_and_control(s, m, x, u)?;
+        Wrench::fill(w.as_ref(), 0, &mut u);
         let mut o = st.clone();
         let info = with_ws(s, c, &model, |ws| guard(|| s.step(m, &st, &u, dt, &mut o, ws, None).map_err(solver_err)))?;
         let mut v = vec![0.0; s.state_dim(m)];
@@ -214,10 +286,12 @@ fn step<'py>(
 }
 
 /// Rollout of `solver` on `model`: x0 (state_dim,) and controls (T, control_dim) → states (T + 1, state_dim),
-/// x0 first. `dt`: time step in s (default `model.dt`). Contact steppers carry their warm start from step to step.
-/// Raises ValueError / TypeError naming the argument for a wrong shape / dtype, SimulationError when a step fails.
+/// x0 first. `dt`: time step in s (default `model.dt`). `wrench`: external body wrenches, (T, body_count, 6) per
+/// step or (body_count, 6) at every step (as for `step`). Contact steppers carry their warm start from step to
+/// step. Raises ValueError / TypeError naming the argument for a wrong shape / dtype, SimulationError when a step
+/// fails.
 #[pyfunction]
-#[pyo3(signature = (model, solver, x0, controls, dt=None))]
+#[pyo3(signature = (model, solver, x0, controls, dt=None, wrench=None))]
 fn rollout<'py>(
     py: Python<'py>,
     model: PyRef<'_, PyModel>,
@@ -225,17 +299,22 @@ fn rollout<'py>(
     x0: &Bound<'py, PyAny>,
     controls: &Bound<'py, PyAny>,
     dt: Option<f64>,
+    wrench: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
     let m = &model.inner;
     let dt = dt_of(m, dt)?;
-    dispatch!(solver_ref(solver)?, |s, c| {
+    let sref = solver_ref(solver)?;
+    dispatch!(sref, |s, c| {
         let s0 = state_vec(s, m, x0, "x0")?;
         let nu = s.control_dim(m);
         let (t_len, us) = mat2(controls, "controls", None, nu)?;
+        let w = wrench_arg(m, &sref, wrench, Some(t_len))?;
         let n = s.state_dim(m);
         let mut buf = alloc(&[t_len + 1, n], "rollout states")?;
         with_ws(s, c, &model, |ws| {
-            py.detach(|| guard(|| rollout_into(s, m, &s0, &us, (t_len, nu), dt, ws, &mut buf).map_err(solver_err)))
+            py.detach(|| {
+                guard(|| rollout_into(s, m, &s0, &us, (t_len, nu), dt, ws, &mut buf, w.as_ref()).map_err(solver_err))
+            })
         })?;
         out(py, &[t_len + 1, n], buf)
     })
@@ -307,7 +386,7 @@ fn rollout_batch<'py>(
             };
             let mut ws = s.workspace(mm).map_err(solver_err)?;
             let s0 = s.decode(mm, x);
-            rollout_into(s, mm, &s0, u, (t_len, nu), dt, &mut ws, dst).map_err(solver_err)
+            rollout_into(s, mm, &s0, u, (t_len, nu), dt, &mut ws, dst, None).map_err(solver_err)
         };
         py.detach(|| guard(|| buf.par_chunks_mut(row.max(1)).enumerate().try_for_each(|(b, dst)| item(b, dst))))?;
         out(py, &[b_len, t_len + 1, n], buf)
@@ -328,6 +407,9 @@ pub struct PyRolloutGrad {
     params: Py<PyArrayDyn<f64>>,
     /// the parameter names of `params`, in order
     param_names: Vec<String>,
+    /// ∂L/∂wrench in the shape `wrench` had ((T, body_count, 6), or (body_count, 6): summed over the steps);
+    /// None without `wrench`
+    wrench: Option<Py<PyArrayDyn<f64>>>,
 }
 
 #[pymethods]
@@ -339,10 +421,11 @@ impl PyRolloutGrad {
 
 /// Reverse mode through a rollout of `solver` on `model`: states (T + 1, n) from `rollout`, controls (T, nu),
 /// dloss_dstates (T + 1, n) = ∂L/∂states (ambient). `param_names`: the parameters to return gradients for
-/// (None: all). `dt`: the rollout's time step in s (default `model.dt`). Returns a RolloutGrad (x0, x0_tangent,
-/// controls, params).
+/// (None: all). `dt`: the rollout's time step in s (default `model.dt`). `wrench`: the rollout's external body
+/// wrenches ((T, body_count, 6) or (body_count, 6), as for `rollout`). Returns a RolloutGrad (x0, x0_tangent,
+/// controls, params, and wrench = ∂L/∂wrench when `wrench` was given).
 #[pyfunction]
-#[pyo3(signature = (model, solver, states, controls, dloss_dstates, param_names=None, dt=None))]
+#[pyo3(signature = (model, solver, states, controls, dloss_dstates, param_names=None, dt=None, wrench=None))]
 #[allow(clippy::too_many_arguments)]
 fn rollout_vjp<'py>(
     py: Python<'py>,
@@ -353,6 +436,7 @@ fn rollout_vjp<'py>(
     dloss_dstates: &Bound<'py, PyAny>,
     param_names: Option<Vec<String>>,
     dt: Option<f64>,
+    wrench: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<PyRolloutGrad> {
     let m = &model.inner;
     let dt = dt_of(m, dt)?;
@@ -367,8 +451,12 @@ fn rollout_vjp<'py>(
         let (t_len, us) = mat2(controls, "controls", None, nu)?;
         let (_, xs) = mat2(states, "states", Some(t_len + 1), n)?;
         let (_, gs) = mat2(dloss_dstates, "dloss_dstates", Some(t_len + 1), n)?;
+        let w = wrench_arg(m, &sref, wrench, Some(t_len))?;
         let mut st: Vec<_> = xs.chunks(n.max(1)).take(t_len + 1).map(|r| s.decode(m, r)).collect();
-        let ctl = control_rows(s, m, &us, t_len, nu);
+        let mut ctl = control_rows(s, m, &us, t_len, nu);
+        for (t, u) in ctl.iter_mut().enumerate() {
+            Wrench::fill(w.as_ref(), t, u);
+        }
         let g = py.detach(|| {
             guard(|| {
                 rewarm(s, m, &mut st, &ctl, dt).map_err(solver_err)?;
@@ -379,9 +467,21 @@ fn rollout_vjp<'py>(
         let mut x0 = vec![0.0; n];
         s.encode(&g.g_s0, &mut x0);
         let gu: Vec<f64> = g.g_u.concat();
+        let gw = match &w {
+            None => None,
+            Some(w) if w.per_step => Some(out(py, &[t_len, w.width / 6, 6], g.g_wrench.concat())?.unbind()),
+            Some(w) => {
+                let mut sum = vec![0.0; w.width];
+                for gt in &g.g_wrench {
+                    sum.iter_mut().zip(gt).for_each(|(a, b)| *a += b);
+                }
+                Some(out(py, &[w.width / 6, 6], sum)?.unbind())
+            }
+        };
         let gp = g.g_theta;
         let k = gp.len();
         Ok(PyRolloutGrad {
+            wrench: gw,
             x0: out(py, &[n], x0)?.unbind(),
             x0_tangent: out(py, &[g.g_s0_tangent.len()], g.g_s0_tangent)?.unbind(),
             controls: out(py, &[t_len, nu], gu)?.unbind(),
@@ -393,9 +493,11 @@ fn rollout_vjp<'py>(
 
 /// Transition Jacobians of one step of `solver` on `model` in tangent coordinates at x (state_dim,) and
 /// u (control_dim,): A = ∂x'/∂x (nt, nt), B = ∂x'/∂u (nt, nu), C = ∂x'/∂θ (nt, k) for `param_names` (default
-/// none); nt = solver.tangent_dim(model). `dt`: time step in s (default `model.dt`).
+/// none); nt = solver.tangent_dim(model). `dt`: time step in s (default `model.dt`). `wrench`: external body
+/// wrenches (body_count, 6) held during the step (A then includes their dependence on q; their own Jacobian is
+/// B's generalized-force columns times Jᵀ of the bodies, which `rollout_vjp(..., wrench=)` applies).
 #[pyfunction]
-#[pyo3(signature = (model, solver, x, u, param_names=None, dt=None))]
+#[pyo3(signature = (model, solver, x, u, param_names=None, dt=None, wrench=None))]
 #[allow(clippy::too_many_arguments)]
 fn step_jacobians<'py>(
     py: Python<'py>,
@@ -405,12 +507,16 @@ fn step_jacobians<'py>(
     u: &Bound<'py, PyAny>,
     param_names: Option<Vec<String>>,
     dt: Option<f64>,
+    wrench: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Abc<'py>> {
     let m = &model.inner;
     let dt = dt_of(m, dt)?;
     let sel = jacobian_selection(m, param_names.as_deref())?;
-    dispatch!(solver_ref(solver)?, |s, _c| {
-        let (st, u) = state_and_control(s, m, x, u)?;
+    let sref = solver_ref(solver)?;
+    let w = wrench_arg(m, &sref, wrench, None)?;
+    dispatch!(sref, |s, _c| {
+        let (st, mut u) = state_and_control(s, m, x, u)?;
+        Wrench::fill(w.as_ref(), 0, &mut u);
         let j = py.detach(|| guard(|| s.step_jacobians(m, &st, &u, dt, &sel).map_err(solver_err)))?;
         Ok((crate::arrays::out_mat(py, &j.a)?, crate::arrays::out_mat(py, &j.b)?, crate::arrays::out_mat(py, &j.c)?))
     })

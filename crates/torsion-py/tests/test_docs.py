@@ -7,8 +7,9 @@ import pytest
 
 import torsion
 import torsion.models
+import torsion.sysid
 
-MODULES = {"torsion": torsion, "torsion.models": torsion.models}
+MODULES = {"torsion": torsion, "torsion.models": torsion.models, "torsion.sysid": torsion.sysid}
 try:  # the PyTorch integration is documented too when torch is installed
     import torsion.autograd
 
@@ -50,7 +51,8 @@ ALL = sorted(members(), key=lambda m: m[0])
 def test_the_walk_reaches_the_api():
     names = {n for n, _, _ in ALL}
     for expected in ["torsion.rollout", "torsion.NcpSolver", "torsion.LcpSolver", "torsion.Model.params_select",
-                     "torsion.Model.nq", "torsion.XpbdSolver.initial_state", "torsion.models.load", "torsion.view"]:
+                     "torsion.Model.nq", "torsion.XpbdSolver.initial_state", "torsion.models.load", "torsion.view",
+                     "torsion.sysid.Problem.fit", "torsion.sysid.fit_ray", "torsion.sysid.Result.save"]:
         assert expected in names, expected
     assert len(ALL) > 100
 

@@ -15,7 +15,7 @@ def blocks():
 
 def test_quickstart_runs_and_fits():
     code = blocks()
-    assert len(code) >= 3, "the quick start lost its code blocks"
+    assert len(code) >= 4, "the quick start lost its code blocks"
     lines = sum(len([l for l in b.splitlines() if l.strip()]) for b in code)
     assert lines <= 30, f"the quick start grew to {lines} lines"
     import torsion
@@ -29,3 +29,8 @@ def test_quickstart_runs_and_fits():
         exec(compile(b, f"{DOC}:block{i + 1}", "exec"), ns)
     assert ns["g"].params.shape == (3,) and np.all(ns["g"].params != 0)
     np.testing.assert_allclose(ns["theta"], ns["truth"], rtol=1e-6)
+    # the sysid block: every joint's damping back to 0.3 (rtol 1e-3: the 10 Hz filter's bias is ~1e-5 here)
+    fit = ns["fit"]
+    damping = [fit.estimates[f"damping[{j}]"] for j in ns["pb"].model.joint_name if f"damping[{j}]" in fit.estimates]
+    assert len(damping) == 7
+    np.testing.assert_allclose(damping, 0.3, rtol=1e-3)

@@ -4,20 +4,10 @@
 use torsion_collision::{CollisionOptions, CollisionWorld, Contacts};
 use torsion_math::{Mat3, Quat, Vec3};
 use torsion_model::builder::ModelBuilder;
-use torsion_model::shape::DEFAULT_FRICTION;
 use torsion_model::{Model, Shape, ShapeKind};
 
 pub fn shape(name: &str, body: usize, kind: ShapeKind, pose: (Vec3, Quat)) -> Shape {
-    Shape {
-        name: name.into(),
-        body,
-        pose,
-        kind,
-        friction: DEFAULT_FRICTION,
-        restitution: 0.0,
-        contype: 1,
-        conaffinity: 1,
-    }
+    Shape::new(name, body, kind, pose)
 }
 
 /// Body 0: fixed world with a ground plane z = 0 if `ground`; then one free body per entry of `kinds`.

@@ -35,7 +35,7 @@
 use super::transform::Tf;
 use crate::error::ModelError;
 use crate::model::{JointType, Model};
-use crate::shape::{Shape, ShapeKind, DEFAULT_FRICTION};
+use crate::shape::{Shape, ShapeKind};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
 use torsion_math::{Mat3, Quat, Vec3};
@@ -342,16 +342,8 @@ fn load(text: &str, file_label: &str, opts: &UrdfOptions, dir: Option<&Path>) ->
                         return Err(side.err(f, &link_el(lname), format!("mesh file {} not found", p.display())));
                     }
                 }
-                m.shapes.push(Shape {
-                    name: c.name.clone().unwrap_or_else(|| format!("{lname}/collision{k}")),
-                    body: b,
-                    pose: (x.p - m.body_com[b], x.q),
-                    kind,
-                    friction: DEFAULT_FRICTION,
-                    restitution: 0.0,
-                    contype: 1,
-                    conaffinity: 1,
-                });
+                let name = c.name.clone().unwrap_or_else(|| format!("{lname}/collision{k}"));
+                m.shapes.push(Shape::new(name, b, kind, (x.p - m.body_com[b], x.q)));
             }
         }
     }

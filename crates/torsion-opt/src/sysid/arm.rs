@@ -153,6 +153,29 @@ pub struct Gram {
 }
 
 impl Gram {
+    /// The Gram of several shards' sums (G, b, c, rows each: the same problem over other recordings, e.g. on other
+    /// processes): G = Σ G_s, b = Σ b_s, c = Σ c_s, then the square-root form. Equals [`ArmProblem::gram`] over
+    /// all the shards' recordings up to the summation order's round-off.
+    pub fn from_sums<'a>(shards: impl IntoIterator<Item = (&'a DMatrix<f64>, &'a DVector<f64>, f64, usize)>) -> Self {
+        let mut gram: Option<Gram> = None;
+        for (g, b, c, rows) in shards {
+            match gram.as_mut() {
+                None => gram = Some(Gram::from_parts(g.clone(), b.clone(), c, rows)),
+                Some(acc) => {
+                    acc.g += g;
+                    acc.b += b;
+                    acc.c += c;
+                    acc.rows += rows;
+                }
+            }
+        }
+        let mut gram = gram.unwrap_or_else(|| Gram::from_parts(DMatrix::zeros(0, 0), DVector::zeros(0), 0.0, 0));
+        gram.finish();
+        gram
+    }
+    fn from_parts(g: DMatrix<f64>, b: DVector<f64>, c: f64, rows: usize) -> Self {
+        Gram { g, b, c, rows, a: None, r: DMatrix::zeros(0, 0), d: DVector::zeros(0), floor: 0.0 }
+    }
     fn finish(&mut self) {
         let n = self.g.nrows();
         let sc: Vec<f64> = (0..n).map(|j| if self.g[(j, j)] > 0.0 { self.g[(j, j)].sqrt() } else { 1.0 }).collect();
@@ -453,16 +476,7 @@ impl ArmProblem {
         const BLOCK: usize = 256;
         let mut blk = DMatrix::zeros(BLOCK * nv, np);
         let mut tb = DVector::zeros(BLOCK * nv);
-        let mut gram = Gram {
-            g: DMatrix::zeros(np, np),
-            b: DVector::zeros(np),
-            c: 0.0,
-            rows: 0,
-            a: None,
-            r: DMatrix::zeros(0, 0),
-            d: DVector::zeros(0),
-            floor: 0.0,
-        };
+        let mut gram = Gram::from_parts(DMatrix::zeros(np, np), DVector::zeros(np), 0.0, 0);
         let mut kept: (Vec<f64>, Vec<f64>) = (vec![], vec![]);
         for p in data {
             for start in (0..p.q.len()).step_by(BLOCK) {
@@ -944,6 +958,23 @@ mod tests {
         // eigenvectors' ε-contamination for ours): measured against ‖τ‖², the scale of the start cost
         eprintln!("error of ‖A p − τ‖² / ‖τ‖²: square-root form {:.1e}, naive {:.1e}", worst.0, worst.1);
         assert!(worst.0 < 1e-8, "{:e}", worst.0);
+    }
+
+    #[test]
+    fn gram_from_shard_sums_equals_the_gram_of_all_recordings() {
+        // the Ray path: each worker stacks its recordings' sums, the driver adds them (issue 14 item 5)
+        let (pb, _, _) = small_problem();
+        let p = pb.p0();
+        let recs: Vec<Prepared> =
+            (0..3).map(|k| pb.prepare(&recording(&pb, &p, 300 + 50 * k, 1e-3, k as f64)).unwrap()).collect();
+        let all = pb.gram(&recs, false).unwrap();
+        let shards = [pb.gram(&recs[..1], false).unwrap(), pb.gram(&recs[1..], false).unwrap()];
+        let sum = Gram::from_sums(shards.iter().map(|s| (&s.g, &s.b, s.c, s.rows)));
+        let rel = (&sum.g - &all.g).amax() / all.g.amax();
+        assert!(rel < 1e-14 && sum.rows == all.rows, "{rel:e} {} {}", sum.rows, all.rows);
+        assert!((sum.c - all.c).abs() <= 1e-14 * all.c && (&sum.b - &all.b).amax() <= 1e-14 * all.b.amax());
+        let q: Vec<f64> = p.iter().map(|v| v * 1.1 + 0.01).collect();
+        assert!((sum.sq_error(&q) - all.sq_error(&q)).abs() <= 1e-10 * all.sq_error(&q));
     }
 
     #[test]

@@ -7,7 +7,8 @@ State layouts (rows of every state array):
                       v (nv)].
 Controls are (T, solver.control_dim(model)): one torque per joint (XPBD) or per DoF (Featherstone, Ncp, Lcp).
 Arrays: float64, or float32 up-cast exactly (results are float64); other dtypes raise TypeError.
-Jacobians are in tangent coordinates. The PyTorch integration lives in `torsion.autograd` (imports torch).
+Jacobians are in tangent coordinates. The PyTorch integration lives in `torsion.autograd` (imports torch);
+system identification in `torsion.sysid`.
 """
 from ._torsion import (
     FeatherstoneSolver,
@@ -42,6 +43,7 @@ from ._torsion import (
 from ._torsion import _view_html
 
 from . import models  # noqa: E402  (torsion.models.list() / torsion.models.load(name))
+from . import sysid  # noqa: E402  (torsion.sysid: system identification, issue 14)
 
 __version__ = "0.1.0"
 
@@ -74,6 +76,7 @@ __all__ = [
     "rollout_vjp",
     "step",
     "step_jacobians",
+    "sysid",
     "trajectory_jacobians",
     "view",
     "ViewPage",

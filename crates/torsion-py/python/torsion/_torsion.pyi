@@ -187,6 +187,9 @@ class RolloutGrad:
     controls: F64
     params: F64
     param_names: list[str]
+    wrench: Optional[F64]
+    """dL/dwrench in the shape `wrench` had ((T, body_count, 6) or (body_count, 6), summed over steps); None
+    without wrench=."""
 
 def load_urdf(path: Union[str, PathLike[str]], arm_root: Optional[str] = None, arm_tip: Optional[str] = None,
               drop_off_chain: bool = False) -> Model:
@@ -199,24 +202,29 @@ def _load_model(name: str) -> Model:
 def _model_names() -> List[Tuple[str, str, str]]:
     """(name, description, source) of every registered model; use torsion.models.list."""
 def step(model: Model, solver: Solver, x: ArrayLike, u: ArrayLike, dt: Optional[float] = None,
-         return_info: bool = False) -> Union[F64, Tuple[F64, StepInfo]]:
-    """One step (with return_info: (next state, StepInfo)). NcpSolver / LcpSolver start it cold (a flat state holds
+         return_info: bool = False, wrench: Optional[ArrayLike] = None) -> Union[F64, Tuple[F64, StepInfo]]:
+    """One step (with return_info: (next state, StepInfo)). wrench: external body wrenches (body_count, 6), per
+    body a world-frame force then torque at the COM (MuJoCo's xfrc_applied; not XpbdSolver). NcpSolver / LcpSolver start it cold (a flat state holds
     no contact warm start), so the same x and u always give the same result; a loop of `step` may differ from
     `rollout` at the solver's tolerance."""
-def rollout(model: Model, solver: Solver, x0: ArrayLike, controls: ArrayLike, dt: Optional[float] = None) -> F64:
-    """x0 (n,), controls (T, nu) -> states (T + 1, n), x0 first. NcpSolver: the contact warm start is carried
+def rollout(model: Model, solver: Solver, x0: ArrayLike, controls: ArrayLike, dt: Optional[float] = None,
+            wrench: Optional[ArrayLike] = None) -> F64:
+    """x0 (n,), controls (T, nu) -> states (T + 1, n), x0 first. wrench: (T, body_count, 6) or (body_count, 6). NcpSolver: the contact warm start is carried
     from step to step inside Rust (starting cold): deterministic, whatever the solver object's history."""
 def rollout_batch(model: Model, solver: Solver, x0: ArrayLike, controls: ArrayLike, params: Optional[ArrayLike] = None,
                   param_names: Names = None, dt: Optional[float] = None) -> F64:
     """x0 (B, n) | (n,), controls (B, T, nu) | (T, nu), params (B, k) | (k,) -> (B, T + 1, n); parallel, GIL
     released; item b equals rollout() on it exactly."""
 def rollout_vjp(model: Model, solver: Solver, states: ArrayLike, controls: ArrayLike, dloss_dstates: ArrayLike,
-                param_names: Names = None, dt: Optional[float] = None) -> RolloutGrad:
-    """Gradient of L(states) given dL/dstates (T + 1, n); param_names None = all parameters. NcpSolver: each step
+                param_names: Names = None, dt: Optional[float] = None,
+                wrench: Optional[ArrayLike] = None) -> RolloutGrad:
+    """Gradient of L(states) given dL/dstates (T + 1, n); param_names None = all parameters; with the rollout's
+    wrench, RolloutGrad.wrench = dL/dwrench. NcpSolver: each step
     is recomputed from the warm start it had in `rollout` (the steps re-run in order from states[0])."""
 def step_jacobians(model: Model, solver: Solver, x: ArrayLike, u: ArrayLike, param_names: Names = None,
-                   dt: Optional[float] = None) -> Tuple[F64, F64, F64]:
-    """(A, B, C) in tangent coordinates; C has one column per name (none by default)."""
+                   dt: Optional[float] = None, wrench: Optional[ArrayLike] = None) -> Tuple[F64, F64, F64]:
+    """(A, B, C) in tangent coordinates; C has one column per name (none by default); wrench (body_count, 6)
+    held during the step."""
 def trajectory_jacobians(model: Model, solver: Solver, states: ArrayLike, controls: ArrayLike,
                          param_names: Names = None, dt: Optional[float] = None) -> Tuple[F64, F64, F64]: ...
 def bench_step_rust(model: Model, solver: Solver, x: ArrayLike, u: ArrayLike, n: int = 10000,
@@ -241,3 +249,27 @@ def aba_param_derivatives(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLi
 def _view_html(model: Model, states: Sequence[ArrayLike], solver: _SolverBase, dt: Optional[float] = None,
                names: Optional[Sequence[str]] = None, title: Optional[str] = None,
                package_dirs: Sequence[Union[str, PathLike[str]]] = ...) -> str: ...
+
+# torsion.sysid's Rust side (python/torsion/sysid.py builds and drives it)
+class _ArmProblem:
+    def __init__(self, model: Model, cutoff_hz: float = 10.0, stride: int = 1, coulomb_vs: float = 0.02,
+                 filter_tau: bool = False, linear_warm_start: bool = True) -> None: ...
+    names: List[str]
+    body_names: List[str]
+    dof_names: List[str]
+    def p0(self) -> F64: ...
+    def set_body(self, k: int, mode: str, value: Optional[ArrayLike] = None, prior_mean: Optional[ArrayLike] = None,
+                 prior_sigma: Optional[ArrayLike] = None) -> None: ...
+    def set_scalar(self, name: str, value: float, transform: str = "identity", lower: float = ...,
+                   upper: float = ..., prior: Optional[Tuple[float, float]] = None, fixed: bool = False) -> None: ...
+    def add_recording(self, name: str, dt: float, q: ArrayLike, tau: ArrayLike,
+                      v: Optional[ArrayLike] = None) -> None: ...
+    def gram(self) -> Tuple[F64, F64, float, int]: ...
+    def fit(self, max_iter: int = 100, lambda0: float = 1e-3, ftol: float = 1e-12, progress: bool = False,
+            gram: Optional[Sequence[Tuple[ArrayLike, ArrayLike, float, int]]] = None) -> dict: ...
+    def evaluate(self, p: ArrayLike, dt: float, q: ArrayLike, tau: ArrayLike,
+                 v: Optional[ArrayLike] = None) -> Tuple[float, F64, F64]: ...
+def _base_parameters(g: ArrayLike, tol: float = 1e-5) -> Tuple[List[int], List[int], F64]: ...
+def _log_cholesky_theta(pi: ArrayLike) -> F64: ...
+def _log_cholesky_params(theta: ArrayLike) -> F64: ...
+def _model_restore(kind: str, args: tuple, params: ArrayLike, gravity: ArrayLike, dt: float) -> Model: ...
