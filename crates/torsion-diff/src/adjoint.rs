@@ -1,8 +1,12 @@
 //! Reverse-mode gradient of a scalar trajectory loss L(s_0, …, s_T) w.r.t. the initial state, every control
-//! and the model parameters. Only the states are stored; each step's record is recomputed on the way back
-//! (memory O(T × state) + one step record).
+//! and the model parameters. `rollout_vjp` stores only the states and recomputes each step's record on the way
+//! back (memory O(T × state) + one step record, one extra step per step); `tape_vjp` reads the records a
+//! [`rollout_tape`] kept from the forward pass (memory O(T × record), no step re-run: issue 14 item 7). Both run
+//! the same backward loop; they agree to round-off, not bit for bit where a `step_vjp` reuses what the step just
+//! left in the workspace (Featherstone: the articulated-body factorization of M̃, which a tape's step_vjp
+//! rebuilds by one ABA).
 use torsion_model::{Control, Model, ParamSelection};
-use torsion_solvers::{DiffSolver, SolverError};
+use torsion_solvers::{DiffSolver, Solver, SolverError};
 
 pub struct RolloutGrad<St> {
     /// ∂L/∂s_0, ambient (same shape as the state)
@@ -27,12 +31,74 @@ impl<St> RolloutGrad<St> {
     }
 }
 
+/// A forward rollout that kept each step's record for the adjoint ([`tape_vjp`]).
+pub struct Tape<S: Solver> {
+    /// s_0 … s_T
+    pub states: Vec<S::State>,
+    /// the record of step t (s_t → s_{t+1})
+    pub records: Vec<S::Record>,
+}
+
+/// [`crate::rollout`] keeping every step's record: T + 1 states and T records (all allocated before the first
+/// step; the steps fill them).
+pub fn rollout_tape<S: DiffSolver>(
+    solver: &S,
+    model: &Model,
+    s0: &S::State,
+    controls: &[Control],
+    dt: f64,
+) -> Result<Tape<S>, SolverError> {
+    let mut ws = solver.workspace(model)?;
+    let t_len = controls.len();
+    let mut states = vec![s0.clone(); t_len + 1];
+    let mut records: Vec<S::Record> = (0..t_len).map(|_| solver.record(model)).collect();
+    for (t, (u, rec)) in controls.iter().zip(records.iter_mut()).enumerate() {
+        let (done, rest) = states.split_at_mut(t + 1);
+        solver.step(model, &done[t], u, dt, &mut rest[0], &mut ws, Some(rec))?;
+    }
+    Ok(Tape { states, records })
+}
+
 /// `dloss(t, s_t, g)` must *add* ∂L/∂s_t (ambient) into `g`, for t = 0..=T. Parameter gradients for the
 /// selection `sel` only (a solver differentiating by tangent passes computes only those).
 pub fn rollout_vjp<S: DiffSolver>(
     solver: &S,
     model: &Model,
     states: &[S::State],
+    controls: &[Control],
+    dt: f64,
+    sel: &ParamSelection,
+    dloss: impl FnMut(usize, &S::State, &mut S::State),
+) -> Result<RolloutGrad<S::State>, SolverError> {
+    backward(solver, model, states, None, controls, dt, sel, dloss)
+}
+
+/// [`rollout_vjp`] from a [`rollout_tape`] with the same controls: the records are the forward pass's, no step
+/// runs again.
+pub fn tape_vjp<S: DiffSolver>(
+    solver: &S,
+    model: &Model,
+    tape: &Tape<S>,
+    controls: &[Control],
+    sel: &ParamSelection,
+    dloss: impl FnMut(usize, &S::State, &mut S::State),
+) -> Result<RolloutGrad<S::State>, SolverError> {
+    if tape.records.len() != controls.len() {
+        return Err(SolverError::BadInput {
+            solver: solver.name(),
+            problem: format!("a tape of {} steps for {} controls", tape.records.len(), controls.len()),
+        });
+    }
+    backward(solver, model, &tape.states, Some(&tape.records), controls, 0.0, sel, dloss)
+}
+
+/// The backward loop of both: step t's record from `records`, or recomputed by a step with a record (`dt`).
+#[allow(clippy::too_many_arguments)]
+fn backward<S: DiffSolver>(
+    solver: &S,
+    model: &Model,
+    states: &[S::State],
+    records: Option<&[S::Record]>,
     controls: &[Control],
     dt: f64,
     sel: &ParamSelection,
@@ -46,7 +112,7 @@ pub fn rollout_vjp<S: DiffSolver>(
         });
     }
     let mut ws = solver.workspace(model)?;
-    let mut rec = solver.record(model);
+    let mut own = solver.record(model);
     let mut g_theta = vec![0.0; sel.len()];
     let mut g_u = vec![vec![0.0; solver.control_dim(model)]; t_len];
     let mut g_wrench = vec![vec![]; t_len];
@@ -56,14 +122,20 @@ pub fn rollout_vjp<S: DiffSolver>(
     // two gradient buffers reused across the steps (no allocation per step)
     let mut g_prev = solver.zero_grad(model);
     for t in (0..t_len).rev() {
-        solver.step(model, &states[t], &controls[t], dt, &mut scratch, &mut ws, Some(&mut rec))?;
+        let rec = match records {
+            Some(r) => &r[t],
+            None => {
+                solver.step(model, &states[t], &controls[t], dt, &mut scratch, &mut ws, Some(&mut own))?;
+                &own
+            }
+        };
         solver.clear_grad(&mut g_prev);
         dloss(t, &states[t], &mut g_prev);
-        solver.step_vjp(model, &rec, &g_next, &mut g_prev, &mut g_u[t], sel, &mut g_theta, &mut ws)?;
+        solver.step_vjp(model, rec, &g_next, &mut g_prev, &mut g_u[t], sel, &mut g_theta, &mut ws)?;
         if !controls[t].body_wrench.is_empty() {
             // g_u[t] holds this step's ∂L/∂u only (it started at zero)
             g_wrench[t].resize(controls[t].body_wrench.len(), 0.0);
-            solver.wrench_vjp(model, &rec, &g_u[t], &mut g_wrench[t], &mut ws)?;
+            solver.wrench_vjp(model, rec, &g_u[t], &mut g_wrench[t], &mut ws)?;
         }
         std::mem::swap(&mut g_next, &mut g_prev);
     }
@@ -150,5 +222,39 @@ mod tests {
         );
         eprintln!("rollout ∂L/∂wrenches vs central differences: {:e}", c.max_rel_err);
         assert!(c.max_rel_err < 1e-6, "{:e}", c.max_rel_err);
+    }
+
+    /// The tape's gradient (records of the forward pass) equals `rollout_vjp`'s (records recomputed) to
+    /// round-off, for every parameter of the floating tree under Featherstone, and its states are `rollout`'s.
+    #[test]
+    fn tape_vjp_matches_rollout_vjp() {
+        use torsion_model::GenState;
+        use torsion_solvers::FeatherstoneSolver;
+        let m = torsion_model::builder::floating_tree();
+        let solver = FeatherstoneSolver::default();
+        let s0 = GenState::new(torsion_model::builder::example_configuration(&m, 2), vec![0.1; m.nv()]);
+        let us: Vec<Control> =
+            (0..30).map(|t| Control::from_torques(&vec![0.2 * (t as f64 * 0.3).sin(); m.nv()])).collect();
+        let sel = ParamSelection::all(&m);
+        let dl = |_: usize, s: &GenState, g: &mut GenState| {
+            for (a, b) in g.q.iter_mut().zip(&s.q) {
+                *a += b;
+            }
+            g.v[0] += s.v[1];
+        };
+        let states = rollout(&solver, &m, &s0, &us, 0.01).unwrap();
+        let a = rollout_vjp(&solver, &m, &states, &us, 0.01, &sel, dl).unwrap();
+        let tape = rollout_tape(&solver, &m, &s0, &us, 0.01).unwrap();
+        assert!(tape.states.iter().zip(&states).all(|(x, y)| x.q == y.q && x.v == y.v));
+        let b = tape_vjp(&solver, &m, &tape, &us, &sel, dl).unwrap();
+        assert!(a.g_theta.iter().any(|g| *g != 0.0));
+        let e = [
+            crate::rel_err(&b.g_theta, &a.g_theta),
+            crate::rel_err(&b.g_u.concat(), &a.g_u.concat()),
+            crate::rel_err(&b.g_s0_tangent, &a.g_s0_tangent),
+        ];
+        eprintln!("tape_vjp vs rollout_vjp (θ, u, s0): {:.1e} {:.1e} {:.1e}", e[0], e[1], e[2]);
+        assert!(e.iter().all(|&x| x < 1e-12), "{e:?}");
+        assert!(tape_vjp(&solver, &m, &tape, &us[1..], &sel, dl).is_err());
     }
 }

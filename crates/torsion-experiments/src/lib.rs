@@ -25,6 +25,7 @@ pub mod result;
 pub mod scene;
 pub mod stay_still;
 pub mod sysid_arm;
+pub mod sysid_contact;
 pub mod tensegrity_contact_id;
 pub mod tensegrity_noncontact_id;
 
@@ -116,6 +117,12 @@ pub fn registry() -> Vec<Experiment> {
         spec: "issue 14 item 6",
         description: "Panda (example-robot-data) from 10 s of MuJoCo data at 1 kHz with damping, frictionloss and sensor noise: 70 inertial + 7 damping + 7 dry-friction parameters by the regressor residual with exact Jacobians (π linear; a log-Cholesky variant beside it); held-out torque RMSE and base-parameter errors, vs MuJoCo's sysid toolbox on the same data (bench/sysid/mujoco_fit.py)",
         run: sysid_arm::run,
+    },
+    Experiment {
+        name: "sysid-contact",
+        spec: "issue 14 item 6",
+        description: "mass, μ and ε of a box thrown onto a table and pushed across it, from 2 s of MuJoCo data (stiff soft contact, elliptic cone, sensor noise), under ncp with the multiple-shooting simulation residual and exact Jacobians; vs MuJoCo's sysid toolbox on the same data (bench/sysid/mujoco_contact_fit.py)",
+        run: sysid_contact::run,
     },
     Experiment {
         name: "jade-sliding-prisms",

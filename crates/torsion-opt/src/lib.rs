@@ -9,4 +9,5 @@ pub use adam::Adam;
 pub use gauss_newton::{gauss_newton, GnOptions, GnReport};
 pub use mlp::{Activation, Mlp, MlpWork};
 pub use sysid::arm::{ArmProblem, BaseParams, Gram, Inertial, Recording, ScalarSpec, SysidError, SysidFit};
+pub use sysid::shooting::{ShootingFit, ShootingOptions, ShootingProblem, Trajectory};
 pub use sysid::{levenberg_marquardt, levenberg_marquardt_normal, LmOptions, LmReport, Param};

@@ -1,9 +1,25 @@
 //! System identification (design.md; issue 14 item 4): Levenberg–Marquardt on a least-squares residual r(x)
 //! with a user Jacobian, its normal-equation form with box bounds ([`levenberg_marquardt_normal`]), the bounded
 //! parameterisations of spec 001 §6 item 11 (log m, softplus μ, sigmoid ε), and the problems built on them:
-//! [`arm`] (the inverse-dynamics regressor residual with its [`filter`]).
+//! [`arm`] (the inverse-dynamics regressor residual with its [`filter`]) and [`shooting`] (the simulation
+//! residual over windows, multiple shooting, any generalized-coordinate solver).
 pub mod arm;
 pub mod filter;
+pub mod shooting;
+
+use nalgebra::{DMatrix, DVector};
+
+/// Covariance σ² H⁺ of the estimate (H = JᵀJ (+ prior) in z, pseudo-inverse over eigenvalues > 1e-12 of the
+/// largest) and σ² = ‖r‖² / (rows − rank), from the squared error `sq` over `rows` residual rows.
+pub fn covariance(h: &DMatrix<f64>, sq: f64, rows: usize) -> (DMatrix<f64>, f64) {
+    let nz = h.nrows();
+    let eig = h.clone().symmetric_eigen();
+    let lmax = eig.eigenvalues.iter().fold(0.0f64, |a, &b| a.max(b));
+    let rank = eig.eigenvalues.iter().filter(|&&l| l > 1e-12 * lmax).count();
+    let sigma2 = sq / (rows.saturating_sub(rank)).max(1) as f64;
+    let inv = DVector::from_iterator(nz, eig.eigenvalues.iter().map(|&l| if l > 1e-12 * lmax { 1.0 / l } else { 0.0 }));
+    (&eig.eigenvectors * DMatrix::from_diagonal(&inv) * eig.eigenvectors.transpose() * sigma2, sigma2)
+}
 
 /// Map from an unconstrained coordinate z to a physical value p.
 #[derive(Clone, Copy, Debug, PartialEq)]

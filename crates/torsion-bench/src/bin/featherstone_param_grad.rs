@@ -4,13 +4,14 @@
 //!   * `step_vjp` with k = 0, 7 (masses), 49 (masses + COM inertias), 70 (the first 70 dynamics parameters:
 //!     masses, inertias, then joint anchors) and all parameters of the table, at the states of a trajectory
 //!     (the record filled by an untimed `step` before each timed call);
-//!   * the cost ratio (`rollout` + `rollout_vjp` with all parameters) / `rollout` over T steps.
+//!   * the cost ratio (`rollout` + `rollout_vjp` with all parameters) / `rollout` over T steps, and the same
+//!     with the forward pass's records kept (`rollout_tape` + `tape_vjp`, issue 14 item 7).
 //!
-//! Only public API, so the same file times an older tree. Median over `--repeats` repeats.
+//! Only public API (the tape rows need torsion-diff's `rollout_tape`, since issue 14 item 7). Median over `--repeats` repeats.
 //! Usage: cargo run --release -p torsion-bench --bin featherstone_param_grad -- [--repeats N] [--steps T]
 use std::hint::black_box;
 use std::time::Instant;
-use torsion_diff::{rollout, rollout_vjp};
+use torsion_diff::{rollout, rollout_tape, rollout_vjp, tape_vjp};
 use torsion_model::io::{example_robot_data_dir, load_urdf, robots::PANDA_URDF, UrdfOptions};
 use torsion_model::{Control, Model, ParamSelection};
 use torsion_solvers::{DiffSolver, FeatherstoneSolver, GenState, Solver};
@@ -108,33 +109,29 @@ fn main() {
         black_box(&gt);
         println!("| step_vjp, k = {name} | {us_per:.2} µs |");
     }
-    // rollout vs rollout + rollout_vjp (all parameters), loss Σ_t |q_t|² / 2
+    // rollout vs rollout + rollout_vjp vs rollout_tape + tape_vjp (all parameters), loss Σ_t |q_t|² / 2; the
+    // three interleaved in each repeat (a loaded machine drifts between blocks of runs)
     let all = &sels[4].1;
-    let ro = median(
-        (0..repeats)
-            .map(|_| {
-                let t = Instant::now();
-                black_box(rollout(&solver, &m, &s0, &us, dt).unwrap());
-                t.elapsed().as_secs_f64()
-            })
-            .collect(),
-    );
-    let both = median(
-        (0..repeats.min(3))
-            .map(|_| {
-                let t = Instant::now();
-                let st = rollout(&solver, &m, &s0, &us, dt).unwrap();
-                let g = rollout_vjp(&solver, &m, &st, &us, dt, all, |_, s, g: &mut GenState| {
-                    for (a, b) in g.q.iter_mut().zip(&s.q) {
-                        *a += b;
-                    }
-                })
-                .unwrap();
-                black_box(g.g_theta);
-                t.elapsed().as_secs_f64()
-            })
-            .collect(),
-    );
+    let dl = |_: usize, s: &GenState, g: &mut GenState| {
+        for (a, b) in g.q.iter_mut().zip(&s.q) {
+            *a += b;
+        }
+    };
+    let (mut v_ro, mut v_both, mut v_tape) = (vec![], vec![], vec![]);
+    for _ in 0..repeats {
+        let t = Instant::now();
+        black_box(rollout(&solver, &m, &s0, &us, dt).unwrap());
+        v_ro.push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        let st = rollout(&solver, &m, &s0, &us, dt).unwrap();
+        black_box(rollout_vjp(&solver, &m, &st, &us, dt, all, dl).unwrap().g_theta);
+        v_both.push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        let tp = rollout_tape(&solver, &m, &s0, &us, dt).unwrap();
+        black_box(tape_vjp(&solver, &m, &tp, &us, all, dl).unwrap().g_theta);
+        v_tape.push(t.elapsed().as_secs_f64());
+    }
+    let (ro, both, tape) = (median(v_ro), median(v_both), median(v_tape));
     println!(
         "| rollout, T = {t_len} | {:.2} ms | rollout + rollout_vjp (all {} parameters) | {:.2} ms | ratio {:.2} |",
         ro * 1e3,
@@ -142,4 +139,5 @@ fn main() {
         both * 1e3,
         both / ro
     );
+    println!("| rollout_tape + tape_vjp (all parameters) | {:.2} ms | ratio {:.2} |", tape * 1e3, tape / ro);
 }

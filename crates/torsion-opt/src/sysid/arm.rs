@@ -80,6 +80,25 @@ impl ScalarSpec {
     pub fn free(value: f64, transform: Param) -> Self {
         ScalarSpec { value, transform, lower: f64::NEG_INFINITY, upper: f64::INFINITY, prior: None, fixed: false }
     }
+
+    /// (z, lower, upper) of the start value on the map's scale; an error names `name` when the start lies
+    /// outside the map's range or the bounds.
+    pub fn start(&self, name: &str) -> Result<(f64, f64, f64), SysidError> {
+        let zc = self.transform.coord(self.value);
+        if !zc.is_finite() || self.value < self.lower || self.value > self.upper {
+            return Err(SysidError::Param {
+                name: name.to_string(),
+                msg: format!(
+                    "start value {} outside the range of {:?} or the bounds [{}, {}]",
+                    self.value, self.transform, self.lower, self.upper
+                ),
+            });
+        }
+        let bound = |v: f64| if v.is_finite() { self.transform.coord(v) } else { v };
+        // monotone increasing maps: bounds on p are bounds on z (a bound outside the map's range is none)
+        let (l, h) = (bound(self.lower), bound(self.upper));
+        Ok((zc, if l.is_nan() { f64::NEG_INFINITY } else { l }, if h.is_nan() { f64::INFINITY } else { h }))
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -331,23 +350,10 @@ impl ArmProblem {
             if s.fixed {
                 continue;
             }
-            let name = &names[self.off_d() + i];
-            let zc = s.transform.coord(s.value);
-            if !zc.is_finite() || s.value < s.lower || s.value > s.upper {
-                return Err(SysidError::Param {
-                    name: name.clone(),
-                    msg: format!(
-                        "start value {} outside the range of {:?} or the bounds [{}, {}]",
-                        s.value, s.transform, s.lower, s.upper
-                    ),
-                });
-            }
-            let bound = |v: f64| if v.is_finite() { s.transform.coord(v) } else { v };
+            let (zc, l, h) = s.start(&names[self.off_d() + i])?;
             z.push(zc);
-            // monotone increasing maps: bounds on p are bounds on z (a bound outside the map's range is none)
-            let (l, h) = (bound(s.lower), bound(s.upper));
-            lo.push(if l.is_nan() { f64::NEG_INFINITY } else { l });
-            hi.push(if h.is_nan() { f64::INFINITY } else { h });
+            lo.push(l);
+            hi.push(h);
         }
         Ok((z, lo, hi))
     }
@@ -646,13 +652,7 @@ impl ArmProblem {
         let (_, gh) = self.objective(&gram, &rep.x, true);
         let nz = rep.x.len();
         let h = DMatrix::from_row_slice(nz, nz, &gh.map(|g| g.1).unwrap_or_default());
-        let eig = h.symmetric_eigen();
-        let lmax = eig.eigenvalues.iter().fold(0.0f64, |a, &b| a.max(b));
-        let rank = eig.eigenvalues.iter().filter(|&&l| l > 1e-12 * lmax).count();
-        let sigma2 = gram.sq_error(&p) / (gram.rows.saturating_sub(rank)).max(1) as f64;
-        let inv =
-            DVector::from_iterator(nz, eig.eigenvalues.iter().map(|&l| if l > 1e-12 * lmax { 1.0 / l } else { 0.0 }));
-        let cov_z = &eig.eigenvectors * DMatrix::from_diagonal(&inv) * eig.eigenvectors.transpose() * sigma2;
+        let (cov_z, sigma2) = super::covariance(&h, gram.sq_error(&p), gram.rows);
         let cov_p = &pj * cov_z * pj.transpose();
         let std_errors = (0..self.np()).map(|i| cov_p[(i, i)].max(0.0).sqrt()).collect();
         Ok(SysidFit {
