@@ -15,6 +15,8 @@
 //! (its small Jacobians by dual numbers of `advance_joint`); C (w.r.t. θ) by forward-mode duals of the same
 //! generic step, one Dual64 pass per parameter. `step_jacobians_dual` keeps the all-dual reference (one
 //! pass per input direction), against which the analytic path is tested. The VJP uses the same Jacobians.
+//! Integrators (`FeatherstoneOptions::integrator`, `integrators.rs`): this Euler step (default), RK4 and
+//! implicitfast from the same acceleration kernel; their derivatives by dual passes (docs/decisions.md).
 use crate::generalized::{dual_tangent, dyn_model_f64, dyn_params, recorded, transposed_jacobian_product, wrench_vjp};
 use crate::integrators::{rk4_step_into, Rk4Scratch};
 use crate::joint_friction::{FrictionMode, JointFriction};
@@ -1497,7 +1499,8 @@ impl FeatherstoneSolver {
 impl DiffSolver for FeatherstoneSolver {
     /// Reverse mode in O(n) per step whatever the selection (`AdjointScratch`: the step's cotangent through the
     /// integration map, λ = M̃⁻ᵀ ḡ_q̈, then one reverse sweep of inverse dynamics for q, v and every parameter);
-    /// no heap allocation. Models with cables or fluid forces: Jᵀ ḡ with the Jacobian of `step_jacobians`.
+    /// no heap allocation. Models with cables or fluid forces, RK4, implicitfast with actuators (`euler_like`): Jᵀ ḡ
+    /// with the Jacobian of `step_jacobians` (dual passes of the same generic step).
     #[allow(clippy::too_many_arguments)]
     fn step_vjp(
         &self,
