@@ -33,6 +33,7 @@ python3 tests/python/test_pinocchio.py
 python3 tests/python/test_mujoco.py
 python3 tests/python/test_mujoco_step.py
 python3 tests/python/test_mujoco_actuators.py
+python3 tests/python/test_mujoco_integrators.py
 python3 tests/python/test_mujoco_frictionloss.py
 python3 tests/python/test_tensegrity_air.py
 python3 -m pytest -q tests/python/test_tensegrity_gt.py

@@ -38,11 +38,14 @@ SERVOS = """<mujoco model="servos">
 </mujoco>"""
 
 
-def run_path(path, seed=3):
+def run_path(path, seed=3, integrator="Euler", steps=STEPS):
+    """(max |Δqpos| after `steps` steps, how far the state moved, nu, share of controls outside ctrlrange) with
+    MuJoCo's `integrator` (Euler, RK4, implicitfast) on both sides."""
     m = mujoco.MjModel.from_xml_path(path)
     m.opt.disableflags |= (mujoco.mjtDisableBit.mjDSBL_CONTACT | mujoco.mjtDisableBit.mjDSBL_LIMIT
                            | mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS | mujoco.mjtDisableBit.mjDSBL_EQUALITY)
-    m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+    m.opt.integrator = {"Euler": mujoco.mjtIntegrator.mjINT_EULER, "RK4": mujoco.mjtIntegrator.mjINT_RK4,
+                        "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST}[integrator]
     d = mujoco.MjData(m)
     rng = np.random.default_rng(seed)
     q0 = m.qpos0 + rng.uniform(-0.3, 0.3, m.nq)
@@ -56,18 +59,18 @@ def run_path(path, seed=3):
     lo = np.where(m.actuator_ctrllimited, m.actuator_ctrlrange[:, 0], -1.0)
     hi = np.where(m.actuator_ctrllimited, m.actuator_ctrlrange[:, 1], 1.0)
     mid, half = (lo + hi) / 2, (hi - lo) / 2
-    ctrl = mid + 1.5 * half * rng.uniform(-1, 1, (STEPS, m.nu))
-    outside = float(np.mean((ctrl < lo) | (ctrl > hi)))
+    ctrl = mid + 1.5 * half * rng.uniform(-1, 1, (steps, m.nu))
+    outside = float(np.mean((ctrl < lo) | (ctrl > hi))) if m.nu else 0.0
     d.qpos[:], d.qvel[:] = q0, v0
     vt = to_torsion_v(m, q0, v0)
-    for k in range(STEPS):
+    for k in range(steps):
         d.ctrl[:] = ctrl[k]
         mujoco.mj_step(m, d)
     with tempfile.TemporaryDirectory() as tmp:
         out, cf = os.path.join(tmp, "t.json"), os.path.join(tmp, "ctrl.json")
         json.dump(ctrl.tolist(), open(cf, "w"))
-        subprocess.run([torsion_bin(), "simulate", "--model", path, "--solver", "featherstone",
-                        "--dt", repr(m.opt.timestep), "--steps", str(STEPS), "--controls", cf,
+        subprocess.run([torsion_bin(), "simulate", "--model", path, "--solver", "featherstone", "--integrator", integrator,
+                        "--dt", repr(m.opt.timestep), "--steps", str(steps), "--controls", cf,
                         "--q0", ",".join(repr(float(x)) for x in q0), "--v0", ",".join(repr(float(x)) for x in vt),
                         "--out", out], check=True, stderr=subprocess.DEVNULL)
         q = np.array(json.load(open(out))["joint_angles"][-1])

@@ -77,7 +77,8 @@ def run_path(path, spin=False, implicit=False):
         mujoco.mj_step(m, d)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "t.json")
-        subprocess.run([torsion_bin(), "simulate", "--model", path, "--solver", "featherstone", "--dt", repr(m.opt.timestep),
+        subprocess.run([torsion_bin(), "simulate", "--model", path, "--solver", "featherstone", "--integrator", "Euler",
+                        "--dt", repr(m.opt.timestep),
                         "--steps", str(STEPS), "--q0", ",".join(repr(float(x)) for x in q0),
                         "--v0", ",".join(repr(float(x)) for x in vt), "--out", out], check=True,
                        stderr=subprocess.DEVNULL)

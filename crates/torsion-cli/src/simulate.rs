@@ -150,6 +150,10 @@ pub struct SimulateArgs {
     /// featherstone: do not apply the model's joint damping
     #[arg(long)]
     no_damping: bool,
+    /// featherstone: the time integrator, MuJoCo's names: Euler (semi-implicit), RK4, implicitfast (implicit runs
+    /// as implicitfast). Default: the model's (MJCF `<option integrator>`; Euler for URDF)
+    #[arg(long, value_name = "NAME")]
+    integrator: Option<String>,
     /// gravity magnitude along −z, m/s² (default: the model's, 9.81 for URDF)
     #[arg(long)]
     gravity: Option<f64>,
@@ -245,9 +249,25 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
             a.solver
         );
     }
+    let integrator = match a.integrator.as_deref() {
+        None => model.integrator,
+        Some(_) if !featherstone => {
+            bail!("--integrator applies to --solver featherstone / tensegrity (the {} solver has its own time stepping)", a.solver)
+        }
+        Some(n) => match torsion_model::Integrator::from_name(n) {
+            Some((i, mapped)) => {
+                if mapped {
+                    eprintln!("warning: --integrator {n} runs as {i} (no Coriolis derivatives)");
+                }
+                i
+            }
+            None => bail!("--integrator {n}: expected Euler, RK4, implicit or implicitfast"),
+        },
+    };
     if featherstone {
-        let solver =
-            FeatherstoneSolver { options: torsion_solvers::FeatherstoneOptions { joint_damping: !a.no_damping } };
+        let solver = FeatherstoneSolver {
+            options: torsion_solvers::FeatherstoneOptions { joint_damping: !a.no_damping, integrator },
+        };
         return run_generalized(a, &model, &q0, &tau, &solver, |_| None);
     }
     if a.solver == "ncp" {

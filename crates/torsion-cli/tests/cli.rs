@@ -906,3 +906,40 @@ fn simulate_tensegrity_superball_rests_on_the_floor_under_controls() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("--contact-params has 2 values"), "{err}");
 }
+
+/// `torsion simulate --integrator` (issue 20 item 3): the model's `<option integrator>` is the default (an RK4 model
+/// with friction loss is refused, naming the joint), `--integrator Euler` overrides it, `implicit` runs as
+/// implicitfast with a warning, unknown names and other solvers are errors.
+#[test]
+fn simulate_integrator_option() {
+    let dir = tmp("integrator");
+    let model = dir.join("rk4.xml");
+    std::fs::write(
+        &model,
+        r#"<mujoco><option timestep="0.01" integrator="RK4"/><worldbody><body><joint name="h" frictionloss="0.1"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.05"/></body></worldbody></mujoco>"#,
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let out = torsion()
+            .args(["simulate", "--steps", "3", "--model"])
+            .arg(&model)
+            .args(extra)
+            .arg("--out")
+            .arg(dir.join("t.json"))
+            .output()
+            .unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let (ok, err) = run(&["--solver", "featherstone"]);
+    assert!(!ok && err.contains("RK4") && err.contains("friction loss") && err.contains("'h'"), "{err}");
+    for name in ["Euler", "implicitfast", "implicit"] {
+        let (ok, err) = run(&["--solver", "featherstone", "--integrator", name]);
+        assert!(ok, "{name}: {err}");
+        assert_eq!(err.contains("runs as implicitfast"), name == "implicit", "{name}: {err}");
+    }
+    let (ok, err) = run(&["--solver", "featherstone", "--integrator", "rk4"]);
+    assert!(!ok && err.contains("expected Euler, RK4"), "{err}");
+    let (ok, err) = run(&["--solver", "ncp", "--integrator", "RK4"]);
+    assert!(!ok && err.contains("--solver featherstone"), "{err}");
+}

@@ -253,12 +253,35 @@ impl<T: Scalar> ActuatorTerm<T> {
     /// The actuator's force on its transmission (MuJoCo `actuator_force` × gear) at transmission length ℓ and
     /// velocity ℓ̇: clamp(gain · w + bias₀ + bias₁ ℓ + bias₂ ℓ̇, forcerange), w = act (filter) or clamp(ctrl).
     pub fn force(&self, ai: usize, l: T, ldot: T, act: &[T], ctrl: &[T]) -> T {
+        clamp_ctrl(self.force_unclamped(ai, l, ldot, act, ctrl), self.forcerange)
+    }
+
+    /// [`ActuatorTerm::force`] before the forcerange clamp.
+    fn force_unclamped(&self, ai: usize, l: T, ldot: T, act: &[T], ctrl: &[T]) -> T {
         let w = match self.filter {
             Some((_, k)) => act[k],
             None => clamp_ctrl(ctrl.get(ai).copied().unwrap_or(T::zero()), self.ctrlrange),
         };
-        let f = self.gain * w + T::c(self.bias[0]) + l * T::c(self.bias[1]) + ldot * T::c(self.bias[2]);
-        clamp_ctrl(f, self.forcerange)
+        self.gain * w + T::c(self.bias[0]) + l * T::c(self.bias[1]) + ldot * T::c(self.bias[2])
+    }
+}
+
+/// ∂τ/∂q̇ of each joint-transmission actuator at (q, v, act, ctrl), for the implicit-in-velocity integrator
+/// (MuJoCo `implicitfast`, `mjd_actuator_vel`): (v index, bias₂) where the force is inside forcerange, 0 where it is
+/// clamped (gear folded into bias₂). The velocity derivative is a constant, so it carries no tangent.
+pub fn joint_actuator_velocity_derivatives<T: Scalar>(
+    cab: &Cables<T>,
+    q: &[T],
+    v: &[T],
+    act: &[T],
+    ctrl: &[T],
+    mut out: impl FnMut(usize, f64),
+) {
+    for (ai, a) in cab.actuator.iter().enumerate() {
+        let Transmission::Joint { iq, iv } = a.transmission else { continue };
+        let f = a.force_unclamped(ai, q[iq], v[iv], act, ctrl).re();
+        let clamped = matches!(a.forcerange, Some((lo, hi)) if f < lo || f > hi);
+        out(iv, if clamped { 0.0 } else { a.bias[2] });
     }
 }
 

@@ -77,6 +77,9 @@ pub struct Model {
     pub gravity: Vec3,
     /// default time step, s
     pub dt: f64,
+    /// the integrator the model asks for (MJCF `<option integrator>`; default Euler); the CLI's default, a
+    /// solver's options choose (`FeatherstoneOptions::integrator`)
+    pub integrator: crate::Integrator,
 
     /// body names; shape (body_count,)
     pub body_name: Vec<String>,
@@ -171,6 +174,7 @@ impl Model {
             name: name.to_string(),
             gravity: Vec3::new(0.0, 0.0, -9.8),
             dt: 0.01,
+            integrator: crate::Integrator::SemiImplicitEuler,
             body_name: vec![],
             body_mass: vec![],
             body_inertia: vec![],

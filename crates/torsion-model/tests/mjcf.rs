@@ -477,12 +477,13 @@ fn inertia_from_geoms_matches_hand_values() {
 #[test]
 fn unsupported_elements_are_reported_once_and_extras_kept() {
     let m = fixture("unsupported.xml");
-    for w in ["contact/exclude ignored", "equality/connect ignored", "option@integrator ignored", "geom@condim ignored"]
-    {
+    for w in ["contact/exclude ignored", "equality/connect ignored", "geom@condim ignored"] {
         assert_eq!(m.extras.warnings.iter().filter(|x| *x == w).count(), 1, "{w} in {:?}", m.extras.warnings);
     }
     assert!(!m.extras.warnings.iter().any(|w| w.contains("light") || w.contains("texture")), "{:?}", m.extras.warnings);
     assert_eq!((m.dt, m.gravity), (0.004, Vec3::new(0.0, 0.0, -9.8)));
+    assert_eq!(m.integrator, torsion_model::Integrator::Rk4, "<option integrator=\"RK4\"> is read");
+    assert!(!m.extras.warnings.iter().any(|w| w.contains("integrator")), "{:?}", m.extras.warnings);
     assert!(!m.contact_enabled, "<flag contact=\"disable\"/>");
     assert!(!m.extras.warnings.iter().any(|w| w.contains("flag")), "{:?}", m.extras.warnings);
     // tendons
@@ -731,4 +732,28 @@ fn qpos0_is_the_default_configuration() {
     let s = m.state_at(&q).unwrap();
     close_v(&s.x[body(&m, "box")], &Vec3::new(0.1, -0.2, 1.0), 1e-15);
     assert_ne!(m.zero_q(), q);
+}
+
+/// `<option integrator>` (issue 20 item 3): MuJoCo's four names; `implicit` runs as implicitfast with a warning;
+/// another name is an error naming the element and the value; absent: Euler.
+#[test]
+fn option_integrator_is_read() {
+    use torsion_model::Integrator;
+    let xml = |opt: &str| {
+        format!(r#"<mujoco><option {opt}/><worldbody><body><joint/><geom size=".1"/></body></worldbody></mujoco>"#)
+    };
+    for (name, want, warned) in [
+        ("Euler", Integrator::SemiImplicitEuler, false),
+        ("RK4", Integrator::Rk4, false),
+        ("implicitfast", Integrator::ImplicitFast, false),
+        ("implicit", Integrator::ImplicitFast, true),
+    ] {
+        let m = load_mjcf_str(&xml(&format!(r#"integrator="{name}""#)), "i.xml", None).unwrap();
+        assert_eq!(m.integrator, want, "{name}");
+        let w = m.extras.warnings.iter().any(|w| w.contains("integrator"));
+        assert_eq!(w, warned, "{name}: {:?}", m.extras.warnings);
+    }
+    assert_eq!(load_mjcf_str(&xml(""), "i.xml", None).unwrap().integrator, Integrator::SemiImplicitEuler);
+    let e = load_mjcf_str(&xml(r#"integrator="rk4""#), "i.xml", None).unwrap_err().to_string();
+    assert!(e.contains("i.xml") && e.contains("<option>") && e.contains("rk4"), "{e}");
 }

@@ -489,7 +489,7 @@ solver_methods!(PyFeatherstone, generalized, {
     #[pyo3(signature = (joint_damping=true))]
     fn new(joint_damping: bool) -> Self {
         PyFeatherstone {
-            solver: FeatherstoneSolver { options: FeatherstoneOptions { joint_damping } },
+            solver: FeatherstoneSolver { options: FeatherstoneOptions { joint_damping, ..Default::default() } },
             cache: Mutex::new(None),
         }
     }

@@ -15,7 +15,10 @@
 //! (its small Jacobians by dual numbers of `advance_joint`); C (w.r.t. θ) by forward-mode duals of the same
 //! generic step, one Dual64 pass per parameter. `step_jacobians_dual` keeps the all-dual reference (one
 //! pass per input direction), against which the analytic path is tested. The VJP uses the same Jacobians.
+//! Integrators (`FeatherstoneOptions::integrator`, `integrators.rs`): this Euler step (default), RK4 and
+//! implicitfast from the same acceleration kernel; their derivatives by dual passes (docs/decisions.md).
 use crate::generalized::{dual_tangent, dyn_model_f64, dyn_params, recorded, transposed_jacobian_product, wrench_vjp};
+use crate::integrators::{rk4_step_into, Rk4Scratch};
 use crate::joint_friction::{FrictionMode, JointFriction};
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use nalgebra::DMatrix;
@@ -30,6 +33,7 @@ use torsion_dynamics::joints::{
 };
 use torsion_dynamics::passive::{
     activation_step, cable_forces_into, joint_actuator_derivatives, joint_actuator_forces_into,
+    joint_actuator_velocity_derivatives,
 };
 use torsion_dynamics::regressor::{regressor_vjp_into, regressor_vjp_pass, RneaAdjoint};
 use torsion_dynamics::tensegrity_contact::linear_contact_forces_into;
@@ -40,17 +44,20 @@ use torsion_model::joint_maps::{ambient_to_tangent_into, tangent_to_ambient_into
 use torsion_model::params::{ParamKind, INERTIA_IDX};
 /// the state space (`torsion_model::GenState`), re-exported where callers found it before it moved
 pub use torsion_model::{ContactWarmStart, GenState, WarmImpulse};
-use torsion_model::{Control, JointType, Model, ParamSelection, ParamTable};
+use torsion_model::{Control, Integrator, JointType, Model, ParamSelection, ParamTable, Transmission};
 
 #[derive(Clone, Debug)]
 pub struct FeatherstoneOptions {
-    /// apply the model's viscous joint damping −d v (implicitly)
+    /// apply the model's viscous joint damping −d v (implicitly under Euler and implicitfast)
     pub joint_damping: bool,
+    /// the time integrator (`integrators.rs`, docs/decisions.md "Integrators"); default semi-implicit Euler
+    /// (`Model::integrator` is what the model file asks for: the CLI's default)
+    pub integrator: Integrator,
 }
 
 impl Default for FeatherstoneOptions {
     fn default() -> Self {
-        FeatherstoneOptions { joint_damping: true }
+        FeatherstoneOptions { joint_damping: true, integrator: Integrator::SemiImplicitEuler }
     }
 }
 
@@ -76,6 +83,8 @@ pub struct FeatherstoneWorkspace {
     acc: Vec<f64>,
     /// the joint dry-friction solve (`joint_friction.rs`)
     fric: JointFriction<f64>,
+    /// RK4's stage buffers (`integrators.rs`)
+    rk4: Rk4Scratch<f64>,
     /// the reverse-mode step's and the workspace Jacobians' buffers (`step_vjp`, `step_jacobians_into`)
     adj: AdjointScratch,
     /// where `data`'s articulated-body factorization of M̃ is current
@@ -165,12 +174,19 @@ pub struct Passive {
     pub spring: Vec<Option<(usize, f64, f64)>>,
     /// the fluid model's per-body boxes (explicit force, `torsion_dynamics::fluid`)
     pub fluid: FluidBodies,
+    /// the step's integrator (`FeatherstoneOptions::integrator`)
+    pub integrator: Integrator,
 }
 
 impl Passive {
     pub fn from_model(model: &Model, damping: bool) -> Self {
         let nv = model.nv();
-        let mut p = Passive { damping_on: damping, spring: vec![None; nv], fluid: FluidBodies::new(model) };
+        let mut p = Passive {
+            damping_on: damping,
+            spring: vec![None; nv],
+            fluid: FluidBodies::new(model),
+            integrator: Integrator::SemiImplicitEuler,
+        };
         p.fill(model, damping);
         p
     }
@@ -202,9 +218,13 @@ impl Passive {
         }
     }
 
-    /// M̃'s diagonal term of DoF k: armature + h · damping (implicit damping).
+    /// M̃'s diagonal term of DoF k: armature + h · damping (implicit damping; RK4: the armature only, its
+    /// stages are explicit).
     pub fn armature<T: Scalar>(&self, dm: &DynModel<T>, k: usize, h: f64) -> T {
-        dm.dof_armature[k] + self.damping(dm, k) * T::c(h)
+        match self.integrator {
+            Integrator::Rk4 => dm.dof_armature[k],
+            _ => dm.dof_armature[k] + self.damping(dm, k) * T::c(h),
+        }
     }
 }
 
@@ -234,12 +254,15 @@ pub fn step_generic<T: Scalar>(
     let (mut tau, mut acc) = (vec![T::zero(); dm.nv], vec![T::zero(); dm.nv]);
     let (mut q1, mut v1, mut act1) = (x.q.to_vec(), vec![T::zero(); dm.nv], x.act.to_vec());
     let mut fric = JointFriction::new(dm.nv);
-    step_generic_into(dm, passive, x, dt, d, &mut tau, &mut acc, &mut q1, &mut v1, &mut act1, &mut fric)?;
+    let mut rk = Rk4Scratch::new(x.q.len(), dm.nv, x.act.len());
+    #[rustfmt::skip]
+    step_generic_into(dm, passive, x, dt, d, &mut tau, &mut acc, &mut q1, &mut v1, &mut act1, &mut fric, &mut rk)?;
     Ok((q1, v1, act1))
 }
 
 /// [`step_generic`] into preallocated buffers: `tau`, `acc` (nv scratch), `q1` (nq), `v1` (nv), `act1` (na); no
-/// heap allocation (`fric`: the dry-friction solve's buffers, `JointFriction::new(nv)`). The cable forces (`passive::cable_forces_into`) enter τ explicitly with the fluid's, from
+/// heap allocation (`fric`: the dry-friction solve's buffers, `JointFriction::new(nv)`; `rk`: RK4's stages,
+/// used under `Integrator::Rk4` only). The cable forces (`passive::cable_forces_into`) enter τ explicitly with the fluid's, from
 /// act (not act1), and act1 is act's explicit Euler step (`passive::activation_step`), as MuJoCo's Euler.
 #[allow(clippy::too_many_arguments)]
 pub fn step_generic_into<T: Scalar>(
@@ -254,7 +277,11 @@ pub fn step_generic_into<T: Scalar>(
     v1: &mut [T],
     act1: &mut [T],
     fric: &mut JointFriction<T>,
+    rk: &mut Rk4Scratch<T>,
 ) -> Result<(), torsion_dynamics::DynError> {
+    if passive.integrator == Integrator::Rk4 {
+        return rk4_step_into(dm, passive, x, dt, d, rk, tau, acc, fric, q1, v1, act1);
+    }
     step_accel_into(dm, passive, x, dt, d, tau, acc, q1, v1, act1, fric)?;
     advance_step(dm, x.q, x.v, dt, acc, q1, v1);
     Ok(())
@@ -262,9 +289,10 @@ pub fn step_generic_into<T: Scalar>(
 
 /// The first half of [`step_generic_into`]: τ (controls, passive, fluid and cable forces), act1, and
 /// q̈ = M̃⁻¹(τ − c + τ_fric) into `acc` with the joints' dry friction τ_fric solved at the step's velocity level
-/// (`joint_friction.rs`; the reverse-mode step replays it).
+/// (`joint_friction.rs`; the reverse-mode step replays it). M̃ = M + A + hD (Euler), + h(−∂τ_act/∂q̇) of the joint
+/// actuators (implicitfast), M + A (an RK4 stage: damping explicit).
 #[allow(clippy::too_many_arguments)]
-fn step_accel_into<T: Scalar>(
+pub(crate) fn step_accel_into<T: Scalar>(
     dm: &mut DynModel<T>,
     passive: &Passive,
     x: &StepIn<T>,
@@ -297,6 +325,11 @@ fn step_accel_into<T: Scalar>(
     fluid_forces_into(&passive.fluid, dm, q, v, d, tau)?;
     cable_forces_into(&dm.cables, dm, q, v, act, ctrl, d, tau)?;
     joint_actuator_forces_into(&dm.cables, q, v, act, ctrl, tau)?;
+    if passive.integrator == Integrator::ImplicitFast {
+        // MuJoCo implicitfast: M − h ∂τ/∂q̇ (no Coriolis terms); joint transmissions: diagonal
+        let arm = &mut dm.armature;
+        joint_actuator_velocity_derivatives(&dm.cables, q, v, act, ctrl, |iv, g| arm[iv] -= T::c(dt * g));
+    }
     if dm.tensegrity_contact.is_some() {
         // spec 003 §3.6 from the velocity the step reaches without contact, v̂ = v + h q̈(τ) (§6 item 7)
         aba_into(dm, q, v, tau, d, acc)?;
@@ -327,10 +360,65 @@ fn advance_step<T: Scalar>(dm: &DynModel<T>, q: &[T], v: &[T], dt: f64, acc: &mu
 }
 
 impl FeatherstoneSolver {
+    /// A solver with the given integrator (the other options at their defaults).
+    pub fn with_integrator(integrator: Integrator) -> Self {
+        FeatherstoneSolver { options: FeatherstoneOptions { integrator, ..Default::default() } }
+    }
     fn damping(&self, model: &Model) -> Passive {
-        Passive::from_model(model, self.options.joint_damping)
+        let mut p = Passive::from_model(model, self.options.joint_damping);
+        p.integrator = self.options.integrator;
+        p
+    }
+    /// What the integrator does not cover (docs/decisions.md "Integrators"): RK4 refuses the joints' friction
+    /// loss and spec 003's linear contact (both act on the step's velocity, not on a stage derivative);
+    /// implicitfast refuses fluid forces, cables and cable actuators (their velocity derivatives are not
+    /// diagonal in the DoFs; MuJoCo includes them). Checked when the workspace is built and at every step.
+    fn check_integrator(&self, model: &Model) -> Result<(), SolverError> {
+        let refuse = |what: &str| {
+            Err(SolverError::Unsupported {
+                solver: "featherstone",
+                problem: format!("integrator {} does not support {what}", self.options.integrator),
+            })
+        };
+        match self.options.integrator {
+            Integrator::SemiImplicitEuler => Ok(()),
+            Integrator::Rk4 => {
+                if let Some(j) = model.joint_frictionloss.iter().position(|&f| f != 0.0) {
+                    return refuse(&format!(
+                        "joint friction loss (joint '{}' has frictionloss {}; use Euler or implicitfast)",
+                        model.joint_name[j], model.joint_frictionloss[j]
+                    ));
+                }
+                if model.tensegrity_contact.is_some() {
+                    return refuse("the linear contact model (torsion_linear_contact; use Euler)");
+                }
+                Ok(())
+            }
+            Integrator::ImplicitFast => {
+                if model.fluid_density > 0.0 || model.fluid_viscosity > 0.0 {
+                    return refuse("fluid forces (option density / viscosity; use Euler or RK4)");
+                }
+                if !model.cables.is_empty()
+                    || model.cable_actuators.iter().any(|a| matches!(a.transmission, Transmission::Cable(_)))
+                {
+                    return refuse("cables (spatial tendons) or tendon actuators (use Euler or RK4)");
+                }
+                Ok(())
+            }
+        }
+    }
+    /// Whether the step is the Euler step the analytic Jacobians and the reverse-mode VJP are derived for: Euler,
+    /// and implicitfast without actuators (then the same step). Otherwise every derivative takes the dual passes
+    /// of the generic step (docs/gradients.md "Integrators").
+    fn euler_like(&self, model: &Model) -> bool {
+        match self.options.integrator {
+            Integrator::SemiImplicitEuler => true,
+            Integrator::ImplicitFast => model.cable_actuators.is_empty(),
+            Integrator::Rk4 => false,
+        }
     }
     fn check(&self, model: &Model, s: &GenState, u: &Control, dt: f64) -> Result<(), SolverError> {
+        self.check_integrator(model)?;
         let bad = |problem: String| SolverError::BadInput { solver: "featherstone", problem };
         if s.q.len() != model.nq() || s.v.len() != model.nv() {
             return Err(bad(format!(
@@ -443,6 +531,7 @@ impl FeatherstoneSolver {
         let (mut tau, mut acc) = (vec![Dual64::from(0.0); nv], vec![Dual64::from(0.0); nv]);
         let (mut qn, mut vn, mut an) = (q0d.clone(), vec![Dual64::from(0.0); nv], a0d.clone());
         let mut fric = JointFriction::new(nv);
+        let mut rk = Rk4Scratch::new(model.nq(), nv, model.na());
         for col in 0..n.nx + n.ncu {
             let (mut qd, mut vd, mut ad, mut ud, mut cd) =
                 (q0d.clone(), v0d.clone(), a0d.clone(), u0d.clone(), c0d.clone());
@@ -460,10 +549,9 @@ impl FeatherstoneSolver {
                 cd[col - n.nx - nv].eps = 1.0;
             }
             let x = StepIn { q: &qd, v: &vd, act: &ad, u: &ud, ctrl: &cd, wrench: &wd };
-            step_generic_into(
-                &mut dm, &passive, &x, dt, &mut d, &mut tau, &mut acc, &mut qn, &mut vn, &mut an, &mut fric,
-            )
-            .map_err(Self::dyn_err)?;
+            #[rustfmt::skip]
+            step_generic_into(&mut dm, &passive, &x, dt, &mut d, &mut tau, &mut acc, &mut qn, &mut vn, &mut an, &mut fric, &mut rk)
+                .map_err(Self::dyn_err)?;
             Self::write_column(&dm, &q1d, (&qn, &vn, &an), col, jac);
         }
         Ok(())
@@ -508,8 +596,8 @@ impl FeatherstoneSolver {
     /// Jacobian of the step w.r.t. (tangent state, controls, selected θ) in tangent coordinates, and the
     /// next configuration q1: columns 0..3nv analytic (`aba_derivatives` chained through the step and the
     /// integration map), θ columns by dual passes.
-    /// Models with cables or the linear contact model: every column by dual passes (`jacobian_dual`;
-    /// docs/gradients.md).
+    /// Models with cables or the linear contact model, and the integrators other than Euler (`euler_like`):
+    /// every column by dual passes (`jacobian_dual`; docs/gradients.md).
     fn jacobian(
         &self,
         model: &Model,
@@ -518,7 +606,11 @@ impl FeatherstoneSolver {
         dt: f64,
         sel: &ParamSelection,
     ) -> Result<(DMatrix<f64>, Vec<f64>), SolverError> {
-        if !model.cables.is_empty() || model.na() > 0 || model.tensegrity_contact.is_some() || !u.body_wrench.is_empty()
+        if !model.cables.is_empty()
+            || model.na() > 0
+            || model.tensegrity_contact.is_some()
+            || !u.body_wrench.is_empty()
+            || !self.euler_like(model)
         {
             let jac = self.jacobian_dual(model, s, u, dt, sel)?;
             let [_, q1, ..] = self.dual_inputs(model, s, u, dt)?;
@@ -575,13 +667,14 @@ impl FeatherstoneSolver {
     ) -> Result<(), SolverError> {
         self.check(model, s, u, dt)?;
         let nv = model.nv();
-        if !model.cables.is_empty() || model.na() > 0 || model.tensegrity_contact.is_some() {
+        if !model.cables.is_empty() || model.na() > 0 || model.tensegrity_contact.is_some() || !self.euler_like(model) {
             return Err(SolverError::Unsupported {
                 solver: "featherstone",
-                problem:
-                    "transition_jacobians_into does not cover cables, filter actuators or the linear contact model \
-                          yet: use step_jacobians"
-                        .into(),
+                problem: format!(
+                    "transition_jacobians_into covers the Euler step without cables, filter actuators or the linear \
+                     contact model (here: integrator {}): use step_jacobians",
+                    self.options.integrator
+                ),
             });
         }
         if ws.tau.len() != nv || out.ab.nrows() != 2 * nv || out.ab.ncols() != 3 * nv || out.q1.len() != model.nq() {
@@ -619,7 +712,8 @@ impl FeatherstoneSolver {
                 problem: format!("parameter selection index {i} past the table's {} entries", ws.adj.kinds.len()),
             });
         }
-        Ok(model.cables.is_empty()
+        Ok(self.euler_like(model)
+            && model.cables.is_empty()
             && model.cable_actuators.is_empty()
             && model.tensegrity_contact.is_none()
             && !ws.passive.fluid.on())
@@ -1316,6 +1410,7 @@ impl Solver for FeatherstoneSolver {
         "featherstone"
     }
     fn workspace(&self, model: &Model) -> Result<FeatherstoneWorkspace, SolverError> {
+        self.check_integrator(model)?;
         let (dm, table, theta) = dyn_model_f64(model).map_err(Self::dyn_err)?;
         let data = DynData::new(&dm);
         let adj = AdjointScratch::new(model, &dm);
@@ -1330,6 +1425,7 @@ impl Solver for FeatherstoneSolver {
             tau: vec![0.0; nv],
             acc: vec![0.0; nv],
             fric: JointFriction::new(nv),
+            rk4: Rk4Scratch::new(model.nq(), nv, model.na()),
             adj,
             factor: FactorTag { valid: false, q: Vec::with_capacity(model.nq()), armature: Vec::with_capacity(nv) },
         })
@@ -1367,8 +1463,15 @@ impl Solver for FeatherstoneSolver {
         out.q.resize(model.nq(), 0.0);
         out.v.resize(model.nv(), 0.0);
         out.act.resize(model.na(), 0.0);
-        let FeatherstoneWorkspace { dm, data, passive, tau, acc, factor, fric, .. } = ws;
+        let FeatherstoneWorkspace { dm, data, passive, tau, acc, factor, fric, rk4, .. } = ws;
         let x = StepIn { q: &s.q, v: &s.v, act: &s.act, u: &u.joint_torque, ctrl: &u.ctrl, wrench: &u.body_wrench };
+        if passive.integrator == Integrator::Rk4 {
+            // the record keeps the inputs only: RK4's derivatives take the dual passes (`euler_like`)
+            factor.valid = false;
+            rk4_step_into(dm, passive, &x, dt, data, rk4, tau, acc, fric, &mut out.q, &mut out.v, &mut out.act)
+                .map_err(Self::dyn_err)?;
+            return self.finish_step(s, u, dt, out, rec, StepInfo::new("featherstone"));
+        }
         // `step_generic_into` in its two halves, so that a record keeps q̈
         step_accel_into(dm, passive, &x, dt, data, tau, acc, &mut out.q, &mut out.v, &mut out.act, fric)
             .map_err(Self::dyn_err)?;
@@ -1379,14 +1482,30 @@ impl Solver for FeatherstoneSolver {
         }
         let info = StepInfo { iterations: fric.iterations, converged: fric.converged, ..StepInfo::new("featherstone") };
         advance_step(dm, &s.q, &s.v, dt, acc, &mut out.q, &mut out.v);
+        if let Some(r) = rec.as_deref_mut() {
+            r.vpost.clone_from(&ws.acc);
+            r.q1.clone_from(&out.q);
+        }
+        self.finish_step(s, u, dt, out, rec, info)
+    }
+}
+
+impl FeatherstoneSolver {
+    /// The end of `step`: the finite check, no warm start (no contacts), the record's inputs.
+    fn finish_step(
+        &self,
+        s: &GenState,
+        u: &Control,
+        dt: f64,
+        out: &mut GenState,
+        rec: Option<&mut FeatherstoneRecord>,
+        info: StepInfo,
+    ) -> Result<StepInfo, SolverError> {
         if out.q.iter().chain(&out.v).chain(&out.act).any(|x| !x.is_finite()) {
             return Err(SolverError::NonFinite { solver: "featherstone", what: "(q or v)".into() });
         }
-        // no contacts: no warm start to pass on
         out.warm.clear();
         if let Some(r) = rec {
-            r.vpost.clone_from(&ws.acc);
-            r.q1.clone_from(&out.q);
             // field by field: a derived `clone_from` reallocates; these reuse the record's buffers
             let rs = r.s.get_or_insert_with(GenState::default);
             rs.q.clone_from(&s.q);
@@ -1404,7 +1523,8 @@ impl Solver for FeatherstoneSolver {
 impl DiffSolver for FeatherstoneSolver {
     /// Reverse mode in O(n) per step whatever the selection (`AdjointScratch`: the step's cotangent through the
     /// integration map, λ = M̃⁻ᵀ ḡ_q̈, then one reverse sweep of inverse dynamics for q, v and every parameter);
-    /// no heap allocation. Models with cables or fluid forces: Jᵀ ḡ with the Jacobian of `step_jacobians`.
+    /// no heap allocation. Models with cables or fluid forces, RK4, implicitfast with actuators (`euler_like`): Jᵀ ḡ
+    /// with the Jacobian of `step_jacobians` (dual passes of the same generic step).
     #[allow(clippy::too_many_arguments)]
     fn step_vjp(
         &self,

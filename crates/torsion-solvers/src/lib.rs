@@ -3,6 +3,7 @@
 pub mod contact;
 pub mod featherstone;
 pub mod generalized;
+pub mod integrators;
 pub mod joint_friction;
 pub mod lcp;
 pub mod ncp;
@@ -12,5 +13,5 @@ pub mod xpbd;
 pub use featherstone::{FeatherstoneOptions, FeatherstoneSolver};
 pub use lcp::{LcpOptions, LcpSolver, PositionUpdate};
 pub use solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
-pub use torsion_model::{ContactWarmStart, GenState, MaximalState, StateSpace, WarmImpulse};
+pub use torsion_model::{ContactWarmStart, GenState, Integrator, MaximalState, StateSpace, WarmImpulse};
 pub use xpbd::{Ordering, XpbdOptions, XpbdSolver};

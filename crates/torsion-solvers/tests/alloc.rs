@@ -329,3 +329,43 @@ fn featherstone_step_vjp_and_jacobians_allocate_nothing() {
         }
     }
 }
+
+/// The RK4 and implicitfast steps (issue 20 item 3) allocate nothing either, with and without a record: RK4's stage
+/// buffers live in the workspace (`integrators::Rk4Scratch`); implicitfast with a position servo on every joint of
+/// the Panda (its velocity gain enters M̃). Their derivatives take the dual passes (docs/decisions.md).
+#[test]
+fn rk4_and_implicitfast_steps_allocate_nothing() {
+    use torsion_solvers::Integrator;
+    let mut tree = torsion_model::builder::floating_tree();
+    tree.joint_damping.iter_mut().for_each(|d| *d = 0.1);
+    let mut servo = panda();
+    for j in 0..servo.joint_count() {
+        servo.cable_actuators.push(torsion_model::CableActuator {
+            name: format!("p{j}"),
+            transmission: torsion_model::Transmission::Joint(j),
+            gain: 20.0,
+            bias: [0.0, -20.0, -2.0],
+            forcerange: Some((-30.0, 30.0)),
+            timeconst: None,
+            ctrlrange: None,
+        });
+    }
+    for integ in [Integrator::Rk4, Integrator::ImplicitFast] {
+        for (name, m) in [("panda", panda()), ("floating tree", tree.clone()), ("panda + servos", servo.clone())] {
+            let solver = FeatherstoneSolver::with_integrator(integ);
+            let nv = m.nv();
+            let q = torsion_model::builder::example_configuration(&m, 3);
+            let s = GenState::new(q, (0..nv).map(|i| (i % 5) as f64 / 4.0 - 0.5).collect());
+            let u = Control::with_ctrl(&(0..nv).map(|i| (i % 3) as f64 - 1.0).collect::<Vec<_>>(), &vec![0.1; m.nu()]);
+            let (mut ws, mut rec, mut out) = (solver.workspace(&m).unwrap(), solver.record(&m), s.clone());
+            let n = count_calls(|| {
+                solver.step(&m, &s, &u, 0.001, &mut out, &mut ws, None).unwrap();
+            });
+            assert_eq!(n, 0, "{name}, {integ}: step allocated {n} times");
+            let n = count_calls(|| {
+                solver.step(&m, &s, &u, 0.001, &mut out, &mut ws, Some(&mut rec)).unwrap();
+            });
+            assert_eq!(n, 0, "{name}, {integ}: step with a record allocated {n} times");
+        }
+    }
+}

@@ -223,6 +223,7 @@ impl Compiler {
         let mut m = Model::empty(name);
         m.gravity = self.gravity;
         m.dt = self.dt;
+        m.integrator = self.integrator;
         if self.flags.fluid {
             (m.fluid_density, m.fluid_viscosity, m.wind) = (self.density, self.viscosity, self.wind);
         }

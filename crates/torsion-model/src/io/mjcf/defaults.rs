@@ -67,7 +67,7 @@ impl Compiler {
             }
             Ok(v)
         };
-        for (k, _) in &c.attrs {
+        for (k, v) in &c.attrs {
             match k.as_str() {
                 "timestep" => {
                     self.dt = it.f64_or(k, 0.002)?;
@@ -75,6 +75,17 @@ impl Compiler {
                         return Err(c.err(format!("timestep must be positive, got {}", self.dt)));
                     }
                 }
+                "integrator" => match crate::Integrator::from_name(v) {
+                    Some((i, mapped)) => {
+                        self.integrator = i;
+                        if mapped {
+                            self.warn(format!("option@integrator=\"{v}\" runs as {i} (no Coriolis derivatives)"));
+                        }
+                    }
+                    None => {
+                        return Err(c.err(format!("integrator=\"{v}\": expected Euler, RK4, implicit or implicitfast")))
+                    }
+                },
                 "gravity" => self.gravity = it.v3(k)?.unwrap_or_default(),
                 "density" => self.density = nonneg(k)?,
                 "viscosity" => self.viscosity = nonneg(k)?,

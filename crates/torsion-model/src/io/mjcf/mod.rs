@@ -43,8 +43,9 @@
 //!   nearest `childclass` of its bodies / frames selects one. Defaulted: joint, geom, site, tendon and
 //!   actuators (all actuator kinds share one default, the element's own attributes win). `<inertial>`, bodies
 //!   and `<freejoint>` are not defaulted.
-//! - `<option timestep gravity density viscosity wind>` → [`Model::dt`], [`Model::gravity`] (MuJoCo defaults 0.002,
-//!   (0, 0, −9.81)), the fluid fields; `<flag>`s honoured or rejected (`read_flags`, docs/decisions.md).
+//! - `<option timestep gravity density viscosity wind integrator>` → [`Model::dt`], [`Model::gravity`] (MuJoCo
+//!   defaults 0.002, (0, 0, −9.81)), the fluid fields, [`Model::integrator`] (`implicit` runs as `implicitfast`,
+//!   with a warning); `<flag>`s honoured or rejected (`read_flags`, docs/decisions.md).
 //! - `<include file>`: resolved relative to the including file's folder, then the main file's folder; the
 //!   children of the included `<mujoco>` replace the include. With [`load_mjcf_str`] and no `base_dir`,
 //!   relative includes resolve against the current directory.
@@ -188,6 +189,8 @@ struct Compiler {
     meshdir: Option<String>,
     settotalmass: Option<f64>,
     dt: f64,
+    /// `option integrator`
+    integrator: crate::Integrator,
     gravity: Vec3,
     /// `option density` (kg/m³), `viscosity` (Pa·s), `wind` (m/s)
     density: f64,
@@ -252,6 +255,7 @@ impl Compiler {
             meshdir: None,
             settotalmass: None,
             dt: 0.002,
+            integrator: crate::Integrator::SemiImplicitEuler,
             gravity: Vec3::new(0.0, 0.0, -9.81),
             density: 0.0,
             viscosity: 0.0,
