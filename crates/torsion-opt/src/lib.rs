@@ -8,3 +8,5 @@ pub use adam::Adam;
 pub use gauss_newton::{gauss_newton, GnOptions, GnReport};
 pub use sysid::arm::{ArmProblem, BaseParams, Inertial, Recording, ScalarSpec, SysidError, SysidFit};
 pub use sysid::{levenberg_marquardt, levenberg_marquardt_normal, LmOptions, LmReport, Param};
+pub mod ilqr;
+pub use ilqr::{Cost, Dynamics, Ilqr, IlqrError, IlqrOptions, IlqrReport, IlqrStop, QuadraticTracking, SolverDynamics};
