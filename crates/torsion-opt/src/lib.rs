@@ -1,4 +1,5 @@
-//! torsion-opt: small optimisers shared by experiments, and the system-identification toolkit (`sysid`)
+//! torsion-opt: small optimisers shared by experiments, the system-identification toolkit (`sysid`) and iLQR /
+//! sample-based iLQG on any solver (`ilqr`)
 //! (design.md §8: small enough to write; argmin pins an older nalgebra).
 #![allow(clippy::needless_range_loop)]
 pub mod adam;
@@ -9,4 +10,5 @@ pub use gauss_newton::{gauss_newton, GnOptions, GnReport};
 pub use sysid::arm::{ArmProblem, BaseParams, Inertial, Recording, ScalarSpec, SysidError, SysidFit};
 pub use sysid::{levenberg_marquardt, levenberg_marquardt_normal, LmOptions, LmReport, Param};
 pub mod ilqr;
+pub use ilqr::sampled::{SampledOptions, SampledReport};
 pub use ilqr::{Cost, Dynamics, Ilqr, IlqrError, IlqrOptions, IlqrReport, IlqrStop, QuadraticTracking, SolverDynamics};

@@ -12,6 +12,7 @@
 //! ΔV(α) = α Σ kᵀQ_u + ½ α² Σ kᵀQ_uu k (the predicted change of the forward pass with step α).
 pub mod boxqp;
 pub mod cost;
+pub mod sampled;
 
 use boxqp::{chol_solve_in_place, BoxQp};
 pub use cost::{tangent_error, Cost, CostDerivs, QuadraticTracking};
@@ -205,6 +206,8 @@ pub struct Ilqr<X> {
     lf_xx: DMatrix<f64>,
     k: Vec<DVector<f64>>,
     gains: Vec<DMatrix<f64>>,
+    /// Q_uu of each step of the last backward pass (the sampled variant's policy covariance)
+    quu_store: Vec<DMatrix<f64>>,
     // backward-pass scratch
     vx: DVector<f64>,
     vxx: DMatrix<f64>,
@@ -275,6 +278,7 @@ impl<X: Clone> Ilqr<X> {
             lf_xx: DMatrix::zeros(nx, nx),
             k: vecs(nu),
             gains: mats(nu, nx),
+            quu_store: mats(nu, nu),
             vx: DVector::zeros(nx),
             vxx: DMatrix::zeros(nx, nx),
             qx: DVector::zeros(nx),
@@ -325,10 +329,17 @@ impl<X: Clone> Ilqr<X> {
     ) -> Result<(), IlqrError> {
         for t in 0..self.t_len {
             dynamics.jacobians(&self.xs[t], self.us[t].as_slice(), &mut self.a[t], &mut self.b[t])?;
+        }
+        self.cost_derivs(cost);
+        Ok(())
+    }
+
+    /// The cost derivatives along the nominal.
+    fn cost_derivs<C: Cost<X>>(&mut self, cost: &mut C) {
+        for t in 0..self.t_len {
             cost.running_derivs(t, &self.xs[t], self.us[t].as_slice(), &mut self.l[t]);
         }
         cost.terminal_derivs(&self.xs[self.t_len], &mut self.lf_x, &mut self.lf_xx);
-        Ok(())
     }
 
     /// The backward pass with regularisation μ; false when a Q̃_uu's free block is not positive definite.
@@ -351,6 +362,7 @@ impl<X: Clone> Ilqr<X> {
             self.qux.copy_from(&l.lux);
             self.qux.gemm_tr(1.0, b, &self.vxx_a, 1.0);
             self.quu_reg.copy_from(&self.quu);
+            self.quu_store[t].copy_from(&self.quu);
             for i in 0..self.nu {
                 self.quu_reg[(i, i)] += mu;
                 let (lo, hi) = self.bound(i);
