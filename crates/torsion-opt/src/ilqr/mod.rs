@@ -257,7 +257,7 @@ impl<X: Clone> Ilqr<X> {
                 return Err(IlqrError::BadInput(format!("control {i}: u_min {} > u_max {}", lo[i], hi[i])));
             }
         }
-        if options.alphas.is_empty() || options.alphas.iter().any(|a| !(*a > 0.0)) {
+        if options.alphas.is_empty() || options.alphas.iter().any(|a| !a.is_finite() || *a <= 0.0) {
             return Err(IlqrError::BadInput("alphas must be positive and not empty".into()));
         }
         let mats = |r, c| (0..t_len).map(|_| DMatrix::zeros(r, c)).collect::<Vec<_>>();

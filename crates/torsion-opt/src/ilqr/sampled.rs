@@ -129,8 +129,12 @@ impl<X: Clone> Ilqr<X> {
         if u_init.len() != t_len || u_init.iter().any(|u| u.len() != nu) {
             return Err(IlqrError::BadInput(format!("u_init needs {t_len} rows of {nu} controls")));
         }
-        if n < 2 || !(so.kl_weight > 0.0) || !(so.init_sigma > 0.0) || !(so.ridge >= 0.0) {
-            return Err(IlqrError::BadInput("samples ≥ 2, kl_weight > 0, init_sigma > 0, ridge ≥ 0".into()));
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        if n < 2 || !positive(so.kl_weight) || !positive(so.init_sigma) || !so.ridge.is_finite() || so.ridge < 0.0 {
+            return Err(IlqrError::BadInput(format!(
+                "sampled iLQG options: need samples ≥ 2 (got {n}), kl_weight > 0 ({}), init_sigma > 0 ({}), ridge ≥ 0 ({})",
+                so.kl_weight, so.init_sigma, so.ridge
+            )));
         }
         self.xs[0].clone_from(x0);
         for t in 0..t_len {

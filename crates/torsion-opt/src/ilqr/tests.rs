@@ -178,3 +178,22 @@ fn expected_reduction_matches_central_differences_on_the_arm() {
     // the second-order term drops the dynamics' curvature (iLQR, not DDP): the model's error is O(α²)
     assert!(e1 / e2 > 3.0, "ΔV error not O(α²): {e1:e} → {e2:e}");
 }
+
+/// Bad options and inputs are errors naming the field, not panics.
+#[test]
+fn bad_input_is_reported() {
+    let (mut dynamics, mut cost, x0) = linear_problem();
+    let o = IlqrOptions { u_min: Some(vec![-1.0, 2.0]), u_max: Some(vec![1.0, 1.0]), ..Default::default() };
+    let e = Ilqr::new(4, 2, 5, &x0, o).err().unwrap().to_string();
+    assert!(e.contains("control 1") && e.contains("u_min"), "{e}");
+    let o = IlqrOptions { u_max: Some(vec![1.0]), ..Default::default() };
+    assert!(Ilqr::new(4, 2, 5, &x0, o).err().unwrap().to_string().contains("u_max has 1 entries"));
+    assert!(Ilqr::new(4, 2, 0, &x0, IlqrOptions::default()).is_err());
+    let mut il = Ilqr::new(4, 2, 5, &x0, IlqrOptions::default()).unwrap();
+    let e = il.solve(&mut dynamics, &mut cost, &x0, &vec![DVector::zeros(2); 4]).err().unwrap().to_string();
+    assert!(e.contains("u_init needs 5 rows of 2"), "{e}");
+    let so = sampled::SampledOptions { kl_weight: 0.0, ..Default::default() };
+    let e =
+        il.solve_sampled(&mut dynamics, &mut cost, &x0, &vec![DVector::zeros(2); 5], &so).err().unwrap().to_string();
+    assert!(e.contains("kl_weight"), "{e}");
+}
