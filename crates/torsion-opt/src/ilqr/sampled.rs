@@ -14,8 +14,11 @@ pub struct SampledOptions {
     pub iterations: usize,
     /// rollouts per iteration (40 in the spec)
     pub samples: usize,
-    /// w, the KL penalty weight (0.005 in the spec)
+    /// w, the KL penalty weight (0.005 in the spec); with `kl_bound`, the first iteration's starting guess
     pub kl_weight: f64,
+    /// Some(ε): choose w each iteration so that the predicted KL(p ‖ p̄) of the trajectory distributions under
+    /// the fitted dynamics is ε (within 10 %; GPS's dual on η); None: the fixed weight `kl_weight`
+    pub kl_bound: Option<f64>,
     /// standard deviation of the first iteration's exploration noise, per control
     pub init_sigma: f64,
     /// ridge λ of the regression, relative to the mean diagonal of ZᵀZ (the intercept is not penalised)
@@ -25,7 +28,15 @@ pub struct SampledOptions {
 
 impl Default for SampledOptions {
     fn default() -> Self {
-        SampledOptions { iterations: 20, samples: 40, kl_weight: 0.005, init_sigma: 1.0, ridge: 1e-6, seed: 0 }
+        SampledOptions {
+            iterations: 20,
+            samples: 40,
+            kl_weight: 0.005,
+            kl_bound: None,
+            init_sigma: 1.0,
+            ridge: 1e-6,
+            seed: 0,
+        }
     }
 }
 
@@ -42,6 +53,10 @@ pub struct SampledReport<X> {
     pub cost_history: Vec<f64>,
     /// dynamics steps taken: samples × T per iteration plus the nominal / line-search rollouts
     pub dynamics_steps: usize,
+    /// the KL weight of the last iteration (`kl_weight`, or the one the bound chose)
+    pub kl_weight: f64,
+    /// with `kl_bound`: the last iteration's predicted KL(p ‖ p̄) (NaN without)
+    pub predicted_kl: f64,
 }
 
 /// Seeded standard normal samples (SplitMix64 + Box–Muller): reproducible, no dependency.
@@ -150,7 +165,10 @@ impl<X: Clone> Ilqr<X> {
             return Err(IlqrError::NonFinite(j_now));
         }
         let mut steps = t_len;
-        let w = so.kl_weight;
+        let mut w = so.kl_weight;
+        let mut last_kl = f64::NAN;
+        let mut l_base: Vec<CostDerivs> = (0..t_len).map(|_| CostDerivs::zeros(nx, nu)).collect();
+        let mut sigma_inv: Vec<DMatrix<f64>> = (0..t_len).map(|_| DMatrix::zeros(nu, nu)).collect();
         let mut sigma: Vec<DMatrix<f64>> =
             (0..t_len).map(|_| DMatrix::identity(nu, nu) * (so.init_sigma * so.init_sigma)).collect();
         let mut old_gains = self.gains.clone();
@@ -211,20 +229,41 @@ impl<X: Clone> Ilqr<X> {
             for t in 0..t_len {
                 fit_linear(&dx[t], &du[t], &dxn[t], &weight, so.ridge, &mut self.a[t], &mut self.b[t])?;
             }
-            // the KL penalty's quadratic terms around the old policy
+            // the KL terms around the old policy p̄ = N(ū + K̄ δx, Σ̄): a fixed weight, or the weight whose
+            // predicted KL meets the bound
             self.cost_derivs(cost);
             for t in 0..t_len {
-                let sinv = sigma[t].clone().try_inverse().unwrap_or_else(|| DMatrix::zeros(nu, nu)) * w;
-                let sk = &sinv * &old_gains[t];
-                self.l[t].luu += &sinv;
-                self.l[t].lux -= &sk;
-                self.l[t].lxx += old_gains[t].transpose() * &sk;
+                l_base[t].clone_from(&self.l[t]);
+                sigma_inv[t] = sigma[t].clone().try_inverse().unwrap_or_else(|| DMatrix::zeros(nu, nu));
             }
-            let mut ok = self.backward_pass(mu);
+            let mut ok = self.kl_backward(w, mu, &sigma_inv, &old_gains, &l_base);
             while !ok && mu <= o.mu_max {
                 dmu = (dmu * o.mu_factor).max(o.mu_factor);
                 mu = (mu * dmu).max(o.mu_min);
-                ok = self.backward_pass(mu);
+                ok = self.kl_backward(w, mu, &sigma_inv, &old_gains, &l_base);
+            }
+            if let (Some(eps), true) = (so.kl_bound, ok) {
+                // bisection on ln w: KL(w) falls as w grows; a failed backward pass means w is too small
+                let (mut lo, mut hi) = ((1e-12f64).ln(), (1e12f64).ln());
+                let mut lw = w.ln();
+                for _ in 0..40 {
+                    let kl = if self.kl_backward(lw.exp(), mu, &sigma_inv, &old_gains, &l_base) {
+                        self.predicted_kl(lw.exp(), mu, &sigma, &sigma_inv, &old_gains)
+                    } else {
+                        f64::INFINITY
+                    };
+                    if kl > 1.1 * eps {
+                        lo = lw;
+                    } else if kl < 0.9 * eps {
+                        hi = lw;
+                    } else {
+                        break;
+                    }
+                    lw = 0.5 * (lo + hi);
+                }
+                w = lw.exp();
+                ok = self.kl_backward(w, mu, &sigma_inv, &old_gains, &l_base);
+                last_kl = self.predicted_kl(w, mu, &sigma, &sigma_inv, &old_gains);
             }
             let mut accepted = false;
             if ok {
@@ -241,16 +280,16 @@ impl<X: Clone> Ilqr<X> {
                 }
             }
             if accepted {
-                dmu = (dmu / o.mu_factor).min(1.0 / o.mu_factor);
-                mu = if mu * dmu > o.mu_min { mu * dmu } else { 0.0 };
-                // maximum-entropy covariance of the new policy, Σ = w Q̃_uu⁻¹
+                // maximum-entropy covariance of the new policy, Σ = w Q_uu⁻¹ (Q_uu with the KL terms; the LM μ
+                // only where Q_uu alone is not positive definite)
                 for t in 0..t_len {
-                    let q = &self.quu_store[t] + DMatrix::identity(nu, nu) * mu;
-                    if let Some(inv) = q.try_inverse() {
-                        sigma[t] = inv * w;
+                    if let Some(sg) = self.policy_covariance(t, w, mu) {
+                        sigma[t] = sg;
                     }
                     old_gains[t].copy_from(&self.gains[t]);
                 }
+                dmu = (dmu / o.mu_factor).min(1.0 / o.mu_factor);
+                mu = if mu * dmu > o.mu_min { mu * dmu } else { 0.0 };
             } else {
                 dmu = (dmu * o.mu_factor).max(o.mu_factor);
                 mu = (mu * dmu).max(o.mu_min);
@@ -268,7 +307,75 @@ impl<X: Clone> Ilqr<X> {
             sigma,
             cost_history: history,
             dynamics_steps: steps,
+            kl_weight: w,
+            predicted_kl: last_kl,
         })
+    }
+
+    /// ℓ = ℓ_base + the KL terms with weight w (ℓ_uu += w Σ̄⁻¹, ℓ_ux −= w Σ̄⁻¹K̄, ℓ_xx += w K̄ᵀΣ̄⁻¹K̄), then the
+    /// backward pass with μ.
+    fn kl_backward(
+        &mut self,
+        w: f64,
+        mu: f64,
+        sigma_inv: &[DMatrix<f64>],
+        old_gains: &[DMatrix<f64>],
+        l_base: &[CostDerivs],
+    ) -> bool {
+        for t in 0..self.t_len {
+            let sk = &sigma_inv[t] * &old_gains[t] * w;
+            let l = &mut self.l[t];
+            l.clone_from(&l_base[t]);
+            l.luu += &sigma_inv[t] * w;
+            l.lux -= &sk;
+            l.lxx += old_gains[t].transpose() * &sk;
+        }
+        self.backward_pass(mu)
+    }
+
+    /// w Q_uu⁻¹ of step t from the last backward pass (w (Q_uu + μ I)⁻¹ where Q_uu is not positive definite).
+    fn policy_covariance(&self, t: usize, w: f64, mu: f64) -> Option<DMatrix<f64>> {
+        let q = &self.quu_store[t];
+        let inv = q
+            .clone()
+            .cholesky()
+            .map(|c| c.inverse())
+            .or_else(|| (q + DMatrix::identity(self.nu, self.nu) * mu).cholesky().map(|c| c.inverse()))?;
+        Some(inv * w)
+    }
+
+    /// KL(p ‖ p̄) of the trajectory distributions under the fitted dynamics, for the new policy
+    /// N(ū + k + K δx, `policy_covariance`) of the last backward pass against p̄ = N(ū + K̄ δx, Σ̄): Σ_t E_{δx_t}[KL_t], with
+    /// δx_t ~ N(m_t, S_t) propagated by m' = A m + B (k + K m), S' = (A + BK) S (A + BK)ᵀ + B Σ Bᵀ from 0.
+    fn predicted_kl(
+        &self,
+        w: f64,
+        mu: f64,
+        sigma_old: &[DMatrix<f64>],
+        sigma_inv: &[DMatrix<f64>],
+        old_gains: &[DMatrix<f64>],
+    ) -> f64 {
+        let (nx, nu) = (self.nx, self.nu);
+        let mut m = DVector::zeros(nx);
+        let mut s = DMatrix::zeros(nx, nx);
+        let mut kl = 0.0;
+        for t in 0..self.t_len {
+            let Some(sig) = self.policy_covariance(t, w, mu) else {
+                return f64::INFINITY;
+            };
+            let (Some(c_new), Some(c_old)) = (sig.clone().cholesky(), sigma_old[t].clone().cholesky()) else {
+                return f64::INFINITY;
+            };
+            let logdet = |c: &nalgebra::Cholesky<f64, nalgebra::Dyn>| 2.0 * c.l().diagonal().map(|d| d.ln()).sum();
+            let dk = &self.gains[t] - &old_gains[t];
+            let mean = &self.k[t] + &dk * &m;
+            let tr = (&sigma_inv[t] * &sig).trace() + (dk.transpose() * &sigma_inv[t] * &dk * &s).trace();
+            kl += 0.5 * (tr - nu as f64 + logdet(&c_old) - logdet(&c_new) + mean.dot(&(&sigma_inv[t] * &mean)));
+            let acl = &self.a[t] + &self.b[t] * &self.gains[t];
+            m = &self.a[t] * &m + &self.b[t] * (&self.k[t] + &self.gains[t] * &m);
+            s = &acl * &s * acl.transpose() + &self.b[t] * &sig * self.b[t].transpose();
+        }
+        kl
     }
 }
 
@@ -364,20 +471,89 @@ mod tests {
         let u0 = vec![DVector::zeros(2); t_len];
         let mut il = Ilqr::new(4, 2, t_len, &x0, o).unwrap();
         let mut nojac = NoJacobians(SolverDynamics::new(&solver, &m, dt).unwrap());
-        let so = SampledOptions { init_sigma: 1.0, ..Default::default() };
+        let so = SampledOptions::default();
         let r = il.solve_sampled(&mut nojac, &mut cost, &x0, &u0, &so).unwrap();
+        let sb = SampledOptions { kl_bound: Some(100.0), ..Default::default() };
+        let rb = il.solve_sampled(&mut nojac, &mut cost, &x0, &u0, &sb).unwrap();
         let mut exact = SolverDynamics::new(&solver, &m, dt).unwrap();
         let re = il.solve(&mut exact, &mut cost, &x0, &u0).unwrap();
-        let xt = r.states.last().unwrap();
-        let err = ((xt.q[0] - 0.6).powi(2) + (xt.q[1] + 0.4).powi(2)).sqrt();
-        let (j0, j1, je) = (r.cost_history[0], *r.cost_history.last().unwrap(), *re.cost_history.last().unwrap());
-        eprintln!(
-            "sampled iLQG (20 × 40): cost {j0:.4e} → {j1:.4e} ({} dynamics steps), final |q − q*| {err:.2e} rad; \
-             analytic iLQR: {je:.4e} in {} iterations",
-            r.dynamics_steps, re.iterations
+        let err = |r: &SampledReport<GenState>| {
+            let xt = r.states.last().unwrap();
+            ((xt.q[0] - 0.6).powi(2) + (xt.q[1] + 0.4).powi(2)).sqrt()
+        };
+        let (j0, j1, jb, je) = (
+            r.cost_history[0],
+            *r.cost_history.last().unwrap(),
+            *rb.cost_history.last().unwrap(),
+            *re.cost_history.last().unwrap(),
         );
-        assert!(r.cost_history.windows(2).all(|w| w[1] <= w[0]));
-        assert!(j1 < 0.01 * j0, "{j0:e} → {j1:e}");
-        assert!(r.controls.iter().all(|u| u.iter().all(|v| v.abs() <= 8.0)));
+        eprintln!(
+            "sampled iLQG (20 × 40, {} dynamics steps): cost {j0:.4e} → {j1:.4e} with w = 0.005 (final |q − q*| {:.2e} \
+             rad), → {jb:.4e} with the KL bound 100 (w {:.2e}, predicted KL {:.3e}; |q − q*| {:.2e} rad); analytic \
+             iLQR {je:.4e} in {} iterations",
+            r.dynamics_steps,
+            err(&r),
+            rb.kl_weight,
+            rb.predicted_kl,
+            err(&rb),
+            re.iterations
+        );
+        for x in [&r, &rb] {
+            assert!(x.cost_history.windows(2).all(|w| w[1] <= w[0]));
+            assert!(x.controls.iter().all(|u| u.iter().all(|v| v.abs() <= 8.0)));
+        }
+        assert!(j1 < 0.02 * j0, "{j0:e} → {j1:e}");
+        assert!(jb < 3.0 * je, "bound: {jb:e} vs analytic {je:e}");
+        assert!((rb.predicted_kl / 100.0 - 1.0).abs() <= 0.1, "KL {}", rb.predicted_kl);
+    }
+
+    /// The predicted KL of two linear-Gaussian policies under linear dynamics: 0 for the same policy, and the
+    /// Monte-Carlo estimate E_p[Σ_t log p(u_t | x_t) − log p̄(u_t | x_t)] (200k trajectories) for a shifted one.
+    #[test]
+    fn predicted_kl_matches_monte_carlo() {
+        let (nx, nu, t_len) = (2, 1, 3);
+        let x0: DVector<f64> = DVector::zeros(nx);
+        let mut il = Ilqr::new(nx, nu, t_len, &x0, IlqrOptions::default()).unwrap();
+        let w = 0.5;
+        let old_gains: Vec<DMatrix<f64>> =
+            (0..t_len).map(|t| DMatrix::from_row_slice(1, 2, &[0.2 * t as f64, -0.1])).collect();
+        let quu: Vec<f64> = vec![2.0, 1.0, 4.0];
+        let sigma_old: Vec<DMatrix<f64>> = (0..t_len).map(|t| DMatrix::from_element(1, 1, w / quu[t])).collect();
+        let sigma_inv: Vec<DMatrix<f64>> = sigma_old.iter().map(|s| s.clone().try_inverse().unwrap()).collect();
+        for t in 0..t_len {
+            il.a[t] = DMatrix::from_row_slice(2, 2, &[1.0, 0.1, -0.2, 0.9]);
+            il.b[t] = DMatrix::from_row_slice(2, 1, &[0.0, 0.5]);
+            il.quu_store[t] = DMatrix::from_element(1, 1, quu[t]);
+            il.gains[t].copy_from(&old_gains[t]);
+            il.k[t].fill(0.0);
+        }
+        let same = il.predicted_kl(w, 0.0, &sigma_old, &sigma_inv, &old_gains);
+        assert!(same.abs() < 1e-12, "{same:e}");
+        // a new policy: shifted means, other gains, other covariances
+        for t in 0..t_len {
+            il.k[t][0] = 0.3 - 0.2 * t as f64;
+            il.gains[t] = DMatrix::from_row_slice(1, 2, &[-0.4, 0.3 * t as f64]);
+            il.quu_store[t] = DMatrix::from_element(1, 1, quu[t] * 1.5);
+        }
+        let kl = il.predicted_kl(w, 0.0, &sigma_old, &sigma_inv, &old_gains);
+        let mut rng = Normal::new(11);
+        let n = 200_000;
+        let mut acc = 0.0;
+        for _ in 0..n {
+            let mut x: DVector<f64> = DVector::zeros(nx);
+            for t in 0..t_len {
+                let s_new = w / (quu[t] * 1.5);
+                let mean_new = il.k[t][0] + (&il.gains[t] * &x)[0];
+                let mean_old = (&old_gains[t] * &x)[0];
+                let u = mean_new + s_new.sqrt() * rng.sample();
+                let s_old = sigma_old[t][(0, 0)];
+                let logp = |m: f64, s: f64| -0.5 * (u - m).powi(2) / s - 0.5 * s.ln();
+                acc += logp(mean_new, s_new) - logp(mean_old, s_old);
+                x = &il.a[t] * &x + &il.b[t] * u;
+            }
+        }
+        let mc = acc / n as f64;
+        eprintln!("predicted KL {kl:.5} vs Monte Carlo {mc:.5}");
+        assert!((kl - mc).abs() < 0.01 * kl, "{kl} vs {mc}");
     }
 }
