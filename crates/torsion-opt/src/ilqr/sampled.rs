@@ -59,7 +59,7 @@ pub struct SampledReport<X> {
     pub predicted_kl: f64,
 }
 
-/// Seeded standard normal samples (SplitMix64 + Box–Muller): reproducible, no dependency.
+/// Seeded normal samples (SplitMix64 + Box–Muller): reproducible, no dependency; shared with the experiments.
 #[derive(Clone, Debug)]
 pub struct Normal(u64);
 
@@ -74,9 +74,14 @@ impl Normal {
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
     }
+    /// N(0, 1)
     pub fn sample(&mut self) -> f64 {
+        self.scaled(1.0)
+    }
+    /// N(0, σ²) (the pbd-mpc-torques encoder noise draws this sequence)
+    pub fn scaled(&mut self, sigma: f64) -> f64 {
         let (a, b) = (self.uniform().max(1e-300), self.uniform());
-        (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+        sigma * (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
     }
 }
 

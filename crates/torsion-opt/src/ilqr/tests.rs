@@ -92,6 +92,23 @@ fn linear_problem() -> (Linear, Quadratic, DVector<f64>) {
     (Linear { a, b }, cost, DVector::from_vec(vec![0.0, 0.2, 0.3, 0.0]))
 }
 
+/// Ilqr buffers on the nominal rollout of `u0` from `x0`, linearised, after one backward pass at μ = 0; and the
+/// nominal's cost.
+fn backward_at<X: Clone, D: Dynamics<State = X>, C: Cost<X>>(
+    dynamics: &mut D,
+    cost: &mut C,
+    x0: &X,
+    u0: &[DVector<f64>],
+) -> (Ilqr<X>, f64) {
+    let mut il = Ilqr::new(dynamics.state_dim(), dynamics.control_dim(), u0.len(), x0, IlqrOptions::default()).unwrap();
+    il.xs[0] = x0.clone();
+    il.us.clone_from(&u0.to_vec());
+    let j0 = il.rollout_nominal(dynamics, cost);
+    il.linearise(dynamics, cost).unwrap();
+    assert!(il.backward_pass(0.0));
+    (il, j0)
+}
+
 /// Linear-quadratic: one backward pass at μ = 0 and the forward pass reproduce ΔV(α) = α Σ kᵀQ_u + ½ α² Σ
 /// kᵀQ_uu k exactly for any α (J(α) − J(0), relative 1e-9), and α = 1 lands on the optimum (the central-difference
 /// gradient of J w.r.t. every control is ~0 afterwards, against its size before).
@@ -100,12 +117,7 @@ fn expected_reduction_is_exact_on_a_linear_quadratic_problem() {
     let (mut dynamics, mut cost, x0) = linear_problem();
     let t_len = 15;
     let u0: Vec<DVector<f64>> = (0..t_len).map(|t| DVector::from_vec(vec![0.3 * (t as f64).sin(), -0.2])).collect();
-    let mut il = Ilqr::new(4, 2, t_len, &x0, IlqrOptions::default()).unwrap();
-    il.xs[0] = x0.clone();
-    il.us.clone_from(&u0);
-    let j0 = il.rollout_nominal(&mut dynamics, &mut cost);
-    il.linearise(&mut dynamics, &mut cost).unwrap();
-    assert!(il.backward_pass(0.0));
+    let (mut il, j0) = backward_at(&mut dynamics, &mut cost, &x0, &u0);
     let mut worst: f64 = 0.0;
     for alpha in [0.25, 0.5, 1.0, 1.5] {
         let j = il.forward_pass(&mut dynamics, &mut cost, alpha);
@@ -154,12 +166,7 @@ fn expected_reduction_matches_central_differences_on_the_arm() {
     let t_len = 30;
     let u0: Vec<DVector<f64>> =
         (0..t_len).map(|t| DVector::from_vec(vec![2.0 * (0.2 * t as f64).cos(), 0.5])).collect();
-    let mut il = Ilqr::new(4, 2, t_len, &x0, IlqrOptions::default()).unwrap();
-    il.xs[0] = x0.clone();
-    il.us.clone_from(&u0);
-    let j0 = il.rollout_nominal(&mut dynamics, &mut cost);
-    il.linearise(&mut dynamics, &mut cost).unwrap();
-    assert!(il.backward_pass(0.0));
+    let (mut il, j0) = backward_at(&mut dynamics, &mut cost, &x0, &u0);
     let h = 1e-5;
     let slope =
         (il.forward_pass(&mut dynamics, &mut cost, h) - il.forward_pass(&mut dynamics, &mut cost, -h)) / (2.0 * h);
