@@ -38,6 +38,12 @@ pub trait Cost<X> {
     fn running_derivs(&mut self, t: usize, x: &X, u: &[f64], d: &mut CostDerivs);
     fn terminal(&mut self, x: &X) -> f64;
     fn terminal_derivs(&mut self, x: &X, lx: &mut DVector<f64>, lxx: &mut DMatrix<f64>);
+    /// Called by `Ilqr::solve` before anything runs, for nx tangent entries, nu controls and T steps: an error
+    /// naming what does not fit (the default accepts everything).
+    fn check(&self, nx: usize, nu: usize, t_len: usize) -> Result<(), String> {
+        let _ = (nx, nu, t_len);
+        Ok(())
+    }
 }
 
 /// ½ e_tᵀ Q e_t + ½ (u − u_ref,t)ᵀ R (u − u_ref,t) per step and ½ e_Tᵀ Q_f e_T at the end, with the tangent
@@ -135,6 +141,39 @@ impl Cost<GenState> for QuadraticTracking<'_> {
     fn terminal_derivs(&mut self, x: &GenState, lx: &mut DVector<f64>, lxx: &mut DMatrix<f64>) {
         self.state_error(usize::MAX, x, true);
         self.state_derivs(true, lx, lxx);
+    }
+    fn check(&self, nx: usize, nu: usize, t_len: usize) -> Result<(), String> {
+        let m = self.model;
+        let nxm = 2 * m.nv() + m.na();
+        if nx != nxm {
+            return Err(format!("tracking cost: the model's tangent has {nxm} entries, the dynamics' {nx}"));
+        }
+        for (name, w, n) in [("q", &self.q, nx), ("qf", &self.qf, nx), ("r", &self.r, nu)] {
+            if w.shape() != (n, n) || w.iter().any(|v| !v.is_finite()) {
+                return Err(format!("tracking cost: weight {name} is {:?} (needs {n} × {n}, finite)", w.shape()));
+            }
+        }
+        if !(self.x_ref.len() == 1 || self.x_ref.len() == t_len + 1) {
+            return Err(format!(
+                "tracking cost: x_ref has {} states (needs 1 or T + 1 = {})",
+                self.x_ref.len(),
+                t_len + 1
+            ));
+        }
+        if let Some(i) =
+            self.x_ref.iter().position(|x| x.q.len() != m.nq() || x.v.len() != m.nv() || x.act.len() != m.na())
+        {
+            return Err(format!(
+                "tracking cost: x_ref[{i}] does not fit the model (nq {}, nv {}, na {})",
+                m.nq(),
+                m.nv(),
+                m.na()
+            ));
+        }
+        if !(self.u_ref.len() <= 1 || self.u_ref.len() == t_len) || self.u_ref.iter().any(|u| u.len() != nu) {
+            return Err(format!("tracking cost: u_ref needs 0, 1 or T = {t_len} rows of {nu}"));
+        }
+        Ok(())
     }
 }
 
@@ -239,5 +278,22 @@ mod tests {
         let mut j = DMatrix::zeros(nx, nx);
         tangent_error(&m, &c.x_ref[0].clone(), &x, &mut e, Some(&mut j));
         assert!((&j - DMatrix::identity(nx, nx)).amax() > 0.05);
+    }
+
+    /// Weights or references that do not fit are named by `check` (and so by `Ilqr::solve`).
+    #[test]
+    fn tracking_cost_check_names_what_does_not_fit() {
+        let m = floating_tree();
+        let nx = 2 * m.nv() + m.na();
+        let x = GenState::rest(&m);
+        let c = QuadraticTracking::diagonal(&m, x.clone(), &vec![1.0; nx], &[1.0; 2], &vec![1.0; nx]);
+        assert!(c.check(nx, 2, 10).is_ok());
+        assert!(c.check(nx, 3, 10).unwrap_err().contains("weight r"));
+        assert!(c.check(nx + 1, 2, 10).unwrap_err().contains("tangent"));
+        let c = QuadraticTracking::diagonal(&m, x.clone(), &vec![1.0; nx - 1], &[1.0; 2], &vec![1.0; nx]);
+        assert!(c.check(nx, 2, 10).unwrap_err().contains("weight q "));
+        let mut c = QuadraticTracking::diagonal(&m, x, &vec![1.0; nx], &[1.0; 2], &vec![1.0; nx]);
+        c.x_ref[0].v.pop();
+        assert!(c.check(nx, 2, 10).unwrap_err().contains("x_ref[0]"));
     }
 }

@@ -471,6 +471,7 @@ impl<X: Clone> Ilqr<X> {
         if u_init.len() != self.t_len || u_init.iter().any(|u| u.len() != self.nu) {
             return Err(IlqrError::BadInput(format!("u_init needs {} rows of {} controls", self.t_len, self.nu)));
         }
+        cost.check(self.nx, self.nu, self.t_len).map_err(IlqrError::BadInput)?;
         self.xs[0].clone_from(x0);
         for t in 0..self.t_len {
             for i in 0..self.nu {

@@ -149,6 +149,7 @@ impl<X: Clone> Ilqr<X> {
         if u_init.len() != t_len || u_init.iter().any(|u| u.len() != nu) {
             return Err(IlqrError::BadInput(format!("u_init needs {t_len} rows of {nu} controls")));
         }
+        cost.check(nx, nu, t_len).map_err(IlqrError::BadInput)?;
         let positive = |v: f64| v.is_finite() && v > 0.0;
         if n < 2 || !positive(so.kl_weight) || !positive(so.init_sigma) || !so.ridge.is_finite() || so.ridge < 0.0 {
             return Err(IlqrError::BadInput(format!(
