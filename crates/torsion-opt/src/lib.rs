@@ -1,4 +1,5 @@
-//! torsion-opt: small optimisers shared by experiments, and the system-identification toolkit (`sysid`)
+//! torsion-opt: small optimisers shared by experiments, the system-identification toolkit (`sysid`) and iLQR /
+//! sample-based iLQG on any solver (`ilqr`)
 //! (design.md §8: small enough to write; argmin pins an older nalgebra).
 #![allow(clippy::needless_range_loop)]
 pub mod adam;
@@ -11,3 +12,6 @@ pub use mlp::{Activation, Mlp, MlpWork};
 pub use sysid::arm::{ArmProblem, BaseParams, Gram, Inertial, Recording, ScalarSpec, SysidError, SysidFit};
 pub use sysid::shooting::{ShootingFit, ShootingOptions, ShootingProblem, Trajectory};
 pub use sysid::{levenberg_marquardt, levenberg_marquardt_normal, LmOptions, LmReport, Param};
+pub mod ilqr;
+pub use ilqr::sampled::{SampledOptions, SampledReport};
+pub use ilqr::{Cost, Dynamics, Ilqr, IlqrError, IlqrOptions, IlqrReport, IlqrStop, QuadraticTracking, SolverDynamics};

@@ -62,22 +62,6 @@ fn desired(t: f64) -> ([f64; 7], [f64; 7]) {
     (q, v)
 }
 
-/// Seeded N(0, σ²) samples (SplitMix64 + Box–Muller): no extra dependency, reproducible.
-struct Gauss(u64);
-impl Gauss {
-    fn uniform(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn sample(&mut self, sigma: f64) -> f64 {
-        let (a, b) = (self.uniform().max(1e-300), self.uniform());
-        sigma * (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
-    }
-}
-
 /// Simulate the "real" robot with Featherstone at 1 kHz for `steps` PBD steps and downsample (§4.6).
 pub fn reference(nominal: &Model, gap: bool, steps: usize) -> Result<Reference, ExperimentError> {
     let real = real_model(nominal, gap);
@@ -97,12 +81,12 @@ pub fn reference(nominal: &Model, gap: bool, steps: usize) -> Result<Reference, 
     let mut s = GenState::new(Q_CENTRE.to_vec(), vec![0.0; nj]);
     let mut next = s.clone();
     let mut r = Reference { q: vec![], qd: vec![], u: vec![], q_meas: vec![] };
-    let mut noise = Gauss(0x5EED_0006);
+    let mut noise = torsion_opt::ilqr::sampled::Normal::new(0x5EED_0006);
     let mut u = vec![0.0; nj];
     for k in 0..=steps {
         r.q.push(s.q.clone());
         r.qd.push(s.v.clone());
-        r.q_meas.push(s.q.iter().map(|&q| if gap { q + noise.sample(GAP_ENCODER_NOISE) } else { q }).collect());
+        r.q_meas.push(s.q.iter().map(|&q| if gap { q + noise.scaled(GAP_ENCODER_NOISE) } else { q }).collect());
         if k == steps {
             break;
         }
