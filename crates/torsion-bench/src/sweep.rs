@@ -214,14 +214,25 @@ fn scene<S: DiffSolver>(
     randomize_params(&mut model, &mut r, c);
     let tag = |what: &str| format!("{} {} seed {seed:#x}: {what}", solver.name(), base.name);
     let s0 = draw(&model, base.kind, &mut r);
-    let dt = 10f64.powf(unif(&mut r, -4.0, -2.0));
+    // dt log-uniform in [1e-4, 1e-2] s, one scene in four in [1e-2, 1] s (the largest step the API accepts)
+    let dt = if r.u() < 0.75 { 10f64.powf(unif(&mut r, -4.0, -2.0)) } else { 10f64.powf(unif(&mut r, -2.0, 0.0)) };
     let nc = solver.control_dim(&model);
     let nu = model.nu();
     let tau = [0.0, 0.1, 1.0, 10.0][(r.u() * 4.0) as usize];
+    // hinge-only models: one scene in four pushes each joint with ± its dry friction (the stick / slip switch)
+    let at_friction = model.dof_joints().len() == model.nv() && r.u() < 0.25;
     let controls: Vec<Control> = (0..STEPS)
         .map(|_| {
-            let row: Vec<f64> =
-                (0..nc).map(|i| if i + nu >= nc { unif(&mut r, -1.0, 1.0) } else { near_zero(&mut r, tau) }).collect();
+            let row: Vec<f64> = (0..nc)
+                .map(|i| match i {
+                    // cable actuators: ctrlrange ±100 and beyond (clamped)
+                    i if i + nu >= nc => 150.0 * r.sym(),
+                    i if at_friction => {
+                        model.joint_frictionloss[i] * r.sym().signum() * (1.0 + near_zero(&mut r, 1e-6))
+                    }
+                    _ => near_zero(&mut r, tau),
+                })
+                .collect();
             let mut u = Control::zeros(0);
             set_control_row(&mut u, &row, nu);
             u
