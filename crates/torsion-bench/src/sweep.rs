@@ -51,6 +51,8 @@ pub struct SweepCounts {
     pub blowups: usize,
     /// reported errors of `step`, `step_vjp`, `step_jacobians_into` (and `workspace`) by call and kind
     pub errors: BTreeMap<String, usize>,
+    /// the first error of each key of `errors`, with the scene's seed
+    pub first_errors: BTreeMap<String, String>,
     /// random parameter values the model refused (`params_set`; the scene keeps the old ones)
     pub params_refused: usize,
     pub panics: usize,
@@ -64,14 +66,16 @@ impl SweepCounts {
         self.nonfinite_states + self.nonfinite_gradients + self.nonfinite_jacobians + self.panics
     }
 
-    fn error(&mut self, call: &str, e: &SolverError) {
+    fn error(&mut self, call: &str, e: &SolverError, tag: &str) {
         let kind = match e {
             SolverError::Unsupported { .. } => "unsupported",
             SolverError::BadInput { .. } => "bad_input",
             SolverError::NonFinite { .. } => "non_finite",
             SolverError::NoSolution { .. } => "no_solution",
         };
-        *self.errors.entry(format!("{call}/{kind}")).or_default() += 1;
+        let key = format!("{call}/{kind}");
+        self.first_errors.entry(key.clone()).or_insert_with(|| format!("{tag}{e}"));
+        *self.errors.entry(key).or_default() += 1;
     }
 
     fn example(&mut self, what: String) {
@@ -86,7 +90,7 @@ impl SweepCounts {
             "scenes": self.scenes, "steps": self.steps, "contact_steps": self.contact_steps,
             "unconverged_steps": self.unconverged_steps, "vjps": self.vjps, "jacobians": self.jacobians,
             "nonfinite_states": self.nonfinite_states, "nonfinite_gradients": self.nonfinite_gradients,
-            "nonfinite_jacobians": self.nonfinite_jacobians, "blowups": self.blowups, "errors": self.errors,
+            "nonfinite_jacobians": self.nonfinite_jacobians, "blowups": self.blowups, "errors": self.errors, "first_errors": self.first_errors,
             "params_refused": self.params_refused, "panics": self.panics, "examples": self.examples,
         })
     }
@@ -247,7 +251,7 @@ fn scene<S: DiffSolver>(
 
     let mut ws = match solver.workspace(&model) {
         Ok(ws) => ws,
-        Err(e) => return c.error("workspace", &e),
+        Err(e) => return c.error("workspace", &e, &tag("")),
     };
     let mut jac = StepJacobians::for_solver(solver, &model, &sel);
     match solver.step_jacobians_into(&model, &s0, &controls[0], dt, &sel, &mut ws, &mut jac) {
@@ -258,7 +262,7 @@ fn scene<S: DiffSolver>(
                 c.example(tag("non-finite Jacobian"));
             }
         }
-        Err(e) => c.error("jacobians", &e),
+        Err(e) => c.error("jacobians", &e, &tag("")),
     }
     let mut rec = solver.record(&model);
     let (mut s, mut out) = (s0.clone(), s0.clone());
@@ -267,7 +271,7 @@ fn scene<S: DiffSolver>(
     for u in &controls {
         let info = match solver.step(&model, &s, u, dt, &mut out, &mut ws, Some(&mut rec)) {
             Ok(info) => info,
-            Err(e) => return c.error("step", &e),
+            Err(e) => return c.error("step", &e, &tag("")),
         };
         c.steps += 1;
         c.contact_steps += usize::from(info.contacts > 0);
@@ -290,7 +294,7 @@ fn scene<S: DiffSolver>(
                     c.example(tag("non-finite step_vjp"));
                 }
             }
-            Err(e) => c.error("step_vjp", &e),
+            Err(e) => c.error("step_vjp", &e, &tag("")),
         }
         if flat.iter().any(|x| x.abs() > BLOWUP) {
             c.blowups += 1;
