@@ -126,8 +126,15 @@ pub fn vertices_from_bytes(bytes: &[u8], ext: &str) -> Result<Vec<Vector>, Strin
                 .collect()
         }
         "dae" => {
-            let scene = mesh_loader::Loader::default()
-                .load_collada_from_slice(bytes, "mesh.dae")
+            // mesh-loader 0.1.13 indexes out of bounds on some malformed files (fuzz target `dae`,
+            // tests/data/fuzz/dae/): its panic becomes this file's error
+            let load = || mesh_loader::Loader::default().load_collada_from_slice(bytes, "mesh.dae");
+            let scene = std::panic::catch_unwind(load)
+                .map_err(|p| {
+                    let msg =
+                        p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+                    format!("cannot read COLLADA: malformed file (the reader failed: {})", msg.unwrap_or_default())
+                })?
                 .map_err(|e| format!("cannot read COLLADA: {e}"))?;
             scene
                 .meshes
