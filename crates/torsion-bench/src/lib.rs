@@ -1,6 +1,8 @@
 //! Helpers shared by the benchmark binaries.
 use std::process::ExitCode;
 
+pub mod sweep;
+
 /// A benchmark's exit: its JSON report pretty-printed on stdout, or `name: error` on stderr and a failure.
 pub fn finish(name: &str, report: Result<serde_json::Value, String>) -> ExitCode {
     match report.and_then(|v| serde_json::to_string_pretty(&v).map_err(|e| e.to_string())) {

@@ -99,23 +99,43 @@ pub fn resolve_mesh_path(file: &str, package_dirs: &[PathBuf], model_file: Optio
 /// Vertices of an STL (binary or ASCII), OBJ or COLLADA (`.dae`) file, m.
 pub fn read_vertices(path: &Path) -> Result<Vec<Vector>, String> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
-    let pts: Vec<Vector> = match ext.as_str() {
+    if !matches!(ext.as_str(), "stl" | "obj" | "dae") {
+        return Err(format!("unsupported mesh format '.{ext}' (supported: .stl, .obj, .dae)"));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot open: {e}"))?;
+    vertices_from_bytes(&bytes, &ext)
+}
+
+/// Vertices of a mesh file's bytes; `ext` (lower case `stl`, `obj` or `dae`) names the format. The one
+/// reader behind [`read_vertices`] (and the fuzz targets, `fuzz/`). An OBJ's `mtllib` is not read
+/// (materials are unused).
+pub fn vertices_from_bytes(bytes: &[u8], ext: &str) -> Result<Vec<Vector>, String> {
+    let pts: Vec<Vector> = match ext {
         "stl" => {
-            let mut f = std::fs::File::open(path).map_err(|e| format!("cannot open: {e}"))?;
-            let m = stl_io::read_stl(&mut f).map_err(|e| format!("cannot read STL: {e}"))?;
+            let m = stl_io::read_stl(&mut std::io::Cursor::new(bytes)).map_err(|e| format!("cannot read STL: {e}"))?;
             m.vertices.iter().map(|v| Vector::new(v[0] as f64, v[1] as f64, v[2] as f64)).collect()
         }
         "obj" => {
             let opts = tobj::LoadOptions { single_index: true, triangulate: false, ..Default::default() };
-            let (models, _materials) = tobj::load_obj(path, &opts).map_err(|e| format!("cannot read OBJ: {e}"))?;
+            let no_mtl = |_: &Path| Err(tobj::LoadError::OpenFileFailed);
+            let (models, _materials) = tobj::load_obj_buf(&mut std::io::Cursor::new(bytes), &opts, no_mtl)
+                .map_err(|e| format!("cannot read OBJ: {e}"))?;
             models
                 .iter()
                 .flat_map(|m| m.mesh.positions.chunks_exact(3).map(|c| Vector::new(c[0], c[1], c[2])))
                 .collect()
         }
         "dae" => {
-            let scene =
-                mesh_loader::Loader::default().load_collada(path).map_err(|e| format!("cannot read COLLADA: {e}"))?;
+            // mesh-loader 0.1.13 indexes out of bounds on some malformed files (fuzz target `dae`,
+            // tests/data/fuzz/dae/): its panic becomes this file's error
+            let load = || mesh_loader::Loader::default().load_collada_from_slice(bytes, "mesh.dae");
+            let scene = std::panic::catch_unwind(load)
+                .map_err(|p| {
+                    let msg =
+                        p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+                    format!("cannot read COLLADA: malformed file (the reader failed: {})", msg.unwrap_or_default())
+                })?
+                .map_err(|e| format!("cannot read COLLADA: {e}"))?;
             scene
                 .meshes
                 .iter()
@@ -131,6 +151,12 @@ pub fn read_vertices(path: &Path) -> Result<Vec<Vector>, String> {
         return Err(format!("{} vertices: a convex hull needs at least 4", pts.len()));
     }
     Ok(pts)
+}
+
+/// The convex hull a mesh's vertices stand for in collision.
+pub fn hull_of(pts: &[Vector]) -> Result<SharedShape, String> {
+    SharedShape::convex_hull(pts)
+        .ok_or_else(|| format!("convex hull of its {} vertices failed (degenerate: flat or too few)", pts.len()))
 }
 
 /// Resolve and read a mesh file (see [`resolve_mesh_path`], [`read_vertices`]).
@@ -159,9 +185,7 @@ impl MeshHulls {
         if let Some(h) = self.hulls.get(&path) {
             return Ok(h.clone());
         }
-        let pts = read_vertices(&path)?;
-        let h = SharedShape::convex_hull(&pts)
-            .ok_or_else(|| format!("convex hull of its {} vertices failed (degenerate: flat or too few)", pts.len()))?;
+        let h = hull_of(&read_vertices(&path)?)?;
         self.hulls.insert(path, h.clone());
         Ok(h)
     }

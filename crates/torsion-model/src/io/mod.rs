@@ -25,7 +25,9 @@ pub(crate) fn read_xml(path: &std::path::Path, file: &str) -> Result<String, cra
     decode_xml(&bytes).map_err(|p| perr(file, "file", p))
 }
 
-fn decode_xml(b: &[u8]) -> Result<String, String> {
+/// The text of an XML file's bytes as [`load_urdf`] and [`load_mjcf`] decode it (public for the fuzz targets,
+/// `fuzz/`): UTF-8 (a BOM dropped) or UTF-16 LE / BE.
+pub fn decode_xml(b: &[u8]) -> Result<String, String> {
     let utf16 = |b: &[u8], big: bool| -> Result<String, String> {
         if !b.len().is_multiple_of(2) {
             return Err("UTF-16 text with an odd number of bytes".into());

@@ -167,9 +167,17 @@ pub fn prelude_into_dt<T: Scalar>(
     crba_into(dm, q, d, &mut pre.l).map_err(dyn_err(o.solver))?;
     dof_parents_with(dm, &mut pre.lambda, &mut pre.scratch.body_last);
     if !ltl_in_place(&mut pre.l, &pre.lambda) {
+        // far from the origin (|q| ~ 1e7 m) round-off alone makes M indefinite: say when the step has diverged
+        let big = |x: &[T]| x.iter().fold(0.0f64, |m, x| m.max(x.re().abs()));
+        let (qm, vm) = (big(q), big(v));
+        let why = if qm > 1e6 || vm > 1e6 {
+            format!(" (the step diverged: |q| up to {qm:.3e}, |v| up to {vm:.3e} before the contact solve)")
+        } else {
+            String::new()
+        };
         return Err(SolverError::BadInput {
             solver: o.solver,
-            problem: "the joint-space inertia matrix is not positive definite".into(),
+            problem: format!("the joint-space inertia matrix is not positive definite{why}"),
         });
     }
     let Prelude { l, lambda, vp, scratch, .. } = pre;
