@@ -252,7 +252,10 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
     let integrator = match a.integrator.as_deref() {
         None => model.integrator,
         Some(_) if !featherstone => {
-            bail!("--integrator applies to --solver featherstone / tensegrity (the {} solver has its own time stepping)", a.solver)
+            bail!(
+                "--integrator applies to --solver featherstone / tensegrity (the {} solver has its own time stepping)",
+                a.solver
+            )
         }
         Some(n) => match torsion_model::Integrator::from_name(n) {
             Some((i, mapped)) => {

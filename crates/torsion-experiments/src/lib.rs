@@ -2,8 +2,8 @@
 //! `run("NAME", out_dir, quick)` writes `out_dir/NAME.json` = {"name", "metrics", "paper", "settings"} and
 //! `out_dir/NAME.png`. Every number in "metrics" is measured by the run; "paper" holds the published values.
 #![allow(clippy::type_complexity)]
-pub mod contact_net;
 pub mod contact_compare;
+pub mod contact_net;
 pub mod jade_cube_push;
 pub mod jade_sliding_prisms;
 pub mod jade_thin_plate;
