@@ -110,14 +110,13 @@ pub fn levenberg_marquardt<E>(
     o: &LmOptions,
 ) -> Result<LmReport, E> {
     let n = x0.len();
-    let mut x = x0.to_vec();
-    let (mut r, mut j) = f(&x, true)?;
-    let mut cost = 0.5 * r.iter().map(|v| v * v).sum::<f64>();
-    let mut lambda = o.lambda0;
-    let mut report = LmReport { x: x.clone(), cost, iterations: 0, history: vec![cost], path: vec![x.clone()] };
-    let mut rejected = 0;
-    while report.iterations < o.max_iter && rejected < 30 {
-        let Some(jm) = j.as_ref() else { break };
+    // the cost ½‖r‖² and, when asked, the linearisation (r, J)
+    let lin = |x: &[f64], want: bool| -> Result<_, E> {
+        let (r, j) = f(x, want)?;
+        let cost = 0.5 * r.iter().map(|v| v * v).sum::<f64>();
+        Ok((cost, j.map(|j| (r, j))))
+    };
+    let trial = |x: &[f64], (r, jm): &(Vec<f64>, Vec<f64>), lambda: f64| {
         let m = r.len();
         // normal equations JᵀJ δ = −Jᵀr
         let mut h = vec![0.0; n * n];
@@ -135,35 +134,10 @@ pub fn levenberg_marquardt<E>(
         for a in 0..n {
             hd[a * n + a] += lambda * h[a * n + a].max(1e-12);
         }
-        let Some(step) = cholesky_solve(&hd, &g, n) else {
-            lambda *= 10.0;
-            rejected += 1;
-            continue;
-        };
-        let xt: Vec<f64> = x.iter().zip(&step).map(|(a, d)| a - d).collect();
-        let (rt, _) = f(&xt, false)?;
-        let ct = 0.5 * rt.iter().map(|v| v * v).sum::<f64>();
-        if ct.is_finite() && ct < cost {
-            let rel = (cost - ct) / cost.max(1e-300);
-            x = xt;
-            cost = ct;
-            report.iterations += 1;
-            report.history.push(cost);
-            report.path.push(x.clone());
-            lambda = (lambda / 3.0).max(1e-12);
-            rejected = 0;
-            if rel < o.ftol {
-                break;
-            }
-            (r, j) = f(&x, true)?;
-        } else {
-            lambda *= 4.0;
-            rejected += 1;
-        }
-    }
-    report.x = x;
-    report.cost = cost;
-    Ok(report)
+        let step = cholesky_solve(&hd, &g, n)?;
+        Some(x.iter().zip(&step).map(|(a, d)| a - d).collect())
+    };
+    lm_loop(x0.to_vec(), lin, trial, o)
 }
 
 /// Levenberg–Marquardt on the normal equations, for residuals whose ½‖r‖², gradient Jᵀr and Gauss–Newton
@@ -175,7 +149,7 @@ pub fn levenberg_marquardt_normal<E>(
     x0: &[f64],
     lower: &[f64],
     upper: &[f64],
-    mut f: impl FnMut(&[f64], bool) -> Result<(f64, Option<(Vec<f64>, Vec<f64>)>), E>,
+    f: impl FnMut(&[f64], bool) -> Result<(f64, Option<(Vec<f64>, Vec<f64>)>), E>,
     o: &LmOptions,
 ) -> Result<LmReport, E> {
     let n = x0.len();
@@ -186,12 +160,7 @@ pub fn levenberg_marquardt_normal<E>(
     };
     let mut x = x0.to_vec();
     clamp(&mut x);
-    let (mut cost, mut gh) = f(&x, true)?;
-    let mut lambda = o.lambda0;
-    let mut report = LmReport { x: x.clone(), cost, iterations: 0, history: vec![cost], path: vec![x.clone()] };
-    let mut rejected = 0;
-    while report.iterations < o.max_iter && rejected < 30 {
-        let Some((g, h)) = gh.as_ref() else { break };
+    let trial = |x: &[f64], (g, h): &(Vec<f64>, Vec<f64>), lambda: f64| {
         let mut hd = h.clone();
         let mut g = g.clone();
         let dmax = (0..n).map(|a| h[a * n + a]).fold(0.0f64, f64::max);
@@ -208,13 +177,35 @@ pub fn levenberg_marquardt_normal<E>(
                 g[a] = 0.0;
             }
         }
-        let Some(step) = cholesky_solve(&hd, &g, n) else {
+        let step = cholesky_solve(&hd, &g, n)?;
+        let mut xt: Vec<f64> = x.iter().zip(&step).map(|(a, d)| a - d).collect();
+        clamp(&mut xt);
+        Some(xt)
+    };
+    lm_loop(x, f, trial, o)
+}
+
+/// The Levenberg–Marquardt iteration both forms share: `f(x, want)` gives the cost and, when `want`, the
+/// linearisation at x; `trial(x, lin, λ)` the damped step's trial point (None: the damped matrix is not positive
+/// definite, λ × 10). An accepted step (lower finite cost) divides λ by 3 (floor 1e-12), a rejected one multiplies
+/// it by 4; 30 rejections in a row, `max_iter` accepted steps or a relative decrease below `ftol` stop.
+fn lm_loop<S, E>(
+    mut x: Vec<f64>,
+    mut f: impl FnMut(&[f64], bool) -> Result<(f64, Option<S>), E>,
+    trial: impl Fn(&[f64], &S, f64) -> Option<Vec<f64>>,
+    o: &LmOptions,
+) -> Result<LmReport, E> {
+    let (mut cost, mut lin) = f(&x, true)?;
+    let mut lambda = o.lambda0;
+    let mut report = LmReport { x: x.clone(), cost, iterations: 0, history: vec![cost], path: vec![x.clone()] };
+    let mut rejected = 0;
+    while report.iterations < o.max_iter && rejected < 30 {
+        let Some(l) = lin.as_ref() else { break };
+        let Some(xt) = trial(&x, l, lambda) else {
             lambda *= 10.0;
             rejected += 1;
             continue;
         };
-        let mut xt: Vec<f64> = x.iter().zip(&step).map(|(a, d)| a - d).collect();
-        clamp(&mut xt);
         let (ct, _) = f(&xt, false)?;
         if ct.is_finite() && ct < cost {
             let rel = (cost - ct) / cost.max(1e-300);
@@ -228,7 +219,7 @@ pub fn levenberg_marquardt_normal<E>(
             if rel < o.ftol {
                 break;
             }
-            (_, gh) = f(&x, true)?;
+            (_, lin) = f(&x, true)?;
         } else {
             lambda *= 4.0;
             rejected += 1;

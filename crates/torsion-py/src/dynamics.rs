@@ -14,6 +14,8 @@ use torsion_dynamics::{DynData, DynError, DynModel};
 use torsion_model::Model;
 
 type Arr<'py> = Bound<'py, PyArrayDyn<f64>>;
+/// The three (nv, nv) blocks of a derivative: ∂/∂q, ∂/∂v, ∂/∂(a or τ).
+type Blocks<'py> = (Arr<'py>, Arr<'py>, Arr<'py>);
 type Obj<'py> = Bound<'py, PyAny>;
 
 fn dm(m: &Model) -> PyResult<(DynModel<f64>, DynData<f64>)> {
@@ -46,35 +48,26 @@ fn eval<'py>(
 }
 
 /// The three (nv, nv) blocks of a derivative result.
-fn blocks<'py>(
-    py: Python<'py>,
-    r: &torsion_dynamics::derivatives::Derivatives,
-) -> PyResult<(Arr<'py>, Arr<'py>, Arr<'py>)> {
+fn blocks<'py>(py: Python<'py>, r: &torsion_dynamics::derivatives::Derivatives) -> PyResult<Blocks<'py>> {
     Ok((out_mat(py, &r.d_dq)?, out_mat(py, &r.d_dv)?, out_mat(py, &r.d_dthird)?))
 }
 
 /// Joint-space inertia matrix M(q) (nv, nv) of `model` at q (nq,) (kg, kg·m, kg·m² by joint type).
 #[pyfunction]
-fn crba<'py>(py: Python<'py>, model: PyRef<'_, PyModel>, q: &Obj<'py>) -> PyResult<Arr<'py>> {
+fn crba<'py>(model: PyRef<'py, PyModel>, q: &Obj<'py>) -> PyResult<Arr<'py>> {
     let m = &model.inner;
     let q = vec1(q, "q", m.nq())?;
     let (dm, mut d) = dm(m)?;
     let mm = guard(|| torsion_dynamics::crba(&dm, &q, &mut d).map_err(dyn_err))?;
-    out_mat(py, &mm)
+    out_mat(model.py(), &mm)
 }
 
 /// Inverse dynamics of `model`: τ = RNEA(q, v, a) (nv,) for q (nq,), v (nv,), a (nv,); N or N·m per DoF.
 #[pyfunction]
-fn rnea<'py>(
-    py: Python<'py>,
-    model: PyRef<'_, PyModel>,
-    q: &Obj<'py>,
-    v: &Obj<'py>,
-    a: &Obj<'py>,
-) -> PyResult<Arr<'py>> {
+fn rnea<'py>(model: PyRef<'py, PyModel>, q: &Obj<'py>, v: &Obj<'py>, a: &Obj<'py>) -> PyResult<Arr<'py>> {
     let m = &model.inner;
     let [q, v, a] = qva(m, q, v, a, "a")?;
-    eval(py, m, |dm, d| torsion_dynamics::rnea(dm, &q, &v, &a, d))
+    eval(model.py(), m, |dm, d| torsion_dynamics::rnea(dm, &q, &v, &a, d))
 }
 
 /// Forward dynamics of `model`: q̈ = ABA(q, v, tau) (nv,) for q (nq,), v (nv,), tau (nv,) (N or N·m); with
@@ -82,8 +75,7 @@ fn rnea<'py>(
 #[pyfunction]
 #[pyo3(signature = (model, q, v, tau, include_passive=false))]
 fn aba<'py>(
-    py: Python<'py>,
-    model: PyRef<'_, PyModel>,
+    model: PyRef<'py, PyModel>,
     q: &Obj<'py>,
     v: &Obj<'py>,
     tau: &Obj<'py>,
@@ -91,7 +83,7 @@ fn aba<'py>(
 ) -> PyResult<Arr<'py>> {
     let m = &model.inner;
     let [q, v, mut t] = qva(m, q, v, tau, "tau")?;
-    eval(py, m, |dm, d| {
+    eval(model.py(), m, |dm, d| {
         if include_passive {
             let p = passive(m, &q, &v)?;
             t.iter_mut().zip(&p).for_each(|(a, b)| *a += b);
@@ -104,47 +96,41 @@ fn aba<'py>(
 /// −k (q − springref), the model's `joint_damping`, `joint_stiffness`, `joint_springref`, and the inertia-box fluid forces when the model has a
 /// fluid density or viscosity (MuJoCo's qfrc_passive).
 #[pyfunction]
-fn passive_forces<'py>(py: Python<'py>, model: PyRef<'_, PyModel>, q: &Obj<'py>, v: &Obj<'py>) -> PyResult<Arr<'py>> {
+fn passive_forces<'py>(model: PyRef<'py, PyModel>, q: &Obj<'py>, v: &Obj<'py>) -> PyResult<Arr<'py>> {
     let m = &model.inner;
     let (q, v) = qv(m, q, v)?;
     let r = guard(|| passive(m, &q, &v).map_err(dyn_err))?;
-    out(py, &[r.len()], r)
+    out(model.py(), &[r.len()], r)
 }
 
 /// Generalized gravity forces of `model`: g(q) = RNEA(q, 0, 0) (nv,) for q (nq,).
 #[pyfunction]
-fn gravity<'py>(py: Python<'py>, model: PyRef<'_, PyModel>, q: &Obj<'py>) -> PyResult<Arr<'py>> {
+fn gravity<'py>(model: PyRef<'py, PyModel>, q: &Obj<'py>) -> PyResult<Arr<'py>> {
     let m = &model.inner;
     let q = vec1(q, "q", m.nq())?;
-    eval(py, m, |dm, d| torsion_dynamics::gravity(dm, &q, d))
+    eval(model.py(), m, |dm, d| torsion_dynamics::gravity(dm, &q, d))
 }
 
 /// Bias forces of `model`: c(q, v) = RNEA(q, v, 0) (Coriolis, centrifugal, gravity) (nv,) for q (nq,), v (nv,).
 #[pyfunction]
-fn nonlinear_effects<'py>(
-    py: Python<'py>,
-    model: PyRef<'_, PyModel>,
-    q: &Obj<'py>,
-    v: &Obj<'py>,
-) -> PyResult<Arr<'py>> {
+fn nonlinear_effects<'py>(model: PyRef<'py, PyModel>, q: &Obj<'py>, v: &Obj<'py>) -> PyResult<Arr<'py>> {
     let m = &model.inner;
     let (q, v) = qv(m, q, v)?;
-    eval(py, m, |dm, d| torsion_dynamics::nonlinear_effects(dm, &q, &v, d))
+    eval(model.py(), m, |dm, d| torsion_dynamics::nonlinear_effects(dm, &q, &v, d))
 }
 
 /// (∂τ/∂q, ∂τ/∂v, ∂τ/∂a) of RNEA of `model` at q (nq,), v (nv,), a (nv,), each (nv, nv); q in tangent
 /// coordinates.
 #[pyfunction]
 fn rnea_derivatives<'py>(
-    py: Python<'py>,
-    model: PyRef<'_, PyModel>,
+    model: PyRef<'py, PyModel>,
     q: &Obj<'py>,
     v: &Obj<'py>,
     a: &Obj<'py>,
-) -> PyResult<(Arr<'py>, Arr<'py>, Arr<'py>)> {
+) -> PyResult<Blocks<'py>> {
     let m = &model.inner;
     let [q, v, a] = qva(m, q, v, a, "a")?;
-    blocks(py, &guard(|| rnea_d(m, &q, &v, &a).map_err(dyn_err))?)
+    blocks(model.py(), &guard(|| rnea_d(m, &q, &v, &a).map_err(dyn_err))?)
 }
 
 /// (∂q̈/∂q, ∂q̈/∂v, ∂q̈/∂τ = M⁻¹) of ABA of `model` at q (nq,), v (nv,), tau (nv,), each (nv, nv); q in tangent
@@ -152,17 +138,16 @@ fn rnea_derivatives<'py>(
 #[pyfunction]
 #[pyo3(signature = (model, q, v, tau, include_passive=false))]
 fn aba_derivatives<'py>(
-    py: Python<'py>,
-    model: PyRef<'_, PyModel>,
+    model: PyRef<'py, PyModel>,
     q: &Obj<'py>,
     v: &Obj<'py>,
     tau: &Obj<'py>,
     include_passive: bool,
-) -> PyResult<(Arr<'py>, Arr<'py>, Arr<'py>)> {
+) -> PyResult<Blocks<'py>> {
     let m = &model.inner;
     let [q, v, t] = qva(m, q, v, tau, "tau")?;
     let f = if include_passive { aba_derivatives_passive } else { aba_d };
-    blocks(py, &guard(|| f(m, &q, &v, &t).map_err(dyn_err))?)
+    blocks(model.py(), &guard(|| f(m, &q, &v, &t).map_err(dyn_err))?)
 }
 
 /// ∂RNEA/∂θ (`aba` false) or ∂ABA/∂θ (`aba` true), (nv, k), w.r.t. the named parameters.
@@ -185,15 +170,14 @@ macro_rules! param_jacobian_fn {
         #[doc = $doc]
         #[pyfunction]
         fn $name<'py>(
-            py: Python<'py>,
-            model: PyRef<'_, PyModel>,
+            model: PyRef<'py, PyModel>,
             q: &Obj<'py>,
             v: &Obj<'py>,
             $w: &Obj<'py>,
             param_names: Vec<String>,
         ) -> PyResult<Arr<'py>> {
             let m = &model.inner;
-            param_jacobian(py, m, qva(m, q, v, $w, stringify!($w))?, &param_names, $aba)
+            param_jacobian(model.py(), m, qva(m, q, v, $w, stringify!($w))?, &param_names, $aba)
         }
     };
 }

@@ -306,6 +306,19 @@ fn two_balls(eps: f64) -> Model {
     m
 }
 
+/// The two balls' state sensitivity ∂x_T/∂x_0 (4 × 4, tangent) over the unforced steps from `states`: the
+/// product of the steps' A.
+fn chained_sensitivity(solver: &LcpSolver, m: &Model, states: &[GenState], dt: f64) -> nalgebra::DMatrix<f64> {
+    let mut sens = nalgebra::DMatrix::<f64>::identity(4, 4);
+    let mut ws = Solver::workspace(solver, m).unwrap();
+    let mut jac = torsion_solvers::StepJacobians::zeros(4, 2, 0);
+    for s in states {
+        solver.step_jacobians_into(m, s, &Control::zeros(2), dt, &ParamSelection::none(), &mut ws, &mut jac).unwrap();
+        sens = &jac.a * sens;
+    }
+    sens
+}
+
 /// Golden test (issue 17, Nimble issue #97), as far as the DCD stepper gives it: two equal balls, elastic
 /// head-on (x1 = 0, x2 = 0.2155, v0 = 1, u0 = 0), 40 steps of 1 ms. The velocities swap exactly and the chained step
 /// Jacobians give ∂(v1, v2)_f/∂(x1, x2, v0, u0) = ((0, 0, 0, 1), (0, 0, 1, 0)) to 1e-8 (Nimble: (…, 0.9175,
@@ -321,13 +334,7 @@ fn golden_two_balls_elastic_head_on() {
     let states = rollout(x0);
     let last = states.last().unwrap();
     assert!((last.v[0] - 0.0).abs() < 1e-12 && (last.v[1] - 1.0).abs() < 1e-12, "velocities {:?}", last.v);
-    let mut sens = nalgebra::DMatrix::<f64>::identity(4, 4);
-    let mut ws = Solver::workspace(&solver, &m).unwrap();
-    let mut jac = torsion_solvers::StepJacobians::zeros(4, 2, 0);
-    for s in &states[..steps] {
-        solver.step_jacobians_into(&m, s, &Control::zeros(2), dt, &ParamSelection::none(), &mut ws, &mut jac).unwrap();
-        sens = &jac.a * sens;
-    }
+    let sens = chained_sensitivity(&solver, &m, &states[..steps], dt);
     eprintln!("two balls: ∂(x1, x2, v1, v2)_f/∂(x1, x2, v0, u0) =\n{sens}");
     for (r, want) in [(2, [0.0, 0.0, 0.0, 1.0]), (3, [0.0, 0.0, 1.0, 0.0])] {
         for c in 0..4 {
@@ -399,10 +406,8 @@ fn box_stops_at_the_analytic_distance_and_rests() {
     assert!(drift < 1e-12, "resting box drifts {drift:e}");
 }
 
-/// A stack of three 0.2 m boxes dropped from 1 mm gaps (g = 9.81, Δt = 0.01, 300 steps) settles and stays: no
-/// sliding, no tilt, no motion; every LCP valid; with CCD no penetration beyond the root tolerance.
-#[test]
-fn stack_of_three_boxes_is_stable() {
+/// Three 0.2 m boxes (μ 0.5) stacked on a plane with 1 mm gaps between them.
+fn three_box_stack() -> Model {
     let mut xml = String::from(r#"<mujoco><worldbody><geom type="plane" size="5 5 0.1" friction="0.5"/>"#);
     for k in 0..3 {
         xml += &format!(
@@ -411,7 +416,14 @@ fn stack_of_three_boxes_is_stable() {
         );
     }
     xml += "</worldbody></mujoco>";
-    let m = mjcf(&xml);
+    mjcf(&xml)
+}
+
+/// A stack of three 0.2 m boxes dropped from 1 mm gaps (g = 9.81, Δt = 0.01, 300 steps) settles and stays: no
+/// sliding, no tilt, no motion; every LCP valid; with CCD no penetration beyond the root tolerance.
+#[test]
+fn stack_of_three_boxes_is_stable() {
+    let m = three_box_stack();
     let s0 = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
     let (states, infos) = run(&LcpSolver::default(), &m, &s0, 0.01, 300);
     assert!(infos.iter().all(|i| i.converged));
@@ -455,15 +467,7 @@ fn position_update_options() {
 /// LCP and the attempt.
 #[test]
 fn invalid_lcp_is_a_reported_error() {
-    let mut xml = String::from(r#"<mujoco><worldbody><geom type="plane" size="5 5 0.1" friction="0.5"/>"#);
-    for k in 0..3 {
-        xml += &format!(
-            r#"<body pos="0 0 {}"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/></body>"#,
-            0.1 + 0.201 * k as f64
-        );
-    }
-    xml += "</worldbody></mujoco>";
-    let m = mjcf(&xml);
+    let m = three_box_stack();
     let mut o = LcpOptions::default();
     o.chain.pgs = None;
     let solver = LcpSolver::new(o);
@@ -647,13 +651,7 @@ fn golden_two_balls_elastic_head_on_with_ccd() {
     let last = states.last().unwrap();
     assert!(last.v[0].abs() < 1e-12 && (last.v[1] - 1.0).abs() < 1e-12, "velocities {:?}", last.v);
     assert!((last.q[0] - 0.0155).abs() < 1e-12 && (last.q[1] - 1.2).abs() < 1e-12, "positions {:?}", last.q);
-    let mut sens = nalgebra::DMatrix::<f64>::identity(4, 4);
-    let mut ws = Solver::workspace(&solver, &m).unwrap();
-    let mut jac = torsion_solvers::StepJacobians::zeros(4, 2, 0);
-    for s in &states[..steps] {
-        solver.step_jacobians_into(&m, s, &Control::zeros(2), dt, &ParamSelection::none(), &mut ws, &mut jac).unwrap();
-        sens = &jac.a * sens;
-    }
+    let sens = chained_sensitivity(&solver, &m, &states[..steps], dt);
     eprintln!("two balls (CCD): ∂(x1, x2, v1, v2)_f/∂(x1, x2, v0, u0) =\n{sens}");
     let want = [[0.0, 1.0, 0.0, 1.0], [1.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0]];
     for (r, row) in want.iter().enumerate() {
@@ -735,34 +733,32 @@ fn jacobians_vs_fd(
     let (n, nv, ns, h) = (2 * m.nv(), m.nv(), sel.len(), 1e-5);
     let mut worst = [0.0f64; 3];
     let mut fdm = [nalgebra::DMatrix::zeros(n, n), nalgebra::DMatrix::zeros(n, nv), nalgebra::DMatrix::zeros(n, ns)];
-    for k in 0..n + nv + ns {
-        let side = |sign: f64| {
-            if k < n {
-                let mut d = vec![0.0; n];
-                d[k] = sign * h;
-                next(m, &solver.retract(m, s, &d), u)
-            } else if k < n + nv {
-                let mut uu = u.to_vec();
-                uu[k - n] += sign * h;
-                next(m, s, &uu)
-            } else {
-                let mut mm = m.clone();
-                let mut vals = m.params_get(sel);
-                vals[k - n - nv] += sign * h;
-                mm.params_set(sel, &vals).unwrap();
-                next(&mm, s, u)
+    for (blk, cols) in [n, nv, ns].into_iter().enumerate() {
+        for col in 0..cols {
+            // the state (tangent), control or parameter `col` of block `blk` moved by ± h
+            let side = |sign: f64| match blk {
+                0 => {
+                    let mut d = vec![0.0; n];
+                    d[col] = sign * h;
+                    next(m, &solver.retract(m, s, &d), u)
+                }
+                1 => {
+                    let mut uu = u.to_vec();
+                    uu[col] += sign * h;
+                    next(m, s, &uu)
+                }
+                _ => {
+                    let mut mm = m.clone();
+                    let mut vals = m.params_get(sel);
+                    vals[col] += sign * h;
+                    mm.params_set(sel, &vals).unwrap();
+                    next(&mm, s, u)
+                }
+            };
+            let (p, q) = (solver.local_diff(m, &base, &side(1.0)), solver.local_diff(m, &base, &side(-1.0)));
+            for r in 0..n {
+                fdm[blk][(r, col)] = (p[r] - q[r]) / (2.0 * h);
             }
-        };
-        let (p, q) = (solver.local_diff(m, &base, &side(1.0)), solver.local_diff(m, &base, &side(-1.0)));
-        let (blk, col) = if k < n {
-            (0, k)
-        } else if k < n + nv {
-            (1, k - n)
-        } else {
-            (2, k - n - nv)
-        };
-        for r in 0..n {
-            fdm[blk][(r, col)] = (p[r] - q[r]) / (2.0 * h);
         }
     }
     for (b, an) in [&jac.a, &jac.b, &jac.c].into_iter().enumerate() {
