@@ -66,7 +66,7 @@ impl Mlp {
         for w in sizes.windows(2) {
             let bound = (6.0 / (w[0] + w[1]) as f64).sqrt();
             params.extend((0..w[0] * w[1]).map(|_| bound * rng.sym()));
-            params.extend(std::iter::repeat(0.0).take(w[1]));
+            params.extend(std::iter::repeat_n(0.0, w[1]));
         }
         Mlp { sizes: sizes.to_vec(), activation, params }
     }
