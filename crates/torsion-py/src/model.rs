@@ -178,6 +178,12 @@ impl PyModel {
     fn name(&self) -> String {
         self.inner.name.clone()
     }
+    /// the file's integrator (MJCF `<option integrator>`: 'Euler', 'RK4' or 'implicitfast'; URDF and built-in models
+    /// 'Euler'); FeatherstoneSolver(integrator=model.integrator) steps with it
+    #[getter]
+    fn integrator(&self) -> &'static str {
+        self.inner.integrator.name()
+    }
     /// number of bodies (fixed ones included)
     #[getter]
     fn body_count(&self) -> usize {

@@ -152,10 +152,11 @@ pub struct PyXpbd {
     pub cache: Cache<XpbdWorkspace>,
 }
 
-/// FeatherstoneSolver(joint_damping=True)
+/// FeatherstoneSolver(joint_damping=True, integrator="Euler")
 ///
-/// Semi-implicit Euler in generalized coordinates (ABA; implicit joint damping when `joint_damping`; free joints
-/// as MuJoCo's Euler). State: [q (nq), v (nv)]; controls: one generalized force per DoF (N or N·m), then one
+/// Generalized coordinates (ABA; implicit joint damping when `joint_damping`; free joints as MuJoCo's), stepped by
+/// `integrator`: "Euler" (MuJoCo's semi-implicit Euler), "RK4" (MuJoCo's, orientations by Runge–Kutta–Munthe-Kaas)
+/// or "implicitfast" ("implicit" runs as implicitfast); the model file's choice is `Model.integrator`. State: [q (nq), v (nv)]; controls: one generalized force per DoF (N or N·m), then one
 /// control per MJCF actuator (MuJoCo ctrl: joint and cable actuators, `Model.nu`, file order; their forces add
 /// to the generalized forces). Exact gradients (analytic A, B; dual passes for the model parameters).
 #[pyclass(name = "FeatherstoneSolver", module = "torsion", frozen)]
@@ -484,22 +485,38 @@ solver_methods!(PyXpbd, {
 });
 
 solver_methods!(PyFeatherstone, generalized, {
-    /// Semi-implicit Euler in generalized coordinates (ABA; implicit joint damping when `joint_damping`).
+    /// Generalized coordinates stepped by `integrator` ("Euler", "RK4", "implicitfast"; implicit joint damping
+    /// when `joint_damping`). RK4 refuses joint friction loss and the linear rod contact at the first step;
+    /// implicitfast refuses fluid forces, cables and tendon actuators (ValueError naming the cause).
     #[new]
-    #[pyo3(signature = (joint_damping=true))]
-    fn new(joint_damping: bool) -> Self {
-        PyFeatherstone {
-            solver: FeatherstoneSolver { options: FeatherstoneOptions { joint_damping, ..Default::default() } },
+    #[pyo3(signature = (joint_damping=true, integrator="Euler"))]
+    fn new(joint_damping: bool, integrator: &str) -> PyResult<Self> {
+        let Some((integrator, _)) = torsion_model::Integrator::from_name(integrator) else {
+            return Err(PyValueError::new_err(format!(
+                "integrator={integrator:?}: expected 'Euler', 'RK4', 'implicitfast' or 'implicit'"
+            )));
+        };
+        Ok(PyFeatherstone {
+            solver: FeatherstoneSolver { options: FeatherstoneOptions { joint_damping, integrator } },
             cache: Mutex::new(None),
-        }
+        })
     }
     /// joint damping applied (implicitly)
     #[getter]
     fn joint_damping(&self) -> bool {
         self.solver.options.joint_damping
     }
+    /// the integrator: 'Euler', 'RK4' or 'implicitfast'
+    #[getter]
+    fn integrator(&self) -> &'static str {
+        self.solver.options.integrator.name()
+    }
     fn __repr__(&self) -> String {
-        format!("FeatherstoneSolver(joint_damping={})", self.solver.options.joint_damping)
+        format!(
+            "FeatherstoneSolver(joint_damping={}, integrator={:?})",
+            self.solver.options.joint_damping,
+            self.solver.options.integrator.name()
+        )
     }
 });
 

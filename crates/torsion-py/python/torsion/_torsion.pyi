@@ -60,6 +60,9 @@ class Model:
     @property
     def body_name(self) -> list[str]: ...
     @property
+    def integrator(self) -> str:
+        """The file's `<option integrator>` ('Euler', 'RK4', 'implicitfast'; 'Euler' for URDF and built-in models)."""
+    @property
     def body_fixed(self) -> list[bool]: ...
     @property
     def body_dynamic(self) -> list[int]: ...
@@ -131,8 +134,11 @@ class FeatherstoneSolver(_SolverBase):
     controls [u (nv): generalized forces, N or N*m; ctrl (nu): MuJoCo's ctrl of the model's actuators, clamped to
     ctrlrange], so `rollout` takes controls of shape (T, nv + nu); the actuator forces (gain, bias, gear,
     forcerange as MuJoCo) add to u. `step_jacobians`' B has the columns (u, ctrl)."""
-    def __init__(self, joint_damping: bool = True) -> None: ...
+    def __init__(self, joint_damping: bool = True, integrator: str = "Euler") -> None:
+        """integrator: 'Euler' (MuJoCo's semi-implicit Euler), 'RK4' (MuJoCo's) or 'implicitfast' ('implicit' runs as
+        implicitfast); the model file's choice is `Model.integrator`."""
     joint_damping: bool
+    integrator: str
     def initial_state(self, model: Model, q: Optional[ArrayLike] = None, v: Optional[ArrayLike] = None) -> F64: ...
 
 class NcpSolver(_SolverBase):
