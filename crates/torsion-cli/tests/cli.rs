@@ -188,40 +188,29 @@ fn experiment_list_names_the_issue_6_experiments() {
     assert!(text.contains("pbd-mpc-torques") && text.contains("pbd-impedance"), "{text}");
 }
 
-/// `tensegrity-noncontact-id` is listed; its full run without the generated data sets fails with an error naming
-/// the missing file and the generator (the quick run and its targets: the experiments crate's tests).
+/// The tensegrity experiments are listed; a full run without the generated data sets fails with an error naming the
+/// missing file and the generator (the quick runs and their targets: the experiments crate's tests).
 #[test]
-fn tensegrity_noncontact_id_is_listed_and_names_missing_data() {
+fn tensegrity_experiments_are_listed_and_name_missing_data() {
     let out = torsion().args(["experiment", "--list"]).output().unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("tensegrity-noncontact-id"));
-    let dir = tmp("tensegrity-missing");
-    let out = torsion()
-        .args(["experiment", "tensegrity-noncontact-id", "--out"])
-        .arg(&dir)
-        .env("TORSION_TENSEGRITY_DATA", dir.join("no-such-dir"))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
-    assert!(err.contains("no-such-dir/air_h1_train.npz") && err.contains("bench/tensegrity/gt.py"), "{err}");
-}
-
-/// `tensegrity-contact-id` is registered; its full run without the throws names the missing file and the generator
-/// (the quick run and its targets: the experiments crate's tests).
-#[test]
-fn tensegrity_contact_id_is_listed_and_names_missing_data() {
-    let out = torsion().args(["experiment", "--list"]).output().unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("tensegrity-contact-id"));
-    let dir = tmp("tensegrity-contact-missing");
-    let out = torsion()
-        .args(["experiment", "tensegrity-contact-id", "--out"])
-        .arg(&dir)
-        .env("TORSION_TENSEGRITY_DATA", dir.join("no-such-dir"))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
-    assert!(err.contains("no-such-dir/throw_train.npz") && err.contains("bench/tensegrity/gt.py"), "{err}");
+    let list = String::from_utf8_lossy(&out.stdout).to_string();
+    for (name, file) in [("tensegrity-noncontact-id", "air_h1_train.npz"), ("tensegrity-contact-id", "throw_train.npz")]
+    {
+        assert!(list.contains(name), "{name} not listed: {list}");
+        let dir = tmp(&format!("{name}-missing"));
+        let out = torsion()
+            .args(["experiment", name, "--out"])
+            .arg(&dir)
+            .env("TORSION_TENSEGRITY_DATA", dir.join("no-such-dir"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name}: {err}");
+        assert!(
+            err.contains(&format!("no-such-dir/{file}")) && err.contains("bench/tensegrity/gt.py"),
+            "{name}: {err}"
+        );
+    }
 }
 
 #[test]
