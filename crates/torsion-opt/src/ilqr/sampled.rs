@@ -59,31 +59,8 @@ pub struct SampledReport<X> {
     pub predicted_kl: f64,
 }
 
-/// Seeded normal samples (SplitMix64 + Box–Muller): reproducible, no dependency; shared with the experiments.
-#[derive(Clone, Debug)]
-pub struct Normal(u64);
-
-impl Normal {
-    pub fn new(seed: u64) -> Self {
-        Normal(seed)
-    }
-    fn uniform(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// N(0, 1)
-    pub fn sample(&mut self) -> f64 {
-        self.scaled(1.0)
-    }
-    /// N(0, σ²) (the pbd-mpc-torques encoder noise draws this sequence)
-    pub fn scaled(&mut self, sigma: f64) -> f64 {
-        let (a, b) = (self.uniform().max(1e-300), self.uniform());
-        sigma * (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
-    }
-}
+/// Seeded normal samples (the pbd-mpc-torques encoder noise draws this sequence too).
+pub use torsion_math::rng::Normal;
 
 /// Ridge least squares for one step: rows i of (dx, du) → dxn ≈ A dx + B du + c; writes A (nx × nx), B (nx × nu).
 /// Rows with weight 0 (failed samples) are left out.

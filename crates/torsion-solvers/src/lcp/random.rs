@@ -5,24 +5,21 @@
 //! approaching bias. A = J M⁻¹ Jᵀ, b = J v*; rows (n, t1, t2) per contact as `BoxedLcp::from_prelude`.
 use super::problem::{BoxedLcp, Row};
 use nalgebra::{DMatrix, DVector, Matrix3, Rotation3, Vector3};
+use torsion_math::rng::SplitMix64;
 
-/// splitmix64: a small deterministic generator (no dependency).
-pub struct Rng(u64);
+/// The scenes' generator: `torsion_math::rng::SplitMix64` from a seed mixed with the golden ratio.
+pub struct Rng(SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
+        Rng(SplitMix64(seed ^ 0x9E37_79B9_7F4A_7C15))
     }
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
     /// uniform in [lo, hi)
     pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64)
+        lo + (hi - lo) * self.0.u()
     }
     pub fn below(&mut self, n: usize) -> usize {
         (self.next_u64() % n as u64) as usize
