@@ -436,6 +436,38 @@ mod tests {
         let (ea, eb) = ((&af - &a).amax() / a.amax(), (&bf - &b).amax() / b.amax());
         eprintln!("regression vs analytic Jacobians (spread 1e-4): A {ea:e}, B {eb:e}");
         assert!(ea < 1e-3 && eb < 1e-3, "A {ea:e}, B {eb:e}");
+        // the reference itself against central differences of the step (tangent x, then u), in this file
+        let h = 1e-6;
+        let mut next_diff = |dxi: &[f64], ui: &[f64]| {
+            let mut out = x.clone();
+            d.step(&StateSpace::retract(&x, &m, dxi), ui, &mut out).unwrap();
+            let mut o = vec![0.0; 4];
+            d.diff(&xn, &out, &mut o);
+            o
+        };
+        let (mut a_fd, mut b_fd) = (DMatrix::zeros(4, 4), DMatrix::zeros(4, 2));
+        for c in 0..6 {
+            let (mut dp, mut dm, mut up, mut um) = (vec![0.0; 4], vec![0.0; 4], u.to_vec(), u.to_vec());
+            if c < 4 {
+                dp[c] = h;
+                dm[c] = -h;
+            } else {
+                up[c - 4] += h;
+                um[c - 4] -= h;
+            }
+            let (p, q) = (next_diff(&dp, &up), next_diff(&dm, &um));
+            for r in 0..4 {
+                let v = (p[r] - q[r]) / (2.0 * h);
+                if c < 4 {
+                    a_fd[(r, c)] = v;
+                } else {
+                    b_fd[(r, c - 4)] = v;
+                }
+            }
+        }
+        let (fa, fb) = ((&a - &a_fd).amax() / a_fd.amax(), (&b - &b_fd).amax() / b_fd.amax());
+        eprintln!("analytic Jacobians vs central differences: A {fa:e}, B {fb:e}");
+        assert!(fa < 1e-6 && fb < 1e-6, "A {fa:e}, B {fb:e}");
     }
 
     /// The 2-link arm brought from (−0.3, 0.2) to (0.6, −0.4) at rest in 0.6 s (30 steps of 20 ms, |u| ≤ 8 N·m)
