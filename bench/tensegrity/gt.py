@@ -33,7 +33,14 @@ Contact quick set (`--throw-quick-set`, committed at tests/data/tensegrity/throw
 THROW_PAIR_STRIDE steps of the 5 training throws and the 10 test throws' first states and CoM every CHECK_EVERY
 steps through step THROW_EVAL (`throw_quick_set`).
 
-Usage: python3 bench/tensegrity/gt.py [--out DIR] [--quick-set FILE] [--throw-quick-set FILE] [--calibrate N]
+Network quick set (`--net-quick-set`, committed at tests/data/tensegrity/net_quick.npz): consecutive states (every
+step, so the contacts' clock t_c of spec 003 §3.9 runs along them) of the first NET_QUICK_TRAIN steps of the
+training throw and the first NET_QUICK_VAL of the validation throw, for tensegrity-mlp / tensegrity-residual.
+Extra throws (`--net-throws N`, not committed): throw_net00..NN.npz with seeds SEED_NET + i, for the residual
+network's 30- and 50-throw runs (H5's late drift).
+
+Usage: python3 bench/tensegrity/gt.py [--out DIR] [--quick-set FILE] [--throw-quick-set FILE] [--net-quick-set FILE]
+       [--net-throws N] [--calibrate N]
 """
 import argparse, os, sys
 
@@ -55,6 +62,8 @@ THROW_NAMES = ["train", "val", "train1", "train2", "train3", "train4"] + [f"test
 THROW_TRAIN = ["train", "train1", "train2", "train3", "train4"]
 THROW_PAIR_STRIDE, THROW_EVAL, SCENE_EVERY = 125, 4000, 20
 SETTLE_TOL, SETTLE_MAX = 1e-5, 20000
+# the network quick set's consecutive steps (train, val) and the extra throws' first seed
+NET_QUICK_TRAIN, NET_QUICK_VAL, SEED_NET = 500, 200, 5000
 
 
 def splitmix64(x):
@@ -215,11 +224,27 @@ def throw_quick_set(path):
     return out
 
 
+def net_quick_set(path):
+    """The learned contact models' quick set (tensegrity-mlp / -residual, < 500 KB): qpos / qvel of the training
+    throw's first NET_QUICK_TRAIN + 1 states and the validation throw's first NET_QUICK_VAL + 1, every step."""
+    ball = mujoco.MjModel.from_xml_path(BALL)
+    rest, n_settle = settle(ball)
+    out = dict(model="superball.xml", settle_steps=n_settle, **constants(ball))
+    for name, n in [("train", NET_QUICK_TRAIN), ("val", NET_QUICK_VAL)]:
+        tr = throw(ball, rest, SEED_THROW + THROW_NAMES.index(name))
+        out[f"{name}_qpos"], out[f"{name}_qvel"] = tr["qpos"][:n + 1], tr["qvel"][:n + 1]
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    np.savez_compressed(path, **out)
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "tensegrity", "data"))
     ap.add_argument("--quick-set", default=None, help="write only the quick set to this .npz")
     ap.add_argument("--throw-quick-set", default=None, help="write only the contact quick set to this .npz")
+    ap.add_argument("--net-quick-set", default=None, help="write only the network quick set to this .npz")
+    ap.add_argument("--net-throws", type=int, default=0, help="write only N extra throws throw_net00.. to --out")
     ap.add_argument("--calibrate", type=int, default=0, help="throw N times and print the CoM statistics")
     a = ap.parse_args(argv)
     if a.quick_set:
@@ -230,8 +255,20 @@ def main(argv=None):
         throw_quick_set(a.throw_quick_set)
         print(f"wrote {a.throw_quick_set}")
         return
+    if a.net_quick_set:
+        net_quick_set(a.net_quick_set)
+        print(f"wrote {a.net_quick_set}")
+        return
     ball = mujoco.MjModel.from_xml_path(BALL)
     rest, n_settle = settle(ball)
+    if a.net_throws:
+        os.makedirs(a.out, exist_ok=True)
+        for i in range(a.net_throws):
+            tr = throw(ball, rest, SEED_NET + i)
+            tr.update(settle_steps=n_settle, settle_tol=SETTLE_TOL)
+            np.savez_compressed(os.path.join(a.out, f"throw_net{i:02d}.npz"), **tr)
+        print(f"wrote {a.net_throws} throws throw_net00.. to {a.out}")
+        return
     print(f"settled in {n_settle} steps: max |qvel| {np.abs(rest.qvel).max():.1e}, "
           f"CoM z {np.mean([rest.qpos[7 * j + 2] for j in range(ball.njnt)]):.4f} m")
     if a.calibrate:

@@ -1,5 +1,5 @@
 """bench/tensegrity/gt.py (spec 003 §4.1–4.2, issue 16 item 5): regenerating the committed quick sets
-(tests/data/tensegrity/air_quick.npz, throw_quick.npz) with the same seeds gives the same arrays bit for bit, and its training
+(tests/data/tensegrity/air_quick.npz, throw_quick.npz, net_quick.npz) with the same seeds gives the same arrays bit for bit, and its training
 controls are the XorShift sequence the Rust experiment regenerates (U[-100, 100], first rows checked by value)."""
 import os, sys, tempfile
 
@@ -49,6 +49,24 @@ def test_throw_quick_set_regenerates_bit_for_bit():
     assert q["pair_qpos"].shape == (n, 42) and q["test_com"].shape == (10, gt.THROW_EVAL // gt.CHECK_EVERY + 1, 3)
     # the test throws travel about the paper's 2.35 m on average
     assert 2.0 < q["test_path"].mean() < 2.8
+
+
+def test_net_quick_set_regenerates_bit_for_bit():
+    # the learned contact models' set (tests/data/tensegrity/net_quick.npz, gt.py --net-quick-set): consecutive
+    # states of the training and validation throws, the first rows equal to those throws' own
+    committed = os.path.join(ROOT, "tests", "data", "tensegrity", "net_quick.npz")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "n.npz")
+        gt.net_quick_set(path)
+        new, old = np.load(path), np.load(committed)
+        assert sorted(new.files) == sorted(old.files)
+        for k in old.files:
+            a, b = old[k], new[k]
+            assert a.shape == b.shape and (np.array_equal(a, b) if a.dtype.kind in "fiu" else (a == b).all()), k
+    q = np.load(committed)
+    assert q["train_qpos"].shape == (gt.NET_QUICK_TRAIN + 1, 42) and q["val_qvel"].shape == (gt.NET_QUICK_VAL + 1, 36)
+    t = np.load(os.path.join(ROOT, "tests", "data", "tensegrity", "throw_quick.npz"))
+    assert np.array_equal(q["train_qpos"][0], t["pair_qpos"][0])  # throw "train", step 0
 
 
 def test_xorshift_matches_the_rust_generator():

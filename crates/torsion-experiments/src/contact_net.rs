@@ -45,6 +45,11 @@ pub struct OneStep {
     g_w: Vec<f64>,
     g_u: Vec<f64>,
     y: [f64; OUTPUTS],
+    /// the step's control (the caller's plus the network's wrenches), the prediction and the gradients: reused
+    uw: Control,
+    pred: GenState,
+    g_out: GenState,
+    g_s: GenState,
 }
 
 impl OneStep {
@@ -55,17 +60,22 @@ impl OneStep {
         let nw = WRENCH_DIM * model.body_count();
         Ok(OneStep {
             g_u: vec![0.0; solver.control_dim(model)],
-            solver,
             ws,
             rec,
             mlp_ws: net.workspace(),
             wrench: vec![0.0; nw],
             g_w: vec![0.0; nw],
             y: [0.0; OUTPUTS],
+            uw: Control::zeros(0),
+            pred: GenState::default(),
+            g_out: solver.zero_grad(model),
+            g_s: solver.zero_grad(model),
+            solver,
         })
     }
 
     /// The step from `s` under `u` plus the network's contact wrenches at `samples` (those of `s`), into `out`.
+    #[allow(clippy::too_many_arguments)]
     pub fn predict(
         &mut self,
         model: &Model,
@@ -82,11 +92,12 @@ impl OneStep {
             net.forward(&c.x, &mut self.mlp_ws, &mut self.y);
             add_output_wrench(c, &self.y, &mut self.wrench);
         }
-        let mut uw = u.clone();
-        uw.body_wrench.clone_from(&self.wrench);
+        self.uw.joint_torque.clone_from(&u.joint_torque);
+        self.uw.ctrl.clone_from(&u.ctrl);
+        self.uw.body_wrench.clone_from(&self.wrench);
         let rec = if record { Some(&mut self.rec) } else { None };
         self.solver
-            .step(model, s, &uw, dt, out, &mut self.ws, rec)
+            .step(model, s, &self.uw, dt, out, &mut self.ws, rec)
             .map_err(|e| ExperimentError::Failed(e.to_string()))?;
         Ok(())
     }
@@ -105,26 +116,28 @@ impl OneStep {
         dt: f64,
         g: Option<&mut [f64]>,
     ) -> Result<f64, ExperimentError> {
-        let mut pred = s.clone();
-        self.predict(model, net, s, u, samples, dt, &mut pred, g.is_some())?;
-        let mut g_out = self.solver.zero_grad(model);
+        let mut pred = std::mem::take(&mut self.pred);
+        let r = self.predict(model, net, s, u, samples, dt, &mut pred, g.is_some());
+        self.pred = pred;
+        r?;
+        self.solver.clear_grad(&mut self.g_out);
         let mut l = 0.0;
-        for (i, (a, b)) in pred.q.iter().zip(&target.q).enumerate() {
-            g_out.q[i] = a - b;
+        for (i, (a, b)) in self.pred.q.iter().zip(&target.q).enumerate() {
+            self.g_out.q[i] = a - b;
             l += 0.5 * (a - b) * (a - b);
         }
-        for (i, (a, b)) in pred.v.iter().zip(&target.v).enumerate() {
-            g_out.v[i] = a - b;
+        for (i, (a, b)) in self.pred.v.iter().zip(&target.v).enumerate() {
+            self.g_out.v[i] = a - b;
             l += 0.5 * (a - b) * (a - b);
         }
         let Some(g) = g else { return Ok(l) };
-        let mut g_s = self.solver.zero_grad(model);
+        self.solver.clear_grad(&mut self.g_s);
         self.g_u.iter_mut().for_each(|x| *x = 0.0);
         self.g_w.iter_mut().for_each(|x| *x = 0.0);
         let none = ParamSelection::none();
         let se = |e: torsion_solvers::SolverError| ExperimentError::Failed(e.to_string());
         self.solver
-            .step_vjp(model, &self.rec, &g_out, &mut g_s, &mut self.g_u, &none, &mut [], &mut self.ws)
+            .step_vjp(model, &self.rec, &self.g_out, &mut self.g_s, &mut self.g_u, &none, &mut [], &mut self.ws)
             .map_err(se)?;
         self.solver.wrench_vjp(model, &self.rec, &self.g_u, &mut self.g_w, &mut self.ws).map_err(se)?;
         let mut g_y = [0.0; OUTPUTS];

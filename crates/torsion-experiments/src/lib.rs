@@ -27,6 +27,7 @@ pub mod stay_still;
 pub mod sysid_arm;
 pub mod sysid_contact;
 pub mod tensegrity_contact_id;
+pub mod tensegrity_net;
 pub mod tensegrity_noncontact_id;
 
 pub use result::{ExperimentError, ExperimentResult};
@@ -111,6 +112,18 @@ pub fn registry() -> Vec<Experiment> {
         spec: "003 §4.2 Exp. B (Figs. 6-7), H3/H6",
         description: "SUPERball thrown and rolling: the linear contact model's beta, e, gamma, mu, eps from one and from five MuJoCo throws (cables frozen; one-step teacher forcing, exact parameter Jacobians, LM, 50 % off); CoM error after 4000 steps on 10 test throws; data-steps accounting",
         run: tensegrity_contact_id::run,
+    },
+    Experiment {
+        name: "tensegrity-mlp",
+        spec: "003 §4.3 Exp. C (Fig. 8), H4",
+        description: "SUPERball's contact model replaced by a 3 × 100 MLP on the 29 contact-frame features, trained through the Featherstone step with the one-step loss (5 epochs, Adam); CoM error after 4000 steps on the test throws beside the linear model fitted on the same throw",
+        run: tensegrity_net::run_mlp,
+    },
+    Experiment {
+        name: "tensegrity-residual",
+        spec: "003 §4.4 Exp. D (Fig. 9), H5",
+        description: "the frozen linear contact model plus a residual 3 × 100 MLP trained through the step (5 throws; 30 and 50 in the full run when gt.py --net-throws 45 was run); CoM error after 4000 steps on the test throws, the late drift as curves",
+        run: tensegrity_net::run_residual,
     },
     Experiment {
         name: "sysid-arm",

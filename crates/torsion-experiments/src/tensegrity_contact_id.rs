@@ -133,7 +133,7 @@ pub fn com(m: &Model, q: &[f64]) -> Vec3 {
     starts.iter().fold(Vec3::zeros(), |a, &s| a + Vec3::new(q[s], q[s + 1], q[s + 2])) / n
 }
 
-fn read_quick(m: &Model) -> Result<(Pairs, Tests), ExperimentError> {
+pub(crate) fn read_quick(m: &Model) -> Result<(Pairs, Tests), ExperimentError> {
     let a = npyz::npz::NpzArchive::new(std::io::Cursor::new(QUICK_NPZ))
         .map_err(|e| ExperimentError::Failed(format!("tests/data/tensegrity/throw_quick.npz: {e}")))?;
     let mut z = Npz { a, label: "tests/data/tensegrity/throw_quick.npz".into() };
@@ -185,7 +185,7 @@ pub fn read_full_pairs(m: &Model, stride: usize) -> Result<Pairs, ExperimentErro
 }
 
 /// The full sets' tests (throw_test00..09): first states, CoM every `every` steps, path over the whole throw.
-fn read_full_tests(m: &Model, every: usize, scene_every: usize) -> Result<Tests, ExperimentError> {
+pub(crate) fn read_full_tests(m: &Model, every: usize, scene_every: usize) -> Result<Tests, ExperimentError> {
     let mut t = Tests { q0: vec![], v0: vec![], com: vec![], path: vec![], every, scene_q: vec![], scene_every };
     for i in 0..10 {
         let d = full_set(m, &format!("throw_test{i:02}"))?;
