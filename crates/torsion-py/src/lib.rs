@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 mod arrays;
+mod control;
 mod dynamics;
 mod model;
 mod sim;
@@ -77,6 +78,7 @@ fn _torsion(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sim::register(m)?;
     dynamics::register(m)?;
     sysid::register(m)?;
+    control::register(m)?;
     view::register(m)?;
     Ok(())
 }
