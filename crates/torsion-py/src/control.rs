@@ -4,7 +4,7 @@
 //! Runs with the GIL released; bad input is a ValueError naming the argument, a failed step a SimulationError.
 use crate::arrays::{out, out_mats, read, F64Arr};
 use crate::model::PyModel;
-use crate::solvers::{check_quats, count, solver_ref, Codec, SolverRef};
+use crate::solvers::{check_quats, count, Codec, SolverRef};
 use crate::{guard, solver_err};
 use nalgebra::{DMatrix, DVector};
 use numpy::PyArrayDyn;
@@ -217,16 +217,14 @@ fn ilqr<'py>(
     seed: u64,
     dt: Option<f64>,
 ) -> PyResult<PyIlqrResult> {
-    let sref = solver_ref(solver)?;
+    let (sref, mm, dt) = crate::sim::solver_model(solver, &model.inner, dt)?;
     if matches!(sref, SolverRef::Xpbd(_)) {
         return Err(PyTypeError::new_err(
             "ilqr: XpbdSolver's maximal-coordinate states have no tracking cost here; use FeatherstoneSolver, \
              NcpSolver, LcpSolver or TensegritySolver",
         ));
     }
-    let mm = sref.model(&model.inner)?;
     let m = &*mm;
-    let dt = crate::sim::check_dt(dt.unwrap_or(m.dt))?;
     let horizon = count(horizon, "horizon", 1)?;
     let iterations = count(iterations, "iterations", 1)?;
     for (name, v) in [("tol_fun", tol_fun), ("tol_grad", tol_grad)] {

@@ -11,9 +11,11 @@ mod arrays;
 mod control;
 mod dynamics;
 mod model;
+mod shooting;
 mod sim;
 mod solvers;
 mod sysid;
+mod tape;
 mod view;
 
 pyo3::create_exception!(
@@ -78,7 +80,9 @@ fn _torsion(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sim::register(m)?;
     dynamics::register(m)?;
     sysid::register(m)?;
+    shooting::register(m)?;
     control::register(m)?;
+    tape::register(m)?;
     view::register(m)?;
     Ok(())
 }

@@ -125,6 +125,19 @@ fn wrench_arg(
     Ok(Some(Wrench { data: a.data, per_step, width: 6 * nb }))
 }
 
+/// The solver behind `obj` (`solver_ref`), the model it steps (`SolverRef::model`: `m` or TensegritySolver's copy)
+/// and the time step `dt` (default the model's), checked.
+pub(crate) fn solver_model<'a, 'm>(
+    obj: &'a Bound<'_, PyAny>,
+    m: &'m Model,
+    dt: Option<f64>,
+) -> PyResult<(crate::solvers::SolverRef<'a>, std::borrow::Cow<'m, Model>, f64)> {
+    let sref = solver_ref(obj)?;
+    let mm = sref.model(m)?;
+    let dt = dt_of(&mm, dt)?;
+    Ok((sref, mm, dt))
+}
+
 /// Run `f` with the solver's cached workspace for this model (built on first use; a fresh one if the cache is
 /// busy in another thread).
 /// `m` is the model the solver steps (`SolverRef::model` of `model`: the same for a given model id and solver).
@@ -261,10 +274,8 @@ fn step<'py>(
     return_info: bool,
     wrench: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let sref = solver_ref(solver)?;
-    let mm = sref.model(&model.inner)?;
+    let (sref, mm, dt) = solver_model(solver, &model.inner, dt)?;
     let m = &*mm;
-    let dt = dt_of(m, dt)?;
     let w = wrench_arg(m, &sref, wrench, None)?;
     dispatch!(sref, |s, c| {
         let (st, mut u) = state_and_control(s, m, x, u)?;
@@ -305,10 +316,8 @@ fn rollout<'py>(
     dt: Option<f64>,
     wrench: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
-    let sref = solver_ref(solver)?;
-    let mm = sref.model(&model.inner)?;
+    let (sref, mm, dt) = solver_model(solver, &model.inner, dt)?;
     let m = &*mm;
-    let dt = dt_of(m, dt)?;
     dispatch!(sref, |s, c| {
         let s0 = state_vec(s, m, x0, "x0")?;
         let nu = s.control_dim(m);
@@ -342,10 +351,8 @@ fn rollout_batch<'py>(
     param_names: Option<Vec<String>>,
     dt: Option<f64>,
 ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
-    let sref = solver_ref(solver)?;
-    let mm = sref.model(&model.inner)?;
+    let (sref, mm, dt) = solver_model(solver, &model.inner, dt)?;
     let m = &*mm;
-    let dt = dt_of(m, dt)?;
     dispatch!(sref, |s, _c| {
         let (n, nu) = (s.state_dim(m), s.control_dim(m));
         let (bx, xs) = batched(x0, "x0", &[Some(n)])?;
@@ -445,10 +452,8 @@ fn rollout_vjp<'py>(
     dt: Option<f64>,
     wrench: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<PyRolloutGrad> {
-    let sref = solver_ref(solver)?;
-    let mm = sref.model(&model.inner)?;
+    let (sref, mm, dt) = solver_model(solver, &model.inner, dt)?;
     let m = &*mm;
-    let dt = dt_of(m, dt)?;
     let sel = selection(m, param_names.as_deref())?;
     let names = match param_names {
         Some(n) => n,
@@ -535,10 +540,8 @@ fn step_jacobians<'py>(
     dt: Option<f64>,
     wrench: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Abc<'py>> {
-    let sref = solver_ref(solver)?;
-    let mm = sref.model(&model.inner)?;
+    let (sref, mm, dt) = solver_model(solver, &model.inner, dt)?;
     let m = &*mm;
-    let dt = dt_of(m, dt)?;
     let sel = jacobian_selection(m, param_names.as_deref())?;
     let w = wrench_arg(m, &sref, wrench, None)?;
     dispatch!(sref, |s, _c| {
@@ -564,10 +567,8 @@ fn trajectory_jacobians<'py>(
     param_names: Option<Vec<String>>,
     dt: Option<f64>,
 ) -> PyResult<Abc<'py>> {
-    let sref = solver_ref(solver)?;
-    let mm = sref.model(&model.inner)?;
+    let (sref, mm, dt) = solver_model(solver, &model.inner, dt)?;
     let m = &*mm;
-    let dt = dt_of(m, dt)?;
     let sel = jacobian_selection(m, param_names.as_deref())?;
     dispatch!(sref, |s, _c| {
         let (n, nu, nt) = (s.state_dim(m), s.control_dim(m), s.tangent_dim(m));
@@ -616,10 +617,8 @@ fn bench_step_rust(
     n: i64,
     dt: Option<f64>,
 ) -> PyResult<f64> {
-    let sref = solver_ref(solver)?;
-    let mm = sref.model(&model.inner)?;
+    let (sref, mm, dt) = solver_model(solver, &model.inner, dt)?;
     let m = &*mm;
-    let dt = dt_of(m, dt)?;
     let n = count(n, "n", 1)?;
     dispatch!(sref, |s, _c| {
         let (st, u) = state_and_control(s, m, x, u)?;

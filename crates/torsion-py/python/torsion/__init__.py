@@ -6,7 +6,8 @@ State layouts (rows of every state array):
   FeatherstoneSolver, NcpSolver, LcpSolver (contact), TensegritySolver: [q (nq), v (nv), act (na)]; tangent
                       [dq (nv, joint integration), v (nv), act (na)].
 Controls are (T, solver.control_dim(model)): one torque per joint (XPBD) or per DoF (Ncp, Lcp), then for
-Featherstone and Tensegrity the actuators' controls (nu). Trajectory optimisation: `ilqr`.
+Featherstone and Tensegrity the actuators' controls (nu). Trajectory optimisation: `ilqr`; a rollout that keeps
+its step records for the reverse pass: `rollout_tape`.
 Arrays: float64, or float32 up-cast exactly (results are float64); other dtypes raise TypeError.
 Jacobians are in tangent coordinates. The PyTorch integration lives in `torsion.autograd` (imports torch);
 system identification in `torsion.sysid`.
@@ -19,6 +20,7 @@ from ._torsion import (
     ModelBuilder,
     NcpSolver,
     RolloutGrad,
+    RolloutTape,
     SimulationError,
     StepInfo,
     TensegritySolver,
@@ -39,6 +41,7 @@ from ._torsion import (
     rnea_param_derivatives,
     rollout,
     rollout_batch,
+    rollout_tape,
     rollout_vjp,
     step,
     step_jacobians,
@@ -59,6 +62,7 @@ __all__ = [
     "ModelBuilder",
     "NcpSolver",
     "RolloutGrad",
+    "RolloutTape",
     "SimulationError",
     "StepInfo",
     "TensegritySolver",
@@ -80,6 +84,7 @@ __all__ = [
     "rnea_param_derivatives",
     "rollout",
     "rollout_batch",
+    "rollout_tape",
     "rollout_vjp",
     "step",
     "step_jacobians",

@@ -221,6 +221,14 @@ class IlqrResult:
     dynamics_steps: Optional[int]
     """sampled: dynamics steps taken"""
 
+class RolloutTape:
+    """A rollout that kept every step's record (`rollout_tape`)."""
+    states: F64
+    """(T + 1, state_dim), x0 first (equal to `rollout`'s)"""
+    def vjp(self, dloss_dstates: ArrayLike, param_names: Names = None) -> RolloutGrad:
+        """As rollout_vjp on these states, reading the taped records instead of re-running the steps."""
+    def __len__(self) -> int: ...
+
 class StepInfo:
     """What one step did (`step(..., return_info=True)`)."""
     solver: str
@@ -279,6 +287,10 @@ def trajectory_jacobians(model: Model, solver: Solver, states: ArrayLike, contro
 def bench_step_rust(model: Model, solver: Solver, x: ArrayLike, u: ArrayLike, n: int = 10000,
                     dt: Optional[float] = None) -> float:
     """Seconds per Solver::step timed inside Rust (prebuilt workspace): the overhead benchmark's reference."""
+def rollout_tape(model: Model, solver: Solver, x0: ArrayLike, controls: ArrayLike,
+                 dt: Optional[float] = None) -> RolloutTape:
+    """rollout keeping each step's record: .states (T + 1, n) and .vjp(dloss_dstates, param_names) (the reverse
+    pass without re-running the steps; memory one record per step)."""
 def ilqr(model: Model, solver: Solver, x0: ArrayLike, horizon: int, x_ref: Optional[ArrayLike] = None,
          q: Optional[ArrayLike] = None, r: Optional[ArrayLike] = None, qf: Optional[ArrayLike] = None,
          u_ref: Optional[ArrayLike] = None, u_init: Optional[ArrayLike] = None,
@@ -332,6 +344,17 @@ class _ArmProblem:
             gram: Optional[Sequence[Tuple[ArrayLike, ArrayLike, float, int]]] = None) -> dict: ...
     def evaluate(self, p: ArrayLike, dt: float, q: ArrayLike, tau: ArrayLike,
                  v: Optional[ArrayLike] = None) -> Tuple[float, F64, F64]: ...
+class _ShootingProblem:
+    def __init__(self, model: Model, solver: Solver, names: Sequence[str], window: int = 20, sigma_q: float = 1e-3,
+                 sigma_v: Optional[float] = None) -> None: ...
+    names: List[str]
+    def model_params(self) -> Tuple[List[str], List[float]]: ...
+    def p0(self) -> F64: ...
+    def set_param(self, name: str, value: float, transform: str = "identity", lower: float = ...,
+                  upper: float = ..., prior: Optional[Tuple[float, float]] = None, fixed: bool = False) -> None: ...
+    def add_recording(self, name: str, dt: float, q: ArrayLike, v: ArrayLike, u: ArrayLike) -> None: ...
+    def fit(self, max_iter: int = 100, lambda0: float = 1e-3, ftol: float = 1e-12, progress: bool = False) -> dict: ...
+    def predict(self, p: ArrayLike) -> List[F64]: ...
 def _base_parameters(g: ArrayLike, tol: float = 1e-5) -> Tuple[List[int], List[int], F64]: ...
 def _log_cholesky_theta(pi: ArrayLike) -> F64: ...
 def _log_cholesky_params(theta: ArrayLike) -> F64: ...
