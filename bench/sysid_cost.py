@@ -6,6 +6,8 @@ bench/sysid/gen.py), computed once in closed loop and replayed open loop from th
 L = Σ_t ‖q_t − q_t^data‖². Timed, median of --repeats, one process:
   * torsion `rollout` (forward) and `rollout_vjp` with k = 0, 7, 49, 70 and all parameters (`param_names` = the
     first k of `model.param_names()`: masses, inertias, joint anchors, ...), from Python (the installed `torsion`);
+  * the same gradient on the forward pass's records: `rollout_tape` (the forward rollout keeping each step's
+    record) + `RolloutTape.vjp` (no step re-run; issue 14 item 7);
   * one MuJoCo rollout of the same 10 s (`mujoco.rollout`, the stripped URDF of bench/sysid/panda_mj.py), and the
     forward-difference cost (k + 1) × that rollout;
   * the goal of the issue: the gradient w.r.t. all parameters ≤ 3 torsion forward rollouts, ≥ 20× cheaper than FD
@@ -68,6 +70,8 @@ def main():
     qdata = np.vstack([qdata, qdata[-1:]])[: n + 1]
 
     t_fwd, states = timed(lambda: torsion.rollout(model, solver, x0, controls, dt=dt), a.repeats)
+    t_tape, tape = timed(lambda: torsion.rollout_tape(model, solver, x0, controls, dt=dt), a.repeats)
+    assert np.array_equal(tape.states, states)
     g = np.zeros_like(states)
     g[:, :nq] = 2.0 * (states[:, :nq] - qdata)
     names = list(model.param_names)
@@ -76,8 +80,10 @@ def main():
         sel = names[:k]
         t_vjp, _ = timed(lambda: torsion.rollout_vjp(model, solver, states, controls, g, param_names=sel, dt=dt),
                          a.repeats)
+        t_tvjp, _ = timed(lambda: tape.vjp(g, param_names=sel), a.repeats)
         rows.append({"k": k, "rollout_vjp_s": t_vjp, "rollout_plus_vjp_s": t_fwd + t_vjp,
-                     "in_forward_rollouts": (t_fwd + t_vjp) / t_fwd})
+                     "in_forward_rollouts": (t_fwd + t_vjp) / t_fwd, "tape_vjp_s": t_tvjp,
+                     "tape_plus_vjp_s": t_tape + t_tvjp, "tape_in_forward_rollouts": (t_tape + t_tvjp) / t_fwd})
 
     m = panda_mj.spec().compile()
     d = mujoco.MjData(m)
@@ -89,15 +95,19 @@ def main():
     for r in rows:
         r["mujoco_fd_s"] = (r["k"] + 1) * t_mj
         r["fd_over_torsion"] = r["mujoco_fd_s"] / r["rollout_plus_vjp_s"]
-    out = {"steps": n, "dt": dt, "torsion_rollout_s": t_fwd, "mujoco_rollout_s": t_mj, "parameters_all": len(names),
+        r["fd_over_tape"] = r["mujoco_fd_s"] / r["tape_plus_vjp_s"]
+    out = {"steps": n, "dt": dt, "torsion_rollout_s": t_fwd, "torsion_rollout_tape_s": t_tape,
+           "mujoco_rollout_s": t_mj, "parameters_all": len(names),
            "rows": rows, "repeats": a.repeats, "mujoco_version": mujoco.__version__}
     os.makedirs(os.path.join(ROOT, "results"), exist_ok=True)
     json.dump(out, open(os.path.join(ROOT, "results/sysid_cost.json"), "w"), indent=1)
-    print(f"{n} steps: torsion rollout {t_fwd:.3f} s, MuJoCo rollout {t_mj:.3f} s")
-    print(f"{'k':>5} {'rollout+vjp (s)':>16} {'× rollout':>10} {'MuJoCo FD (s)':>14} {'FD / ours':>10}")
+    print(f"{n} steps: torsion rollout {t_fwd:.3f} s, rollout_tape {t_tape:.3f} s, MuJoCo rollout {t_mj:.3f} s")
+    print(f"{'k':>5} {'rollout+vjp (s)':>16} {'× rollout':>10} {'tape+vjp (s)':>13} {'× rollout':>10} "
+          f"{'MuJoCo FD (s)':>14} {'FD / ours':>10} {'FD / tape':>10}")
     for r in rows:
         print(f"{r['k']:>5} {r['rollout_plus_vjp_s']:>16.3f} {r['in_forward_rollouts']:>10.2f} "
-              f"{r['mujoco_fd_s']:>14.3f} {r['fd_over_torsion']:>10.2f}")
+              f"{r['tape_plus_vjp_s']:>13.3f} {r['tape_in_forward_rollouts']:>10.2f} "
+              f"{r['mujoco_fd_s']:>14.3f} {r['fd_over_torsion']:>10.2f} {r['fd_over_tape']:>10.2f}")
 
 
 if __name__ == "__main__":

@@ -8,11 +8,14 @@ use pyo3::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 mod arrays;
+mod control;
 mod dynamics;
 mod model;
+mod shooting;
 mod sim;
 mod solvers;
 mod sysid;
+mod tape;
 mod view;
 
 pyo3::create_exception!(
@@ -77,6 +80,9 @@ fn _torsion(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sim::register(m)?;
     dynamics::register(m)?;
     sysid::register(m)?;
+    shooting::register(m)?;
+    control::register(m)?;
+    tape::register(m)?;
     view::register(m)?;
     Ok(())
 }

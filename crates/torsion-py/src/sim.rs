@@ -26,7 +26,7 @@ pub(crate) fn check_dt(dt: f64) -> PyResult<f64> {
     Ok(dt)
 }
 
-fn dt_of(m: &Model, dt: Option<f64>) -> PyResult<f64> {
+pub(crate) fn dt_of(m: &Model, dt: Option<f64>) -> PyResult<f64> {
     check_dt(dt.unwrap_or(m.dt))
 }
 
@@ -51,7 +51,7 @@ fn jacobian_selection(m: &Model, names: Option<&[String]>) -> PyResult<ParamSele
 }
 
 /// `t_len` controls from the rows of a flat (t_len, nu) array.
-fn control_rows<S: Codec>(s: &S, m: &Model, us: &[f64], t_len: usize, nu: usize) -> Vec<Control>
+pub(crate) fn control_rows<S: Codec>(s: &S, m: &Model, us: &[f64], t_len: usize, nu: usize) -> Vec<Control>
 where
     S::State: Send,
 {
@@ -125,12 +125,27 @@ fn wrench_arg(
     Ok(Some(Wrench { data: a.data, per_step, width: 6 * nb }))
 }
 
+/// The solver behind `obj` (`solver_ref`), the model it steps (`SolverRef::model`: `m` or TensegritySolver's copy)
+/// and the time step `dt` (default the model's), checked.
+pub(crate) fn solver_model<'a, 'm>(
+    obj: &'a Bound<'_, PyAny>,
+    m: &'m Model,
+    dt: Option<f64>,
+) -> PyResult<(crate::solvers::SolverRef<'a>, std::borrow::Cow<'m, Model>, f64)> {
+    let sref = solver_ref(obj)?;
+    let mm = sref.model(m)?;
+    let dt = dt_of(&mm, dt)?;
+    Ok((sref, mm, dt))
+}
+
 /// Run `f` with the solver's cached workspace for this model (built on first use; a fresh one if the cache is
 /// busy in another thread).
-fn with_ws<S: Codec, R>(
+/// `m` is the model the solver steps (`SolverRef::model` of `model`: the same for a given model id and solver).
+pub(crate) fn with_ws<S: Codec, R>(
     s: &S,
     cache: &Cache<S::Workspace>,
     model: &PyModel,
+    m: &Model,
     f: impl FnOnce(&mut S::Workspace) -> PyResult<R>,
 ) -> PyResult<R>
 where
@@ -141,7 +156,7 @@ where
             let hit = matches!(g.as_ref(), Some((id, _)) if *id == model.id);
             if !hit {
                 *g = None;
-                let ws = guard(|| s.workspace(&model.inner).map_err(solver_err))?;
+                let ws = guard(|| s.workspace(m).map_err(solver_err))?;
                 *g = Some((model.id, ws));
             }
             match g.as_mut() {
@@ -150,7 +165,7 @@ where
             }
         }
         Err(_) => {
-            let mut ws = guard(|| s.workspace(&model.inner).map_err(solver_err))?;
+            let mut ws = guard(|| s.workspace(m).map_err(solver_err))?;
             f(&mut ws)
         }
     }
@@ -259,15 +274,15 @@ fn step<'py>(
     return_info: bool,
     wrench: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let m = &model.inner;
-    let dt = dt_of(m, dt)?;
-    let sref = solver_ref(solver)?;
+    let (sref, mm, dt) = solver_model(solver, &model.inner, dt)?;
+    let m = &*mm;
     let w = wrench_arg(m, &sref, wrench, None)?;
     dispatch!(sref, |s, c| {
         let (st, mut u) = state_and_control(s, m, x, u)?;
         Wrench::fill(w.as_ref(), 0, &mut u);
         let mut o = st.clone();
-        let info = with_ws(s, c, &model, |ws| guard(|| s.step(m, &st, &u, dt, &mut o, ws, None).map_err(solver_err)))?;
+        let info =
+            with_ws(s, c, &model, m, |ws| guard(|| s.step(m, &st, &u, dt, &mut o, ws, None).map_err(solver_err)))?;
         let mut v = vec![0.0; s.state_dim(m)];
         s.encode(&o, &mut v);
         let next = out(py, &[v.len()], v)?.into_any();
@@ -301,9 +316,8 @@ fn rollout<'py>(
     dt: Option<f64>,
     wrench: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
-    let m = &model.inner;
-    let dt = dt_of(m, dt)?;
-    let sref = solver_ref(solver)?;
+    let (sref, mm, dt) = solver_model(solver, &model.inner, dt)?;
+    let m = &*mm;
     dispatch!(sref, |s, c| {
         let s0 = state_vec(s, m, x0, "x0")?;
         let nu = s.control_dim(m);
@@ -311,7 +325,7 @@ fn rollout<'py>(
         let w = wrench_arg(m, &sref, wrench, Some(t_len))?;
         let n = s.state_dim(m);
         let mut buf = alloc(&[t_len + 1, n], "rollout states")?;
-        with_ws(s, c, &model, |ws| {
+        with_ws(s, c, &model, m, |ws| {
             py.detach(|| {
                 guard(|| rollout_into(s, m, &s0, &us, (t_len, nu), dt, ws, &mut buf, w.as_ref()).map_err(solver_err))
             })
@@ -337,9 +351,9 @@ fn rollout_batch<'py>(
     param_names: Option<Vec<String>>,
     dt: Option<f64>,
 ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
-    let m = &model.inner;
-    let dt = dt_of(m, dt)?;
-    dispatch!(solver_ref(solver)?, |s, _c| {
+    let (sref, mm, dt) = solver_model(solver, &model.inner, dt)?;
+    let m = &*mm;
+    dispatch!(sref, |s, _c| {
         let (n, nu) = (s.state_dim(m), s.control_dim(m));
         let (bx, xs) = batched(x0, "x0", &[Some(n)])?;
         let (bu, us) = batched(controls, "controls", &[None, Some(nu)])?;
@@ -438,14 +452,13 @@ fn rollout_vjp<'py>(
     dt: Option<f64>,
     wrench: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<PyRolloutGrad> {
-    let m = &model.inner;
-    let dt = dt_of(m, dt)?;
+    let (sref, mm, dt) = solver_model(solver, &model.inner, dt)?;
+    let m = &*mm;
     let sel = selection(m, param_names.as_deref())?;
     let names = match param_names {
         Some(n) => n,
         None => m.param_table().names,
     };
-    let sref = solver_ref(solver)?;
     dispatch!(sref, |s, _c| {
         let (n, nu) = (s.state_dim(m), s.control_dim(m));
         let (t_len, us) = mat2(controls, "controls", None, nu)?;
@@ -464,30 +477,48 @@ fn rollout_vjp<'py>(
                     .map_err(solver_err)
             })
         })?;
-        let mut x0 = vec![0.0; n];
-        s.encode(&g.g_s0, &mut x0);
-        let gu: Vec<f64> = g.g_u.concat();
-        let gw = match &w {
-            None => None,
-            Some(w) if w.per_step => Some(out(py, &[t_len, w.width / 6, 6], g.g_wrench.concat())?.unbind()),
-            Some(w) => {
-                let mut sum = vec![0.0; w.width];
-                for gt in &g.g_wrench {
-                    sum.iter_mut().zip(gt).for_each(|(a, b)| *a += b);
-                }
-                Some(out(py, &[w.width / 6, 6], sum)?.unbind())
+        grad_out(py, s, m, g, (t_len, nu), names, w.as_ref())
+    })
+}
+
+/// The Python RolloutGrad of a reverse pass over T = `t_len` steps with `nu` controls per step (`w`: the
+/// rollout's wrenches, or None).
+pub(crate) fn grad_out<S: Codec>(
+    py: Python<'_>,
+    s: &S,
+    m: &Model,
+    g: torsion_diff::RolloutGrad<S::State>,
+    (t_len, nu): (usize, usize),
+    names: Vec<String>,
+    w: Option<&Wrench>,
+) -> PyResult<PyRolloutGrad>
+where
+    S::State: Send,
+{
+    let n = s.state_dim(m);
+    let mut x0 = vec![0.0; n];
+    s.encode(&g.g_s0, &mut x0);
+    let gu: Vec<f64> = g.g_u.concat();
+    let gw = match w {
+        None => None,
+        Some(w) if w.per_step => Some(out(py, &[t_len, w.width / 6, 6], g.g_wrench.concat())?.unbind()),
+        Some(w) => {
+            let mut sum = vec![0.0; w.width];
+            for gt in &g.g_wrench {
+                sum.iter_mut().zip(gt).for_each(|(a, b)| *a += b);
             }
-        };
-        let gp = g.g_theta;
-        let k = gp.len();
-        Ok(PyRolloutGrad {
-            wrench: gw,
-            x0: out(py, &[n], x0)?.unbind(),
-            x0_tangent: out(py, &[g.g_s0_tangent.len()], g.g_s0_tangent)?.unbind(),
-            controls: out(py, &[t_len, nu], gu)?.unbind(),
-            params: out(py, &[k], gp)?.unbind(),
-            param_names: names,
-        })
+            Some(out(py, &[w.width / 6, 6], sum)?.unbind())
+        }
+    };
+    let gp = g.g_theta;
+    let k = gp.len();
+    Ok(PyRolloutGrad {
+        wrench: gw,
+        x0: out(py, &[n], x0)?.unbind(),
+        x0_tangent: out(py, &[g.g_s0_tangent.len()], g.g_s0_tangent)?.unbind(),
+        controls: out(py, &[t_len, nu], gu)?.unbind(),
+        params: out(py, &[k], gp)?.unbind(),
+        param_names: names,
     })
 }
 
@@ -509,10 +540,9 @@ fn step_jacobians<'py>(
     dt: Option<f64>,
     wrench: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Abc<'py>> {
-    let m = &model.inner;
-    let dt = dt_of(m, dt)?;
+    let (sref, mm, dt) = solver_model(solver, &model.inner, dt)?;
+    let m = &*mm;
     let sel = jacobian_selection(m, param_names.as_deref())?;
-    let sref = solver_ref(solver)?;
     let w = wrench_arg(m, &sref, wrench, None)?;
     dispatch!(sref, |s, _c| {
         let (st, mut u) = state_and_control(s, m, x, u)?;
@@ -537,10 +567,10 @@ fn trajectory_jacobians<'py>(
     param_names: Option<Vec<String>>,
     dt: Option<f64>,
 ) -> PyResult<Abc<'py>> {
-    let m = &model.inner;
-    let dt = dt_of(m, dt)?;
+    let (sref, mm, dt) = solver_model(solver, &model.inner, dt)?;
+    let m = &*mm;
     let sel = jacobian_selection(m, param_names.as_deref())?;
-    dispatch!(solver_ref(solver)?, |s, _c| {
+    dispatch!(sref, |s, _c| {
         let (n, nu, nt) = (s.state_dim(m), s.control_dim(m), s.tangent_dim(m));
         let (t_len, us) = mat2(controls, "controls", None, nu)?;
         let (rows, xs) = mat2(states, "states", None, n)?;
@@ -587,10 +617,10 @@ fn bench_step_rust(
     n: i64,
     dt: Option<f64>,
 ) -> PyResult<f64> {
-    let m = &model.inner;
-    let dt = dt_of(m, dt)?;
+    let (sref, mm, dt) = solver_model(solver, &model.inner, dt)?;
+    let m = &*mm;
     let n = count(n, "n", 1)?;
-    dispatch!(solver_ref(solver)?, |s, _c| {
+    dispatch!(sref, |s, _c| {
         let (st, u) = state_and_control(s, m, x, u)?;
         let mut ws = s.workspace(m).map_err(solver_err)?;
         let mut o = st.clone();

@@ -1,16 +1,19 @@
 //! `torsion.XpbdSolver` and `torsion.FeatherstoneSolver` and the flat NumPy state layouts:
 //! XPBD: per body (fixed bodies included) [x(3) q(4: w, x, y, z) v(3) w(3)] = 13 × body_count, world frame;
 //! tangent: 12 per *dynamic* body [x δq v w] (δq through the left exponential map).
-//! Featherstone and Ncp (contact): [q (nq), v (nv)]; tangent [δq (nv), v (nv)] (q perturbed through joint
-//! integration).
+//! Featherstone, Ncp, Lcp and Tensegrity (contact): [q (nq), v (nv), act (na)]; tangent [δq (nv), v (nv), act]
+//! (q perturbed through joint integration). `TensegritySolver` is a preset (docs/decisions.md, as the CLI's
+//! `--solver tensegrity`): Featherstone on the model with spec 003's linear contact model switched on
+//! ([`SolverRef::model`] makes that copy), or the ncp stepper on the same rods.
 use crate::arrays::{out, read, vec1};
 use crate::model::PyModel;
 use crate::{guard, model_err};
 use numpy::PyArrayDyn;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use std::borrow::Cow;
 use std::sync::Mutex;
-use torsion_model::{Control, MaximalState, Model, StateSpace};
+use torsion_model::{Control, LinearContact, MaximalState, Model, StateSpace};
 use torsion_solvers::featherstone::FeatherstoneWorkspace;
 use torsion_solvers::lcp::{LcpOptions, LcpSolver, LcpWorkspace, PgsOptions, PositionUpdate};
 use torsion_solvers::ncp::{FrictionSet, NcpGradient, NcpOptions, NcpSimWorkspace, NcpSolver};
@@ -103,6 +106,16 @@ pub(crate) fn count(v: i64, name: &str, min: usize) -> PyResult<usize> {
     match usize::try_from(v) {
         Ok(n) if n >= min => Ok(n),
         _ => Err(PyValueError::new_err(format!("{name} must be an integer ≥ {min}, got {v}"))),
+    }
+}
+
+/// The Featherstone integrator named `name` (MuJoCo's names; "implicit" runs as implicitfast).
+fn integrator_arg(name: &str) -> PyResult<torsion_model::Integrator> {
+    match torsion_model::Integrator::from_name(name) {
+        Some((i, _)) => Ok(i),
+        None => Err(PyValueError::new_err(format!(
+            "integrator={name:?}: expected 'Euler', 'RK4', 'implicitfast' or 'implicit'"
+        ))),
     }
 }
 
@@ -204,11 +217,81 @@ pub struct PyLcp {
     pub cache: Cache<LcpWorkspace>,
 }
 
+/// TensegritySolver(contact="linear", contact_params=None, joint_damping=True, integrator="Euler", ncp=None)
+///
+/// Tensegrity robots (spec 003; SUPERball's MJCF loads unchanged): free rods, spring-damper cables between
+/// sites, first-order motor filters and rod contact, the preset the CLI runs as `--solver tensegrity`.
+/// `contact="linear"`: the Featherstone stepper (semi-implicit Euler, `integrator`, implicit joint damping when
+/// `joint_damping`) with spec 003 §3.6's linear contact model on the model's rod (capsule / cylinder) and plane
+/// geoms; its five parameters β (Baumgarte fraction per step, [0, 1]), e (restitution, [−1, 1]), γ (sliding damping,
+/// [0, 1]), μ (Coulomb coefficient, ≥ 0), ε (spin damping, [0, 1]) are `contact_params` (5,), else the model's
+/// (MJCF `<custom><numeric name="torsion_linear_contact">`), else (0.5, 0, 0.5, 0.5, 0.005); they are the
+/// differentiable parameters "contact_beta", "contact_e", "contact_gamma", "contact_mu", "contact_eps" of
+/// `rollout_vjp` / `step_jacobians` (`param_names`). `contact="ncp"`: the exact-cone ncp stepper (spec 001; `ncp`:
+/// an NcpSolver for its options, default NcpSolver()) on the same rods with the shapes' μ / ε
+/// (`shape_friction[·]`, `shape_restitution[·]`); it does not simulate cables or actuators yet, so a model with
+/// them is refused (ValueError). State: [q (nq), v (nv), act (na)] (rods: free joints, MuJoCo's qpos / qvel);
+/// controls: [u (nv) generalized forces, N or N·m; ctrl (nu) the actuators' controls, MuJoCo ctrl] for "linear",
+/// u (nv) for "ncp". Every call runs on a copy of `model` with the contact model set (the model is not changed).
+#[pyclass(name = "TensegritySolver", module = "torsion", frozen)]
+pub struct PyTensegrity {
+    /// the Featherstone stepper of `contact="linear"`
+    pub solver: FeatherstoneSolver,
+    pub cache: Cache<FeatherstoneWorkspace>,
+    /// the contact parameters given to the constructor (None: the model's, else the defaults)
+    pub params: Option<LinearContact>,
+    /// `contact="ncp"`: its stepper
+    pub ncp: Option<NcpSolver>,
+    pub ncp_cache: Cache<NcpSimWorkspace>,
+}
+
+#[derive(Clone, Copy)]
 pub(crate) enum SolverRef<'a> {
     Xpbd(&'a PyXpbd),
     Fs(&'a PyFeatherstone),
     Ncp(&'a PyNcp),
     Lcp(&'a PyLcp),
+    /// TensegritySolver(contact="linear")
+    Tens(&'a PyTensegrity),
+    /// TensegritySolver(contact="ncp"): its NcpSolver
+    TensNcp(&'a PyTensegrity, &'a NcpSolver),
+}
+
+impl SolverRef<'_> {
+    /// The model this solver steps: `m` itself, or for TensegritySolver a copy with its contact model set
+    /// ("linear": the constructor's parameters, else the model's, else the defaults; "ncp": the linear model off,
+    /// a model with cables or actuators refused).
+    pub(crate) fn model<'m>(&self, m: &'m Model) -> PyResult<Cow<'m, Model>> {
+        match self {
+            SolverRef::Tens(p) => {
+                let lc = p.params.or(m.tensegrity_contact).unwrap_or_default();
+                if m.tensegrity_contact == Some(lc) {
+                    return Ok(Cow::Borrowed(m));
+                }
+                let mut c = m.clone();
+                c.tensegrity_contact = Some(lc);
+                Ok(Cow::Owned(c))
+            }
+            SolverRef::TensNcp(..) => {
+                if !m.cables.is_empty() || m.nu() > 0 {
+                    return Err(PyValueError::new_err(format!(
+                        "TensegritySolver(contact='ncp'): model '{}' has {} cables and {} actuators; the ncp stepper \
+                         does not simulate cables or actuators yet (use contact='linear')",
+                        m.name,
+                        m.cables.len(),
+                        m.nu()
+                    )));
+                }
+                if m.tensegrity_contact.is_none() {
+                    return Ok(Cow::Borrowed(m));
+                }
+                let mut c = m.clone();
+                c.tensegrity_contact = None;
+                Ok(Cow::Owned(c))
+            }
+            _ => Ok(Cow::Borrowed(m)),
+        }
+    }
 }
 
 pub(crate) fn solver_ref<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<SolverRef<'a>> {
@@ -224,9 +307,16 @@ pub(crate) fn solver_ref<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<SolverRef<'a
     if let Ok(s) = obj.cast::<PyLcp>() {
         return Ok(SolverRef::Lcp(s.get()));
     }
+    if let Ok(s) = obj.cast::<PyTensegrity>() {
+        let p = s.get();
+        return Ok(match &p.ncp {
+            Some(n) => SolverRef::TensNcp(p, n),
+            None => SolverRef::Tens(p),
+        });
+    }
     Err(PyTypeError::new_err(format!(
-        "solver: expected torsion.XpbdSolver, torsion.FeatherstoneSolver, torsion.NcpSolver or torsion.LcpSolver, \
-         got {}",
+        "solver: expected torsion.XpbdSolver, torsion.FeatherstoneSolver, torsion.NcpSolver, torsion.LcpSolver or \
+         torsion.TensegritySolver, got {}",
         obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
     )))
 }
@@ -253,6 +343,16 @@ macro_rules! dispatch {
             $crate::solvers::SolverRef::Lcp(p) => {
                 let $s = &p.solver;
                 let $c = &p.cache;
+                $body
+            }
+            $crate::solvers::SolverRef::Tens(p) => {
+                let $s = &p.solver;
+                let $c = &p.cache;
+                $body
+            }
+            $crate::solvers::SolverRef::TensNcp(p, n) => {
+                let $s = n;
+                let $c = &p.ncp_cache;
                 $body
             }
         }
@@ -301,8 +401,8 @@ macro_rules! solver_methods {
     ($ty:ty, generalized, { $($extra:tt)* }) => {
         solver_methods!($ty, {
             $($extra)*
-            /// The flat state [q, v] (nq + nv,) for `model` with q (nq,; default: the model's reference
-            /// configuration `model.qpos0`) and v (nv,; default 0).
+            /// The flat state [q, v, act] (nq + nv + na,) for `model` with q (nq,; default: the model's reference
+            /// configuration `model.qpos0`), v (nv,; default 0) and the actuators' activations 0.
             #[pyo3(signature = (model, q=None, v=None))]
             fn initial_state<'py>(
                 &self,
@@ -321,6 +421,7 @@ macro_rules! solver_methods {
                     Some(v) => o.extend(vec1(v, "v", m.nv())?),
                     None => o.extend(std::iter::repeat_n(0.0, m.nv())),
                 }
+                o.extend(std::iter::repeat_n(0.0, m.na()));
                 out(py, &[o.len()], o)
             }
         });
@@ -491,11 +592,7 @@ solver_methods!(PyFeatherstone, generalized, {
     #[new]
     #[pyo3(signature = (joint_damping=true, integrator="Euler"))]
     fn new(joint_damping: bool, integrator: &str) -> PyResult<Self> {
-        let Some((integrator, _)) = torsion_model::Integrator::from_name(integrator) else {
-            return Err(PyValueError::new_err(format!(
-                "integrator={integrator:?}: expected 'Euler', 'RK4', 'implicitfast' or 'implicit'"
-            )));
-        };
+        let integrator = integrator_arg(integrator)?;
         Ok(PyFeatherstone {
             solver: FeatherstoneSolver { options: FeatherstoneOptions { joint_damping, integrator } },
             cache: Mutex::new(None),
@@ -701,10 +798,91 @@ solver_methods!(PyLcp, generalized, {
     }
 });
 
+solver_methods!(PyTensegrity, generalized, {
+    /// See the class docstring: contact ("linear" or "ncp"), contact_params (β, e, γ, μ, ε), joint_damping,
+    /// integrator, ncp (an NcpSolver whose options contact="ncp" uses).
+    #[new]
+    #[pyo3(signature = (contact="linear", contact_params=None, joint_damping=true, integrator="Euler", ncp=None))]
+    #[pyo3(text_signature = "(contact='linear', contact_params=None, joint_damping=True, integrator='Euler', \
+                             ncp=None)")]
+    fn new(
+        contact: &str,
+        contact_params: Option<&Bound<'_, PyAny>>,
+        joint_damping: bool,
+        integrator: &str,
+        ncp: Option<PyRef<'_, PyNcp>>,
+    ) -> PyResult<Self> {
+        let integrator = integrator_arg(integrator)?;
+        let params = match contact_params {
+            None => None,
+            Some(p) => {
+                let v = vec1(p, "contact_params", 5)?;
+                let lc = LinearContact::from_array([v[0], v[1], v[2], v[3], v[4]]);
+                lc.validate().map_err(|e| PyValueError::new_err(format!("contact_params: {e}")))?;
+                Some(lc)
+            }
+        };
+        let ncp =
+            match contact {
+                "linear" if ncp.is_some() => {
+                    return Err(PyValueError::new_err("ncp: options of the ncp stepper apply to contact='ncp' only"))
+                }
+                "linear" => None,
+                "ncp" if params.is_some() => return Err(PyValueError::new_err(
+                    "contact_params: the linear model's β, e, γ, μ, ε apply to contact='linear'; under contact='ncp' \
+                     μ and ε are the model's shape_friction[·] / shape_restitution[·] parameters",
+                )),
+                "ncp" => Some(ncp.map_or_else(|| NcpSolver::new(NcpOptions::default()), |n| n.solver.clone())),
+                o => return Err(PyValueError::new_err(format!("contact: expected 'linear' or 'ncp', got '{o}'"))),
+            };
+        Ok(PyTensegrity {
+            solver: FeatherstoneSolver { options: FeatherstoneOptions { joint_damping, integrator } },
+            cache: Mutex::new(None),
+            params,
+            ncp,
+            ncp_cache: Mutex::new(None),
+        })
+    }
+    /// the contact model: "linear" (spec 003 §3.6) or "ncp" (exact Coulomb cone, spec 001)
+    #[getter]
+    fn contact(&self) -> &'static str {
+        if self.ncp.is_some() {
+            "ncp"
+        } else {
+            "linear"
+        }
+    }
+    /// the constructor's (β, e, γ, μ, ε), or None (the model's, else the defaults)
+    #[getter]
+    fn contact_params(&self) -> Option<[f64; 5]> {
+        self.params.map(|c| [c.beta, c.e, c.gamma, c.mu, c.eps])
+    }
+    /// the linear contact parameters (β, e, γ, μ, ε) this solver uses on `model` (None under contact="ncp")
+    fn contact_params_for(&self, model: PyRef<'_, PyModel>) -> Option<[f64; 5]> {
+        if self.ncp.is_some() {
+            return None;
+        }
+        let c = self.params.or(model.inner.tensegrity_contact).unwrap_or_default();
+        Some([c.beta, c.e, c.gamma, c.mu, c.eps])
+    }
+    /// the integrator of contact="linear": 'Euler', 'RK4' or 'implicitfast'
+    #[getter]
+    fn integrator(&self) -> &'static str {
+        self.solver.options.integrator.name()
+    }
+    fn __repr__(&self) -> String {
+        match self.contact_params() {
+            Some(p) => format!("TensegritySolver(contact='{}', contact_params={p:?})", self.contact()),
+            None => format!("TensegritySolver(contact='{}')", self.contact()),
+        }
+    }
+});
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyXpbd>()?;
     m.add_class::<PyFeatherstone>()?;
     m.add_class::<PyNcp>()?;
     m.add_class::<PyLcp>()?;
+    m.add_class::<PyTensegrity>()?;
     Ok(())
 }

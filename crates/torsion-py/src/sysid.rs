@@ -16,7 +16,7 @@ use torsion_dynamics::log_cholesky::{params_from_theta, theta_from_params};
 use torsion_dynamics::regressor::N_INERTIAL;
 use torsion_opt::{ArmProblem, BaseParams, Gram, Inertial, LmOptions, Param, Recording, ScalarSpec, SysidError};
 
-fn sysid_err(e: SysidError) -> PyErr {
+pub(crate) fn sysid_err(e: SysidError) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
@@ -34,7 +34,31 @@ fn transform(name: &str, what: &str) -> PyResult<Param> {
     })
 }
 
-fn rows(data: Vec<f64>, cols: usize) -> Vec<Vec<f64>> {
+/// A scalar parameter's spec, checked (errors name the parameter): start `value`, `transform`, `bounds` on the
+/// physical value, Gaussian `prior` (mean, sigma), `fixed`.
+pub(crate) fn scalar_spec(
+    name: &str,
+    value: f64,
+    transform: &str,
+    (lower, upper): (f64, f64),
+    prior: Option<(f64, f64)>,
+    fixed: bool,
+) -> PyResult<ScalarSpec> {
+    let t = self::transform(transform, name)?;
+    if !value.is_finite() || lower.is_nan() || upper.is_nan() || lower > upper {
+        return Err(PyValueError::new_err(format!(
+            "'{name}': value {value} must be finite and bounds [{lower}, {upper}] ordered"
+        )));
+    }
+    if let Some((_, sd)) = prior {
+        if sd.is_nan() || sd <= 0.0 {
+            return Err(PyValueError::new_err(format!("'{name}': prior sigma must be > 0, got {sd}")));
+        }
+    }
+    Ok(ScalarSpec { value, transform: t, lower, upper, prior, fixed })
+}
+
+pub(crate) fn rows(data: Vec<f64>, cols: usize) -> Vec<Vec<f64>> {
     data.chunks(cols.max(1)).map(<[f64]>::to_vec).collect()
 }
 
@@ -176,18 +200,7 @@ impl PyArmProblem {
                 names[off..].join(", ")
             ))
         })?;
-        let t = self::transform(transform, name)?;
-        if !value.is_finite() || lower.is_nan() || upper.is_nan() || lower > upper {
-            return Err(PyValueError::new_err(format!(
-                "'{name}': value {value} must be finite and bounds [{lower}, {upper}] ordered"
-            )));
-        }
-        if let Some((_, sd)) = prior {
-            if sd.is_nan() || sd <= 0.0 {
-                return Err(PyValueError::new_err(format!("'{name}': prior sigma must be > 0, got {sd}")));
-            }
-        }
-        let spec = ScalarSpec { value, transform: t, lower, upper, prior, fixed };
+        let spec = scalar_spec(name, value, transform, (lower, upper), prior, fixed)?;
         if i < nv {
             self.inner.damping[i] = spec;
         } else {
@@ -279,15 +292,8 @@ impl PyArmProblem {
                 }
             })
         })?;
-        let d = PyDict::new(py);
-        let n = fit.p.len();
-        d.set_item("names", fit.names.clone())?;
-        d.set_item("p", out(py, &[n], fit.p.clone())?)?;
-        d.set_item("std_errors", out(py, &[n], fit.std_errors.clone())?)?;
-        d.set_item("sigma2", fit.sigma2)?;
-        d.set_item("history", out(py, &[fit.history.len()], fit.history.clone())?)?;
-        d.set_item("path", out(py, &[fit.path.len(), n], fit.path.concat())?)?;
-        d.set_item("iterations", fit.iterations)?;
+        let d =
+            fit_dict(py, &fit.names, &fit.p, &fit.std_errors, fit.sigma2, (&fit.history, &fit.path), fit.iterations)?;
         d.set_item("rmse", fit.rmse)?;
         d.set_item("time_stack_s", fit.time_stack_s)?;
         d.set_item("time_solve_s", fit.time_solve_s)?;
@@ -335,6 +341,29 @@ impl PyArmProblem {
             self.inner.recordings.len()
         )
     }
+}
+
+/// The entries every fit's dict has (`Result` in sysid.py): names, p, std_errors, sigma2, history, path,
+/// iterations.
+pub(crate) fn fit_dict<'py>(
+    py: Python<'py>,
+    names: &[String],
+    p: &[f64],
+    std_errors: &[f64],
+    sigma2: f64,
+    (history, path): (&[f64], &[Vec<f64>]),
+    iterations: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let n = p.len();
+    d.set_item("names", names.to_vec())?;
+    d.set_item("p", out(py, &[n], p.to_vec())?)?;
+    d.set_item("std_errors", out(py, &[n], std_errors.to_vec())?)?;
+    d.set_item("sigma2", sigma2)?;
+    d.set_item("history", out(py, &[history.len()], history.to_vec())?)?;
+    d.set_item("path", out(py, &[path.len(), n], path.concat())?)?;
+    d.set_item("iterations", iterations)?;
+    Ok(d)
 }
 
 type Arr<'py> = Bound<'py, PyArrayDyn<f64>>;

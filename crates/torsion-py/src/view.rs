@@ -23,6 +23,7 @@ fn trajectory(
         SolverRef::Fs(p) => p.solver.state_dim(m),
         SolverRef::Ncp(p) => p.solver.state_dim(m),
         SolverRef::Lcp(p) => p.solver.state_dim(m),
+        SolverRef::Tens(p) | SolverRef::TensNcp(p, _) => p.solver.state_dim(m),
     };
     if a.ndim() != 2 || a.shape[1] != n || a.shape[0] == 0 {
         return Err(PyValueError::new_err(format!(
@@ -43,7 +44,7 @@ fn trajectory(
                 t.body_poses.push((0..m.body_count()).map(|b| pose(s.x[b], s.q[b])).collect());
                 t.joint_angles.push(p.solver.joint_angles(m, &s));
             }
-            SolverRef::Fs(_) | SolverRef::Ncp(_) | SolverRef::Lcp(_) => {
+            SolverRef::Fs(_) | SolverRef::Ncp(_) | SolverRef::Lcp(_) | SolverRef::Tens(_) | SolverRef::TensNcp(..) => {
                 let q = &row[..m.nq()];
                 let fk = m.forward_kinematics(q).map_err(model_err)?;
                 t.body_poses.push(fk.into_iter().map(|(x, q)| pose(x, q)).collect());

@@ -52,7 +52,9 @@ def test_the_walk_reaches_the_api():
     names = {n for n, _, _ in ALL}
     for expected in ["torsion.rollout", "torsion.NcpSolver", "torsion.LcpSolver", "torsion.Model.params_select",
                      "torsion.Model.nq", "torsion.XpbdSolver.initial_state", "torsion.models.load", "torsion.view",
-                     "torsion.sysid.Problem.fit", "torsion.sysid.fit_ray", "torsion.sysid.Result.save"]:
+                     "torsion.sysid.Problem.fit", "torsion.sysid.fit_ray", "torsion.sysid.Result.save",
+                     "torsion.TensegritySolver", "torsion.ilqr", "torsion.rollout_tape", "torsion.RolloutTape.vjp",
+                     "torsion.sysid.Shooting"]:
         assert expected in names, expected
     assert len(ALL) > 100
 

@@ -3,22 +3,27 @@
 State layouts (rows of every state array):
   XpbdSolver:         per body (fixed bodies included) [x(3), q(4: w, x, y, z), v(3), w(3)], world frame
                       -> 13 * model.body_count; tangent: 12 per dynamic body [x, dq (left exp map), v, w].
-  FeatherstoneSolver, NcpSolver, LcpSolver (contact): [q (nq), v (nv)]; tangent [dq (nv, joint integration),
-                      v (nv)].
-Controls are (T, solver.control_dim(model)): one torque per joint (XPBD) or per DoF (Featherstone, Ncp, Lcp).
+  FeatherstoneSolver, NcpSolver, LcpSolver (contact), TensegritySolver: [q (nq), v (nv), act (na)]; tangent
+                      [dq (nv, joint integration), v (nv), act (na)].
+Controls are (T, solver.control_dim(model)): one torque per joint (XPBD) or per DoF (Ncp, Lcp), then for
+Featherstone and Tensegrity the actuators' controls (nu). Trajectory optimisation: `ilqr`; a rollout that keeps
+its step records for the reverse pass: `rollout_tape`.
 Arrays: float64, or float32 up-cast exactly (results are float64); other dtypes raise TypeError.
 Jacobians are in tangent coordinates. The PyTorch integration lives in `torsion.autograd` (imports torch);
 system identification in `torsion.sysid`.
 """
 from ._torsion import (
     FeatherstoneSolver,
+    IlqrResult,
     LcpSolver,
     Model,
     ModelBuilder,
     NcpSolver,
     RolloutGrad,
+    RolloutTape,
     SimulationError,
     StepInfo,
+    TensegritySolver,
     XpbdSolver,
     aba,
     aba_derivatives,
@@ -26,6 +31,7 @@ from ._torsion import (
     bench_step_rust,
     crba,
     gravity,
+    ilqr,
     load_mjcf,
     load_urdf,
     nonlinear_effects,
@@ -35,6 +41,7 @@ from ._torsion import (
     rnea_param_derivatives,
     rollout,
     rollout_batch,
+    rollout_tape,
     rollout_vjp,
     step,
     step_jacobians,
@@ -49,13 +56,16 @@ __version__ = "0.1.0"
 
 __all__ = [
     "FeatherstoneSolver",
+    "IlqrResult",
     "LcpSolver",
     "Model",
     "ModelBuilder",
     "NcpSolver",
     "RolloutGrad",
+    "RolloutTape",
     "SimulationError",
     "StepInfo",
+    "TensegritySolver",
     "XpbdSolver",
     "aba",
     "aba_derivatives",
@@ -63,6 +73,7 @@ __all__ = [
     "bench_step_rust",
     "crba",
     "gravity",
+    "ilqr",
     "load_mjcf",
     "load_urdf",
     "models",
@@ -73,6 +84,7 @@ __all__ = [
     "rnea_param_derivatives",
     "rollout",
     "rollout_batch",
+    "rollout_tape",
     "rollout_vjp",
     "step",
     "step_jacobians",
@@ -107,7 +119,7 @@ def view(model, states, path=None, solver=None, dt=None, names=None, title=None,
 
     states: a (T + 1, state_dim) array of a rollout (x0 first), or a list of them (overlaid, each with its
     colour and a legend entry, labelled by `names`). solver: the solver whose state layout `states` use
-    (default: FeatherstoneSolver when the width is nq + nv, else XpbdSolver). dt: the time step (default the
+    (default: FeatherstoneSolver when the width is nq + nv + na, else XpbdSolver). dt: the time step (default the
     model's). path: the HTML file (default: a new file in the temporary folder). title: the page's title (default
     the model's name). package_dirs: folders where `package://` meshes are found (as for NcpSolver).
     """
@@ -120,7 +132,7 @@ def view(model, states, path=None, solver=None, dt=None, names=None, title=None,
     arrays = [np.asarray(a, dtype=np.float64) for a in arrays]
     if solver is None:
         width = arrays[0].shape[-1] if arrays and arrays[0].ndim == 2 else None
-        solver = FeatherstoneSolver() if width == model.nq + model.nv else XpbdSolver()
+        solver = FeatherstoneSolver() if width == model.nq + model.nv + model.na else XpbdSolver()
     html = _view_html(model, arrays, solver, dt=dt, names=None if names is None else list(names), title=title,
                       package_dirs=[os.fspath(d) for d in package_dirs])
     if path is None:

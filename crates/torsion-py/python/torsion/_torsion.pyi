@@ -176,7 +176,58 @@ class LcpSolver(_SolverBase):
     ccd: bool
     def initial_state(self, model: Model, q: Optional[ArrayLike] = None, v: Optional[ArrayLike] = None) -> F64: ...
 
-Solver = Union[XpbdSolver, FeatherstoneSolver, NcpSolver, LcpSolver]
+class TensegritySolver(_SolverBase):
+    """Tensegrity robots (spec 003; SUPERball's MJCF unchanged): free rods, cables, motor filters and rod contact,
+    the CLI's `--solver tensegrity`. contact='linear': Featherstone with spec 003's linear contact model on the
+    rod / plane geoms, parameters (beta, e, gamma, mu, eps) = `contact_params` (else the model's
+    `torsion_linear_contact` custom numeric, else (0.5, 0, 0.5, 0.5, 0.005)), differentiable as "contact_beta",
+    "contact_e", "contact_gamma", "contact_mu", "contact_eps" (`param_names`). contact='ncp': the exact-cone ncp
+    stepper on the same rods (`ncp`: its NcpSolver options), shape friction / restitution as NcpSolver; models with
+    cables or actuators are refused (the ncp stepper does not simulate them yet). State [q (nq), v (nv), act (na)];
+    controls [u (nv), ctrl (nu)] ('linear') or u (nv) ('ncp'). Calls run on a copy of the model with the contact
+    model set."""
+    def __init__(self, contact: str = "linear", contact_params: Optional[ArrayLike] = None,
+                 joint_damping: bool = True, integrator: str = "Euler", ncp: Optional[NcpSolver] = None) -> None:
+        """contact: 'linear' | 'ncp'; contact_params (5,): beta in [0, 1] (Baumgarte fraction per step), e in
+        [-1, 1] (restitution), gamma in [0, 1] (sliding damping), mu >= 0 (Coulomb), eps in [0, 1] (spin damping);
+        'linear' only."""
+    contact: str
+    contact_params: Optional[List[float]]
+    integrator: str
+    def contact_params_for(self, model: Model) -> Optional[List[float]]:
+        """(beta, e, gamma, mu, eps) used on `model` (None under contact='ncp')."""
+    def initial_state(self, model: Model, q: Optional[ArrayLike] = None, v: Optional[ArrayLike] = None) -> F64: ...
+
+Solver = Union[XpbdSolver, FeatherstoneSolver, NcpSolver, LcpSolver, TensegritySolver]
+
+class IlqrResult:
+    """What `ilqr` returns; the local policy is u_t = controls[t] + gains[t] @ solver.local_diff(model,
+    states[t], x)."""
+    controls: F64
+    """(T, control_dim) optimised open-loop controls"""
+    states: F64
+    """(T + 1, state_dim) nominal states, x0 first"""
+    cost_history: F64
+    """initial cost, then one entry per accepted iteration (per iteration when sampled)"""
+    gains: F64
+    """(T, control_dim, tangent_dim) feedback gains K_t"""
+    feedforward: F64
+    """(T, control_dim) feedforward terms k_t of the last backward pass"""
+    iterations: int
+    stop: str
+    """'cost_converged' | 'gradient_converged' | 'regularisation_limit' | 'max_iter' | 'iterations' (sampled)"""
+    sigma: Optional[F64]
+    """sampled: (T, control_dim, control_dim) policy covariances"""
+    dynamics_steps: Optional[int]
+    """sampled: dynamics steps taken"""
+
+class RolloutTape:
+    """A rollout that kept every step's record (`rollout_tape`)."""
+    states: F64
+    """(T + 1, state_dim), x0 first (equal to `rollout`'s)"""
+    def vjp(self, dloss_dstates: ArrayLike, param_names: Names = None) -> RolloutGrad:
+        """As rollout_vjp on these states, reading the taped records instead of re-running the steps."""
+    def __len__(self) -> int: ...
 
 class StepInfo:
     """What one step did (`step(..., return_info=True)`)."""
@@ -236,6 +287,24 @@ def trajectory_jacobians(model: Model, solver: Solver, states: ArrayLike, contro
 def bench_step_rust(model: Model, solver: Solver, x: ArrayLike, u: ArrayLike, n: int = 10000,
                     dt: Optional[float] = None) -> float:
     """Seconds per Solver::step timed inside Rust (prebuilt workspace): the overhead benchmark's reference."""
+def rollout_tape(model: Model, solver: Solver, x0: ArrayLike, controls: ArrayLike,
+                 dt: Optional[float] = None) -> RolloutTape:
+    """rollout keeping each step's record: .states (T + 1, n) and .vjp(dloss_dstates, param_names) (the reverse
+    pass without re-running the steps; memory one record per step)."""
+def ilqr(model: Model, solver: Solver, x0: ArrayLike, horizon: int, x_ref: Optional[ArrayLike] = None,
+         q: Optional[ArrayLike] = None, r: Optional[ArrayLike] = None, qf: Optional[ArrayLike] = None,
+         u_ref: Optional[ArrayLike] = None, u_init: Optional[ArrayLike] = None,
+         u_min: Optional[Sequence[float]] = None, u_max: Optional[Sequence[float]] = None, iterations: int = 100,
+         tol_fun: float = 1e-7, tol_grad: float = 1e-4, sampled: bool = False, samples: int = 40,
+         kl_weight: float = 0.005, init_sigma: float = 1.0, seed: int = 0,
+         dt: Optional[float] = None) -> IlqrResult:
+    """iLQR on the solver's analytic Jacobians (box-constrained controls, line search, regularisation schedule) for
+    sum_t 1/2 e_t' Q e_t + 1/2 (u_t - u_ref)' R (u_t - u_ref) + 1/2 e_T' Qf e_T, e = x (-) x_ref in tangent
+    coordinates. x_ref: (state_dim,) or (horizon + 1, state_dim), default x0; q, qf: (tangent_dim,) diagonal or
+    (tangent_dim, tangent_dim), default 0 and 1; r: (control_dim,) or square, default 1e-3; u_ref, u_init:
+    (control_dim,) or (horizon, control_dim), default 0; u_min, u_max: control_dim numbers (+-inf: none).
+    sampled=True: sample-based iLQG (samples rollouts per iteration, KL weight, no Jacobians). Featherstone, Ncp,
+    Lcp and Tensegrity solvers (XpbdSolver: TypeError). GIL released."""
 def crba(model: Model, q: ArrayLike) -> F64: ...
 def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> F64: ...
 def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, include_passive: bool = False) -> F64:
@@ -275,6 +344,17 @@ class _ArmProblem:
             gram: Optional[Sequence[Tuple[ArrayLike, ArrayLike, float, int]]] = None) -> dict: ...
     def evaluate(self, p: ArrayLike, dt: float, q: ArrayLike, tau: ArrayLike,
                  v: Optional[ArrayLike] = None) -> Tuple[float, F64, F64]: ...
+class _ShootingProblem:
+    def __init__(self, model: Model, solver: Solver, names: Sequence[str], window: int = 20, sigma_q: float = 1e-3,
+                 sigma_v: Optional[float] = None) -> None: ...
+    names: List[str]
+    def model_params(self) -> Tuple[List[str], List[float]]: ...
+    def p0(self) -> F64: ...
+    def set_param(self, name: str, value: float, transform: str = "identity", lower: float = ...,
+                  upper: float = ..., prior: Optional[Tuple[float, float]] = None, fixed: bool = False) -> None: ...
+    def add_recording(self, name: str, dt: float, q: ArrayLike, v: ArrayLike, u: ArrayLike) -> None: ...
+    def fit(self, max_iter: int = 100, lambda0: float = 1e-3, ftol: float = 1e-12, progress: bool = False) -> dict: ...
+    def predict(self, p: ArrayLike) -> List[F64]: ...
 def _base_parameters(g: ArrayLike, tol: float = 1e-5) -> Tuple[List[int], List[int], F64]: ...
 def _log_cholesky_theta(pi: ArrayLike) -> F64: ...
 def _log_cholesky_params(theta: ArrayLike) -> F64: ...

@@ -10,9 +10,16 @@ recordings (q, optionally v, and τ; lengths and rates may differ), a residual a
     result.save("fit")                                      # fit.json (+ fit.png with matplotlib)
 
 Residuals are objects: :class:`Regressor` (the inverse-dynamics regressor least squares for arms,
-``torsion_opt::sysid::arm``) is the one bound now; a simulation-error residual will be a second class taking
-the same place (``Problem(model, residual=...)``). Solvers likewise: :class:`LevenbergMarquardt` (bounded, on
-the normal equations, exact Jacobians). Fits run in Rust with the GIL released.
+``torsion_opt::sysid::arm``) and :class:`Shooting` (the simulation error over windows with multiple shooting,
+``torsion_opt::sysid::shooting``, on any generalized-coordinate solver, contact included)::
+
+    pb = torsion.sysid.Problem(model, residual=torsion.sysid.Shooting(window=25, sigma_v=1e-2))
+    pb.param("joint_damping[*]", value=0.1, transform="softplus")  # any names of model.param_names
+    pb.add_recording(q, u, dt=0.005, v=v)                           # q, v: (T + 1, ·); u: (T, control_dim)
+    result = pb.fit()
+
+Solvers likewise: :class:`LevenbergMarquardt` (bounded, on the normal equations, exact Jacobians). Fits run
+in Rust with the GIL released.
 
 :func:`fit_ray` splits the recordings across Ray workers: each computes its shard's normal-equation pieces
 (G = AᵀA, b = Aᵀτ, c = τᵀτ) and the driver sums them and solves. Problems and models pickle.
@@ -31,6 +38,7 @@ __all__ = [
     "Problem",
     "Regressor",
     "Result",
+    "Shooting",
     "fit_ray",
     "log_cholesky_params",
     "log_cholesky_theta",
@@ -68,6 +76,38 @@ class Regressor:
                 f"filter_tau={self.filter_tau}, linear_warm_start={self.linear_warm_start})")
 
 
+class Shooting:
+    """Shooting(window=20, solver=None, sigma_q=1e-3, sigma_v=None)
+
+    The simulation-error residual with multiple shooting (issue 14 item 4): each recording is cut into windows
+    of `window` steps; a window starts from the recorded state (q, v) of its first sample and is simulated by
+    `solver` (default ``torsion.FeatherstoneSolver()``; NcpSolver, LcpSolver and TensegritySolver too) under the
+    recorded controls; the residual rows are (q̂ − q) / sigma_q (rad or m) and, with `sigma_v`, (v̂ − v) / sigma_v.
+    The Jacobian is exact (forward sensitivities of the solver's step Jacobians), O(T · parameters). The
+    parameters are named entries of ``model.param_names`` (masses, inertias, damping, friction, contact ...),
+    declared with :meth:`Problem.param`; none is free until declared.
+    """
+
+    def __init__(self, window=20, solver=None, sigma_q=1e-3, sigma_v=None):
+        from ._torsion import FeatherstoneSolver
+
+        self.window = int(window)
+        self.solver = FeatherstoneSolver() if solver is None else solver
+        self.sigma_q = float(sigma_q)
+        self.sigma_v = None if sigma_v is None else float(sigma_v)
+        if self.window < 1 or not self.sigma_q > 0 or (self.sigma_v is not None and not self.sigma_v > 0):
+            raise ValueError(f"Shooting: window ≥ 1, sigma_q > 0 and sigma_v > 0 (or None) needed, got {self!r}")
+
+    def _core(self, model, names=()):
+        """The Rust problem of `model` for the parameters `names`."""
+        return _torsion._ShootingProblem(model, self.solver, list(names), window=self.window, sigma_q=self.sigma_q,
+                                         sigma_v=self.sigma_v)
+
+    def __repr__(self):
+        return (f"Shooting(window={self.window}, solver={self.solver!r}, sigma_q={self.sigma_q}, "
+                f"sigma_v={self.sigma_v})")
+
+
 class LevenbergMarquardt:
     """LevenbergMarquardt(max_iter=100, lambda0=1e-3, ftol=1e-12)
 
@@ -102,6 +142,12 @@ class _Recording:
     def __init__(self, name, dt, q, tau, v):
         self.name, self.dt, self.q, self.tau, self.v = name, dt, q, tau, v
 
+    def add_to(self, core, shooting):
+        if shooting:
+            core.add_recording(self.name, self.dt, self.q, self.v, self.tau)
+        else:
+            core.add_recording(self.name, self.dt, self.q, self.tau, self.v)
+
 
 def _f64(x, name):
     a = np.asarray(x)
@@ -113,11 +159,13 @@ def _f64(x, name):
 class Problem:
     """Problem(model, residual=None, solver=None)
 
-    An identification problem on `model` (a `torsion.Model`): `residual` (default `Regressor()`), `solver`
-    (default `LevenbergMarquardt()`). At the start every moving body's 10 inertial parameters are free from the
-    model's values (transform "linear"), damping and dry friction ("coulomb") per DoF free from 0. Name the
-    parameters with :meth:`body` and :meth:`param`, add data with :meth:`add_recording`, then :meth:`fit`.
-    Pickles (for Ray and multiprocessing): the model, the parameter specs, the recordings.
+    An identification problem on `model` (a `torsion.Model`): `residual` (default `Regressor()`, or
+    :class:`Shooting`), `solver` (default `LevenbergMarquardt()`). Regressor: at the start every moving body's 10
+    inertial parameters are free from the model's values (transform "linear"), damping and dry friction
+    ("coulomb") per DoF free from 0. Shooting: no parameter is free until :meth:`param` names it (any of
+    ``model.param_names``). Name the parameters with :meth:`body` and :meth:`param`, add data with
+    :meth:`add_recording`, then :meth:`fit`. Pickles (for Ray and multiprocessing): the model, the parameter
+    specs, the recordings (a Shooting residual only where its solver pickles).
     """
 
     def __init__(self, model, residual=None, solver=None):
@@ -125,8 +173,9 @@ class Problem:
             raise TypeError(f"model: expected a torsion.Model, got {type(model).__name__}")
         residual = Regressor() if residual is None else residual
         solver = LevenbergMarquardt() if solver is None else solver
-        if not isinstance(residual, Regressor):
-            raise TypeError(f"residual: expected torsion.sysid.Regressor, got {type(residual).__name__}")
+        if not isinstance(residual, (Regressor, Shooting)):
+            raise TypeError(f"residual: expected torsion.sysid.Regressor or torsion.sysid.Shooting, got "
+                            f"{type(residual).__name__}")
         if not isinstance(solver, LevenbergMarquardt):
             raise TypeError(f"solver: expected torsion.sysid.LevenbergMarquardt, got {type(solver).__name__}")
         self.model = model
@@ -137,14 +186,19 @@ class Problem:
         self._recordings = []
         self._built = None
         core = self._core()
-        self._body_names = list(core.body_names)
+        self._body_names = [] if self._shooting else list(core.body_names)
         self._names = list(core.names)
 
     # ---- declaration -------------------------------------------------------------------------------------
     @property
+    def _shooting(self):
+        return isinstance(self.residual, Shooting)
+
+    @property
     def param_names(self):
-        """Names of the parameter vector p: ``body[B].m``, ``.mx``, ``.my``, ``.mz``, ``.ixx``, ``.ixy``,
-        ``.iyy``, ``.ixz``, ``.iyz``, ``.izz`` per moving body B, then ``damping[J]`` and ``coulomb[J]`` per DoF."""
+        """Names of the parameter vector p. Regressor: ``body[B].m``, ``.mx``, ``.my``, ``.mz``, ``.ixx``,
+        ``.ixy``, ``.iyy``, ``.ixz``, ``.iyz``, ``.izz`` per moving body B, then ``damping[J]`` and ``coulomb[J]``
+        per DoF. Shooting: the model parameters declared with :meth:`param`, in declaration order."""
         return list(self._names)
 
     @property
@@ -166,7 +220,10 @@ class Problem:
         """Set how body `name`'s 10 inertial parameters π enter: `transform` "linear" (π itself), "log_cholesky"
         (π of the log-Cholesky coordinates: always physically consistent) or "fixed" (kept at its value);
         `value` (10,) the start π (default the model's); `prior` (mean (10,), sigma (10,)) a Gaussian prior on π.
-        `name` "*" sets every body. Returns the problem (calls chain)."""
+        `name` "*" sets every body. Returns the problem (calls chain). Regressor residual only."""
+        if self._shooting:
+            raise ValueError("body: the Shooting residual names model parameters with param(), e.g. "
+                             "param('body_mass[link1]', transform='log')")
         if transform not in _BODY_TRANSFORMS:
             raise ValueError(f"transform: '{transform}' unknown for a body (expected one of {_BODY_TRANSFORMS})")
         names = self._body_names if name == "*" else [name]
@@ -185,9 +242,15 @@ class Problem:
         """Set scalar parameter `name` ("damping[J]" or "coulomb[J]"; "damping[*]" / "coulomb[*]" for every DoF):
         start `value` (default 0), `transform` "identity", "log", "softplus" or "sigmoid" (default identity),
         `bounds` (lower, upper) on the physical value (None for no bound on a side), Gaussian `prior`
-        (mean, sigma), `fixed` (kept at `value`). Returns the problem."""
+        (mean, sigma), `fixed` (kept at `value`). Returns the problem.
+
+        Shooting residual: `name` is any of ``model.param_names`` ("body_mass[link1]", "joint_damping[j]",
+        "shape_friction[box]", "contact_mu", ...) or a family "PREFIX[*]" (every name starting with "PREFIX[");
+        declaring it frees it; `value` defaults to the model's current value."""
         if transform is not None and transform not in _SCALAR_TRANSFORMS:
             raise ValueError(f"transform: '{transform}' unknown (expected one of {_SCALAR_TRANSFORMS})")
+        if self._shooting:
+            return self._shooting_param(name, value, transform, bounds, prior, fixed)
         scalars = [n for n in self._names if not n.startswith("body[")]
         if name.endswith("[*]"):
             names = [n for n in scalars if n.startswith(name[:-2])]
@@ -209,6 +272,28 @@ class Problem:
             }
         return self._rebuild("_scalars", old)
 
+    def _shooting_param(self, name, value, transform, bounds, prior, fixed):
+        all_names, values = self.residual._core(self.model, []).model_params()
+        names = [n for n in all_names if n.startswith(name[:-2])] if name.endswith("[*]") else [name]
+        if not names or any(n not in all_names for n in names):
+            raise ValueError(f"name: unknown parameter '{name}' (model.param_names lists them; 'PREFIX[*]' selects "
+                             "a family, e.g. 'joint_damping[*]')")
+        lo, hi = (None, None) if bounds is None else bounds
+        old = dict(self._scalars)
+        current = dict(zip(all_names, values))
+        for n in names:
+            self._scalars[n] = {
+                "value": current[n] if value is None else float(value),
+                "transform": transform or "identity",
+                "lower": -np.inf if lo is None else float(lo),
+                "upper": np.inf if hi is None else float(hi),
+                "prior": None if prior is None else (float(prior[0]), float(prior[1])),
+                "fixed": bool(fixed),
+            }
+        self._rebuild("_scalars", old)
+        self._names = list(self._scalars)
+        return self
+
     def _rebuild(self, attr, old):
         """Build the Rust problem now (its checks name the parameter); on error restore `attr` to `old`."""
         self._built = None
@@ -223,11 +308,17 @@ class Problem:
     def add_recording(self, q, tau, dt, v=None, name=None):
         """Add a recording: `q` (T, nq) joint positions, `tau` (T, nv) measured joint torques, `dt` the sample
         period (s), `v` (T, nv) measured velocities or None (the derivative of the filtered q), `name` (default
-        "recording K"). Recordings may differ in length and rate. Returns the problem."""
+        "recording K"). Recordings may differ in length and rate. Returns the problem.
+
+        Shooting residual: `q` (T + 1, nq) and `v` (T + 1, nv) the recorded states (v required: windows start
+        from them), `tau` (T, solver.control_dim(model)) the controls applied over each step, `dt` the step."""
+        if self._shooting and v is None:
+            raise ValueError("add_recording: the Shooting residual needs v (T + 1, nv): windows start at recorded "
+                             "states")
         rec = _Recording(name or f"recording {len(self._recordings)}", float(dt), _f64(q, "q"), _f64(tau, "tau"),
                          None if v is None else _f64(v, "v"))
         core = self._core()
-        core.add_recording(rec.name, rec.dt, rec.q, rec.tau, rec.v)  # checks shapes now, naming the recording
+        rec.add_to(core, self._shooting)  # checks shapes now, naming the recording
         self._recordings.append(rec)
         return self
 
@@ -241,6 +332,14 @@ class Problem:
     def _core(self):
         if self._built is not None:
             return self._built
+        if self._shooting:
+            core = self.residual._core(self.model, list(self._scalars))
+            for n, kw in self._scalars.items():
+                core.set_param(n, **kw)
+            for r in self._recordings:
+                r.add_to(core, True)
+            self._built = core
+            return core
         core = self.residual._core(self.model)
         names = list(core.body_names)
         for n, spec in self._bodies.items():
@@ -263,13 +362,15 @@ class Problem:
         self._recordings = list(st["recordings"])
         self._built = None
         core = self._core()
-        self._body_names = list(core.body_names)
+        self._body_names = [] if self._shooting else list(core.body_names)
         self._names = list(core.names)
 
     # ---- solving -----------------------------------------------------------------------------------------
     def gram(self):
         """This problem's normal-equation pieces over its recordings, (G (np, np), b (np,), c, rows) with A the
         stacked regressor rows: G = AᵀA, b = Aᵀτ, c = τᵀτ. Pieces of disjoint shards add up (:meth:`fit_gram`)."""
+        if self._shooting:
+            raise ValueError("gram: the Shooting residual has no normal-equation pieces (Regressor only)")
         if not self._recordings:
             raise ValueError("gram: the problem has no recordings (add_recording)")
         return self._core().gram()
@@ -293,6 +394,13 @@ class Problem:
         if progress is None:
             progress = sys.stderr.isatty()
         s = self.solver
+        if self._shooting:
+            if not self._names:
+                raise ValueError("fit: no parameter is free (declare them with param(name, ...))")
+            d = self._core().fit(max_iter=s.max_iter, lambda0=s.lambda0, ftol=s.ftol, progress=bool(progress))
+            r = self._recordings[0]
+            q_hat = self._core().predict(d["p"])[0]
+            return Result(d, {"recording": r.name, "dt": r.dt, "tau": r.q, "tau_hat": q_hat, "what": "q"})
         d = self._core().fit(max_iter=s.max_iter, lambda0=s.lambda0, ftol=s.ftol, progress=bool(progress),
                              gram=pieces)
         fit_vs_data = None
@@ -308,9 +416,20 @@ class Problem:
         (K, nv) at the K samples the filter keeps."""
         if isinstance(p, Result):
             p = p.p
+        if self._shooting:
+            raise ValueError("evaluate: Regressor only; for Shooting use predict(p)")
         rmse, t, th = self._core().evaluate(p, float(dt), _f64(q, "q"), _f64(tau, "tau"),
                                             None if v is None else _f64(v, "v"))
         return {"rmse": rmse, "tau": t, "tau_hat": th}
+
+    def predict(self, p):
+        """Shooting residual: the windows' predicted q at `p` (np,) or a :class:`Result`, one (T + 1, nq) array
+        per recording (each window starts at its recorded state)."""
+        if not self._shooting:
+            raise ValueError("predict: Shooting residual only (Regressor: evaluate)")
+        if isinstance(p, Result):
+            p = p.p
+        return self._core().predict(_f64(p, "p"))
 
     def __repr__(self):
         return (f"Problem(model='{self.model.name}', {len(self._names)} parameters, "
@@ -349,6 +468,8 @@ class Result:
         """The identifiable (base) combinations β = p_B + K p_D of the fitted data (QR with column pivoting of
         the stacked regressor; `tol` the relative pivot threshold) at `p` (default the estimates). Returns a dict:
         names (of the independent entries), values β, independent, dependent (indices into p), K."""
+        if self.gram is None:
+            raise ValueError("base_parameters: the Regressor residual's (a Shooting fit has no regressor)")
         ind, dep, k = _torsion._base_parameters(self.gram[0], tol)
         p = self.p if p is None else np.asarray(p, dtype=np.float64)
         beta = p[ind] + (k @ p[dep] if len(dep) else 0.0)
@@ -356,7 +477,7 @@ class Result:
 
     def to_dict(self):
         """A JSON-ready dict of the result (estimates, standard errors, history, path, base parameters)."""
-        base = self.base_parameters()
+        base = self.base_parameters() if self.gram is not None else {"names": [], "values": np.zeros(0)}
         return {
             "estimates": self.estimates,
             "std_errors": dict(zip(self.names, self.std_errors.tolist())),
@@ -402,7 +523,8 @@ class Result:
             for j in range(fv["tau"].shape[1]):
                 ax[2].plot(t, fv["tau"][:, j], color=f"C{j}", lw=0.8)
                 ax[2].plot(t, fv["tau_hat"][:, j], color=f"C{j}", ls="--", lw=0.8)
-            ax[2].set(title=f"fit vs data ({fv['recording']}; dashed: fit)", xlabel="t (s)", ylabel="τ")
+            ax[2].set(title=f"fit vs data ({fv['recording']}; dashed: fit)", xlabel="t (s)",
+                      ylabel=fv.get("what", "τ"))
         fig.tight_layout()
         fig.savefig(base + ".png", dpi=100)
         plt.close(fig)
