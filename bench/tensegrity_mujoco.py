@@ -6,7 +6,9 @@ and rolling, and the 1-throw contact fit of `tensegrity-contact-id` with its wal
 then times MuJoCo on the same MJCF files, single thread:
   * air: superball_air.xml, the same 2000 seeded 1 ms controls from qpos0; rolling: superball.xml from the first
     test throw's state (tests/data/tensegrity/throw_quick.npz), zero controls; per step through mujoco.rollout
-    (C loop, one call for the 2000 steps) and a Python loop of mj_step;
+    (C loop, one call for the 2000 steps; wall time and the thread's CPU time, `time.thread_time`) and a Python
+    loop of mj_step; the ratios by wall time (`*_ratio`) and by CPU time (`*_ratio_cpu`, against the binary's
+    `*_cpu_us`: what a loaded machine inflates least);
   * the same fit by finite differences over MuJoCo: the one-step residuals of the same pairs (every `stride`-th
     step of throw_train) by mj_step from each ground-truth state, and their Jacobian w.r.t. 5 contact parameters
     (geom friction: sliding, torsional, rolling; solref: time constant, damping ratio) by central differences
@@ -47,12 +49,13 @@ def time_mujoco(m, qpos, qvel, ctrl, repeats):
     steps = ctrl.shape[0]
     c = ctrl[None, :, :]
     rollout.rollout(m, d, s0, c)
-    vals = []
+    vals, cpu = [], []
     for _ in range(repeats):
-        t = time.perf_counter()
+        t, tc = time.perf_counter(), time.thread_time()
         rollout.rollout(m, d, s0, c)
         vals.append((time.perf_counter() - t) * 1e6 / steps)
-    roll = statistics.median(vals)
+        cpu.append((time.thread_time() - tc) * 1e6 / steps)
+    roll, roll_cpu = statistics.median(vals), statistics.median(cpu)
     vals = []
     for _ in range(max(3, repeats // 3)):
         mujoco.mj_setState(m, d, s0[0], FULL)
@@ -61,7 +64,7 @@ def time_mujoco(m, qpos, qvel, ctrl, repeats):
             d.ctrl[:] = ctrl[k]
             mujoco.mj_step(m, d)
         vals.append((time.perf_counter() - t) * 1e6 / steps)
-    return roll, statistics.median(vals)
+    return roll, statistics.median(vals), roll_cpu
 
 
 def fd_fit_cost(stride, fit, repeats):
@@ -127,16 +130,20 @@ def main(argv=None):
     os.sched_setaffinity(0, {0})
     air = mujoco.MjModel.from_xml_path(gt.AIR)
     ctrl = gt.controls(air, ours["steps"], 1, gt.SEED_TRAIN)
-    air_roll, air_py = time_mujoco(air, air.qpos0, np.zeros(air.nv), ctrl, a.repeats)
+    air_roll, air_py, air_cpu = time_mujoco(air, air.qpos0, np.zeros(air.nv), ctrl, a.repeats)
     ball = mujoco.MjModel.from_xml_path(gt.BALL)
     z = np.load(os.path.join(ROOT, "tests", "data", "tensegrity", "throw_quick.npz"))
-    ball_roll, ball_py = time_mujoco(ball, z["test_qpos0"][0], z["test_qvel0"][0], np.zeros((ours["steps"], ball.nu)),
+    ball_roll, ball_py, ball_cpu = time_mujoco(ball, z["test_qpos0"][0], z["test_qvel0"][0], np.zeros((ours["steps"], ball.nu)),
                                      a.repeats)
     res = dict(ours=ours, mujoco=dict(air_rollout_us=air_roll, air_pyloop_us=air_py, roll_rollout_us=ball_roll,
-                                      roll_pyloop_us=ball_py, version=mujoco.__version__),
+                                      roll_pyloop_us=ball_py, air_rollout_cpu_us=air_cpu,
+                                      roll_rollout_cpu_us=ball_cpu, version=mujoco.__version__),
                load_before=load, load_after=os.getloadavg(), profile=a.profile)
     res["air_ratio"] = min(air_roll, air_py) / ours["air_step_us"]
     res["roll_ratio"] = min(ball_roll, ball_py) / ours["roll_step_us"]
+    # the same by CPU time (this thread's: what a loaded machine inflates least; the C loop runs in this thread)
+    res["air_ratio_cpu"] = air_cpu / ours["air_step_cpu_us"]
+    res["roll_ratio_cpu"] = ball_cpu / ours["roll_step_cpu_us"]
     if "wall_s" in ours["fit"]:
         res["fd_fit"] = fd_fit_cost(a.stride, ours["fit"], a.repeats)
         res["fit_ratio"] = res["fd_fit"]["total_s"] / ours["fit"]["wall_s"]

@@ -82,45 +82,13 @@ pub(crate) fn aba_pass<T: Scalar>(dm: &DynModel<T>, v: &[T], tau: &[T], d: &mut 
                 d.pa[p] += pp;
             }
         } else if n > 0 {
-            let mut uu = [V6::zeros(); 6];
-            let mut dmat = M6::zeros();
-            let mut u = V6::zeros();
-            for i in 0..n {
-                uu[i] = d.ia[c] * jm.s[i];
-                let k = vs + i;
-                u[i] = tau[k] - dm.damping[k] * v[k] - jm.s[i].dot(&d.pa[c]);
+            // the constant sizes (free and ball joints) get their own copy: loops unrolled, no bounds checks;
+            // the same arithmetic
+            match n {
+                6 => multi_dof_articulate(dm, v, tau, d, j, 6),
+                3 => multi_dof_articulate(dm, v, tau, d, j, 3),
+                _ => multi_dof_articulate(dm, v, tau, d, j, n),
             }
-            for a in 0..n {
-                for b in 0..n {
-                    dmat[(a, b)] = jm.s[a].dot(&uu[b]);
-                }
-                dmat[(a, a)] += dm.armature[vs + a];
-            }
-            let dinv = invert_leading(&dmat, n);
-            if to_parent {
-                // Ia' = Ia − U D⁻¹ Uᵀ ; pa' = pa + Ia' c + U D⁻¹ u
-                let mut ia = d.ia[c];
-                let mut pa = d.pa[c];
-                for a in 0..n {
-                    let mut w = V6::zeros();
-                    let mut coef = T::zero();
-                    for b in 0..n {
-                        w += uu[b] * dinv[(a, b)];
-                        coef += dinv[(a, b)] * u[b];
-                    }
-                    ia -= uu[a] * w.transpose();
-                    pa += uu[a] * coef;
-                }
-                pa += ia * d.cbias[c];
-                let x = &d.x_pc[j];
-                let ip = x.act_sym6(&ia);
-                let pp = x.act_force(&pa);
-                d.ia[p] += ip;
-                d.pa[p] += pp;
-            }
-            d.aba_u[j] = uu;
-            d.aba_dinv[j] = dinv;
-            d.aba_uvec[j] = u;
         }
     }
     // pass 3: base → tip
@@ -139,6 +107,55 @@ pub(crate) fn aba_pass<T: Scalar>(dm: &DynModel<T>, v: &[T], tau: &[T], d: &mut 
         }
         d.acc[c] = ac;
     }
+}
+
+/// ABA pass 2 for joint `j` with `n` > 1 DoFs: U = I_A S, D = Sᵀ U + armature, u = τ − d v − Sᵀ p_A, D⁻¹, and the
+/// articulated inertia and bias force carried to the parent (Featherstone 2008 eq. 7.40–7.41).
+#[inline(always)]
+fn multi_dof_articulate<T: Scalar>(dm: &DynModel<T>, v: &[T], tau: &[T], d: &mut DynData<T>, j: usize, n: usize) {
+    let (p, c) = (dm.parent[j], dm.child[j]);
+    let jm = &dm.joint[j];
+    let vs = dm.v_start[j];
+    let to_parent = dm.root_pose[p].is_none();
+    let mut uu = [V6::zeros(); 6];
+    let mut dmat = M6::zeros();
+    let mut u = V6::zeros();
+    for i in 0..n {
+        uu[i] = d.ia[c] * jm.s[i];
+        let k = vs + i;
+        u[i] = tau[k] - dm.damping[k] * v[k] - jm.s[i].dot(&d.pa[c]);
+    }
+    for a in 0..n {
+        for b in 0..n {
+            dmat[(a, b)] = jm.s[a].dot(&uu[b]);
+        }
+        dmat[(a, a)] += dm.armature[vs + a];
+    }
+    let dinv = invert_leading(&dmat, n);
+    if to_parent {
+        // Ia' = Ia − U D⁻¹ Uᵀ ; pa' = pa + Ia' c + U D⁻¹ u
+        let mut ia = d.ia[c];
+        let mut pa = d.pa[c];
+        for a in 0..n {
+            let mut w = V6::zeros();
+            let mut coef = T::zero();
+            for b in 0..n {
+                w += uu[b] * dinv[(a, b)];
+                coef += dinv[(a, b)] * u[b];
+            }
+            ia -= uu[a] * w.transpose();
+            pa += uu[a] * coef;
+        }
+        pa += ia * d.cbias[c];
+        let x = &d.x_pc[j];
+        let ip = x.act_sym6(&ia);
+        let pp = x.act_force(&pa);
+        d.ia[p] += ip;
+        d.pa[p] += pp;
+    }
+    d.aba_u[j] = uu;
+    d.aba_dinv[j] = dinv;
+    d.aba_uvec[j] = u;
 }
 
 /// M̃⁻¹ x (M̃ = M(q) + armature) into `out` (nv), reusing the articulated-body factorization (U = I_A S, D⁻¹ per
@@ -192,6 +209,16 @@ pub fn aba_solve_factored_into<T: Scalar>(
 /// ABA pass 3 for joint `j` with `n` DoFs (Featherstone 2008 eq. 7.43): q̈_j = D⁻¹ (u − Uᵀ a'), written into `qdd`
 /// (n entries), then a' += S q̈_j; `ac` is a' = X a_parent (+ c) on entry and the child's acceleration on return.
 fn joint_acceleration<T: Scalar>(d: &DynData<T>, j: usize, n: usize, ac: &mut V6<T>, s: &[V6<T>], qdd: &mut [T]) {
+    match n {
+        6 => joint_acceleration_core(d, j, 6, ac, s, qdd),
+        3 => joint_acceleration_core(d, j, 3, ac, s, qdd),
+        _ => joint_acceleration_core(d, j, n, ac, s, qdd),
+    }
+}
+
+/// [`joint_acceleration`]'s body, inlined per constant size.
+#[inline(always)]
+fn joint_acceleration_core<T: Scalar>(d: &DynData<T>, j: usize, n: usize, ac: &mut V6<T>, s: &[V6<T>], qdd: &mut [T]) {
     let mut rhs = [T::zero(); 6];
     for i in 0..n {
         rhs[i] = d.aba_uvec[j][i] - d.aba_u[j][i].dot(ac);
@@ -211,6 +238,16 @@ fn joint_acceleration<T: Scalar>(d: &DynData<T>, j: usize, n: usize, ac: &mut V6
 /// Inverse of the leading n × n block of `m` (Gauss–Jordan with partial pivoting on the primal values);
 /// zeros if it is singular (as before: the joint then gets no acceleration).
 fn invert_leading<T: Scalar>(m: &M6<T>, n: usize) -> M6<T> {
+    match n {
+        6 => invert_core(m, 6),
+        3 => invert_core(m, 3),
+        _ => invert_core(m, n),
+    }
+}
+
+/// [`invert_leading`]'s body, inlined per constant size.
+#[inline(always)]
+fn invert_core<T: Scalar>(m: &M6<T>, n: usize) -> M6<T> {
     let mut a = *m;
     let mut inv = M6::zeros();
     for i in 0..n {

@@ -262,6 +262,11 @@ pub struct DynData<T: Scalar> {
     pub(crate) zero_nv: Vec<T>,
     /// per rod of the linear contact model: in contact this step (`tensegrity_contact.rs`)
     pub(crate) rod_contact: Vec<bool>,
+    /// per rod: the broad phase's bounding sphere and speed bounds at this step (`tensegrity_contact::RodBound`)
+    pub(crate) rod_bound: Vec<crate::tensegrity_contact::RodBound>,
+    /// the contact step's v̂ and τ_c (nv each; empty without the linear contact model)
+    pub(crate) contact_v: Vec<T>,
+    pub(crate) contact_tau: Vec<T>,
 }
 
 impl<T: Scalar> DynData<T> {
@@ -269,6 +274,8 @@ impl<T: Scalar> DynData<T> {
         let nb = dm.nb;
         let nj = dm.parent.len();
         let nv = dm.nv;
+        let nrod = dm.tensegrity_contact.as_ref().map_or(0, |c| c.rods.len());
+        let ncv = if dm.tensegrity_contact.is_some() { nv } else { 0 };
         let z6 = vec![V6::zeros(); nv];
         DynData {
             x_pc: vec![Se3::identity(); nj],
@@ -304,7 +311,10 @@ impl<T: Scalar> DynData<T> {
             dfdv: z6,
             dytj: vec![Vec3::zeros(); nv],
             zero_nv: vec![T::zero(); nv],
-            rod_contact: vec![false; dm.tensegrity_contact.as_ref().map_or(0, |c| c.rods.len())],
+            rod_contact: vec![false; nrod],
+            rod_bound: vec![Default::default(); nrod],
+            contact_v: vec![T::zero(); ncv],
+            contact_tau: vec![T::zero(); ncv],
         }
     }
 }

@@ -134,6 +134,8 @@ pub struct Cables<T: Scalar> {
     pub actuator: Vec<ActuatorTerm<T>>,
     /// activation states (Model::na)
     pub na: usize,
+    /// per cable, the actuators on it (indices into `actuator`, in order; `Cables::build` fills it)
+    pub on_cable: Vec<Vec<usize>>,
 }
 
 impl<T: Scalar> Cables<T> {
@@ -171,7 +173,13 @@ impl<T: Scalar> Cables<T> {
                 })
                 .collect(),
             na: model.na(),
+            on_cable: vec![],
         };
+        c.on_cable = (0..c.cable.len())
+            .map(|ci| {
+                (0..c.actuator.len()).filter(|&ai| c.actuator[ai].transmission == Transmission::Cable(ci)).collect()
+            })
+            .collect();
         for (i, k) in table.kinds.iter().enumerate() {
             match *k {
                 K::TendonStiffness(j) => c.cable[j].stiffness = theta[i],
@@ -216,6 +224,7 @@ impl<T: Scalar> Cables<T> {
                 })
                 .collect(),
             na: self.na,
+            on_cable: self.on_cable.clone(),
         }
     }
 
@@ -445,11 +454,8 @@ fn cable_tension<T: Scalar>(
         T::zero()
     };
     f -= ldot * c.damping;
-    for (ai, a) in cab.actuator.iter().enumerate() {
-        if a.transmission != Transmission::Cable(ci) {
-            continue;
-        }
-        f += a.force(ai, l, ldot, act, ctrl);
+    for &ai in &cab.on_cable[ci] {
+        f += cab.actuator[ai].force(ai, l, ldot, act, ctrl);
     }
     Some((f, u))
 }

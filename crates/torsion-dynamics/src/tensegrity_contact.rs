@@ -8,7 +8,9 @@
 //! n = δ/|δ| from rod 1 to rod 2 (|δ| → 0: n ⟂ both axes), point in the middle of the overlap. Pairs follow
 //! MuJoCo's contype / conaffinity and `Model::contact_exclude`; shapes with contype = conaffinity = 0 are ignored.
 //! A contact acts when its distance predicted one step ahead is negative, d + Δt v·n < 0 (§6 item 7; d < 0 alone
-//! chatters at rest, see [`active`]); a non-smooth point (docs/gradients.md).
+//! chatters at rest, see [`active`]); a non-smooth point (docs/gradients.md). A broad phase ([`RodBound`]: lower
+//! bounds on the distances from the rods' midpoints and axes, upper bounds on their points' speeds) skips the pairs
+//! that cannot pass that test this step, so the same contacts act.
 //!
 //! Response (forces held for one step, I5) from the velocity v passed in — the Featherstone step passes the
 //! velocity it reaches without contact, v̂ = v + h q̈ (§6 item 7: so the cables' explicit forces are not corrected
@@ -43,6 +45,12 @@ pub struct Rod {
     /// unit axis in the body frame (the rod's z)
     pub axis: Vec3,
     pub radius: f64,
+    /// the segment's midpoint (body frame) and half length: the broad phase's bounding sphere has radius
+    /// half length + radius
+    pub center: Vec3,
+    pub half_length: f64,
+    /// the capsule's farthest point from the body origin, max |end| + radius (the broad phase's speed bound)
+    pub reach: f64,
     /// on a fixed body: static (infinite mass)
     pub fixed: bool,
 }
@@ -100,12 +108,16 @@ impl<T: Scalar> LinearContactTerm<T> {
                         )));
                     }
                     let axis = q.rotate(&Vec3::z());
+                    let ends = [x - axis * half_length, x + axis * half_length];
                     rods.push(Rod {
                         body: b,
                         shape: k,
-                        ends: [x - axis * half_length, x + axis * half_length],
+                        ends,
                         axis,
                         radius,
+                        center: x,
+                        half_length,
+                        reach: ends[0].norm().max(ends[1].norm()) + radius,
                         fixed,
                     });
                 }
@@ -355,7 +367,26 @@ pub fn linear_contact_forces_into<T: Scalar>(
     }
     body_velocities(dm, d, v);
     d.rod_contact.iter_mut().for_each(|c| *c = false);
+    for (ri, rod) in lc.rods.iter().enumerate() {
+        d.rod_bound[ri] = RodBound::of(rod, d);
+    }
+    let np = 2 * lc.plane_rod.len();
+    let mut plane_far = false;
     for k in 0..lc.n_slots() {
+        // broad phase: skip a pair whose bounding spheres cannot make a slot active this step
+        let far = if k >= np {
+            let (i, j) = lc.rod_rod[k - np];
+            RodBound::apart(&d.rod_bound[i], &d.rod_bound[j], dt)
+        } else {
+            if k % 2 == 0 {
+                let (pi, ri) = lc.plane_rod[k / 2];
+                plane_far = d.rod_bound[ri].above(&lc.planes[pi], dt);
+            }
+            plane_far
+        };
+        if far {
+            continue;
+        }
         let c = lc.slot_geometry(d, k);
         if !active(d, &c.bodies, &c.point, &c.normal, c.depth, dt) {
             continue;
@@ -407,6 +438,109 @@ pub(crate) fn active<T: Scalar>(
     };
     let vn = (vel(bodies[1]) - vel(bodies[0])).dot(n);
     (depth + vn * T::c(dt)).re() < 0.0
+}
+
+/// Distance (m) by which a pair must clear [`active`]'s test in the broad phase (round-off of the exact tests).
+const BROAD_MARGIN: f64 = 1e-9;
+
+/// A rod's broad-phase bound at the current kinematics and velocity (primal values): its segment's world midpoint,
+/// unit axis, half length and radius, and bounds on its points' speeds: a point at distance reach + δ from the body
+/// origin moves at most at `speed` + `spin` δ (speed = |v| + |ω| reach, spin = |ω|).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RodBound {
+    pub center: Vec3,
+    pub axis: Vec3,
+    pub half_length: f64,
+    pub radius: f64,
+    pub speed: f64,
+    pub spin: f64,
+}
+
+impl RodBound {
+    pub(crate) fn of<T: Scalar>(rod: &Rod, d: &DynData<T>) -> Self {
+        let (x, vb) = (&d.o_m[rod.body], &d.vel[rod.body]);
+        let re = |v: Vec3<T>| v.map(|c| c.re());
+        let rot = x.rot.map(|c| c.re());
+        let spin = re(ang(vb)).norm();
+        RodBound {
+            center: rot * rod.center + re(x.pos),
+            axis: rot * rod.axis,
+            half_length: rod.half_length,
+            radius: rod.radius,
+            speed: re(lin(vb)).norm() + spin * rod.reach,
+            spin,
+        }
+    }
+
+    /// A lower bound on the two segments' distance: the larger of the bounding spheres' gap
+    /// |c₁ − c₂| − ℓ₁ − ℓ₂ (ℓ half lengths) and the distance of segment 2 from line 1,
+    /// |(c₂ − c₁) × a₁| − ℓ₂ |a₁ × a₂| (exact for parallel rods), and of the infinite lines' distance
+    /// |(c₂ − c₁)·(a₁ × a₂)| / |a₁ × a₂| (crossing rods).
+    pub fn segment_gap(a: &RodBound, b: &RodBound) -> f64 {
+        let dc = b.center - a.center;
+        let sphere = dc.norm() - a.half_length - b.half_length;
+        let cr = a.axis.cross(&b.axis);
+        let s = cr.norm();
+        let from_line = dc.cross(&a.axis).norm() - b.half_length * s;
+        let lines = if s > 1e-6 { dc.dot(&cr).abs() / s } else { 0.0 };
+        sphere.max(from_line).max(lines)
+    }
+
+    /// No slot of this rod pair can be [`active`]: the capsules' distance is at least
+    /// g = [`RodBound::segment_gap`] − r₁ − r₂; the contact point lies r_i + depth/2 from each segment, so
+    /// |v_n| ≤ S + W depth/2 (S, W the sums of `speed`, `spin`) and depth + Δt v_n ≥ g (1 − Δt W/2) − Δt S > 0
+    /// suffices.
+    pub fn apart(a: &RodBound, b: &RodBound, dt: f64) -> bool {
+        let gap = Self::segment_gap(a, b) - a.radius - b.radius;
+        gap > 0.0 && gap * (1.0 - 0.5 * dt * (a.spin + b.spin)) - dt * (a.speed + b.speed) > BROAD_MARGIN
+    }
+
+    /// Neither end cap of this rod can be [`active`] against the plane: each cap's distance is at least
+    /// n·c − offset − ℓ|n·a| − r and its contact point (within `reach` of the origin) moves at most at `speed`.
+    pub fn above(&self, p: &Plane, dt: f64) -> bool {
+        let low = p.normal.dot(&self.center) - self.half_length * p.normal.dot(&self.axis).abs();
+        low - p.offset - self.radius - dt * self.speed > BROAD_MARGIN
+    }
+}
+
+/// The contact's share of the Featherstone step (spec 003 §6 item 7), after the contact-free ABA left q̈(τ) in
+/// `acc` and its factorization of M̃ in `d` (same q and armature): the forces τ_c of
+/// [`linear_contact_forces_into`] from the velocity without contact v̂ = v + h q̈(τ), then q̈ += M̃⁻¹ τ_c from that
+/// factorization (`aba::aba_solve_factored_into`; ABA is linear in τ, so this is ABA(τ + τ_c) without a second
+/// ABA) and τ += τ_c. Nothing when the model is off; no heap allocation.
+pub fn linear_contact_accel_into<T: Scalar>(
+    dm: &DynModel<T>,
+    q: &[T],
+    v: &[T],
+    dt: f64,
+    d: &mut DynData<T>,
+    tau: &mut [T],
+    acc: &mut [T],
+) -> Result<(), DynError> {
+    if dm.tensegrity_contact.is_none() {
+        return Ok(());
+    }
+    dm.check_v("acc", acc)?;
+    dm.check_v("tau", tau)?;
+    let (mut vh, mut tc) = (std::mem::take(&mut d.contact_v), std::mem::take(&mut d.contact_tau));
+    if vh.len() != dm.nv || tc.len() != dm.nv {
+        return Err(DynError::Shape { what: "DynData (contact scratch)", got: vh.len(), expected: dm.nv });
+    }
+    let h = T::c(dt);
+    for k in 0..dm.nv {
+        vh[k] = v[k] + acc[k] * h;
+        tc[k] = T::zero();
+    }
+    let res = linear_contact_forces_into(dm, q, &vh, dt, d, &mut tc)
+        .and_then(|_| crate::aba::aba_solve_factored_into(dm, d, &tc, &mut vh));
+    if res.is_ok() {
+        for k in 0..dm.nv {
+            acc[k] += vh[k];
+            tau[k] += tc[k];
+        }
+    }
+    (d.contact_v, d.contact_tau) = (vh, tc);
+    res
 }
 
 /// d.f[b] += the body wrench of the world force f at the world point x (skipped for fixed bodies).
@@ -532,6 +666,119 @@ mod tests {
         q[7..10].copy_from_slice(&[a_mid.x, a_mid.y, a_mid.z]);
         let (t, on) = tau(&dm, &q, &v);
         assert!(on[1] && t.iter().all(|x| x.is_finite()), "{t:?}");
+    }
+
+    /// `linear_contact_accel_into` (one ABA, then M̃⁻¹ τ_c from its factorization) equals the two-ABA form it
+    /// replaced (ABA(τ) for v̂, the forces, ABA(τ + τ_c)) to round-off, on f64 and on duals (v columns), in slip
+    /// with every contact kind active.
+    #[test]
+    fn contact_accel_equals_a_second_aba() {
+        let m = scene("");
+        let q = m.qpos0.clone();
+        let v = vec![0.3, -0.2, 0.5, 2.5, 1.5, -0.3, -0.2, 0.4, 0.1, -2.0, 1.5, 0.3];
+        let tau0: Vec<f64> = (0..m.nv()).map(|k| 3.0 * ((k as f64) - 5.5)).collect();
+        let h = 1e-3;
+        fn both<T: Scalar>(dm: &DynModel<T>, q: &[T], v: &[T], tau0: &[T], h: f64) -> [Vec<T>; 2] {
+            let mut d = DynData::new(dm);
+            let nv = dm.nv;
+            // the two-ABA reference
+            let mut acc = vec![T::zero(); nv];
+            crate::aba::aba_into(dm, q, v, tau0, &mut d, &mut acc).unwrap();
+            let vh: Vec<T> = (0..nv).map(|k| v[k] + acc[k] * T::c(h)).collect();
+            let mut tau = tau0.to_vec();
+            linear_contact_forces_into(dm, q, &vh, h, &mut d, &mut tau).unwrap();
+            let mut reference = vec![T::zero(); nv];
+            crate::aba::aba_into(dm, q, v, &tau, &mut d, &mut reference).unwrap();
+            // one ABA and the factored solve
+            let (mut tau, mut acc) = (tau0.to_vec(), vec![T::zero(); nv]);
+            crate::aba::aba_into(dm, q, v, &tau, &mut d, &mut acc).unwrap();
+            linear_contact_accel_into(dm, q, v, h, &mut d, &mut tau, &mut acc).unwrap();
+            assert!(d.rod_contact.iter().all(|&c| c), "both rods in contact");
+            [reference, acc]
+        }
+        let dm: DynModel<f64> = DynModel::from_model(&m).unwrap();
+        let [r, a] = both(&dm, &q, &v, &tau0, h);
+        let err = rel_err(&a, &r);
+        let dmd: DynModel<Dual64> = dm.lift();
+        let lift = |x: &[f64]| x.iter().map(|&v| Dual64::from(v)).collect::<Vec<_>>();
+        let mut derr = 0.0f64;
+        for k in 0..m.nv() {
+            let mut vd = lift(&v);
+            vd[k].eps = 1.0;
+            let [rd, ad] = both(&dmd, &lift(&q), &vd, &lift(&tau0), h);
+            let (re, ae): (Vec<f64>, Vec<f64>) =
+                (rd.iter().map(|x| x.eps).collect(), ad.iter().map(|x| x.eps).collect());
+            derr = derr.max(rel_err(&ae, &re));
+        }
+        eprintln!("one ABA + factored solve vs two ABAs: q̈ {err:.1e}, ∂q̈/∂v {derr:.1e}");
+        assert!(err < 1e-12 && derr < 1e-12, "{err:e} {derr:e}");
+    }
+
+    /// The broad phase is conservative: over random states, a pair it skips (`RodBound::apart`, `RodBound::above`)
+    /// never has an active slot by the exact test (`active`), with Δt up to 50 ms (so the predicted term matters);
+    /// and it skips pairs. Two scenes: the two rods anywhere (random poses), and SUPERball (6 rods, 15 rod pairs)
+    /// near its file pose (±5 cm, ±0.15 rad), close to the floor and to each other — where bounding spheres
+    /// alone (half length 0.84 m) would skip no rod pair.
+    #[test]
+    fn broad_phase_skips_no_active_slot() {
+        let ball = {
+            let p = concat!(env!("CARGO_MANIFEST_DIR"), "/../torsion-model/tests/data/mjcf/superball.xml");
+            let mut m = torsion_model::io::mjcf::load_mjcf(std::path::Path::new(p)).unwrap();
+            m.tensegrity_contact = Some(Default::default());
+            m
+        };
+        let mut rng = torsion_math::rng::XorShift(0x9e37_79b9_7f4a_7c15);
+        for (name, m, trials) in [("two rods", scene(""), 20000), ("SUPERball", ball, 4000)] {
+            let dm: DynModel<f64> = DynModel::from_model(&m).unwrap();
+            let lc = dm.tensegrity_contact.as_ref().unwrap();
+            let mut d = DynData::new(&dm);
+            let nrod = lc.rods.len();
+            let (mut skipped, mut kept_active, mut total) = ([0usize; 2], [0usize; 2], [0usize; 2]);
+            for trial in 0..trials {
+                let dt = [1e-3, 1e-2, 5e-2][trial % 3];
+                let mut q = m.qpos0.clone();
+                for b in 0..nrod {
+                    let qb = &mut q[7 * b..7 * b + 7];
+                    if nrod == 2 {
+                        let x = [rng.sym() * 1.2, rng.sym() * 1.2, rng.u() * 1.3 - 0.1];
+                        let qr = nalgebra::Vector4::from_fn(|_, _| rng.sym()).normalize();
+                        qb.copy_from_slice(&[x[0], x[1], x[2], qr[0], qr[1], qr[2], qr[3]]);
+                    } else {
+                        // the file pose rests on the floor (the low rods' caps at z = R)
+                        (0..3).for_each(|a| qb[a] += 0.05 * rng.sym());
+                        let qr = nalgebra::Vector4::from_fn(|i, _| qb[3 + i] + 0.075 * rng.sym()).normalize();
+                        qb[3..].copy_from_slice(qr.as_slice());
+                    }
+                }
+                let vmax = if nrod == 2 { [20.0, 5.0] } else { [3.0, 2.0] };
+                let v: Vec<f64> = (0..m.nv()).map(|k| rng.sym() * vmax[(k % 6 >= 3) as usize]).collect();
+                crate::fk::forward_kinematics(&dm, &q, &mut d);
+                d.vel.iter_mut().for_each(|x| *x = V6::zeros());
+                body_velocities(&dm, &mut d, &v);
+                let bound: Vec<RodBound> = lc.rods.iter().map(|r| RodBound::of(r, &d)).collect();
+                let np = 2 * lc.plane_rod.len();
+                for k in 0..lc.n_slots() {
+                    let (far, kind) = if k < np {
+                        let (pi, ri) = lc.plane_rod[k / 2];
+                        (bound[ri].above(&lc.planes[pi], dt), 0)
+                    } else {
+                        let (i, j) = lc.rod_rod[k - np];
+                        (RodBound::apart(&bound[i], &bound[j], dt), 1)
+                    };
+                    let c = lc.slot_geometry(&d, k);
+                    let on = active(&d, &c.bodies, &c.point, &c.normal, c.depth, dt);
+                    assert!(!(far && on), "{name}, trial {trial} slot {k}: skipped but active (depth {})", c.depth);
+                    total[kind] += 1;
+                    skipped[kind] += far as usize;
+                    kept_active[kind] += (!far && on) as usize;
+                }
+            }
+            eprintln!(
+                "{name}: broad phase skipped {skipped:?} of {total:?} (plane, rod) slots; kept and active {kept_active:?}"
+            );
+            assert!(skipped.iter().zip(&total).all(|(s, t)| *s > t / 10), "{name}: {skipped:?} of {total:?}");
+            assert!(kept_active[0] > 0, "{name}: no floor contact sampled");
+        }
     }
 
     /// Rod–rod contact follows the bitmasks: b with conaffinity 0 and contype 2 never meets a (1 / 1) but still

@@ -7,8 +7,9 @@
 //!   ε ∈ (0, 0.01)); Levenberg–Marquardt on z.
 //! - Loss: one-step teacher forcing (§3.8) from MuJoCo's (q_t, v_t), residual v̂_{t+1} − v_{t+1} (velocities:
 //!   from a ground-truth start the position errors are Δt times the same numbers), MSE over pairs × nv.
-//! - Gradients: the stepper's exact C = ∂x'/∂θ (`FeatherstoneSolver::param_jacobian`: the dual passes of the one
-//!   step that `step_jacobians` makes for C) chained with ∂p/∂z.
+//! - Gradients: the stepper's exact C = ∂x'/∂θ (the generic Featherstone step on a 5-direction dual model, one pass
+//!   per pair for the value and C: `ContactJacobian`; equal to `FeatherstoneSolver::param_jacobian`'s five Dual64
+//!   passes) chained with ∂p/∂z.
 //! - Metric: the CoM (mean of the 6 equal rods) after 4000 steps from each test throw's first state, against
 //!   MuJoCo's (the paper's 0.63 m = 26.8 % of a 2.35 m path; the quick set's 40 pairs per throw are held to
 //!   [`QUICK_BOUND`]); `_ncp`: the 1-throw fit's μ under the exact-cone stepper, see [`ncp_rollouts`].
@@ -19,14 +20,18 @@ use crate::plot::{color, figure, Mark, Panel, Reference, Series};
 use crate::result::{Check, ExperimentError, ExperimentResult};
 use crate::scene::{Recorder, SceneView};
 use crate::tensegrity_noncontact_id::{full_set, mean, mj_qvel_to_v, vmax, Npz};
+use nalgebra::SVector;
+use num_dual::{Derivative, DualSVec64};
 use serde_json::json;
 use torsion_diff::rollout_each;
 use torsion_dynamics::passive::cable_forces_into;
 use torsion_dynamics::{DynData, DynModel};
 use torsion_math::Vec3;
-use torsion_model::tendon::LINEAR_CONTACT_NAMES;
-use torsion_model::{Control, GenState, LinearContact, Model, ParamSelection};
+use torsion_model::{Control, GenState, LinearContact, Model, ParamKind};
 use torsion_opt::{levenberg_marquardt, LmOptions};
+use torsion_solvers::featherstone::{step_generic_into, Passive, StepIn};
+use torsion_solvers::integrators::Rk4Scratch;
+use torsion_solvers::joint_friction::JointFriction;
 use torsion_solvers::ncp::{NcpOptions, NcpSolver};
 use torsion_solvers::{FeatherstoneSolver, Solver};
 
@@ -213,26 +218,104 @@ pub fn residuals(
     let (p, dp) = to_params(z);
     let mut mm = m.clone();
     mm.tensegrity_contact = Some(LinearContact::from_array(p));
-    let sel = ParamSelection::by_names(&mm, &LINEAR_CONTACT_NAMES)?;
     let (nv, na) = (m.nv(), m.na());
     let scale = 1.0 / ((pairs.len() * nv) as f64).sqrt();
-    let mut ws = solver.workspace(&mm)?;
-    let u = Control::zeros(nv);
     let mut r = Vec::with_capacity(pairs.len() * nv);
-    let mut j = jac.then(|| Vec::with_capacity(pairs.len() * nv * 5));
-    let mut out = GenState::default();
-    for i in 0..pairs.len() {
-        let s = GenState::with_act(pairs.q[i].clone(), pairs.v[i].clone(), vec![0.0; na]);
-        solver.step(&mm, &s, &u, pairs.dt, &mut out, &mut ws, None)?;
-        r.extend(out.v.iter().zip(&pairs.v1[i]).map(|(a, b)| (a - b) * scale));
-        if let Some(j) = j.as_mut() {
-            let c = solver.param_jacobian(&mm, &s, &u, pairs.dt, &sel)?;
-            for row in 0..nv {
-                j.extend((0..5).map(|k| c[(nv + row, k)] * dp[k] * scale));
+    if jac {
+        // value and C together: one pass of the step on the 5-direction dual model per pair
+        let mut cj = ContactJacobian::new(solver, &mm)?;
+        let mut j = Vec::with_capacity(pairs.len() * nv * 5);
+        for i in 0..pairs.len() {
+            let v1 = cj.step(&pairs.q[i], &pairs.v[i], pairs.dt)?;
+            for (row, x) in v1.iter().enumerate() {
+                r.push((x.re - pairs.v1[i][row]) * scale);
+                let e = x.eps.0.unwrap_or_else(SVector::zeros);
+                j.extend((0..5).map(|k| e[k] * dp[k] * scale));
             }
         }
+        return Ok((r, Some(j)));
     }
-    Ok((r, j))
+    let mut ws = solver.workspace(&mm)?;
+    let u = Control::zeros(nv);
+    let (mut s, mut out) = (GenState::with_act(vec![], vec![], vec![0.0; na]), GenState::default());
+    for i in 0..pairs.len() {
+        s.q.clone_from(&pairs.q[i]);
+        s.v.clone_from(&pairs.v[i]);
+        solver.step(&mm, &s, &u, pairs.dt, &mut out, &mut ws, None)?;
+        r.extend(out.v.iter().zip(&pairs.v1[i]).map(|(a, b)| (a - b) * scale));
+    }
+    Ok((r, None))
+}
+
+/// The 5 contact parameters as one dual direction each.
+type D5 = DualSVec64<5>;
+
+/// The step's v_{t+1} and its C = ∂v_{t+1}/∂(β, e, γ, μ, ε) in one pass of the generic Featherstone step
+/// (`step_generic_into`, the kernels `FeatherstoneSolver::step` runs) on a dual model whose 5 `contact_*` entries
+/// carry the 5 directions; built once per evaluation and reused over the pairs. `param_jacobian` gives the same
+/// columns by 5 Dual64 passes that each rebuild the dual model (tested equal).
+struct ContactJacobian {
+    dm: DynModel<D5>,
+    d: DynData<D5>,
+    passive: Passive,
+    q: Vec<D5>,
+    v: Vec<D5>,
+    /// zero joint torques and activations (throws have zero controls)
+    u: Vec<D5>,
+    act: Vec<D5>,
+    tau: Vec<D5>,
+    acc: Vec<D5>,
+    q1: Vec<D5>,
+    v1: Vec<D5>,
+    act1: Vec<D5>,
+    fric: JointFriction<D5>,
+    rk: Rk4Scratch<D5>,
+}
+
+impl ContactJacobian {
+    fn new(solver: &FeatherstoneSolver, m: &Model) -> Result<Self, ExperimentError> {
+        let table = m.param_table();
+        let theta: Vec<D5> = (table.kinds.iter().zip(m.param_vector()))
+            .map(|(k, x)| match *k {
+                ParamKind::LinearContact(c) => D5::new(x, Derivative::some(SVector::ith(c, 1.0))),
+                _ => D5::from(x),
+            })
+            .collect();
+        let dm = DynModel::build(m, &table, &theta)
+            .map_err(|e| ExperimentError::Failed(format!("contact Jacobian: {e}")))?;
+        let d = DynData::new(&dm);
+        let mut passive = Passive::from_model(m, solver.options.joint_damping);
+        passive.integrator = solver.options.integrator;
+        let (nq, nv, na) = (m.nq(), m.nv(), m.na());
+        let z = |n: usize| vec![D5::from(0.0); n];
+        Ok(ContactJacobian {
+            dm,
+            d,
+            passive,
+            q: z(nq),
+            v: z(nv),
+            u: z(nv),
+            act: z(na),
+            tau: z(nv),
+            acc: z(nv),
+            q1: z(nq),
+            v1: z(nv),
+            act1: z(na),
+            fric: JointFriction::new(nv),
+            rk: Rk4Scratch::new(nq, nv, na),
+        })
+    }
+
+    /// v_{t+1} (duals: the value and its 5 derivatives) from (q_t, v_t), zero controls.
+    fn step(&mut self, q: &[f64], v: &[f64], dt: f64) -> Result<&[D5], ExperimentError> {
+        let ContactJacobian { dm, d, passive, q: qd, v: vd, u, act, tau, acc, q1, v1, act1, fric, rk } = self;
+        qd.iter_mut().zip(q).for_each(|(a, &b)| *a = D5::from(b));
+        vd.iter_mut().zip(v).for_each(|(a, &b)| *a = D5::from(b));
+        let x = StepIn { q: &qd[..], v: &vd[..], act: &act[..], u: &u[..], ctrl: &[], wrench: &[] };
+        step_generic_into(dm, passive, &x, dt, d, tau, acc, q1, v1, act1, fric, rk)
+            .map_err(|e| ExperimentError::Failed(format!("contact Jacobian: {e}")))?;
+        Ok(&self.v1)
+    }
 }
 
 /// CoM error (m) against MuJoCo every `tests.every` steps through `EVAL_STEPS` per test, rolled out by the
@@ -473,7 +556,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         "parameters": "p = lo + (hi − lo) σ(z): β, γ ∈ (0, 1), e ∈ (−1, 1), μ ∈ (0, 2), ε ∈ (0, 0.01); LM on z",
         "initial": "β 0.2, e 0.5, γ 0.2, μ 0.3, ε 0.002",
         "loss": "one-step teacher forcing from MuJoCo's (q_t, v_t): MSE of v̂_{t+1} − v_{t+1} (m/s, rad/s) over pairs × nv",
-        "gradients": "exact: FeatherstoneSolver::param_jacobian (C of step_jacobians, dual passes of the same step) · ∂p/∂z",
+        "gradients": "exact: C of the Featherstone step by one DualSVec64<5> pass per pair (= param_jacobian's 5 Dual64 passes) · ∂p/∂z",
         "tests": format!("10 throws (seeds 4006–4015), {EVAL_STEPS} steps from MuJoCo's first state, |CoM − CoM_MuJoCo| (m)"),
     });
     // loss curves (Fig. 6 right), parameter paths, CoM error per step (Fig. 7)
@@ -546,8 +629,25 @@ mod tests {
         let pairs = pairs.first(1);
         let solver = FeatherstoneSolver::default();
         let z = to_z(&[0.4, 0.2, 0.3, 0.6, 0.004]);
-        let (_, j) = residuals(&solver, &m, &pairs, &z, true).unwrap();
+        let (r, j) = residuals(&solver, &m, &pairs, &z, true).unwrap();
         let j = j.unwrap();
+        // the one-pass duals against the solver's own step (values) and `param_jacobian` (C, 5 Dual64 passes)
+        let (p, dp) = to_params(&z);
+        let mut mm = m.clone();
+        mm.tensegrity_contact = Some(LinearContact::from_array(p));
+        let sel = torsion_model::ParamSelection::by_names(&mm, &torsion_model::tendon::LINEAR_CONTACT_NAMES).unwrap();
+        let nv = m.nv();
+        let scale = 1.0 / ((pairs.len() * nv) as f64).sqrt();
+        let mut jref = vec![];
+        for i in 0..pairs.len() {
+            let s = GenState::with_act(pairs.q[i].clone(), pairs.v[i].clone(), vec![0.0; m.na()]);
+            let c = solver.param_jacobian(&mm, &s, &Control::zeros(nv), pairs.dt, &sel).unwrap();
+            jref.extend((0..nv * 5).map(|x| c[(nv + x / 5, x % 5)] * dp[x % 5] * scale));
+        }
+        let r_step = residuals(&solver, &m, &pairs, &z, false).unwrap().0;
+        let (er, ej) = (torsion_diff::rel_err(&r, &r_step), torsion_diff::rel_err(&j, &jref));
+        eprintln!("one DualSVec64<5> pass vs step: residuals {er:.1e}; vs param_jacobian: {ej:.1e}");
+        assert!(er < 1e-12 && ej < 1e-12, "{er:e} {ej:e}");
         for k in 0..5 {
             let h = 1e-6;
             let (mut zp, mut zm) = (z, z);

@@ -36,7 +36,7 @@ use torsion_dynamics::passive::{
     joint_actuator_velocity_derivatives,
 };
 use torsion_dynamics::regressor::{regressor_vjp_into, regressor_vjp_pass, RneaAdjoint};
-use torsion_dynamics::tensegrity_contact::linear_contact_forces_into;
+use torsion_dynamics::tensegrity_contact::linear_contact_accel_into;
 use torsion_dynamics::{aba_into, forward_kinematics, DynData, DynModel};
 use torsion_math::scalar::cv;
 use torsion_math::{Scalar, Vec3};
@@ -330,19 +330,14 @@ pub(crate) fn step_accel_into<T: Scalar>(
         let arm = &mut dm.armature;
         joint_actuator_velocity_derivatives(&dm.cables, q, v, act, ctrl, |iv, g| arm[iv] -= T::c(dt * g));
     }
-    if dm.tensegrity_contact.is_some() {
-        // spec 003 §3.6 from the velocity the step reaches without contact, v̂ = v + h q̈(τ) (§6 item 7)
-        aba_into(dm, q, v, tau, d, acc)?;
-        for k in 0..dm.nv {
-            acc[k] = v[k] + acc[k] * T::c(dt);
-        }
-        linear_contact_forces_into(dm, q, acc, dt, d, tau)?;
-    }
     if act1.len() != act.len() {
         return Err(torsion_dynamics::DynError::Shape { what: "act1 (output)", got: act1.len(), expected: act.len() });
     }
     activation_step(&dm.cables, act, ctrl, dt, act1);
     aba_into(dm, q, v, tau, d, acc)?;
+    // spec 003 §3.6 from the velocity the step reaches without contact, v̂ = v + h q̈(τ) (§6 item 7), then
+    // q̈ += M̃⁻¹ τ_c with this ABA's factorization
+    linear_contact_accel_into(dm, q, v, dt, d, tau, acc)?;
     // dry friction on the velocity this q̈ reaches, with the factorization of M̃ the ABA left
     fric.solve_into(dm, d, v, dt, acc)
 }

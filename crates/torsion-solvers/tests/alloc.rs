@@ -369,3 +369,47 @@ fn rk4_and_implicitfast_steps_allocate_nothing() {
         }
     }
 }
+
+/// The SUPERball rolling (superball.xml: 6 free rods, 24 cables and filter actuators, the linear contact model on:
+/// rod–floor and rod–rod with the broad phase) steps without allocating, a record or not, while rods touch the
+/// floor (issue 16 item 8: the benchmark's rolling step).
+#[test]
+fn tensegrity_rolling_step_allocates_nothing() {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../torsion-model/tests/data/mjcf/superball.xml");
+    let mut m = torsion_model::io::mjcf::load_mjcf(&p).unwrap();
+    m.tensegrity_contact = Some(torsion_model::LinearContact::from_array([0.5, 0.0, 0.5, 1.0, 0.005]));
+    let solver = FeatherstoneSolver::default();
+    let mut s = GenState::rest(&m);
+    for k in 0..6 {
+        // body-frame (ω, v) of each rod: a sideways push with some spin
+        s.v[6 * k..6 * k + 6].copy_from_slice(&[0.5, -0.3, 0.0, 2.0, 1.0 - 0.3 * k as f64, 0.5]);
+    }
+    let u = Control::zeros(m.nv());
+    let mut ws = solver.workspace(&m).unwrap();
+    let mut rec = solver.record(&m);
+    let mut out = s.clone();
+    let (mut n, mut m_rec) = (0, 0);
+    for k in 0..300 {
+        let a0 = thread_allocations();
+        if k % 2 == 0 {
+            solver.step(&m, &s, &u, m.dt, &mut out, &mut ws, None).unwrap();
+        } else {
+            solver.step(&m, &s, &u, m.dt, &mut out, &mut ws, Some(&mut rec)).unwrap();
+        }
+        // after two warm-up steps (the record's buffers take their sizes then)
+        if k >= 3 {
+            *if k % 2 == 0 { &mut n } else { &mut m_rec } += thread_allocations() - a0;
+        }
+        std::mem::swap(&mut s, &mut out);
+    }
+    // still in contact at the end: the same step without the contact model differs
+    let mut free = m.clone();
+    free.tensegrity_contact = None;
+    let mut ws_free = solver.workspace(&free).unwrap();
+    let mut o_free = s.clone();
+    solver.step(&m, &s, &u, m.dt, &mut out, &mut ws, None).unwrap();
+    solver.step(&free, &s, &u, m.dt, &mut o_free, &mut ws_free, None).unwrap();
+    let dv = out.v.iter().zip(&o_free.v).fold(0.0f64, |a, (x, y)| a.max((x - y).abs()));
+    assert!(s.q.iter().all(|x| x.is_finite()) && dv > 1e-3, "no contact at the end: |Δv| {dv}");
+    assert_eq!((n, m_rec), (0, 0), "rolling steps allocated (no record, record)");
+}
