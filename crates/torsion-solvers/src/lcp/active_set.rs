@@ -150,17 +150,7 @@ pub fn min_norm_candidates(
     classes: &[Class],
     tol: f64,
 ) -> Vec<(DVector<f64>, Vec<Class>)> {
-    let mut deg = classes.to_vec();
-    for n in lcp.normals() {
-        if lambda[n] <= tol && w[n].abs() <= tol {
-            deg[n] = Class::C;
-            for h in lcp.frictions_of(n) {
-                if matches!(deg[h], Class::Nh | Class::Nl) {
-                    deg[h] = Class::Cf;
-                }
-            }
-        }
-    }
+    let deg = join_degenerate(lcp, lambda, w, classes, tol, f64::INFINITY);
     let mut stick = deg.clone();
     for n in lcp.normals() {
         if stick[n] == Class::C {
@@ -177,6 +167,43 @@ pub fn min_norm_candidates(
     };
     let Some(d) = min_norm(deg) else { return vec![] };
     min_norm(stick).into_iter().chain([d]).collect()
+}
+
+/// The classes the implicit derivative is taken at (docs/decisions.md spec 004 D11b): the answer's, with every
+/// degenerate normal (λ_n ≤ tol, |w_n| ≤ tol: touching and unloaded, e.g. a corner a pivoting vertex left out of
+/// a redundant support) in C, and each of its bound frictions that does not slide (|w_t| ≤ tol) in C_f. Every row
+/// with w = 0 then stays at w = 0 to first order (the maximal active set), as the unique velocities of a
+/// redundant support do; the force family's kink (λ_n = 0 at the vertex) no longer frees a motion the other
+/// supports forbid. One-sided only at a genuinely unloaded contact (the derivative of the touching side).
+pub fn derivative_classes(lcp: &BoxedLcp, lambda: &DVector<f64>, w: &DVector<f64>, classes: &[Class]) -> Vec<Class> {
+    let tol = 1e-9 * lcp.scale();
+    join_degenerate(lcp, lambda, w, classes, tol, tol)
+}
+
+/// `classes` with each degenerate normal (λ_n ≤ tol, |w_n| ≤ tol) in C and those of its bound frictions with
+/// |w_t| ≤ `slip_tol` in C_f.
+fn join_degenerate(
+    lcp: &BoxedLcp,
+    lambda: &DVector<f64>,
+    w: &DVector<f64>,
+    classes: &[Class],
+    tol: f64,
+    slip_tol: f64,
+) -> Vec<Class> {
+    let mut out = classes.to_vec();
+    for n in 0..lcp.len() {
+        if lcp.rows[n] != Row::Normal || lambda[n] > tol || w[n].abs() > tol {
+            continue;
+        }
+        out[n] = Class::C;
+        for h in 0..lcp.len() {
+            let of_n = matches!(lcp.rows[h], Row::Friction { normal, .. } if normal == n);
+            if of_n && matches!(out[h], Class::Nh | Class::Nl) && w[h].abs() <= slip_tol {
+                out[h] = Class::Cf;
+            }
+        }
+    }
+    out
 }
 
 /// Classes read off a solution (λ, w) with tolerance `tol` (for a solver that keeps none, e.g. PGS): normal C

@@ -4,8 +4,11 @@
 //!   dλ_S = −Ã_SS⁻¹ (db_S + (dA λ)_S + (A δ)_S),   δ_h = ±dμ_h λ_nidx(h) (N_h +, N_l −; 0 elsewhere),
 //!   dλ = E dλ_S + δ,   dw = dA λ + A dλ + db.
 //! The JVP and its adjoint (VJP) w.r.t. A, b and the per-row μ (the findex bounds). Piecewise: valid where the
-//! classes are strict (docs/gradients.md); a singular Ã_SS gives the least-squares branch (D11, flagged).
-use super::active_set::{bound_coupling, expand, reduced_matrix, s_set, solve, Class};
+//! classes are strict (docs/gradients.md). The classes are the answer's with its degenerate rows joined to S
+//! (`active_set::derivative_classes`, D11b: an unloaded touching normal λ_n = w_n = 0 and its non-sliding frictions
+//! stay at w = 0); a singular Ã_SS (a redundant support) gives the minimum-norm branch (D11, flagged), whose dλ is
+//! one of a family but whose dw, hence dv⁺, is the unique one.
+use super::active_set::{bound_coupling, derivative_classes, expand, reduced_matrix, s_set, solve, Class};
 use super::problem::{BoxedLcp, LcpError, Row};
 use nalgebra::{DMatrix, DVector};
 
@@ -50,6 +53,7 @@ pub fn lcp_jvp(
     t: &LcpTangent,
 ) -> Result<(DVector<f64>, DVector<f64>, bool), LcpError> {
     check_sizes(lcp, lambda, classes)?;
+    let classes = &derivative_classes(lcp, lambda, &lcp.w(lambda), classes);
     let m = lcp.len();
     let (s, col, at) = factor(lcp, classes);
     let mut delta = DVector::zeros(m);
@@ -76,6 +80,7 @@ pub fn lcp_vjp(
     g_w: &DVector<f64>,
 ) -> Result<LcpCotangent, LcpError> {
     check_sizes(lcp, lambda, classes)?;
+    let classes = &derivative_classes(lcp, lambda, &lcp.w(lambda), classes);
     let m = lcp.len();
     let (s, col, at) = factor(lcp, classes);
     // dw = dA λ + A dλ + db

@@ -1099,6 +1099,18 @@ mod tests {
     /// show at 1e-6 through 1/h): the worst relative error max |an − fd| / max(1, max |fd|) of each block, and the
     /// step's report.
     fn vs_fd(solver: &LcpSolver, m: &Model, s: &GenState, u: &[f64], sel: &ParamSelection) -> ([f64; 3], LcpReport) {
+        vs_fd_from(solver, m, s, u, sel, 0)
+    }
+
+    /// [`vs_fd`] with A's columns from `k0` on (nv: the velocity columns only).
+    fn vs_fd_from(
+        solver: &LcpSolver,
+        m: &Model,
+        s: &GenState,
+        u: &[f64],
+        sel: &ParamSelection,
+        k0: usize,
+    ) -> ([f64; 3], LcpReport) {
         let dt = 0.01;
         let jac = solver.step_jacobians(m, s, &Control::from_torques(u), dt, sel).unwrap();
         let next = |mm: &Model, st: &GenState, uu: &[f64]| {
@@ -1110,7 +1122,7 @@ mod tests {
         let (base, report) = next(m, s, u);
         let (n, nv, ns, h) = (2 * m.nv(), m.nv(), sel.len(), 1e-5);
         let mut fd = [DMatrix::zeros(n, n), DMatrix::zeros(n, nv), DMatrix::zeros(n, ns)];
-        for k in 0..n + nv + ns {
+        for k in k0..n + nv + ns {
             let side = |sign: f64| {
                 if k < n {
                     let mut d = vec![0.0; n];
@@ -1147,7 +1159,8 @@ mod tests {
                 (an - f).amax() / f.amax().max(1.0)
             }
         };
-        ([err(&jac.a, &fd[0]), err(&jac.b, &fd[1]), err(&jac.c, &fd[2])], report)
+        let a = (jac.a.columns(k0, n - k0).into_owned(), fd[0].columns(k0, n - k0).into_owned());
+        ([err(&a.0, &a.1), err(&jac.b, &fd[1]), err(&jac.c, &fd[2])], report)
     }
 
     const BALL: &str = r#"<mujoco><worldbody><geom name="floor" type="plane" size="5 5 0.1" friction="0.2"/>
@@ -1188,6 +1201,79 @@ mod tests {
         assert!(r.impact.is_some() && r.bounce == [true], "the ball bounces: {:?}", r.bounce);
         eprintln!("bouncing ball: classes {:?}, A {:.1e}, B {:.1e}, C {:.1e}", classes(&r), e[0], e[1], e[2]);
         assert!(e.iter().all(|&x| x < 1e-6), "{e:?}");
+    }
+
+    /// A unit-mass cube (half size 0.1 m) on the floor at the origin, and a second one of half size `half` whose
+    /// centre is `blue_x` along x; μ 0.16; both `depth` deep (1e-4 m: a position perturbation keeps every corner
+    /// touching).
+    fn two_cubes(blue_x: f64, half: f64, depth: f64) -> Model {
+        let (z, z0) = (half - depth, 0.1 - depth);
+        mjcf(&format!(
+            r#"<mujoco><worldbody><geom type="plane" size="50 50 0.1" friction="0.16"/>
+            <body name="gray" pos="0 0 {z0}"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.16"/></body>
+            <body name="blue" pos="{blue_x} 0 {z}"><freejoint/><geom type="box" size="{half} {half} {half}" mass="1" friction="0.16"/></body>
+            </worldbody></mujoco>"#
+        ))
+    }
+
+    /// A cube at rest on four sticking corners (a rank-deficient Ã_SS: 12 rows, 6 motions) pushed within its
+    /// friction beside a second cube sliding on the floor (the contact-compare cube push at step 10), and a smaller
+    /// cube pressed face to face by the first (all sticking; its face's corners inside the first's face): A and B
+    /// against central differences of `Solver::step` (DCD: a resting face sits at the CCD's struck-set switch for
+    /// velocity perturbations, docs/gradients.md).
+    #[test]
+    fn cube_on_four_sticking_corners_jacobians_match_finite_differences() {
+        let solver = LcpSolver::new(LcpOptions {
+            ccd: CcdOptions { enabled: false, ..Default::default() },
+            ..Default::default()
+        });
+        // (scene, gray's x velocity, controls): per cube the generalized forces on (ω, v) in its body frame
+        let beside = (two_cubes(0.5, 0.1, 1e-4), 1.5, [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.02, 0.5, 0.3, 0.0]);
+        let against =
+            (two_cubes(0.1799, 0.08, 1e-4), 0.0, [0.0, 0.0, 0.01, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.1, 0.0]);
+        for (name, (m, vx, u), contacts) in [("beside", beside, 8), ("against", against, 12)] {
+            let mut v = vec![0.0; 12];
+            v[3] = vx;
+            let s = GenState::new(m.qpos0.clone(), v);
+            let (e, r) = vs_fd(&solver, &m, &s, &u, &ParamSelection::none());
+            eprintln!("cube on four corners ({name}): classes {:?}, A {:.1e}, B {:.1e}", classes(&r).1, e[0], e[1]);
+            assert_eq!(r.contacts, contacts, "{name}: contacts");
+            assert!(e[0] < 1e-6 && e[1] < 1e-6, "{name}: {e:?}");
+        }
+    }
+
+    /// The contact-compare cube push (e = 0) at step 10: gray sliding at 1.84 m/s, blue at rest on its face 0.31 m
+    /// ahead. Jade's Dantzig answers blue's redundant support (12 rows, 6 motions) with a vertex loading two
+    /// diagonal corners (the other two λ_n = 0 = w_n); differentiated at those classes the rotation about the
+    /// diagonal was free (entries 3 where FD gives 0; D11b). A's velocity columns and B against central
+    /// differences (as contact-compare: blue rests exactly on the floor, φ = 0, where a position perturbation
+    /// crosses the gap switch φ⁺/Δt).
+    #[test]
+    fn cube_push_resting_cube_jacobians_match_finite_differences() {
+        let m = two_cubes(0.7, 0.1, 0.0);
+        let mut s = GenState::new(m.qpos0.clone(), vec![0.0; 12]);
+        s.v[3] = 2.0;
+        let (u, solver) = ([0.0; 12], LcpSolver::default());
+        let (mut ws, mut out) = (Solver::workspace(&solver, &m).unwrap(), s.clone());
+        for _ in 0..10 {
+            solver.step(&m, &s, &Control::from_torques(&u), 0.01, &mut out, &mut ws, None).unwrap();
+            std::mem::swap(&mut s, &mut out);
+        }
+        let dcd = LcpSolver::new(LcpOptions {
+            ccd: CcdOptions { enabled: false, ..Default::default() },
+            ..Default::default()
+        });
+        let (e, r) = vs_fd_from(&dcd, &m, &s, &u, &ParamSelection::none(), 12);
+        let sol = &r.step.as_ref().expect("the step LCP").answer.solution;
+        let unloaded = (12..24).step_by(3).filter(|&i| sol.classes[i] == Class::N && sol.w[i].abs() < 1e-12).count();
+        eprintln!(
+            "cube push, step 10: blue's classes {:?}, A (v columns) {:.1e}, B {:.1e}",
+            &sol.classes[12..],
+            e[0],
+            e[1]
+        );
+        assert!(unloaded > 0, "blue's answer is a vertex with unloaded corners: {:?}", sol.classes);
+        assert!(e[0] < 1e-6 && e[1] < 1e-6, "{e:?}");
     }
 
     /// Two balls meeting off-centre with sliding friction (sphere–sphere, the normal on the line of centres):
