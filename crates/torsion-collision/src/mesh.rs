@@ -153,6 +153,74 @@ pub fn vertices_from_bytes(bytes: &[u8], ext: &str) -> Result<Vec<Vector>, Strin
     Ok(pts)
 }
 
+/// An icosphere of radius `r` with `sub` subdivisions as OBJ text: the icosahedron, each triangle split in 4 per
+/// subdivision, vertices pushed onto the sphere (an inscribed, centrally symmetric polytope: 20 · 4^sub faces).
+/// Test and experiment geometry (jade-two-ball's mesh balls, spec 004 §4.2).
+pub fn icosphere_obj(r: f64, sub: usize) -> String {
+    let t = (1.0 + 5f64.sqrt()) / 2.0;
+    let mut v: Vec<[f64; 3]> = vec![
+        [-1.0, t, 0.0],
+        [1.0, t, 0.0],
+        [-1.0, -t, 0.0],
+        [1.0, -t, 0.0],
+        [0.0, -1.0, t],
+        [0.0, 1.0, t],
+        [0.0, -1.0, -t],
+        [0.0, 1.0, -t],
+        [t, 0.0, -1.0],
+        [t, 0.0, 1.0],
+        [-t, 0.0, -1.0],
+        [-t, 0.0, 1.0],
+    ];
+    let mut f: Vec<[usize; 3]> = vec![
+        [0, 11, 5],
+        [0, 5, 1],
+        [0, 1, 7],
+        [0, 7, 10],
+        [0, 10, 11],
+        [1, 5, 9],
+        [5, 11, 4],
+        [11, 10, 2],
+        [10, 7, 6],
+        [7, 1, 8],
+        [3, 9, 4],
+        [3, 4, 2],
+        [3, 2, 6],
+        [3, 6, 8],
+        [3, 8, 9],
+        [4, 9, 5],
+        [2, 4, 11],
+        [6, 2, 10],
+        [8, 6, 7],
+        [9, 8, 1],
+    ];
+    for _ in 0..sub {
+        let mut mid = std::collections::HashMap::new();
+        let mut nf = vec![];
+        for tri in &f {
+            let mut m = [0usize; 3];
+            for k in 0..3 {
+                let (a, b) = (tri[k].min(tri[(k + 1) % 3]), tri[k].max(tri[(k + 1) % 3]));
+                m[k] = *mid.entry((a, b)).or_insert_with(|| {
+                    v.push([0.5 * (v[a][0] + v[b][0]), 0.5 * (v[a][1] + v[b][1]), 0.5 * (v[a][2] + v[b][2])]);
+                    v.len() - 1
+                });
+            }
+            nf.extend([[tri[0], m[0], m[2]], [tri[1], m[1], m[0]], [tri[2], m[2], m[1]], [m[0], m[1], m[2]]]);
+        }
+        f = nf;
+    }
+    let mut s = String::new();
+    for p in &v {
+        let n = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt();
+        s += &format!("v {} {} {}\n", r * p[0] / n, r * p[1] / n, r * p[2] / n);
+    }
+    for tri in &f {
+        s += &format!("f {} {} {}\n", tri[0] + 1, tri[1] + 1, tri[2] + 1);
+    }
+    s
+}
+
 /// The convex hull a mesh's vertices stand for in collision.
 pub fn hull_of(pts: &[Vector]) -> Result<SharedShape, String> {
     SharedShape::convex_hull(pts)

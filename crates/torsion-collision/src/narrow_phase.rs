@@ -3,7 +3,7 @@
 use crate::contact::{Contact, ContactId, Contacts};
 use crate::frames::tangent_frame;
 use crate::shapes::from_parry;
-use parry3d_f64::math::Pose;
+use parry3d_f64::math::{Pose, Vector};
 use parry3d_f64::query::{
     ContactManifold, ContactManifoldsWorkspace, DefaultQueryDispatcher, PersistentQueryDispatcher,
 };
@@ -19,8 +19,32 @@ pub(crate) struct PairScratch {
     pub degenerate: usize,
 }
 
+/// Within this angle (rad) of GJK's direction a polytope's face normal is the contact normal (see [`emit_pair`]).
+const FACE_SNAP: f64 = 1e-6;
+
+/// Whether `a` and `b` are polytopes whose faces we read (mesh hulls, boxes), not two boxes (whose manifold is
+/// exact): parry's GJK / EPA pairs.
+pub(crate) fn polytope_pair(a: &dyn Shape, b: &dyn Shape) -> bool {
+    let poly = |s: &dyn Shape| s.as_convex_polyhedron().is_some() || s.as_cuboid().is_some();
+    poly(a) && poly(b) && !(a.as_cuboid().is_some() && b.as_cuboid().is_some())
+}
+
+/// The outward normal (shape frame) of the face of `s` best aligned with `dir` (unit), and their cosine.
+fn best_face(s: &dyn Shape, dir: Vector) -> Option<(f64, Vector)> {
+    let best = |it: &mut dyn Iterator<Item = Vector>| it.map(|n| (n.dot(dir), n)).max_by(|x, y| x.0.total_cmp(&y.0));
+    if let Some(p) = s.as_convex_polyhedron() {
+        return best(&mut p.faces().iter().map(|f| f.normal));
+    }
+    s.as_cuboid()?;
+    best(&mut [Vector::X, Vector::Y, Vector::Z].into_iter().flat_map(|e| [e, -e]))
+}
+
 /// Append the contacts of shape `a` (index, body, shape, world pose) against shape `b` with distance ≤ `margin`.
 /// parry's manifold normal `local_n1` points out of A towards B, so the contact normal is its opposite in world.
+/// For two polytopes (mesh hulls, boxes; not two boxes, whose manifold is exact) that normal is GJK's direction
+/// between the closest points, accurate only to ~1e-17 m / gap (noise at a time of impact): when a face of
+/// either shape is within [`FACE_SNAP`] of it (a vertex or a parallel face touching that face), the face's
+/// exact normal is taken, and each point's distance is measured along it.
 pub(crate) fn emit_pair(
     a: (usize, usize, &dyn Shape, &Pose),
     b: (usize, usize, &dyn Shape, &Pose),
@@ -43,21 +67,34 @@ pub(crate) fn emit_pair(
     {
         return; // unsupported pair (plane–plane only, reported at construction)
     }
+    let polytopes = polytope_pair(sa, sb);
     for m in &scratch.manifolds {
         // composite shapes (not built by this crate) would carry sub-shape poses; all ours are convex
-        let n_world = -from_parry(pa.rotation * m.local_n1);
-        for tc in m.contacts() {
-            if tc.dist > margin {
-                continue;
+        let mut n_world = -from_parry(pa.rotation * m.local_n1);
+        let mut snapped = false;
+        if polytopes {
+            // A's face along local_n1 (the contact normal is its opposite), B's along local_n2
+            let fa = best_face(sa, m.local_n1).map(|(c, n)| (c, -from_parry(pa.rotation * n)));
+            let fb = best_face(sb, m.local_n2).map(|(c, n)| (c, from_parry(pb.rotation * n)));
+            let face = [fa, fb].into_iter().flatten().max_by(|x, y| x.0.total_cmp(&y.0));
+            if let Some((_, n)) = face.filter(|(c, _)| *c >= FACE_SNAP.cos()) {
+                n_world = n;
+                snapped = true;
             }
+        }
+        for tc in m.contacts() {
             let pw_a = from_parry(pa.transform_point(tc.local_p1));
             let pw_b = from_parry(pb.transform_point(tc.local_p2));
+            let dist = if snapped { n_world.dot(&(pw_a - pw_b)) } else { tc.dist };
+            if dist > margin {
+                continue;
+            }
             let len = n_world.norm();
             let normal = if len > 0.5 && len.is_finite() {
                 n_world / len
             } else {
                 // fall back to the witness direction B → A (sign of the distance accounted for)
-                let d = (pw_a - pw_b) * tc.dist.signum();
+                let d = (pw_a - pw_b) * dist.signum();
                 let l = d.norm();
                 if !(l > 1e-12 && l.is_finite()) {
                     scratch.degenerate += 1;
@@ -75,7 +112,7 @@ pub(crate) fn emit_pair(
                 point_a: pw_a,
                 point_b: pw_b,
                 normal,
-                distance: tc.dist,
+                distance: dist,
                 tangents: tangent_frame(&normal, prev_t1(&id).as_ref()),
                 id,
             });

@@ -4,7 +4,7 @@ use crate::broad_phase::{Aabb, BroadPhase, SweepAndPrune};
 use crate::contact::{ContactId, Contacts};
 use crate::error::CollisionError;
 use crate::mesh::{MeshHulls, MeshPolicy, PackageSearch};
-use crate::narrow_phase::{emit_pair, PairScratch};
+use crate::narrow_phase::{emit_pair, polytope_pair, PairScratch};
 use crate::shapes::{build_shape, pose_to_parry, BuiltShape};
 use parry3d_f64::math::{Pose, Vector};
 use std::collections::{HashMap, HashSet};
@@ -406,6 +406,14 @@ impl CollisionWorld {
             }
             _ => f64::INFINITY,
         }
+    }
+
+    /// Whether collidable shapes `i` and `j` are both polytopes (mesh hulls or boxes; not two boxes, whose
+    /// manifold is exact): their distance comes from GJK / EPA, whose direction is noise as φ → 0, so the CCD
+    /// stops such a pair a small gap short of contact (spec 004 §3.7, docs/decisions.md D5).
+    pub fn polytope_pair(&self, i: usize, j: usize) -> bool {
+        let (Some(Some(a)), Some(Some(b))) = (self.entries.get(i), self.entries.get(j)) else { return false };
+        polytope_pair(&*a.built.shape.0, &*b.built.shape.0)
     }
 
     /// The signed distance of collidable shapes `i` and `j` (negative: penetration depth) at body world poses

@@ -152,7 +152,7 @@ pub fn registry() -> Vec<Experiment> {
     Experiment {
         name: "jade-two-ball",
         spec: "004 §4.2 (Table I, Fig. 10-11)",
-        description: "the billiard inverse problem: blue's v_y optimised (gradient descent with clipped steps, 1000 iterations; 100 quick) so that yellow ends at (0.3, 0.2) after 0.2 s, lcp stepper with CCD and TOI-aware gradients; exact spheres (icosphere meshes: open) vs the closed-form optimum and Table I (Jade 0.00156, Nimble 0.0249)",
+        description: "the billiard inverse problem: blue's v_y optimised (gradient descent with clipped steps, 1000 iterations; 100 quick) so that yellow ends at (0.3, 0.2) after 0.2 s, lcp stepper with CCD and TOI-aware gradients; icosphere hulls (1, 2 subdivisions) and exact spheres vs the closed-form optimum and Table I (Jade 0.00156, Nimble 0.0249)",
         run: jade_two_ball::run,
     },
     Experiment {

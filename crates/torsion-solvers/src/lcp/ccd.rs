@@ -34,6 +34,10 @@ pub struct CcdOptions {
     /// smallest advance (fraction of the sub-step) while a pair hovers within 10 × `touch` of contact (conservative
     /// advancement stalls on a grazing pair); a penetration shallower than L × this could be missed
     pub min_advance: f64,
+    /// the gap (m) at which two polytopes (mesh hulls, a hull and a box: `CollisionWorld::polytope_pair`) are
+    /// stopped, just before contact (§3.7): their distance and normal come from GJK, whose direction is noise as
+    /// φ → 0 (at φ ≈ 1e-17 the discrete detection found no contact or a wrong normal; D5). < `touch`
+    pub polytope_gap: f64,
 }
 
 impl Default for CcdOptions {
@@ -47,6 +51,7 @@ impl Default for CcdOptions {
             tol: 1e-13,
             samples: 8,
             min_advance: 1e-3,
+            polytope_gap: 1e-7,
         }
     }
 }
@@ -167,10 +172,12 @@ pub fn first_impact(
         };
         sc.evaluations += 1;
         let s_max = best.map_or(1.0, |b| b.s);
-        if f0 <= o.touch || f0 >= l * s_max {
+        // the root sought: φ = 0, or the polytope gap
+        let gap = if world.polytope_pair(i, j) { o.polytope_gap } else { 0.0 };
+        if f0 <= o.touch || f0 - gap >= l * s_max {
             continue; // touching, or cannot reach before the best impact so far
         }
-        match root(model, world, dm, q, v, h, (i, j), f0, l, s_max, o, sc) {
+        match root(model, world, dm, q, v, h, (i, j), gap, f0 - gap, l, s_max, o, sc) {
             Ok(Some(s)) => best = Some(Impact { s, shapes: (i, j) }),
             Ok(None) => {}
             Err(e) => {
@@ -184,7 +191,7 @@ pub fn first_impact(
     Ok(best)
 }
 
-/// The first root of φ(s) on (0, s_max) given φ(0) = f0 > 0 and |dφ/ds| ≤ l.
+/// The first root of φ(s) − gap on (0, s_max) given φ(0) − gap = f0 > 0 and |dφ/ds| ≤ l.
 #[allow(clippy::too_many_arguments)]
 fn root(
     model: &Model,
@@ -194,6 +201,7 @@ fn root(
     v: &[f64],
     h: f64,
     (i, j): (usize, usize),
+    gap: f64,
     f0: f64,
     l: f64,
     s_max: f64,
@@ -203,7 +211,7 @@ fn root(
     let phi = |s: f64, sc: &mut CcdScratch| -> Result<f64, SolverError> {
         poses_at(model, dm, q, v, h, s, sc)?;
         sc.evaluations += 1;
-        world.signed_distance(i, j, &sc.poses).map_err(coll_err)
+        Ok(world.signed_distance(i, j, &sc.poses).map_err(coll_err)? - gap)
     };
     let name = |k: usize| model.shapes.get(k).map_or("?", |s| s.name.as_str()).to_string();
     let (mut s, mut f) = (0.0, f0);
@@ -243,9 +251,10 @@ fn root(
         return Err(SolverError::NoSolution {
             solver: "lcp",
             problem: format!(
-                "CCD: conservative advancement did not converge for shapes '{}' and '{}' (gap {f:e} m at s = {s})",
+                "CCD: conservative advancement did not converge for shapes '{}' and '{}' (gap {:e} m at s = {s})",
                 name(i),
-                name(j)
+                name(j),
+                f + gap
             ),
         });
     };
@@ -275,4 +284,117 @@ fn root(
         }
     }
     Ok(Some(0.5 * (a + b)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use torsion_collision::{CollisionOptions, Contacts};
+
+    /// Two icosphere hulls (r 5 cm, `sub` subdivisions; `torsion_collision::mesh::icosphere_obj`) on x / y slides:
+    /// A at (−0.4, 0), B at rest at the origin (jade-two-ball's scene, spec 004 §4.2). The mesh file stays in the
+    /// returned folder (collision worlds read it), which the caller removes.
+    fn icosphere_balls(sub: usize, tag: &str) -> (Model, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("torsion-ccd-{tag}-{}-{sub}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("ball.obj"), torsion_collision::mesh::icosphere_obj(0.05, sub)).unwrap();
+        let ball = |name: &str, x: f64| {
+            format!(
+                r#"<body name="{name}" pos="{x} 0 0"><joint type="slide" axis="1 0 0"/><joint type="slide" axis="0 1 0"/>
+                <inertial pos="0 0 0" mass="1" diaginertia="0.001 0.001 0.001"/>
+                <geom name="{name}" type="mesh" mesh="ball" friction="0"/></body>"#
+            )
+        };
+        let xml = format!(
+            r#"<mujoco><option gravity="0 0 0"/><asset><mesh name="ball" file="ball.obj"/></asset>
+            <worldbody>{}{}</worldbody></mujoco>"#,
+            ball("a", -0.4),
+            ball("b", 0.0)
+        );
+        (torsion_model::io::mjcf::load_mjcf_str(&xml, "balls.xml", Some(&dir)).unwrap(), dir)
+    }
+
+    /// Two icosphere hulls approaching (A at (4, v_y) m/s, v_y where the TOI at φ ≈ 1e-17 gave no contact, and
+    /// where it gave one): at the time of impact the discrete detection (the stepper's options) reports the pair's
+    /// contacts at the polytope gap (1e-7 m, ≤ `touch`) with the normal of the signed distance's gradient in the
+    /// plane of motion (central differences of A's x, y just before; out of the plane the normal is a face's, on
+    /// the mirror symmetric hulls' edges in z = 0 either face's).
+    #[test]
+    fn icosphere_hulls_touch_at_their_time_of_impact() {
+        for (sub, vy) in [(1, -0.6), (1, -0.7), (1, -0.9), (2, -0.7), (2, -0.8), (2, -0.53)] {
+            let (m, dir) = icosphere_balls(sub, "touch");
+            let opts = CollisionOptions { margin: 0.01, ..Default::default() };
+            let mut world = CollisionWorld::new(&m, opts).unwrap();
+            let _ = std::fs::remove_dir_all(&dir);
+            let dm = DynModel::<f64>::from_model(&m).unwrap();
+            // the stepper's steps of 10 ms from q = 0 (jade-two-ball's), up to the one with the impact
+            let (v, h, o) = (vec![4.0, vy, 0.0, 0.0], 0.01, CcdOptions::default());
+            let mut sc = CcdScratch::default();
+            let (mut q, mut impact) = (vec![0.0; 4], None);
+            for _ in 0..20 {
+                impact = first_impact(&m, &world, &dm, &q, &v, h, &o, &mut sc).unwrap();
+                if impact.is_some() {
+                    break;
+                }
+                (0..2).for_each(|k| q[k] += h * v[k]);
+            }
+            let imp = impact.expect("an impact");
+            let (a, b) = imp.shapes;
+            // the in-plane normal: ∂φ/∂(x, y)_A just before the impact (linear in the translation on one feature)
+            poses_at(&m, &dm, &q, &v, h, imp.s * (1.0 - 1e-4), &mut sc).unwrap();
+            let body = world.shape_body(a).unwrap();
+            let mut grad = Vec3::zeros();
+            for k in 0..2 {
+                let phi = |e: f64| {
+                    let mut p = sc.poses.clone();
+                    p[body].0[k] += e;
+                    world.signed_distance(a, b, &p).unwrap()
+                };
+                grad[k] = (phi(1e-7) - phi(-1e-7)) / 2e-7;
+            }
+            poses_at(&m, &dm, &q, &v, h, imp.s, &mut sc).unwrap();
+            let mut c = Contacts::default();
+            world.detect(&sc.poses, &mut c).unwrap();
+            let pair: Vec<_> = c.between(a, b).collect();
+            let gap = world.signed_distance(a, b, &sc.poses).unwrap();
+            eprintln!(
+                "icosphere {sub}, v_y {vy}: TOI s = {:.9}, φ {gap:e}, {} contact(s), gaps {:?}, normal {:?} (FD {:?})",
+                imp.s,
+                pair.len(),
+                pair.iter().map(|c| c.distance).collect::<Vec<_>>(),
+                pair.first().map(|c| c.normal),
+                grad
+            );
+            assert!((gap - o.polytope_gap).abs() < 1e-12, "φ at the TOI {gap:e}");
+            assert!(!pair.is_empty(), "icosphere {sub}, v_y {vy}: no contact at the TOI");
+            for c in &pair {
+                assert!((c.distance - o.polytope_gap).abs() < 1e-9, "gap {:e}", c.distance);
+                let n = if c.geom_a == a { c.normal } else { -c.normal };
+                let (nxy, gxy) = (Vec3::new(n.x, n.y, 0.0).normalize(), grad.normalize());
+                assert!((nxy - gxy).norm() < 1e-6, "in-plane normal {nxy:?} vs ∂φ/∂x_A {gxy:?}");
+            }
+        }
+    }
+
+    /// Jade's two mesh balls (1 and 2 subdivisions, ε = 1) meeting face to face mid-step (t* ≈ 5 ms of 10): the
+    /// step's A and B (CCD, the TOI chain rule through the contact's anchor) against central differences ≤ 1e-6.
+    #[test]
+    fn icosphere_balls_mid_step_impact_jacobians_match_finite_differences() {
+        use crate::lcp::stepper::tests::vs_fd;
+        use crate::lcp::LcpSolver;
+        use torsion_model::{GenState, ParamSelection};
+        for sub in [1, 2] {
+            let (mut m, dir) = icosphere_balls(sub, "fd");
+            m.shapes.iter_mut().for_each(|s| s.restitution = 1.0);
+            let s = GenState::new(vec![0.28, -0.01, 0.0, 0.0], vec![4.0, -0.6, 0.0, 0.0]);
+            let (e, r) = vs_fd(&LcpSolver::default(), &m, &s, &[0.0, 0.3, -0.2, 0.0], &ParamSelection::none());
+            let _ = std::fs::remove_dir_all(&dir);
+            eprintln!(
+                "icosphere {sub} balls: {} contacts after the impact, A {:.1e}, B {:.1e}",
+                r.contacts, e[0], e[1]
+            );
+            assert!(r.contacts > 0, "no impact");
+            assert!(e[0] < 1e-6 && e[1] < 1e-6, "{e:?}");
+        }
+    }
 }

@@ -1087,7 +1087,7 @@ pub fn classes(r: &LcpReport) -> (Option<&[Class]>, Option<&[Class]>) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn mjcf(xml: &str) -> Model {
@@ -1098,7 +1098,13 @@ mod tests {
     /// (contacts re-detected at every perturbed input; h = 1e-5: collision detection's rounding, ~1e-12 m, would
     /// show at 1e-6 through 1/h): the worst relative error max |an − fd| / max(1, max |fd|) of each block, and the
     /// step's report.
-    fn vs_fd(solver: &LcpSolver, m: &Model, s: &GenState, u: &[f64], sel: &ParamSelection) -> ([f64; 3], LcpReport) {
+    pub(crate) fn vs_fd(
+        solver: &LcpSolver,
+        m: &Model,
+        s: &GenState,
+        u: &[f64],
+        sel: &ParamSelection,
+    ) -> ([f64; 3], LcpReport) {
         vs_fd_from(solver, m, s, u, sel, 0)
     }
 
