@@ -2,13 +2,12 @@
 //! hulls (a concave mesh is replaced by its hull). Mesh `scale` attributes are ignored by the loaders
 //! (torsion-model docs), and MuJoCo's re-centring of mesh geoms at their inertial frame is not applied: vertices
 //! are taken in the shape frame as the file gives them (COLLADA: after its node transforms and `<unit meter>`;
-//! its `<up_axis>` is not applied). `package://` names are resolved here, and only here ([`PackageSearch`]).
+//! its `<up_axis>` is not applied). `package://` names are resolved by [`PackageSearch`] (its one home is
+//! `torsion_model::io::packages`: the URDF loader checks them at load time, the collision world reads them).
 use parry3d_f64::math::Vector;
 use parry3d_f64::shape::SharedShape;
 use std::collections::HashMap;
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 /// What to do with a mesh that cannot be loaded (missing file, unknown format, degenerate hull).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -20,81 +19,7 @@ pub enum MeshPolicy {
     Skip,
 }
 
-/// Where `package://pkg/rest` names are looked up, in this order: (a) the explicit `package_dirs`, (b) the
-/// colon-separated `ROS_PACKAGE_PATH`, (c) the folders above the model file (nearest first: a URDF inside
-/// example-robot-data finds `…/share/example-robot-data/robots/…`, one inside a `robots/` folder finds its
-/// sibling packages), (d) example-robot-data's install folder ([`torsion_model::io::example_robot_data_dir`],
-/// asked only when (a)–(c) fail). In each folder `d`: `d/pkg/rest`, then `d/rest`.
-#[derive(Debug)]
-pub struct PackageSearch {
-    dirs: Vec<(PathBuf, &'static str)>,
-    robots: OnceLock<Vec<(PathBuf, &'static str)>>,
-}
-
-impl PackageSearch {
-    /// `package_dirs` then `ROS_PACKAGE_PATH` (read now) then the folders above `model_file`.
-    pub fn new(package_dirs: &[PathBuf], model_file: Option<&Path>) -> Self {
-        Self::with_ros_package_path(package_dirs, model_file, std::env::var_os("ROS_PACKAGE_PATH").as_deref())
-    }
-
-    /// As [`PackageSearch::new`] with `ROS_PACKAGE_PATH`'s value given.
-    pub fn with_ros_package_path(package_dirs: &[PathBuf], model_file: Option<&Path>, ros: Option<&OsStr>) -> Self {
-        let mut dirs: Vec<(PathBuf, &'static str)> = package_dirs.iter().map(|d| (d.clone(), "package_dirs")).collect();
-        if let Some(r) = ros {
-            dirs.extend(
-                std::env::split_paths(r).filter(|d| !d.as_os_str().is_empty()).map(|d| (d, "ROS_PACKAGE_PATH")),
-            );
-        }
-        if let Some(f) = model_file {
-            let f = std::path::absolute(f).unwrap_or_else(|_| f.to_path_buf());
-            dirs.extend(f.ancestors().skip(1).map(|d| (d.to_path_buf(), "above the model file")));
-        }
-        Self { dirs, robots: OnceLock::new() }
-    }
-
-    /// Resolve a mesh name: `file://` stripped; `package://` looked up as the type says; any other path used as is
-    /// (the MJCF loader has already joined `meshdir`). The error lists every folder tried.
-    pub fn resolve(&self, file: &str) -> Result<PathBuf, String> {
-        let file = file.strip_prefix("file://").unwrap_or(file);
-        let Some(rest) = file.strip_prefix("package://") else {
-            let p = PathBuf::from(file);
-            return if p.is_file() { Ok(p) } else { Err("file not found".into()) };
-        };
-        let tail = rest.split_once('/').map(|(_, t)| t);
-        let find = |dirs: &[(PathBuf, &str)]| {
-            dirs.iter().find_map(|(d, _)| {
-                [Some(d.join(rest)), tail.map(|t| d.join(t))].into_iter().flatten().find(|p| p.is_file())
-            })
-        };
-        if let Some(p) = find(&self.dirs) {
-            return Ok(p);
-        }
-        let robots = self.robots.get_or_init(|| match torsion_model::io::example_robot_data_dir() {
-            // robots/ holds the packages (`baxter_description`); share/ holds `example-robot-data`
-            Some(r) => [r.parent().and_then(Path::parent).map(Path::to_path_buf), Some(r)]
-                .into_iter()
-                .flatten()
-                .map(|d| (d, "example-robot-data"))
-                .collect(),
-            None => Vec::new(),
-        });
-        if let Some(p) = find(robots) {
-            return Ok(p);
-        }
-        let tried: Vec<String> =
-            self.dirs.iter().chain(robots).map(|(d, why)| format!("{} ({why})", d.display())).collect();
-        Err(format!(
-            "not found in the package directories [{}] (pass --package-dir DIR to the CLI, package_dirs=[...] in \
-             Python or CollisionOptions::package_dirs in Rust, or set ROS_PACKAGE_PATH)",
-            tried.join(", ")
-        ))
-    }
-}
-
-/// Resolve a mesh path with [`PackageSearch::new`]`(package_dirs, model_file)`.
-pub fn resolve_mesh_path(file: &str, package_dirs: &[PathBuf], model_file: Option<&Path>) -> Result<PathBuf, String> {
-    PackageSearch::new(package_dirs, model_file).resolve(file)
-}
+pub use torsion_model::io::packages::{resolve_mesh_path, PackageSearch};
 
 /// Vertices of an STL (binary or ASCII), OBJ or COLLADA (`.dae`) file, m.
 pub fn read_vertices(path: &Path) -> Result<Vec<Vector>, String> {

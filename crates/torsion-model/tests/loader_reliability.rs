@@ -131,6 +131,29 @@ fn missing_mesh_files_are_reported_at_load_time() {
     names(load_mjcf(&xml).unwrap_err(), &["m.xml", "mesh 'm'", "gone.stl", "not found"]);
 }
 
+/// `package://` meshes are resolved at load time by the resolver the contact solver uses (`io::PackageSearch`): a
+/// package that is found must hold the file (before: accepted, only the contact solver complained); a package
+/// found nowhere loads, its meshes left to the contact solver's `package_dirs` (docs/decisions.md).
+#[test]
+fn package_meshes_are_checked_at_load_time() {
+    let pkg = format!("torsion_pkg_{}", std::process::id());
+    let root = tmp("package").join(&pkg);
+    std::fs::create_dir_all(root.join("urdf")).unwrap();
+    std::fs::create_dir_all(root.join("meshes")).unwrap();
+    let urdf = root.join("urdf/r.urdf");
+    let mesh = |uri: &str| URDF.replace("<box size=\"0.1 0.1 0.1\"/>", &format!("<mesh filename=\"{uri}\"/>"));
+    let uri = format!("package://{pkg}/meshes/arm.stl");
+    std::fs::write(&urdf, mesh(&uri)).unwrap();
+    let e = load_urdf(&urdf, &UrdfOptions::default()).unwrap_err();
+    names(e, &["r.urdf", "link 'arm'", &uri, "not found", &root.display().to_string(), "line 4"]);
+    std::fs::write(root.join("meshes/arm.stl"), b"solid x\nendsolid x\n").unwrap();
+    let m = load_urdf(&urdf, &UrdfOptions::default()).unwrap();
+    assert!(matches!(&m.shapes[0].kind, torsion_model::ShapeKind::Mesh { file } if *file == uri), "name kept");
+    // a package found in no search folder: the model loads (dynamics needs no mesh), as Pinocchio's buildModel
+    std::fs::write(&urdf, mesh("package://torsion_no_such_package/meshes/arm.stl")).unwrap();
+    load_urdf(&urdf, &UrdfOptions::default()).unwrap();
+}
+
 #[test]
 fn duplicate_names_and_dangling_references_are_refused() {
     let two = URDF.replace("</robot>", "<link name=\"arm\"/></robot>");

@@ -32,6 +32,7 @@
 //!   their axis along the shape z, mesh by file name, `<mesh scale>` ignored), posed in the body (COM) frame,
 //!   with MuJoCo's default friction and contype = conaffinity = 1. `qpos0` = [`Model::zero_q`]; armature,
 //!   stiffness and spring reference are 0.
+use super::packages::PackageSearch;
 use super::transform::Tf;
 use crate::error::ModelError;
 use crate::model::{JointType, Model};
@@ -57,7 +58,7 @@ pub struct UrdfOptions {
 pub fn load_urdf(path: &Path, opts: &UrdfOptions) -> Result<Model, ModelError> {
     let file = path.display().to_string();
     let text = super::read_xml(path, &file)?;
-    let mut m = load(&text, &file, opts, path.parent())?;
+    let mut m = load(&text, &file, opts, Some(path))?;
     m.source_file = Some(path.to_path_buf());
     Ok(m)
 }
@@ -67,9 +68,12 @@ pub fn load_urdf_str(text: &str, file_label: &str, opts: &UrdfOptions) -> Result
     load(text, file_label, opts, None)
 }
 
-/// `dir`: the file's folder, where mesh files (other than `package://` names) must exist.
-fn load(text: &str, file_label: &str, opts: &UrdfOptions, dir: Option<&Path>) -> Result<Model, ModelError> {
+/// `path`: the file, if any: plain mesh names must exist in its folder, `package://` names are checked by
+/// [`PackageSearch::check_at_load`].
+fn load(text: &str, file_label: &str, opts: &UrdfOptions, path: Option<&Path>) -> Result<Model, ModelError> {
     let f = file_label;
+    let dir = path.and_then(Path::parent);
+    let packages = path.map(|p| PackageSearch::new(&[], Some(p)));
     let side = precheck(text, f)?;
     let robot = urdf_rs::read_from_string(text).map_err(|e| perr(f, &side.robot, e.to_string()))?;
     let rname = &side.robot;
@@ -333,14 +337,17 @@ fn load(text: &str, file_label: &str, opts: &UrdfOptions, dir: Option<&Path>) ->
                     urdf_rs::Geometry::Mesh { filename, .. } => ShapeKind::Mesh { file: filename.clone() },
                 };
                 let lname = &robot.links[l].name;
-                // mesh files are checked here; `package://` names are resolved by the contact solver's package
-                // folders (torsion-collision `MeshLookup`), which the loader does not know
-                if let (Some(dir), urdf_rs::Geometry::Mesh { filename, .. }) = (dir, &c.geometry) {
+                // mesh files are checked here (the names are kept: the contact solver resolves them again with
+                // its own package_dirs); a package found nowhere is left to it (docs/decisions.md)
+                if let (Some(dir), Some(packages), urdf_rs::Geometry::Mesh { filename, .. }) =
+                    (dir, &packages, &c.geometry)
+                {
                     let plain = filename.strip_prefix("file://").unwrap_or(filename);
                     if !filename.starts_with("package://") && !dir.join(plain).is_file() {
                         let p = dir.join(plain);
                         return Err(side.err(f, &link_el(lname), format!("mesh file {} not found", p.display())));
                     }
+                    packages.check_at_load(filename).map_err(|e| side.err(f, &link_el(lname), e))?;
                 }
                 let name = c.name.clone().unwrap_or_else(|| format!("{lname}/collision{k}"));
                 m.shapes.push(Shape::new(name, b, kind, (x.p - m.body_com[b], x.q)));
