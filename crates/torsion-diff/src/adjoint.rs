@@ -2,9 +2,8 @@
 //! and the model parameters. `rollout_vjp` stores only the states and recomputes each step's record on the way
 //! back (memory O(T × state) + one step record, one extra step per step); `tape_vjp` reads the records a
 //! [`rollout_tape`] kept from the forward pass (memory O(T × record), no step re-run: issue 14 item 7). Both run
-//! the same backward loop; they agree to round-off, not bit for bit where a `step_vjp` reuses what the step just
-//! left in the workspace (Featherstone: the articulated-body factorization of M̃, which a tape's step_vjp
-//! rebuilds by one ABA).
+//! the same backward loop. Featherstone's records keep the step's articulated-body factorization of M̃, so its
+//! two agree bit for bit.
 use torsion_model::{Control, Model, ParamSelection};
 use torsion_solvers::{DiffSolver, Solver, SolverError};
 
@@ -256,5 +255,50 @@ mod tests {
         eprintln!("tape_vjp vs rollout_vjp (θ, u, s0): {:.1e} {:.1e} {:.1e}", e[0], e[1], e[2]);
         assert!(e.iter().all(|&x| x < 1e-12), "{e:?}");
         assert!(tape_vjp(&solver, &m, &tape, &us[1..], &sel, dl).is_err());
+    }
+
+    /// With the step's articulated-body factorization kept in each record, the tape's gradient is `rollout_vjp`'s
+    /// bit for bit (both solve with the same factors), w.r.t. every parameter, control and s_0: on the floating
+    /// tree (free, ball, slide, hinge; damped, armature) and on the Panda with joint dry friction (stuck and
+    /// sliding DoFs: the stick constraints' adjoint solves with the factors too).
+    #[test]
+    fn tape_vjp_is_bit_identical_to_rollout_vjp() {
+        use torsion_model::io::{example_robot_data_dir, load_urdf, robots::PANDA_URDF, UrdfOptions};
+        use torsion_model::GenState;
+        use torsion_solvers::FeatherstoneSolver;
+        let mut tree = torsion_model::builder::floating_tree();
+        tree.joint_damping.iter_mut().for_each(|d| *d = 0.1);
+        tree.joint_armature.iter_mut().for_each(|a| *a = 0.01);
+        let dir = example_robot_data_dir().expect("example-robot-data");
+        let opts =
+            UrdfOptions { root: Some("panda_link0".into()), tip: Some("panda_link8".into()), drop_off_chain: true };
+        let mut panda = load_urdf(&dir.join(PANDA_URDF), &opts).unwrap();
+        panda.joint_frictionloss.iter_mut().for_each(|f| *f = 2.0);
+        let solver = FeatherstoneSolver::default();
+        for m in [tree, panda] {
+            let s0 = GenState::new(torsion_model::builder::example_configuration(&m, 2), vec![0.1; m.nv()]);
+            let us: Vec<Control> = (0..30)
+                .map(|t| {
+                    Control::from_torques(
+                        &(0..m.nv()).map(|i| 3.0 * (t as f64 * 0.3 + i as f64).sin()).collect::<Vec<_>>(),
+                    )
+                })
+                .collect();
+            let sel = ParamSelection::all(&m);
+            let dl = |_: usize, s: &GenState, g: &mut GenState| {
+                for (a, b) in g.q.iter_mut().zip(&s.q) {
+                    *a += b;
+                }
+                g.v[0] += s.v[1];
+            };
+            let states = rollout(&solver, &m, &s0, &us, 0.01).unwrap();
+            let a = rollout_vjp(&solver, &m, &states, &us, 0.01, &sel, dl).unwrap();
+            let tape = rollout_tape(&solver, &m, &s0, &us, 0.01).unwrap();
+            let b = tape_vjp(&solver, &m, &tape, &us, &sel, dl).unwrap();
+            assert!(a.g_theta.iter().any(|g| *g != 0.0));
+            assert_eq!(b.g_theta, a.g_theta, "{}: ∂L/∂θ", m.name);
+            assert_eq!(b.g_u, a.g_u, "{}: ∂L/∂u", m.name);
+            assert_eq!(b.g_s0_tangent, a.g_s0_tangent, "{}: ∂L/∂s_0", m.name);
+        }
     }
 }

@@ -206,6 +206,58 @@ pub fn aba_solve_factored_into<T: Scalar>(
     Ok(())
 }
 
+/// Entries of a packed articulated-body factorization ([`aba_factor_save`]) for joints of `dofs` DoFs: per joint
+/// X_{P←C} (12), U = I_A S (6n) and D⁻¹ (n²).
+pub fn aba_factor_len(dofs: impl IntoIterator<Item = usize>) -> usize {
+    dofs.into_iter().map(|n| 12 + 6 * n + n * n).sum()
+}
+
+/// Copy what [`aba_solve_factored_into`] reads of the factorization the last [`aba_into`] left in `d` (per joint
+/// X_{P←C}, U, D⁻¹) into `buf` ([`aba_factor_len`] entries), e.g. a tape record; no heap allocation.
+pub fn aba_factor_save<T: Scalar>(dm: &DynModel<T>, d: &DynData<T>, buf: &mut [T]) -> Result<(), DynError> {
+    factor_check(dm, buf.len())?;
+    let mut k = 0;
+    let mut put = |x: T| {
+        buf[k] = x;
+        k += 1;
+    };
+    for j in 0..dm.parent.len() {
+        let (x, n) = (&d.x_pc[j], dm.joint[j].nv);
+        x.rot.iter().chain(x.pos.iter()).for_each(|&e| put(e));
+        d.aba_u[j][..n].iter().flat_map(|u| u.iter()).for_each(|&e| put(e));
+        for a in 0..n {
+            (0..n).for_each(|b| put(d.aba_dinv[j][(a, b)]));
+        }
+    }
+    Ok(())
+}
+
+/// The inverse of [`aba_factor_save`]: `d` then holds that factorization (and `x_pc`) for
+/// [`aba_solve_factored_into`] and the passes on `d.x_pc`; no heap allocation.
+pub fn aba_factor_load<T: Scalar>(dm: &DynModel<T>, buf: &[T], d: &mut DynData<T>) -> Result<(), DynError> {
+    factor_check(dm, buf.len())?;
+    let mut it = buf.iter().copied();
+    let mut next = || it.next().unwrap_or_else(T::zero);
+    for j in 0..dm.parent.len() {
+        let n = dm.joint[j].nv;
+        let x = &mut d.x_pc[j];
+        x.rot.iter_mut().chain(x.pos.iter_mut()).for_each(|e| *e = next());
+        d.aba_u[j][..n].iter_mut().flat_map(|u| u.iter_mut()).for_each(|e| *e = next());
+        for a in 0..n {
+            (0..n).for_each(|b| d.aba_dinv[j][(a, b)] = next());
+        }
+    }
+    Ok(())
+}
+
+fn factor_check<T: Scalar>(dm: &DynModel<T>, got: usize) -> Result<(), DynError> {
+    let expected = aba_factor_len(dm.joint.iter().map(|j| j.nv));
+    if got != expected {
+        return Err(DynError::Shape { what: "packed ABA factorization", got, expected });
+    }
+    Ok(())
+}
+
 /// ABA pass 3 for joint `j` with `n` DoFs (Featherstone 2008 eq. 7.43): q̈_j = D⁻¹ (u − Uᵀ a'), written into `qdd`
 /// (n entries), then a' += S q̈_j; `ac` is a' = X a_parent (+ c) on entry and the child's acceleration on return.
 fn joint_acceleration<T: Scalar>(d: &DynData<T>, j: usize, n: usize, ac: &mut V6<T>, s: &[V6<T>], qdd: &mut [T]) {
@@ -315,6 +367,36 @@ mod tests {
             let e = fast.iter().zip(&slow).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
             let eb = back.iter().zip(&x).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
             assert!(e < 1e-12 && eb < 1e-10, "{}: vs ABA {e:e}, M̃ y − x {eb:e}", m.name);
+        }
+    }
+
+    /// A saved factorization loaded into data that another ABA (another q) overwrote solves bit for bit as the
+    /// original did, on the every-joint tree (free, ball, slide, hinge) and the Baxter arm; a wrong length errors.
+    #[test]
+    fn saved_factorization_solves_as_the_original() {
+        let cases = [tree(), torsion_model::io::robots::baxter_left_arm().expect("example-robot-data")];
+        for m in cases {
+            let dm = with_armature(DynModel::<f64>::from_model(&m).unwrap());
+            let mut d = DynData::new(&dm);
+            let (q, v, tau) = point(&m, 2);
+            let x: Vec<f64> = (0..dm.nv).map(|i| ((i * 5 + 3) % 7) as f64 - 3.0).collect();
+            aba(&dm, &q, &v, &tau, &mut d).unwrap();
+            let mut want = vec![0.0; dm.nv];
+            aba_solve_factored_into(&dm, &mut d, &x, &mut want).unwrap();
+            let mut buf = vec![0.0; aba_factor_len(dm.joint.iter().map(|j| j.nv))];
+            aba_factor_save(&dm, &d, &mut buf).unwrap();
+            let (q2, v2, tau2) = point(&m, 5);
+            aba(&dm, &q2, &v2, &tau2, &mut d).unwrap();
+            let mut other = vec![0.0; dm.nv];
+            aba_solve_factored_into(&dm, &mut d, &x, &mut other).unwrap();
+            assert_ne!(other, want, "{}: the second ABA must change the factorization", m.name);
+            aba_factor_load(&dm, &buf, &mut d).unwrap();
+            let mut got = vec![0.0; dm.nv];
+            aba_solve_factored_into(&dm, &mut d, &x, &mut got).unwrap();
+            assert_eq!(got, want, "{}", m.name);
+            assert!(
+                aba_factor_save(&dm, &d, &mut buf[1..]).is_err() && aba_factor_load(&dm, &buf[1..], &mut d).is_err()
+            );
         }
     }
 }

@@ -17,13 +17,13 @@
 //! pass per input direction), against which the analytic path is tested. The VJP uses the same Jacobians.
 //! Integrators (`FeatherstoneOptions::integrator`, `integrators.rs`): this Euler step (default), RK4 and
 //! implicitfast from the same acceleration kernel; their derivatives by dual passes (docs/decisions.md).
-use crate::generalized::{dual_tangent, dyn_model_f64, dyn_params, recorded, transposed_jacobian_product, wrench_vjp};
+use crate::generalized::{dual_tangent, dyn_model_f64, dyn_params, transposed_jacobian_product, wrench_vjp};
 use crate::integrators::{rk4_step_into, Rk4Scratch};
 use crate::joint_friction::{FrictionMode, JointFriction};
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use nalgebra::DMatrix;
 use num_dual::Dual64;
-use torsion_dynamics::aba::aba_solve_factored_into;
+use torsion_dynamics::aba::{aba_factor_len, aba_factor_load, aba_factor_save, aba_solve_factored_into};
 use torsion_dynamics::aba_derivatives::{aba_derivatives_into, AbaDerivatives};
 use torsion_dynamics::external::{wrench_forces_into, wrench_state_vjp_into};
 use torsion_dynamics::fluid::{fluid_derivatives, fluid_forces_into, FluidBodies};
@@ -143,16 +143,22 @@ impl FeatherstoneWorkspace {
     }
 }
 
-/// The step's inputs, for `step_vjp`.
+/// The step's inputs, for `step_vjp`, and what the Euler step computed on the way. `Solver::record` sizes every
+/// buffer for the model, so a step fills a fresh record without allocating (a tape's records, issue 14 item 7).
 pub struct FeatherstoneRecord {
-    s: Option<GenState>,
+    /// the step's input state, once `filled`
+    s: GenState,
+    filled: bool,
     u: Control,
     dt: f64,
-    /// what the step computed on the way (q̈, v̂ after the gyroscopic update and frame term, q1): the reverse
-    /// step starts from them instead of replaying the forward
+    /// the Euler step's intermediates (RK4 keeps the inputs only: its derivatives take the dual passes): q̈, v̂
+    /// after the gyroscopic update and frame term, q1, and the articulated-body factorization of M̃ its ABA left
+    /// (`aba::aba_factor_save`); the reverse step starts from them instead of replaying the forward
+    derived: bool,
     qdd: Vec<f64>,
     vpost: Vec<f64>,
     q1: Vec<f64>,
+    factor: Vec<f64>,
     /// each DoF's dry-friction mode (stick / slide) at the step's solution
     fric_mode: Vec<FrictionMode>,
 }
@@ -161,6 +167,18 @@ impl FeatherstoneRecord {
     /// Each DoF's dry-friction mode at the recorded step's solution (`Off` without friction loss).
     pub fn friction_modes(&self) -> &[FrictionMode] {
         &self.fric_mode
+    }
+
+    /// The recorded step's input state (an error before a step filled the record).
+    fn input(&self) -> Result<&GenState, SolverError> {
+        if self.filled {
+            Ok(&self.s)
+        } else {
+            Err(SolverError::BadInput {
+                solver: "featherstone",
+                problem: "step_vjp needs a record filled by step".into(),
+            })
+        }
     }
 }
 
@@ -752,6 +770,8 @@ pub(crate) struct AdjointScratch {
     /// implicit gyroscopic update
     gyro_i: Vec<[f64; 6]>,
     gyro_t: Vec<[f64; 3]>,
+    /// ∂(λᵀτ)/∂(parent, child anchor) per joint (`RneaAdjoint::anchor_grads`)
+    anchor: Vec<(Vec3<f64>, Vec3<f64>)>,
     /// one row of C (`step_jacobians_into`)
     row: Vec<f64>,
     /// the dry-friction solve of `forward`, then the stick constraints' adjoint (`JointFriction::prepare`), and
@@ -787,6 +807,7 @@ impl AdjointScratch {
             integ: vec![([[0.0; 6]; 6], [[0.0; 6]; 6], [[0.0; 6]; 6]); nj],
             gyro_i: vec![[0.0; 6]; model.body_count()],
             gyro_t: vec![[0.0; 3]; nj],
+            anchor: vec![(Vec3::zeros(), Vec3::zeros()); nj],
             fric: JointFriction::new(nv),
             mode: vec![FrictionMode::Off; nv],
         }
@@ -940,12 +961,18 @@ impl AdjointScratch {
             self.gqt[k] -= self.rnea.dq[k];
             self.gv[k] -= self.rnea.dv[k];
         }
+        if !sel.is_empty() {
+            // once per joint, not per anchor entry
+            for (j, a) in self.anchor.iter_mut().enumerate() {
+                *a = self.rnea.anchor_grads(dm, d, j);
+            }
+        }
         for (g, &i) in g_theta.iter_mut().zip(sel) {
             *g += match self.kinds[i] {
                 ParamKind::BodyMass(b) => -self.rnea.pi[b][0],
                 ParamKind::BodyInertia(b, e) => -self.rnea.pi[b][PI_OF_INERTIA[e]] + self.gyro_i[b][e],
-                ParamKind::AnchorParent(j, a) => -self.rnea.anchor_grads(dm, d, j).0[a],
-                ParamKind::AnchorChild(j, a) => -self.rnea.anchor_grads(dm, d, j).1[a] + self.gyro_t[j][a],
+                ParamKind::AnchorParent(j, a) => -self.anchor[j].0[a],
+                ParamKind::AnchorChild(j, a) => -self.anchor[j].1[a] + self.gyro_t[j][a],
                 ParamKind::JointPassive(j, f) => self.joint_passive_grad(dm, passive, v, h, j, f),
                 // springs (joint_spring) are XPBD's; contact material: the contact solvers; cables: not this path
                 _ => 0.0,
@@ -1425,15 +1452,24 @@ impl Solver for FeatherstoneSolver {
             factor: FactorTag { valid: false, q: Vec::with_capacity(model.nq()), armature: Vec::with_capacity(nv) },
         })
     }
-    fn record(&self, _model: &Model) -> FeatherstoneRecord {
+    /// Every buffer at its size for `model` (body wrenches: at the first step that has them).
+    fn record(&self, model: &Model) -> FeatherstoneRecord {
+        let (nq, nv) = (model.nq(), model.nv());
         FeatherstoneRecord {
-            s: None,
-            u: Control::zeros(0),
+            s: GenState::with_act(Vec::with_capacity(nq), Vec::with_capacity(nv), Vec::with_capacity(model.na())),
+            filled: false,
+            u: Control {
+                joint_torque: Vec::with_capacity(nv),
+                ctrl: Vec::with_capacity(model.nu()),
+                body_wrench: vec![],
+            },
             dt: 0.0,
-            qdd: vec![],
-            vpost: vec![],
-            q1: vec![],
-            fric_mode: vec![],
+            derived: false,
+            qdd: vec![0.0; nv],
+            vpost: vec![0.0; nv],
+            q1: vec![0.0; nq],
+            factor: vec![0.0; aba_factor_len(model.joint_type.iter().map(|t| t.dof()))],
+            fric_mode: vec![FrictionMode::Off; nv],
         }
     }
     fn step(
@@ -1465,6 +1501,9 @@ impl Solver for FeatherstoneSolver {
             factor.valid = false;
             rk4_step_into(dm, passive, &x, dt, data, rk4, tau, acc, fric, &mut out.q, &mut out.v, &mut out.act)
                 .map_err(Self::dyn_err)?;
+            if let Some(r) = rec.as_deref_mut() {
+                r.derived = false;
+            }
             return self.finish_step(s, u, dt, out, rec, StepInfo::new("featherstone"));
         }
         // `step_generic_into` in its two halves, so that a record keeps q̈
@@ -1474,6 +1513,9 @@ impl Solver for FeatherstoneSolver {
         if let Some(r) = rec.as_deref_mut() {
             r.qdd.clone_from(acc);
             r.fric_mode.clone_from(&fric.mode_dof);
+            r.factor.resize(aba_factor_len(dm.joint.iter().map(|j| j.nv)), 0.0);
+            aba_factor_save(dm, data, &mut r.factor).map_err(Self::dyn_err)?;
+            r.derived = true;
         }
         let info = StepInfo { iterations: fric.iterations, converged: fric.converged, ..StepInfo::new("featherstone") };
         advance_step(dm, &s.q, &s.v, dt, acc, &mut out.q, &mut out.v);
@@ -1502,10 +1544,10 @@ impl FeatherstoneSolver {
         out.warm.clear();
         if let Some(r) = rec {
             // field by field: a derived `clone_from` reallocates; these reuse the record's buffers
-            let rs = r.s.get_or_insert_with(GenState::default);
-            rs.q.clone_from(&s.q);
-            rs.v.clone_from(&s.v);
-            rs.act.clone_from(&s.act);
+            r.s.q.clone_from(&s.q);
+            r.s.v.clone_from(&s.v);
+            r.s.act.clone_from(&s.act);
+            r.filled = true;
             r.u.joint_torque.clone_from(&u.joint_torque);
             r.u.ctrl.clone_from(&u.ctrl);
             r.u.body_wrench.clone_from(&u.body_wrench);
@@ -1532,7 +1574,7 @@ impl DiffSolver for FeatherstoneSolver {
         g_theta: &mut [f64],
         ws: &mut FeatherstoneWorkspace,
     ) -> Result<(), SolverError> {
-        let s = recorded(&rec.s, "featherstone")?;
+        let s = rec.input()?;
         check_grad_sizes("featherstone", self.control_dim(model), g_u, sel, g_theta)?;
         if self.reverse_mode(model, ws, sel)? {
             let (u, dt) = (&rec.u, rec.dt);
@@ -1552,8 +1594,12 @@ impl DiffSolver for FeatherstoneSolver {
             }
             ws.refresh(model, self.options.joint_damping).map_err(Self::dyn_err)?;
             let FeatherstoneWorkspace { dm, data, passive, tau, adj, factor, .. } = ws;
-            if rec.qdd.len() == model.nv() && rec.q1.len() == model.nq() && rec.fric_mode.len() == model.nv() {
+            let sized = rec.qdd.len() == model.nv() && rec.q1.len() == model.nq() && rec.fric_mode.len() == model.nv();
+            if rec.derived && sized {
                 adj.load_record(dm, passive, s, dt, &rec.qdd, &rec.vpost, &rec.q1, &rec.fric_mode);
+                // the step's factorization of M̃ (a tape's record: `data` holds another step's)
+                aba_factor_load(dm, &rec.factor, data).map_err(Self::dyn_err)?;
+                factor.set(&s.q, &dm.armature);
             } else {
                 adj.forward(dm, data, passive, tau, s, u, dt).map_err(Self::dyn_err)?;
                 factor.set(&s.q, &dm.armature);
@@ -1652,7 +1698,7 @@ impl DiffSolver for FeatherstoneSolver {
         g_w: &mut [f64],
         ws: &mut FeatherstoneWorkspace,
     ) -> Result<(), SolverError> {
-        let s = recorded(&rec.s, "featherstone")?;
+        let s = rec.input()?;
         ws.refresh(model, self.options.joint_damping).map_err(Self::dyn_err)?;
         wrench_vjp("featherstone", &ws.dm, &mut ws.data, &s.q, g_u, g_w)
     }

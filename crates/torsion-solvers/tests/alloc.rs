@@ -330,6 +330,29 @@ fn featherstone_step_vjp_and_jacobians_allocate_nothing() {
     }
 }
 
+/// A fresh record (`Solver::record`) takes the first step without allocating: a tape's records are sized when the
+/// tape is built, not by its steps (issue 14 item 7); on the Panda with dry friction and the floating tree.
+#[test]
+fn featherstone_fresh_record_step_allocates_nothing() {
+    let mut rough = panda();
+    rough.joint_frictionloss.iter_mut().for_each(|f| *f = 5.0);
+    for (name, m) in [("panda + friction", rough), ("floating tree", torsion_model::builder::floating_tree())] {
+        let solver = FeatherstoneSolver::default();
+        let nv = m.nv();
+        let s = GenState::new(torsion_model::builder::example_configuration(&m, 3), vec![0.2; nv]);
+        let u = Control::from_torques(&vec![0.5; nv]);
+        let (mut ws, mut out) = (solver.workspace(&m).unwrap(), s.clone());
+        solver.step(&m, &s, &u, 0.001, &mut out, &mut ws, None).unwrap();
+        for _ in 0..3 {
+            let mut rec = solver.record(&m);
+            let n = count(|| {
+                solver.step(&m, &s, &u, 0.001, &mut out, &mut ws, Some(&mut rec)).unwrap();
+            });
+            assert_eq!(n, 0, "{name}: a step into a fresh record allocated {n} times");
+        }
+    }
+}
+
 /// The RK4 and implicitfast steps (issue 20 item 3) allocate nothing either, with and without a record: RK4's stage
 /// buffers live in the workspace (`integrators::Rk4Scratch`); implicitfast with a position servo on every joint of
 /// the Panda (its velocity gain enters M̃). Their derivatives take the dual passes (docs/decisions.md).

@@ -1,17 +1,21 @@
 //! Featherstone parameter gradients on the Panda (example-robot-data, 7-DoF chain), for BENCHMARKS.md
 //! "Featherstone reverse-mode parameter gradients" (issue 14 item 1): per step, release, one thread,
-//!   * `step`: `Solver::step` with the workspace reused, no record;
+//!   * `step`: `Solver::step` with the workspace reused, no record, and with a record (a tape's forward step);
+//!   * the kernels inside: the step's ABA, the reverse step's λ solve and inverse-dynamics reverse sweep;
 //!   * `step_vjp` with k = 0, 7 (masses), 49 (masses + COM inertias), 70 (the first 70 dynamics parameters:
 //!     masses, inertias, then joint anchors) and all parameters of the table, at the states of a trajectory
 //!     (the record filled by an untimed `step` before each timed call);
 //!   * the cost ratio (`rollout` + `rollout_vjp` with all parameters) / `rollout` over T steps, and the same
 //!     with the forward pass's records kept (`rollout_tape` + `tape_vjp`, issue 14 item 7).
 //!
-//! Only public API (the tape rows need torsion-diff's `rollout_tape`, since issue 14 item 7). Median over `--repeats` repeats.
+//! Only public API (the tape rows need torsion-diff's `rollout_tape`, since issue 14 item 7). Median over `--repeats` repeats;
+//! `step` and the kernels in this thread's CPU time (`cpu_time`: the shared machine's load does not stretch it), the
+//! rollouts in wall and CPU time, the per-call `step_vjp` rows in wall time.
 //! Usage: cargo run --release -p torsion-bench --bin featherstone_param_grad -- [--repeats N] [--steps T]
 use std::hint::black_box;
 use std::time::Instant;
 use torsion_diff::{rollout, rollout_tape, rollout_vjp, tape_vjp};
+use torsion_dynamics::{aba_into, DynData, DynModel};
 use torsion_model::io::{example_robot_data_dir, load_urdf, robots::PANDA_URDF, UrdfOptions};
 use torsion_model::{Control, Model, ParamSelection};
 use torsion_solvers::{DiffSolver, FeatherstoneSolver, GenState, Solver};
@@ -27,6 +31,46 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// Per-step cost of the dynamics kernels the step and its reverse step are made of (public torsion-dynamics API,
+/// the model's own parameters, at the trajectory's states): the step's ABA (`aba_into`: kinematics + 3 sweeps), the
+/// reverse step's λ solve on the kept factorization (`aba_solve_factored_into`) and its inverse-dynamics reverse
+/// sweep (`regressor_vjp_into`: kinematics, RNEA forward, the sweep for q, v and every π).
+fn breakdown(dm: &DynModel<f64>, states: &[GenState], us: &[Control], repeats: usize) {
+    use torsion_dynamics::aba::aba_solve_factored_into;
+    use torsion_dynamics::regressor::{regressor_vjp_into, RneaAdjoint};
+    let (n, nv) = (us.len(), dm.nv);
+    let mut d = DynData::new(dm);
+    let mut adj = RneaAdjoint::new(dm);
+    let (mut qdd, mut lam) = (vec![0.0; nv], vec![0.0; nv]);
+    let x: Vec<f64> = (0..nv).map(|i| 0.1 * (i as f64 + 1.0)).collect();
+    let time = |f: &mut dyn FnMut(usize)| {
+        median(
+            (0..repeats)
+                .map(|_| {
+                    let t = cpu_time();
+                    for k in 0..n {
+                        f(k);
+                    }
+                    (cpu_time() - t) * 1e6 / n as f64
+                })
+                .collect(),
+        )
+    };
+    let aba_us =
+        time(&mut |k| aba_into(dm, &states[k].q, &states[k].v, &us[k].joint_torque, &mut d, &mut qdd).unwrap());
+    let solve_us = time(&mut |k| {
+        aba_into(dm, &states[k].q, &states[k].v, &us[k].joint_torque, &mut d, &mut qdd).unwrap();
+        aba_solve_factored_into(dm, &mut d, &x, &mut lam).unwrap();
+    }) - aba_us;
+    let vjp_us = time(&mut |k| {
+        regressor_vjp_into(dm, &states[k].q, &states[k].v, &qdd, &x, &mut d, &mut adj).unwrap();
+    });
+    black_box((&qdd, &lam, &adj.dq));
+    println!("| kernel: aba_into | {aba_us:.2} µs |");
+    println!("| kernel: aba_solve_factored_into | {solve_us:.2} µs |");
+    println!("| kernel: regressor_vjp_into | {vjp_us:.2} µs |");
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str, default: usize| {
@@ -40,8 +84,8 @@ fn main() {
     let s0 = GenState::new(q0, vec![0.0; nv]);
     // controls: gravity compensation + PD on a slow sinusoidal reference, computed in closed loop once, then
     // replayed open loop (the same trajectory; bounded motion)
-    let dm = torsion_dynamics::DynModel::<f64>::from_model(&m).unwrap();
-    let mut dd = torsion_dynamics::DynData::new(&dm);
+    let dm = DynModel::<f64>::from_model(&m).unwrap();
+    let mut dd = DynData::new(&dm);
     let mut ws0 = solver.workspace(&m).unwrap();
     let (mut s, mut next) = (s0.clone(), s0.clone());
     let mut us = Vec::with_capacity(t_len);
@@ -77,21 +121,34 @@ fn main() {
     let step_us = median(
         (0..repeats)
             .map(|_| {
-                let t = Instant::now();
+                let t = cpu_time();
                 for k in 0..t_len {
                     solver.step(&m, &states[k], &us[k], dt, &mut out, &mut ws, None).unwrap();
                 }
-                t.elapsed().as_secs_f64() * 1e6 / t_len as f64
+                (cpu_time() - t) * 1e6 / t_len as f64
             })
             .collect(),
     );
     println!("| step | {step_us:.2} µs |");
-    let g_out = GenState::new(vec![0.1; nq], vec![0.1; nv]);
+    // the tape's forward step: the same with a record (inputs, q̈, v̂, q1, the ABA factorization copied)
     let mut rec = solver.record(&m);
+    let step_rec_us = median(
+        (0..repeats)
+            .map(|_| {
+                let t = cpu_time();
+                for k in 0..t_len {
+                    solver.step(&m, &states[k], &us[k], dt, &mut out, &mut ws, Some(&mut rec)).unwrap();
+                }
+                (cpu_time() - t) * 1e6 / t_len as f64
+            })
+            .collect(),
+    );
+    println!("| step with a record | {step_rec_us:.2} µs |");
+    breakdown(&dm, &states, &us, repeats);
+    let g_out = GenState::new(vec![0.1; nq], vec![0.1; nv]);
     for (name, sel) in &sels {
         let (mut gs, mut gu, mut gt) = (solver.zero_grad(&m), vec![0.0; nv], vec![0.0; sel.len()]);
-        // fewer steps for the slow (per-parameter) path
-        let n = if sel.len() > 7 { t_len.min(200) } else { t_len };
+        let n = t_len;
         let us_per = median(
             (0..repeats)
                 .map(|_| {
@@ -117,21 +174,30 @@ fn main() {
             *a += b;
         }
     };
-    let (mut v_ro, mut v_both, mut v_tape) = (vec![], vec![], vec![]);
+    // per repeat: wall and this thread's CPU time of each (the shared machine's load stretches the wall clock)
+    let (mut w, mut c) = ([vec![], vec![], vec![]], [vec![], vec![], vec![], vec![], vec![]]);
     for _ in 0..repeats {
-        let t = Instant::now();
+        let (t, c0) = (Instant::now(), cpu_time());
         black_box(rollout(&solver, &m, &s0, &us, dt).unwrap());
-        v_ro.push(t.elapsed().as_secs_f64());
-        let t = Instant::now();
+        w[0].push(t.elapsed().as_secs_f64());
+        c[0].push(cpu_time() - c0);
+        let (t, c0) = (Instant::now(), cpu_time());
         let st = rollout(&solver, &m, &s0, &us, dt).unwrap();
         black_box(rollout_vjp(&solver, &m, &st, &us, dt, all, dl).unwrap().g_theta);
-        v_both.push(t.elapsed().as_secs_f64());
-        let t = Instant::now();
+        w[1].push(t.elapsed().as_secs_f64());
+        c[1].push(cpu_time() - c0);
+        let (t, c0) = (Instant::now(), cpu_time());
         let tp = rollout_tape(&solver, &m, &s0, &us, dt).unwrap();
+        let c1 = cpu_time();
         black_box(tape_vjp(&solver, &m, &tp, &us, all, dl).unwrap().g_theta);
-        v_tape.push(t.elapsed().as_secs_f64());
+        let c2 = cpu_time();
+        drop(tp);
+        w[2].push(t.elapsed().as_secs_f64());
+        c[2].push(cpu_time() - c0);
+        c[3].push(c1 - c0);
+        c[4].push(c2 - c1);
     }
-    let (ro, both, tape) = (median(v_ro), median(v_both), median(v_tape));
+    let [ro, both, tape] = w.map(median);
     println!(
         "| rollout, T = {t_len} | {:.2} ms | rollout + rollout_vjp (all {} parameters) | {:.2} ms | ratio {:.2} |",
         ro * 1e3,
@@ -140,4 +206,36 @@ fn main() {
         both / ro
     );
     println!("| rollout_tape + tape_vjp (all parameters) | {:.2} ms | ratio {:.2} |", tape * 1e3, tape / ro);
+    let [ro, both, tape, fwd, bwd] = c.map(median);
+    println!(
+        "| CPU time: rollout {:.2} ms | + rollout_vjp {:.2} ms = {:.2} | rollout_tape + tape_vjp {:.2} ms = {:.2} \
+         (rollout_tape {:.2}, tape_vjp {:.2}, tape freed {:.2}) |",
+        ro * 1e3,
+        both * 1e3,
+        both / ro,
+        tape * 1e3,
+        tape / ro,
+        fwd / ro,
+        bwd / ro,
+        (tape - fwd - bwd) / ro
+    );
+}
+
+/// This thread's CPU time in seconds (`CLOCK_THREAD_CPUTIME_ID`, from the C library std links): on the shared build
+/// machine the wall clock also counts the time the thread waits for a core.
+fn cpu_time() -> f64 {
+    #[repr(C)]
+    struct Timespec {
+        sec: i64,
+        nsec: i64,
+    }
+    extern "C" {
+        fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
+    }
+    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+    let mut t = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec into `t` (x86-64 / aarch64 Linux: two 64-bit fields)
+    let rc = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    t.sec as f64 + t.nsec as f64 * 1e-9
 }
