@@ -1672,6 +1672,7 @@ impl DiffSolver for FeatherstoneSolver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::generalized::tests::loss_central_differences;
     use torsion_diff::{fd_jacobian, rel_err};
     use torsion_model::builder::two_link_arm;
 
@@ -1810,37 +1811,9 @@ mod tests {
             solver.step(&m, &s, &u, dt, &mut o, &mut ws, Some(&mut rec)).unwrap();
             let (mut gs, mut gu, mut gt) = (solver.zero_grad(&m), vec![0.0; m.nv()], vec![0.0; sel.len()]);
             solver.step_vjp(&m, &rec, &g_out, &mut gs, &mut gu, &sel, &mut gt, &mut ws).unwrap();
-            let loss = |mm: &Model, ss: &GenState, uu: &Control| {
-                let mut o = ss.clone();
-                solver.step(mm, ss, uu, dt, &mut o, &mut solver.workspace(mm).unwrap(), None).unwrap();
-                o.q.iter().zip(&g_out.q).chain(o.v.iter().zip(&g_out.v)).map(|(a, b)| a * b).sum::<f64>()
-            };
-            let theta = m.params_get(&sel);
-            let h = 1e-6;
-            let fd_t: Vec<f64> = (0..sel.len())
-                .map(|i| {
-                    let ev = |d: f64| {
-                        let mut mm = m.clone();
-                        let mut th = theta.clone();
-                        th[i] += d;
-                        mm.params_set(&sel, &th).unwrap();
-                        loss(&mm, &s, &u)
-                    };
-                    (ev(h) - ev(-h)) / (2.0 * h)
-                })
-                .collect();
-            let nt = solver.tangent_dim(&m);
-            let fd_s = fd_jacobian(|d| vec![loss(&m, &solver.retract(&m, &s, d), &u)], nt, 1e-6);
+            let [fd_t, fd_s, fd_u] = loss_central_differences(&solver, &m, &s, &u, dt, &sel, &g_out, 1e-6);
             let gst = solver.grad_to_tangent(&m, &s, &gs);
-            let fd_u = fd_jacobian(
-                |d| {
-                    let uu: Vec<f64> = u.joint_torque.iter().zip(d).map(|(a, b)| a + b).collect();
-                    vec![loss(&m, &s, &Control::from_torques(&uu))]
-                },
-                m.nv(),
-                1e-6,
-            );
-            let e = [nrel(&gt, &fd_t), nrel(&gst, fd_s.as_slice()), nrel(&gu, fd_u.as_slice())];
+            let e = [nrel(&gt, &fd_t), nrel(&gst, &fd_s), nrel(&gu, &fd_u)];
             eprintln!("{name} ({} parameters): reverse mode θ/s/u vs central differences {}", sel.len(), fmt(&e));
             assert!(e.iter().all(|x| *x < 1e-6), "{name}: {e:?}");
         }
