@@ -1,7 +1,7 @@
 //! End-to-end tests of the `torsion` binary: experiments (quick mode, metric names and targets), simulate on
 //! the Baxter URDF, and clear errors on bad input.
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 fn torsion() -> Command {
     Command::new(env!("CARGO_BIN_EXE_torsion"))
@@ -11,6 +11,19 @@ fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("torsion-cli-test-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// `cmd` (a `torsion simulate …`) with `--out traj`: the process's output, its status for the caller to check.
+fn simulate_out(cmd: &mut Command, traj: &Path) -> Output {
+    cmd.arg("--out").arg(traj).output().unwrap()
+}
+
+/// [`simulate_out`] that must succeed: the trajectory JSON it wrote, and its standard error.
+fn simulate_json(cmd: &mut Command, traj: &Path) -> (serde_json::Value, String) {
+    let out = simulate_out(cmd, traj);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{err}");
+    (serde_json::from_str(&std::fs::read_to_string(traj).unwrap()).unwrap(), err)
 }
 
 fn baxter_urdf() -> PathBuf {
@@ -297,16 +310,23 @@ fn pbd_impedance_quick_meets_its_targets() {
 fn simulate_baxter_left_arm() {
     let dir = tmp("sim");
     let traj = dir.join("traj.json");
-    let out = torsion()
-        .args(["simulate", "--model"])
-        .arg(baxter_urdf())
-        .args(["--arm-root", "torso", "--arm-tip", "left_hand_link", "--q0", "0,-0.5,0,1.0,0,0.5,0", "--dt", "0.01"])
-        .args(["--steps", "50", "--solver", "xpbd", "--out"])
-        .arg(&traj)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&traj).unwrap()).unwrap();
+    let (j, _) = simulate_json(
+        torsion()
+            .args(["simulate", "--model"])
+            .arg(baxter_urdf())
+            .args([
+                "--arm-root",
+                "torso",
+                "--arm-tip",
+                "left_hand_link",
+                "--q0",
+                "0,-0.5,0,1.0,0,0.5,0",
+                "--dt",
+                "0.01",
+            ])
+            .args(["--steps", "50", "--solver", "xpbd"]),
+        &traj,
+    );
     assert_eq!(j["joint_angles"].as_array().unwrap().len(), 51);
     assert_eq!(j["joint_angles"][0].as_array().unwrap().len(), 7);
     assert_eq!(j["body_poses"][50].as_array().unwrap().len(), 8);
@@ -323,16 +343,10 @@ fn simulate_baxter_left_arm() {
 fn simulate_ncp_on_the_whole_baxter() {
     // the README's robot with contact: its COLLADA meshes found above the URDF, adjacent links filtered
     let traj = tmp("ncp-baxter").join("baxter.json");
-    let out = torsion()
-        .args(["simulate", "--model"])
-        .arg(baxter_urdf())
-        .args(["--solver", "ncp", "--steps", "5", "--out"])
-        .arg(&traj)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&traj).unwrap()).unwrap();
+    let (j, err) = simulate_json(
+        torsion().args(["simulate", "--model"]).arg(baxter_urdf()).args(["--solver", "ncp", "--steps", "5"]),
+        &traj,
+    );
     assert_eq!(j["joint_angles"].as_array().unwrap().len(), 6);
     let nq = j["joint_names"].as_array().unwrap().len();
     assert!(nq > 14, "the whole robot: {nq} joints");
@@ -352,16 +366,12 @@ fn simulate_ncp_package_dir() {
     std::fs::copy(baxter_urdf(), &copy).unwrap();
     let share = baxter_urdf().ancestors().nth(4).unwrap().to_path_buf(); // …/share, holding example-robot-data/
     let run = |extra: &[&std::ffi::OsStr]| {
-        torsion()
-            .env("TORSION_ROBOTS_DIR", dir.join("none"))
-            .env_remove("ROS_PACKAGE_PATH")
-            .args(["simulate", "--solver", "ncp", "--steps", "2", "--model"])
-            .arg(&copy)
-            .arg("--out")
-            .arg(dir.join("t.json"))
-            .args(extra)
-            .output()
-            .unwrap()
+        let mut c = torsion();
+        c.env("TORSION_ROBOTS_DIR", dir.join("none")).env_remove("ROS_PACKAGE_PATH");
+        simulate_out(
+            c.args(["simulate", "--solver", "ncp", "--steps", "2", "--model"]).arg(&copy).args(extra),
+            &dir.join("t.json"),
+        )
     };
     let out = run(&[]);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -396,19 +406,15 @@ fn simulate_featherstone_agrees_with_xpbd_at_small_dt() {
     // the two methods on the same robot: a short swing at dt = 1 ms, no limits, joint damping off
     let dir = tmp("both");
     let run = |solver: &str, extra: &[&str]| {
-        let traj = dir.join(format!("{solver}.json"));
-        let out = torsion()
-            .args(["simulate", "--model"])
-            .arg(baxter_urdf())
-            .args(["--arm-root", "torso", "--arm-tip", "left_hand_link", "--q0", "0.2,-0.5,0.1,1.0,0,0.5,0"])
-            .args(["--dt", "0.001", "--steps", "200", "--solver", solver])
-            .args(extra)
-            .arg("--out")
-            .arg(&traj)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&traj).unwrap()).unwrap();
+        let (j, _) = simulate_json(
+            torsion()
+                .args(["simulate", "--model"])
+                .arg(baxter_urdf())
+                .args(["--arm-root", "torso", "--arm-tip", "left_hand_link", "--q0", "0.2,-0.5,0.1,1.0,0,0.5,0"])
+                .args(["--dt", "0.001", "--steps", "200", "--solver", solver])
+                .args(extra),
+            &dir.join(format!("{solver}.json")),
+        );
         j["joint_angles"][200].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect::<Vec<_>>()
     };
     let x = run("xpbd", &["--no-limits", "--iterations", "100"]);
@@ -429,15 +435,9 @@ fn models_lists_names_and_unknown_names_are_refused() {
     let out = torsion().args(["simulate", "--model", "dm_control/nope", "--steps", "1"]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("nope.xml"), "{err}");
-    let out = torsion()
-        .args(["simulate", "--model", "superball_air", "--solver", "featherstone", "--steps", "2", "--out"])
-        .arg(tmp("models").join("sb.json"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let sim = ["simulate", "--model", "superball_air", "--solver", "featherstone", "--steps", "2"];
+    let (j, _) = simulate_json(torsion().args(sim), &tmp("models").join("sb.json"));
     // cable tensions recorded for the viewer: one row per state, 24 cables, pretensioned (> 0) at the start
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(tmp("models").join("sb.json")).unwrap()).unwrap();
     let rows = j["cable_tensions"].as_array().unwrap();
     assert_eq!(rows.len(), 3);
     let t0: Vec<f64> = rows[0].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
@@ -450,14 +450,10 @@ fn simulate_ncp_hopper_stays_above_the_floor() {
     // every body stays above the floor (no tunnelling) and the state stays finite; no --dt: the MJCF's timestep
     // (0.005 s; issue 21 item 4: the CLI's 0.01 used to override it); the model by name (issue 21 item 3)
     let traj = tmp("ncp").join("hopper.json");
-    let out = torsion()
-        .args(["simulate", "--model", "dm_control/hopper"])
-        .args(["--solver", "ncp", "--steps", "400", "--out"])
-        .arg(&traj)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&traj).unwrap()).unwrap();
+    let (j, _) = simulate_json(
+        torsion().args(["simulate", "--model", "dm_control/hopper"]).args(["--solver", "ncp", "--steps", "400"]),
+        &traj,
+    );
     assert_eq!(j["dt"].as_f64(), Some(0.005), "the model's timestep");
     let poses = j["body_poses"].as_array().unwrap();
     assert_eq!(poses.len(), 401);
@@ -485,15 +481,10 @@ fn simulate_lcp_box_drop_stays_above_the_floor() {
     )
     .unwrap();
     let traj = dir.join("box.json");
-    let out = torsion()
-        .args(["simulate", "--solver", "lcp", "--no-ccd", "--steps", "100", "--model"])
-        .arg(&xml)
-        .arg("--out")
-        .arg(&traj)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&traj).unwrap()).unwrap();
+    let (j, _) = simulate_json(
+        torsion().args(["simulate", "--solver", "lcp", "--no-ccd", "--steps", "100", "--model"]).arg(&xml),
+        &traj,
+    );
     assert_eq!(j["solver"], "lcp");
     let q = j["joint_angles"].as_array().unwrap();
     assert_eq!(q.len(), 101);
@@ -510,27 +501,17 @@ fn simulate_lcp_box_drop_stays_above_the_floor() {
     let sum: f64 = last.iter().map(|c| c["impulse_n"].as_f64().unwrap()).sum();
     assert!(!last.is_empty() && (sum - 9.81 * 0.01).abs() < 1e-6, "{} contacts, Σλ_n = {sum}", last.len());
     // CCD (the default): the landing is found at its time of impact, no sinking at all
-    let out = torsion()
-        .args(["simulate", "--solver", "lcp", "--steps", "100", "--model"])
-        .arg(&xml)
-        .arg("--out")
-        .arg(&traj)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&traj).unwrap()).unwrap();
+    let (j, _) =
+        simulate_json(torsion().args(["simulate", "--solver", "lcp", "--steps", "100", "--model"]).arg(&xml), &traj);
     let lowest_ccd =
         j["joint_angles"].as_array().unwrap().iter().map(|r| r[2].as_f64().unwrap()).fold(f64::INFINITY, f64::min);
     eprintln!("lcp box drop with CCD: lowest COM {lowest_ccd:.9} m");
     assert!(lowest_ccd > 0.1 - 1e-9, "CCD: the box sank to {lowest_ccd}");
     // --no-ccd belongs to the lcp stepper
-    let out = torsion()
-        .args(["simulate", "--solver", "ncp", "--no-ccd", "--steps", "1", "--model"])
-        .arg(&xml)
-        .arg("--out")
-        .arg(&traj)
-        .output()
-        .unwrap();
+    let out = simulate_out(
+        torsion().args(["simulate", "--solver", "ncp", "--no-ccd", "--steps", "1", "--model"]).arg(&xml),
+        &traj,
+    );
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--no-ccd"));
 }
 
@@ -718,15 +699,12 @@ fn simulate_ncp_records_contacts_and_their_impulses() {
     let dir = tmp("contacts");
     std::fs::write(dir.join("boxes.xml"), TWO_BOXES).unwrap();
     let traj = dir.join("boxes.json");
-    let out = torsion()
-        .args(["simulate", "--solver", "ncp", "--steps", "150", "--gravity", "9.81", "--model"])
-        .arg(dir.join("boxes.xml"))
-        .arg("--out")
-        .arg(&traj)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&traj).unwrap()).unwrap();
+    let (j, _) = simulate_json(
+        torsion()
+            .args(["simulate", "--solver", "ncp", "--steps", "150", "--gravity", "9.81", "--model"])
+            .arg(dir.join("boxes.xml")),
+        &traj,
+    );
     let rows = j["contacts"].as_array().expect("a contacts array");
     assert_eq!(rows.len(), 151, "one row per recorded state");
     assert!(rows[0].as_array().unwrap().is_empty(), "row 0: the initial state, before any step");
@@ -750,13 +728,8 @@ fn simulate_ncp_records_contacts_and_their_impulses() {
     eprintln!("floor normal impulse at rest {floor:.5} N·s, 2 m g dt = {weight:.5}");
     assert!((floor - weight).abs() < 0.02 * weight, "floor impulse {floor} vs 2 m g dt {weight}");
     // featherstone has no contacts: no key (also for 0 steps, where the row count alone cannot tell)
-    let out = torsion()
-        .args(["simulate", "--solver", "featherstone", "--steps", "0", "--model", "baxter_left_arm", "--out"])
-        .arg(dir.join("f.json"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let f: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("f.json")).unwrap()).unwrap();
+    let sim = ["simulate", "--solver", "featherstone", "--steps", "0", "--model", "baxter_left_arm"];
+    let (f, _) = simulate_json(torsion().args(sim), &dir.join("f.json"));
     assert!(f.get("contacts").is_none());
 }
 
@@ -764,12 +737,7 @@ fn simulate_ncp_records_contacts_and_their_impulses() {
 fn view_errors_name_the_file_and_field() {
     let dir = tmp("view-err");
     let traj = dir.join("baxter.json");
-    let out = torsion()
-        .args(["simulate", "--model", "baxter_left_arm", "--steps", "2", "--out"])
-        .arg(&traj)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    simulate_json(torsion().args(["simulate", "--model", "baxter_left_arm", "--steps", "2"]), &traj);
     std::fs::write(dir.join("boxes.xml"), TWO_BOXES).unwrap();
     // the Baxter trajectory against the two-box model: the body count differs
     let out = torsion()
@@ -868,15 +836,12 @@ fn simulate_tensegrity_superball_rests_on_the_floor_under_controls() {
     let ctrl = dir.join("ctrl.json");
     std::fs::write(&ctrl, serde_json::to_string(&rows).unwrap()).unwrap();
     let run = |solver: &str, controls: bool, name: &str| {
-        let traj = dir.join(name);
         let mut c = torsion();
         c.args(["simulate", "--model", "superball", "--solver", solver, "--steps", &steps.to_string()]);
         if controls {
             c.arg("--controls").arg(&ctrl);
         }
-        let out = c.arg("--out").arg(&traj).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&traj).unwrap()).unwrap();
+        let (j, _) = simulate_json(&mut c, &dir.join(name));
         let last = j["body_poses"][steps].as_array().unwrap().clone();
         last.iter().skip(1).map(|p| [0, 1, 2].map(|i| p[i].as_f64().unwrap())).collect::<Vec<_>>()
     };
@@ -892,12 +857,8 @@ fn simulate_tensegrity_superball_rests_on_the_floor_under_controls() {
     assert!(lowest(&t) > 0.2, "tensegrity: {t:?}");
     assert!(lowest(&f) < 0.0, "featherstone has no floor contact: {f:?}");
     assert!(moved > 1e-3, "the controls file drives the cables");
-    let out = torsion()
-        .args(["simulate", "--model", "superball", "--solver", "tensegrity", "--contact-params", "0.5,0"])
-        .arg("--out")
-        .arg(dir.join("bad.json"))
-        .output()
-        .unwrap();
+    let sim = ["simulate", "--model", "superball", "--solver", "tensegrity", "--contact-params", "0.5,0"];
+    let out = simulate_out(torsion().args(sim), &dir.join("bad.json"));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("--contact-params has 2 values"), "{err}");
 }
@@ -916,14 +877,10 @@ fn simulate_integrator_option() {
     )
     .unwrap();
     let run = |extra: &[&str]| {
-        let out = torsion()
-            .args(["simulate", "--steps", "3", "--model"])
-            .arg(&model)
-            .args(extra)
-            .arg("--out")
-            .arg(dir.join("t.json"))
-            .output()
-            .unwrap();
+        let out = simulate_out(
+            torsion().args(["simulate", "--steps", "3", "--model"]).arg(&model).args(extra),
+            &dir.join("t.json"),
+        );
         (out.status.success(), String::from_utf8_lossy(&out.stderr).to_string())
     };
     let (ok, err) = run(&["--solver", "featherstone"]);

@@ -34,7 +34,8 @@ fn weights(n: usize) -> Vec<f64> {
     (0..n).map(|i| ((i + 1) as f64).sin()).collect()
 }
 
-/// The fingerprint of a T-step trajectory and its gradient, computed step by step with the caller's workspace.
+/// The fingerprint of a T-step trajectory and its gradient: computed step by step in the caller's workspace
+/// (`Some`), or through the library's `rollout` and `rollout_vjp` (`None`: fresh workspaces inside).
 fn fingerprint<S: DiffSolver>(
     solver: &S,
     model: &Model,
@@ -42,54 +43,43 @@ fn fingerprint<S: DiffSolver>(
     controls: &[Control],
     dt: f64,
     sel: &ParamSelection,
-    ws: &mut S::Workspace,
+    ws: Option<&mut S::Workspace>,
 ) -> u64 {
-    let mut states = vec![s0.clone()];
-    let mut rec = solver.record(model);
-    for u in controls {
-        let mut next = s0.clone();
-        solver.step(model, states.last().unwrap(), u, dt, &mut next, ws, None).unwrap();
-        states.push(next);
-    }
     let w = weights(s0.encode().len());
+    let (states, g_u, g_s0, g_theta) = match ws {
+        None => {
+            let states = rollout(solver, model, s0, controls, dt).unwrap();
+            let g = rollout_vjp(solver, model, &states, controls, dt, sel, |_, _, g| g.add_encoded(&w)).unwrap();
+            (states, g.g_u, g.g_s0, g.g_theta)
+        }
+        Some(ws) => {
+            let mut states = vec![s0.clone()];
+            let mut rec = solver.record(model);
+            for u in controls {
+                let mut next = s0.clone();
+                solver.step(model, states.last().unwrap(), u, dt, &mut next, ws, None).unwrap();
+                states.push(next);
+            }
+            let (mut g_next, mut g_prev) = (solver.zero_grad(model), solver.zero_grad(model));
+            g_next.add_encoded(&w);
+            let mut g_theta = vec![0.0; sel.len()];
+            let mut g_u = vec![vec![0.0; solver.control_dim(model)]; controls.len()];
+            let mut scratch = s0.clone();
+            for t in (0..controls.len()).rev() {
+                solver.step(model, &states[t], &controls[t], dt, &mut scratch, ws, Some(&mut rec)).unwrap();
+                solver.clear_grad(&mut g_prev);
+                g_prev.add_encoded(&w);
+                solver.step_vjp(model, &rec, &g_next, &mut g_prev, &mut g_u[t], sel, &mut g_theta, ws).unwrap();
+                std::mem::swap(&mut g_next, &mut g_prev);
+            }
+            (states, g_u, g_next, g_theta)
+        }
+    };
     let mut h = Fnv::new();
     states.iter().for_each(|s| h.add(&s.encode()));
-    let (mut g_next, mut g_prev) = (solver.zero_grad(model), solver.zero_grad(model));
-    g_next.add_encoded(&w);
-    let mut g_theta = vec![0.0; sel.len()];
-    let mut g_u = vec![0.0; solver.control_dim(model)];
-    let mut scratch = s0.clone();
-    for t in (0..controls.len()).rev() {
-        solver.step(model, &states[t], &controls[t], dt, &mut scratch, ws, Some(&mut rec)).unwrap();
-        solver.clear_grad(&mut g_prev);
-        g_prev.add_encoded(&w);
-        g_u.fill(0.0);
-        solver.step_vjp(model, &rec, &g_next, &mut g_prev, &mut g_u, sel, &mut g_theta, ws).unwrap();
-        h.add(&g_u);
-        std::mem::swap(&mut g_next, &mut g_prev);
-    }
-    h.add(&g_next.encode());
+    g_u.iter().rev().for_each(|gu| h.add(gu));
+    h.add(&g_s0.encode());
     h.add(&g_theta);
-    h.0
-}
-
-/// The same fingerprint through the library's `rollout` and `rollout_vjp` (fresh workspaces inside).
-fn fingerprint_lib<S: DiffSolver>(
-    solver: &S,
-    model: &Model,
-    s0: &S::State,
-    controls: &[Control],
-    dt: f64,
-    sel: &ParamSelection,
-) -> u64 {
-    let states = rollout(solver, model, s0, controls, dt).unwrap();
-    let w = weights(s0.encode().len());
-    let g = rollout_vjp(solver, model, &states, controls, dt, sel, |_, _, g| g.add_encoded(&w)).unwrap();
-    let mut h = Fnv::new();
-    states.iter().for_each(|s| h.add(&s.encode()));
-    g.g_u.iter().rev().for_each(|gu| h.add(gu));
-    h.add(&g.g_s0.encode());
-    h.add(&g.g_theta);
     h.0
 }
 
@@ -107,14 +97,19 @@ where
     S::State: Sync,
 {
     let sel = ParamSelection::all(model);
-    let fresh = || fingerprint(solver, model, s0, controls, dt, &sel, &mut solver.workspace(model).unwrap());
+    let fresh = || fingerprint(solver, model, s0, controls, dt, &sel, Some(&mut solver.workspace(model).unwrap()));
     let h = fresh();
     assert_eq!(fresh(), h, "{}: a second run differs", solver.name());
     let mut ws = solver.workspace(model).unwrap();
-    let h_other = fingerprint(solver, model, other, controls, dt, &sel, &mut ws);
+    let h_other = fingerprint(solver, model, other, controls, dt, &sel, Some(&mut ws));
     assert_ne!(h_other, h, "{}: another initial state gives another fingerprint", solver.name());
-    assert_eq!(fingerprint(solver, model, s0, controls, dt, &sel, &mut ws), h, "{}: reused workspace", solver.name());
-    assert_eq!(fingerprint_lib(solver, model, s0, controls, dt, &sel), h, "{}: rollout + rollout_vjp", solver.name());
+    assert_eq!(
+        fingerprint(solver, model, s0, controls, dt, &sel, Some(&mut ws)),
+        h,
+        "{}: reused workspace",
+        solver.name()
+    );
+    assert_eq!(fingerprint(solver, model, s0, controls, dt, &sel, None), h, "{}: rollout + rollout_vjp", solver.name());
     let par: Vec<u64> = std::thread::scope(|sc| {
         let hs: Vec<_> = (0..2).map(|_| sc.spawn(fresh)).collect();
         hs.into_iter().map(|j| j.join().unwrap()).collect()

@@ -35,6 +35,16 @@ pub fn samples_along(detect: &Model, states: &[GenState], dt: f64) -> Result<Vec
         .collect()
 }
 
+/// One step's inputs to [`OneStep`]: the state, the control (its body wrenches are replaced by the network's), the
+/// active contacts' samples at `s`, the time step.
+#[derive(Clone, Copy)]
+pub struct StepInput<'a> {
+    pub s: &'a GenState,
+    pub u: &'a Control,
+    pub samples: &'a [ContactSample],
+    pub dt: f64,
+}
+
 /// The one-step trainer's buffers for one model (the step's: linear contact on for H5, off for H4).
 pub struct OneStep {
     pub solver: FeatherstoneSolver,
@@ -74,50 +84,43 @@ impl OneStep {
         })
     }
 
-    /// The step from `s` under `u` plus the network's contact wrenches at `samples` (those of `s`), into `out`.
-    #[allow(clippy::too_many_arguments)]
+    /// The step from `x.s` under `x.u` plus the network's contact wrenches at `x.samples` (those of `x.s`), into
+    /// `out`.
     pub fn predict(
         &mut self,
         model: &Model,
         net: &Mlp,
-        s: &GenState,
-        u: &Control,
-        samples: &[ContactSample],
-        dt: f64,
+        x: &StepInput,
         out: &mut GenState,
         record: bool,
     ) -> Result<(), ExperimentError> {
         self.wrench.iter_mut().for_each(|w| *w = 0.0);
-        for c in samples {
+        for c in x.samples {
             net.forward(&c.x, &mut self.mlp_ws, &mut self.y);
             add_output_wrench(c, &self.y, &mut self.wrench);
         }
-        self.uw.joint_torque.clone_from(&u.joint_torque);
-        self.uw.ctrl.clone_from(&u.ctrl);
+        self.uw.joint_torque.clone_from(&x.u.joint_torque);
+        self.uw.ctrl.clone_from(&x.u.ctrl);
         self.uw.body_wrench.clone_from(&self.wrench);
         let rec = if record { Some(&mut self.rec) } else { None };
         self.solver
-            .step(model, s, &self.uw, dt, out, &mut self.ws, rec)
+            .step(model, x.s, &self.uw, x.dt, out, &mut self.ws, rec)
             .map_err(|e| ExperimentError::Failed(e.to_string()))?;
         Ok(())
     }
 
     /// ½‖x̂_{t+1} − x_{t+1}‖² over q and v, and (if `g` is given) its gradient w.r.t. the network's parameters
     /// accumulated into `g`.
-    #[allow(clippy::too_many_arguments)]
     pub fn loss(
         &mut self,
         model: &Model,
         net: &Mlp,
-        s: &GenState,
-        u: &Control,
-        samples: &[ContactSample],
+        x: &StepInput,
         target: &GenState,
-        dt: f64,
         g: Option<&mut [f64]>,
     ) -> Result<f64, ExperimentError> {
         let mut pred = std::mem::take(&mut self.pred);
-        let r = self.predict(model, net, s, u, samples, dt, &mut pred, g.is_some());
+        let r = self.predict(model, net, x, &mut pred, g.is_some());
         self.pred = pred;
         r?;
         self.solver.clear_grad(&mut self.g_out);
@@ -141,7 +144,7 @@ impl OneStep {
             .map_err(se)?;
         self.solver.wrench_vjp(model, &self.rec, &self.g_u, &mut self.g_w, &mut self.ws).map_err(se)?;
         let mut g_y = [0.0; OUTPUTS];
-        for c in samples {
+        for c in x.samples {
             output_wrench_vjp(c, &self.g_w, &mut g_y);
             net.forward(&c.x, &mut self.mlp_ws, &mut self.y);
             net.backward(&mut self.mlp_ws, &g_y, g, None);
@@ -187,7 +190,8 @@ mod tests {
             }
             let mut os = OneStep::new(&model, &net).unwrap();
             let mut g = vec![0.0; net.n_params()];
-            os.loss(&model, &net, &s, &u, &samples, &target, dt, Some(&mut g)).unwrap();
+            let x = StepInput { s: &s, u: &u, samples: &samples, dt };
+            os.loss(&model, &net, &x, &target, Some(&mut g)).unwrap();
             let idx: Vec<usize> = (0..40).map(|k| (k * 97 + 13) % net.n_params()).collect();
             let h = 1e-6;
             let fd: Vec<f64> = idx
@@ -196,8 +200,8 @@ mod tests {
                     let (mut a, mut b) = (net.clone(), net.clone());
                     a.params[i] += h;
                     b.params[i] -= h;
-                    let la = os.loss(&model, &a, &s, &u, &samples, &target, dt, None).unwrap();
-                    let lb = os.loss(&model, &b, &s, &u, &samples, &target, dt, None).unwrap();
+                    let la = os.loss(&model, &a, &x, &target, None).unwrap();
+                    let lb = os.loss(&model, &b, &x, &target, None).unwrap();
                     (la - lb) / (2.0 * h)
                 })
                 .collect();

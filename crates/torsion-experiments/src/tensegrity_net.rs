@@ -10,7 +10,7 @@
 //! - Metric: the CoM error after 4000 steps from each test throw's first state against MuJoCo
 //!   (`tensegrity_contact_id::Tests`), rolled out with the network in the loop and its clock running; the linear
 //!   model on the same tests beside it. A rollout whose state leaves the finite numbers (or 1 km) is `diverged`.
-use crate::contact_net::OneStep;
+use crate::contact_net::{OneStep, StepInput};
 use crate::ncp_scene::bar;
 use crate::plot::{color, figure, Mark, Panel, Reference, Series};
 use crate::result::{Check, ExperimentError, ExperimentResult};
@@ -152,7 +152,8 @@ fn mse(os: &mut OneStep, m: &Model, net: &Mlp, seqs: &[Seq], stride: usize) -> R
     let (mut sum, mut count) = (0.0, 0usize);
     for s in seqs {
         for i in s.pairs(stride) {
-            sum += 2.0 * os.loss(m, net, &s.states[i], &u, &s.samples[i], &s.states[i + 1], m.dt, None)? / n;
+            let x = StepInput { s: &s.states[i], u: &u, samples: &s.samples[i], dt: m.dt };
+            sum += 2.0 * os.loss(m, net, &x, &s.states[i + 1], None)? / n;
             count += 1;
         }
     }
@@ -206,8 +207,8 @@ pub fn train(
             g.iter_mut().for_each(|x| *x = 0.0);
             for &(k, i) in batch {
                 let s = &data.train[k];
-                epoch_sum +=
-                    2.0 * os.loss(m, net, &s.states[i], &u, &s.samples[i], &s.states[i + 1], m.dt, Some(&mut g))? / n;
+                let x = StepInput { s: &s.states[i], u: &u, samples: &s.samples[i], dt: m.dt };
+                epoch_sum += 2.0 * os.loss(m, net, &x, &s.states[i + 1], Some(&mut g))? / n;
             }
             // ∂MSE/∂θ of the batch: loss() accumulates ∂(½‖·‖²)/∂θ
             let scale = 2.0 / (n * batch.len() as f64);
@@ -252,7 +253,8 @@ pub fn net_rollouts(
         for t in 1..=EVAL_STEPS {
             if bad.is_none() {
                 contact_samples_into(&dm, &s.q, &s.v, m.dt, &mut d, &mut clock, &mut samples).map_err(se)?;
-                let ok = os.predict(m, net, &s, &u, &samples, m.dt, &mut next, false).is_ok()
+                let x = StepInput { s: &s, u: &u, samples: &samples, dt: m.dt };
+                let ok = os.predict(m, net, &x, &mut next, false).is_ok()
                     && next.q.iter().chain(&next.v).all(|x| x.is_finite() && x.abs() < BLOWUP);
                 if ok {
                     std::mem::swap(&mut s, &mut next);

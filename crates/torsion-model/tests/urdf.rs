@@ -456,54 +456,29 @@ fn more_invalid_inputs_are_named() {
     let d = UrdfOptions::default();
     let err = |text: String| load_urdf_str(&text, "inline.urdf", &d).unwrap_err();
     assert!(load_urdf_str(ONE_JOINT, "inline.urdf", &d).is_ok());
-    let sub = |a: &str, b: &str| err(ONE_JOINT.replace(a, b));
-    assert_names(sub("revolute", "floating"), "inline.urdf", "joint 'j'", "unsupported joint type 'floating'");
-    assert_names(sub("revolute", "planar"), "inline.urdf", "joint 'j'", "unsupported joint type 'planar'");
-    assert_names(sub("xyz=\"0 0 1\"", "xyz=\"0 0 0\""), "inline.urdf", "joint 'j'", "zero-length <axis xyz>");
-    assert_names(sub("ixx=\"1\"", "ixx=\"-1\""), "inline.urdf", "link 'arm'", "inertia not positive definite");
-    assert_names(
-        sub("<mass value=\"1\"/>", "<mass value=\"0\"/>"),
-        "inline.urdf",
-        "link 'arm'",
-        "missing or zero <inertial><mass>",
-    );
-    assert_names(
-        sub("<mass value=\"1\"/>", "<mass value=\"-1\"/>"),
-        "inline.urdf",
-        "link 'arm'",
-        "negative <inertial><mass>",
-    );
-    assert_names(sub("<mass value=\"1\"/>", ""), "inline.urdf", "link 'arm'", "<inertial> has no <mass>");
-    assert_names(
-        sub("iyy=\"1\"", "iyy=\"1 2\""),
-        "inline.urdf",
-        "link 'arm'",
-        "<inertial><inertia> iyy=\"1 2\": expected 1 number(s), got 2",
-    );
-    assert_names(sub("lower=\"-1\"", "lower=\"nan\""), "inline.urdf", "joint 'j'", "'nan' is not a finite number");
-    assert_names(
-        sub("lower=\"-1\" upper=\"1\"", "lower=\"1\" upper=\"-1\""),
-        "inline.urdf",
-        "joint 'j'",
-        "lower 1 > upper -1",
-    );
-    assert_names(
-        sub("<limit lower=\"-1\" upper=\"1\" effort=\"1\" velocity=\"1\"/>", ""),
-        "inline.urdf",
-        "joint 'j'",
-        "missing <limit>",
-    );
-    assert_names(sub("<parent link=\"base\"/>", ""), "inline.urdf", "joint 'j'", "missing <parent link=");
-    assert_names(sub("type=\"revolute\"", ""), "inline.urdf", "joint 'j'", "missing type attribute");
-    assert_names(
-        sub("<link name=\"base\"/>", "<link name=\"base\"/><link name=\"extra\"/>"),
-        "inline.urdf",
-        "robot 'r'",
-        "expected one root link",
-    );
-    assert_names(sub("<child link=\"arm\"/>", "<child link=\"base\"/>"), "inline.urdf", "joint 'j'", "same link");
-    assert_names(sub("</robot>", ""), "inline.urdf", "XML", "");
-    assert_names(err(ONE_JOINT.replace("robot", "robo")), "inline.urdf", "XML", "expected <robot>");
+    // (text replaced in ONE_JOINT, its replacement, the place the error names, what it says)
+    let cases = [
+        ("revolute", "floating", "joint 'j'", "unsupported joint type 'floating'"),
+        ("revolute", "planar", "joint 'j'", "unsupported joint type 'planar'"),
+        ("xyz=\"0 0 1\"", "xyz=\"0 0 0\"", "joint 'j'", "zero-length <axis xyz>"),
+        ("ixx=\"1\"", "ixx=\"-1\"", "link 'arm'", "inertia not positive definite"),
+        ("<mass value=\"1\"/>", "<mass value=\"0\"/>", "link 'arm'", "missing or zero <inertial><mass>"),
+        ("<mass value=\"1\"/>", "<mass value=\"-1\"/>", "link 'arm'", "negative <inertial><mass>"),
+        ("<mass value=\"1\"/>", "", "link 'arm'", "<inertial> has no <mass>"),
+        ("iyy=\"1\"", "iyy=\"1 2\"", "link 'arm'", "<inertial><inertia> iyy=\"1 2\": expected 1 number(s), got 2"),
+        ("lower=\"-1\"", "lower=\"nan\"", "joint 'j'", "'nan' is not a finite number"),
+        ("lower=\"-1\" upper=\"1\"", "lower=\"1\" upper=\"-1\"", "joint 'j'", "lower 1 > upper -1"),
+        ("<limit lower=\"-1\" upper=\"1\" effort=\"1\" velocity=\"1\"/>", "", "joint 'j'", "missing <limit>"),
+        ("<parent link=\"base\"/>", "", "joint 'j'", "missing <parent link="),
+        ("type=\"revolute\"", "", "joint 'j'", "missing type attribute"),
+        ("<link name=\"base\"/>", "<link name=\"base\"/><link name=\"extra\"/>", "robot 'r'", "expected one root link"),
+        ("<child link=\"arm\"/>", "<child link=\"base\"/>", "joint 'j'", "same link"),
+        ("</robot>", "", "XML", ""),
+        ("robot", "robo", "XML", "expected <robot>"),
+    ];
+    for (a, b, place, what) in cases {
+        assert_names(err(ONE_JOINT.replace(a, b)), "inline.urdf", place, what);
+    }
 }
 
 /// No input panics: every prefix of a valid file and digit → letter corruptions give Ok or a typed error.

@@ -21,6 +21,58 @@ pub fn covariance(h: &DMatrix<f64>, sq: f64, rows: usize) -> (DMatrix<f64>, f64)
     (&eig.eigenvectors * DMatrix::from_diagonal(&inv) * eig.eigenvectors.transpose() * sigma2, sigma2)
 }
 
+/// What every identification reports: the estimates by name with their standard errors, and the fit's course.
+/// [`arm::SysidFit`] and [`shooting::ShootingFit`] add their own figures and dereference to it.
+#[derive(Clone, Debug)]
+pub struct Estimates {
+    pub names: Vec<String>,
+    pub p: Vec<f64>,
+    /// from σ² H⁺ in z (H = JᵀJ, + the priors'), chained through ∂p/∂z; 0 for fixed entries
+    pub std_errors: Vec<f64>,
+    /// σ² = ‖r‖² / (rows − rank), in units of the weighted residual
+    pub sigma2: f64,
+    /// ½‖r‖² (+ prior) after each accepted step (first: the start)
+    pub history: Vec<f64>,
+    /// p at each Jacobian evaluation: the start and the accepted steps (the last one's only when it did not stop
+    /// on `ftol`)
+    pub path: Vec<Vec<f64>>,
+    pub iterations: usize,
+}
+
+/// [`levenberg_marquardt_normal`] from the start (z0, lower, upper) of `f(z, want)` (the cost and, when `want`,
+/// the gradient and JᵀJ), recording p(z) at each Jacobian evaluation (`Estimates::path`) and ticking `bar` there
+/// (its message: the cost); the bar is cleared at the end.
+pub(crate) fn lm_with_path<E>(
+    (z0, lower, upper): &(Vec<f64>, Vec<f64>, Vec<f64>),
+    lm: &LmOptions,
+    bar: Option<indicatif::ProgressBar>,
+    p_of_z: impl Fn(&[f64]) -> Vec<f64>,
+    mut f: impl FnMut(&[f64], bool) -> Result<(f64, Option<(Vec<f64>, Vec<f64>)>), E>,
+) -> Result<(LmReport, Vec<Vec<f64>>), E> {
+    let mut path = vec![];
+    let rep = levenberg_marquardt_normal(
+        z0,
+        lower,
+        upper,
+        |z, want| {
+            let (c, gh) = f(z, want)?;
+            if want {
+                path.push(p_of_z(z));
+                if let Some(b) = &bar {
+                    b.set_message(format!("{c:.6e}"));
+                    b.inc(1);
+                }
+            }
+            Ok((c, gh))
+        },
+        lm,
+    )?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok((rep, path))
+}
+
 /// Map from an unconstrained coordinate z to a physical value p.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Param {

@@ -261,6 +261,22 @@ pub struct StepIn<'a, T: Scalar> {
 /// (q1, v1, act1) of [`step_generic`].
 pub type StepOut<T> = (Vec<T>, Vec<T>, Vec<T>);
 
+/// The generic step's scratch: `tau`, `acc` (nv), the dry-friction solve's buffers, RK4's stages (used under
+/// `Integrator::Rk4` only); allocated once, then reused by every [`step_generic_into`] (the dual passes).
+pub struct StepScratch<T: Scalar> {
+    tau: Vec<T>,
+    acc: Vec<T>,
+    fric: JointFriction<T>,
+    rk: Rk4Scratch<T>,
+}
+
+impl<T: Scalar> StepScratch<T> {
+    pub fn new(nq: usize, nv: usize, na: usize) -> Self {
+        let z = || vec![T::zero(); nv];
+        StepScratch { tau: z(), acc: z(), fric: JointFriction::new(nv), rk: Rk4Scratch::new(nq, nv, na) }
+    }
+}
+
 /// One step on any scalar; `u` has nv generalized forces. Sets `dm.armature` to A + h D. Returns (q1, v1, act1).
 pub fn step_generic<T: Scalar>(
     dm: &mut DynModel<T>,
@@ -269,19 +285,16 @@ pub fn step_generic<T: Scalar>(
     dt: f64,
     d: &mut DynData<T>,
 ) -> Result<StepOut<T>, torsion_dynamics::DynError> {
-    let (mut tau, mut acc) = (vec![T::zero(); dm.nv], vec![T::zero(); dm.nv]);
+    let mut sc = StepScratch::new(x.q.len(), dm.nv, x.act.len());
     let (mut q1, mut v1, mut act1) = (x.q.to_vec(), vec![T::zero(); dm.nv], x.act.to_vec());
-    let mut fric = JointFriction::new(dm.nv);
-    let mut rk = Rk4Scratch::new(x.q.len(), dm.nv, x.act.len());
-    #[rustfmt::skip]
-    step_generic_into(dm, passive, x, dt, d, &mut tau, &mut acc, &mut q1, &mut v1, &mut act1, &mut fric, &mut rk)?;
+    step_generic_into(dm, passive, x, dt, d, &mut sc, &mut q1, &mut v1, &mut act1)?;
     Ok((q1, v1, act1))
 }
 
-/// [`step_generic`] into preallocated buffers: `tau`, `acc` (nv scratch), `q1` (nq), `v1` (nv), `act1` (na); no
-/// heap allocation (`fric`: the dry-friction solve's buffers, `JointFriction::new(nv)`; `rk`: RK4's stages,
-/// used under `Integrator::Rk4` only). The cable forces (`passive::cable_forces_into`) enter τ explicitly with the fluid's, from
-/// act (not act1), and act1 is act's explicit Euler step (`passive::activation_step`), as MuJoCo's Euler.
+/// [`step_generic`] into preallocated buffers `q1` (nq), `v1` (nv), `act1` (na) with the scratch `sc`
+/// ([`StepScratch::new`]): no heap allocation. The cable forces (`passive::cable_forces_into`) enter τ explicitly
+/// with the fluid's, from act (not act1), and act1 is act's explicit Euler step (`passive::activation_step`), as
+/// MuJoCo's Euler.
 #[allow(clippy::too_many_arguments)]
 pub fn step_generic_into<T: Scalar>(
     dm: &mut DynModel<T>,
@@ -289,14 +302,12 @@ pub fn step_generic_into<T: Scalar>(
     x: &StepIn<T>,
     dt: f64,
     d: &mut DynData<T>,
-    tau: &mut [T],
-    acc: &mut [T],
+    sc: &mut StepScratch<T>,
     q1: &mut [T],
     v1: &mut [T],
     act1: &mut [T],
-    fric: &mut JointFriction<T>,
-    rk: &mut Rk4Scratch<T>,
 ) -> Result<(), torsion_dynamics::DynError> {
+    let StepScratch { tau, acc, fric, rk } = sc;
     if passive.integrator == Integrator::Rk4 {
         return rk4_step_into(dm, passive, x, dt, d, rk, tau, acc, fric, q1, v1, act1);
     }
@@ -541,10 +552,8 @@ impl FeatherstoneSolver {
         let lift = |x: &[f64]| x.iter().map(|&v| Dual64::from(v)).collect::<Vec<_>>();
         let mut dm: DynModel<Dual64> = DynModel::build(model, &table, &lift(&theta)).map_err(Self::dyn_err)?;
         let mut d = DynData::new(&dm);
-        let (mut tau, mut acc) = (vec![Dual64::from(0.0); nv], vec![Dual64::from(0.0); nv]);
+        let mut sc = StepScratch::new(model.nq(), nv, model.na());
         let (mut qn, mut vn, mut an) = (q0d.clone(), vec![Dual64::from(0.0); nv], a0d.clone());
-        let mut fric = JointFriction::new(nv);
-        let mut rk = Rk4Scratch::new(model.nq(), nv, model.na());
         for col in 0..n.nx + n.ncu {
             let (mut qd, mut vd, mut ad, mut ud, mut cd) =
                 (q0d.clone(), v0d.clone(), a0d.clone(), u0d.clone(), c0d.clone());
@@ -562,8 +571,7 @@ impl FeatherstoneSolver {
                 cd[col - n.nx - nv].eps = 1.0;
             }
             let x = StepIn { q: &qd, v: &vd, act: &ad, u: &ud, ctrl: &cd, wrench: &wd };
-            #[rustfmt::skip]
-            step_generic_into(&mut dm, &passive, &x, dt, &mut d, &mut tau, &mut acc, &mut qn, &mut vn, &mut an, &mut fric, &mut rk)
+            step_generic_into(&mut dm, &passive, &x, dt, &mut d, &mut sc, &mut qn, &mut vn, &mut an)
                 .map_err(Self::dyn_err)?;
             Self::write_column(&dm, &q1d, (&qn, &vn, &an), col, jac);
         }
@@ -1713,6 +1721,7 @@ impl DiffSolver for FeatherstoneSolver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::generalized::tests::loss_central_differences;
     use torsion_diff::{fd_jacobian, rel_err};
     use torsion_model::builder::two_link_arm;
 
@@ -1851,37 +1860,9 @@ mod tests {
             solver.step(&m, &s, &u, dt, &mut o, &mut ws, Some(&mut rec)).unwrap();
             let (mut gs, mut gu, mut gt) = (solver.zero_grad(&m), vec![0.0; m.nv()], vec![0.0; sel.len()]);
             solver.step_vjp(&m, &rec, &g_out, &mut gs, &mut gu, &sel, &mut gt, &mut ws).unwrap();
-            let loss = |mm: &Model, ss: &GenState, uu: &Control| {
-                let mut o = ss.clone();
-                solver.step(mm, ss, uu, dt, &mut o, &mut solver.workspace(mm).unwrap(), None).unwrap();
-                o.q.iter().zip(&g_out.q).chain(o.v.iter().zip(&g_out.v)).map(|(a, b)| a * b).sum::<f64>()
-            };
-            let theta = m.params_get(&sel);
-            let h = 1e-6;
-            let fd_t: Vec<f64> = (0..sel.len())
-                .map(|i| {
-                    let ev = |d: f64| {
-                        let mut mm = m.clone();
-                        let mut th = theta.clone();
-                        th[i] += d;
-                        mm.params_set(&sel, &th).unwrap();
-                        loss(&mm, &s, &u)
-                    };
-                    (ev(h) - ev(-h)) / (2.0 * h)
-                })
-                .collect();
-            let nt = solver.tangent_dim(&m);
-            let fd_s = fd_jacobian(|d| vec![loss(&m, &solver.retract(&m, &s, d), &u)], nt, 1e-6);
+            let [fd_t, fd_s, fd_u] = loss_central_differences(&solver, &m, &s, &u, dt, &sel, &g_out, 1e-6);
             let gst = solver.grad_to_tangent(&m, &s, &gs);
-            let fd_u = fd_jacobian(
-                |d| {
-                    let uu: Vec<f64> = u.joint_torque.iter().zip(d).map(|(a, b)| a + b).collect();
-                    vec![loss(&m, &s, &Control::from_torques(&uu))]
-                },
-                m.nv(),
-                1e-6,
-            );
-            let e = [nrel(&gt, &fd_t), nrel(&gst, fd_s.as_slice()), nrel(&gu, fd_u.as_slice())];
+            let e = [nrel(&gt, &fd_t), nrel(&gst, &fd_s), nrel(&gu, &fd_u)];
             eprintln!("{name} ({} parameters): reverse mode θ/s/u vs central differences {}", sel.len(), fmt(&e));
             assert!(e.iter().all(|x| *x < 1e-6), "{name}: {e:?}");
         }

@@ -317,6 +317,50 @@ pub(crate) mod tests {
     // the normwise relative error of docs/gradients.md
     use torsion_diff::rel_err as nrel;
 
+    /// Central differences (step `h`) of L = ḡᵀ s' for one step (s, u) w.r.t. the selected parameters (through
+    /// `Model::params_set`), the state (tangent, through `retract`) and the generalized forces: [θ, s, u], what
+    /// `step_vjp` returns. Shared by the Featherstone and the joint-friction tests.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn loss_central_differences<S: DiffSolver<State = GenState>>(
+        solver: &S,
+        m: &Model,
+        s: &GenState,
+        u: &Control,
+        dt: f64,
+        sel: &ParamSelection,
+        g_out: &GenState,
+        h: f64,
+    ) -> [Vec<f64>; 3] {
+        let loss = |mm: &Model, ss: &GenState, uu: &Control| {
+            let mut o = ss.clone();
+            solver.step(mm, ss, uu, dt, &mut o, &mut solver.workspace(mm).unwrap(), None).unwrap();
+            o.q.iter().zip(&g_out.q).chain(o.v.iter().zip(&g_out.v)).map(|(a, b)| a * b).sum::<f64>()
+        };
+        let theta = m.params_get(sel);
+        let fd_t: Vec<f64> = (0..sel.len())
+            .map(|i| {
+                let ev = |d: f64| {
+                    let mut mm = m.clone();
+                    let mut th = theta.clone();
+                    th[i] += d;
+                    mm.params_set(sel, &th).unwrap();
+                    loss(&mm, s, u)
+                };
+                (ev(h) - ev(-h)) / (2.0 * h)
+            })
+            .collect();
+        let fd_s = fd_jacobian(|d| vec![loss(m, &solver.retract(m, s, d), u)], solver.tangent_dim(m), h);
+        let fd_u = fd_jacobian(
+            |d| {
+                let uu: Vec<f64> = u.joint_torque.iter().zip(d).map(|(a, b)| a + b).collect();
+                vec![loss(m, s, &Control::from_torques(&uu))]
+            },
+            m.nv(),
+            h,
+        );
+        [fd_t, fd_s.as_slice().to_vec(), fd_u.as_slice().to_vec()]
+    }
+
     /// Errors against central differences of L = ḡᵀ s' for a step under body wrenches `w`: the state and control
     /// gradients of `step_vjp`, `wrench_vjp`'s ∂L/∂w, and A of `step_jacobians` (FD step `h_a`). Shared by the
     /// Featherstone and the contact steppers' tests.

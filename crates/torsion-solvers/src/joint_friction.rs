@@ -437,6 +437,7 @@ fn chol_solve<T: Scalar>(a: &[T], n: usize, b: &mut [T]) {
 mod tests {
     use super::FrictionMode;
     use crate::featherstone::FeatherstoneSolver;
+    use crate::generalized::tests::loss_central_differences;
     use crate::generalized::transposed_jacobian_product;
     use crate::solver::{DiffSolver, Solver, StepJacobians};
     use torsion_diff::fd_jacobian;
@@ -474,35 +475,9 @@ mod tests {
         let g_out = GenState::new(vec![0.7, -0.4, 1.1], vec![0.3, 0.9, -0.6]);
         let (mut gs, mut gu, mut gt) = (solver.zero_grad(m), vec![0.0; m.nv()], vec![0.0; sel.len()]);
         solver.step_vjp(m, &rec, &g_out, &mut gs, &mut gu, &sel, &mut gt, &mut ws).unwrap();
-        let loss = |mm: &Model, ss: &GenState, uu: &Control| {
-            let mut o = ss.clone();
-            solver.step(mm, ss, uu, dt, &mut o, &mut solver.workspace(mm).unwrap(), None).unwrap();
-            o.q.iter().zip(&g_out.q).chain(o.v.iter().zip(&g_out.v)).map(|(a, b)| a * b).sum::<f64>()
-        };
-        let theta = m.params_get(&sel);
         let h = 1e-6;
-        let fd_t: Vec<f64> = (0..sel.len())
-            .map(|i| {
-                let ev = |d: f64| {
-                    let mut mm = m.clone();
-                    let mut th = theta.clone();
-                    th[i] += d;
-                    mm.params_set(&sel, &th).unwrap();
-                    loss(&mm, s, u)
-                };
-                (ev(h) - ev(-h)) / (2.0 * h)
-            })
-            .collect();
+        let [fd_t, fd_s, fd_u] = loss_central_differences(&solver, m, s, u, dt, &sel, &g_out, h);
         let nt = solver.tangent_dim(m);
-        let fd_s = fd_jacobian(|d| vec![loss(m, &solver.retract(m, s, d), u)], nt, h);
-        let fd_u = fd_jacobian(
-            |d| {
-                let uu: Vec<f64> = u.joint_torque.iter().zip(d).map(|(a, b)| a + b).collect();
-                vec![loss(m, s, &Control::from_torques(&uu))]
-            },
-            m.nv(),
-            h,
-        );
         let gst = solver.grad_to_tangent(m, s, &gs);
         // the all-dual reference (the generic step on duals: friction solved on T at the same active set)
         let dual = solver.step_jacobians_dual(m, s, u, dt, &sel).unwrap();
@@ -528,8 +503,8 @@ mod tests {
         );
         [
             nrel(&gt, &fd_t),
-            nrel(&gst, fd_s.as_slice()),
-            nrel(&gu, fd_u.as_slice()),
+            nrel(&gst, &fd_s),
+            nrel(&gu, &fd_u),
             nrel(&gt, &rt).max(nrel(&gs.v, &rs.v)).max(nrel(&gu, &ru)),
             nrel(jac.a.as_slice(), fa.as_slice()),
             nrel(jac.b.as_slice(), fb.as_slice()),

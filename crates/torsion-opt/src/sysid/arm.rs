@@ -15,7 +15,7 @@
 //! scalar maps, ∂π/∂θ of the log-Cholesky map by duals): an iteration costs O(n_p³), not O(samples). The error
 //! itself goes through a square-root form of G ([`Gram`]), which does not cancel digits.
 use super::filter::{derivative, edge_samples, lowpass_zero_phase};
-use super::{levenberg_marquardt_normal, LmOptions, Param};
+use super::{lm_with_path, Estimates, LmOptions, Param};
 use nalgebra::{DMatrix, DVector};
 use std::time::Instant;
 use thiserror::Error;
@@ -230,21 +230,11 @@ pub struct ArmProblem {
     pub options: ArmOptions,
 }
 
-/// The result of [`ArmProblem::fit`].
+/// The result of [`ArmProblem::fit`]: the estimates (names `body[B].m` …, `damping[J]`, `coulomb[J]`; standard
+/// errors from σ² (JᵀJ + prior)⁺) and the regressor fit's own figures.
 #[derive(Clone, Debug)]
 pub struct SysidFit {
-    /// names of p (π entries `body[B].m` …, `damping[J]`, `coulomb[J]`)
-    pub names: Vec<String>,
-    pub p: Vec<f64>,
-    /// standard errors of p from σ² (JᵀJ + prior)⁻¹ (pseudo-inverse), chained through ∂p/∂z; 0 for fixed entries
-    pub std_errors: Vec<f64>,
-    /// σ² = ‖r‖² / (rows − rank)
-    pub sigma2: f64,
-    /// ½‖r‖² (+ prior) after each accepted step (first: the start)
-    pub history: Vec<f64>,
-    /// p after each accepted step (first: the start)
-    pub path: Vec<Vec<f64>>,
-    pub iterations: usize,
+    pub estimates: Estimates,
     /// RMS torque residual on the fitted data, N·m
     pub rmse: f64,
     pub gram: Gram,
@@ -253,6 +243,13 @@ pub struct SysidFit {
     pub time_solve_s: f64,
     /// log-Cholesky bodies started from their linear estimate (`ArmOptions::linear_warm_start`)
     pub warm_started_bodies: usize,
+}
+
+impl std::ops::Deref for SysidFit {
+    type Target = Estimates;
+    fn deref(&self) -> &Estimates {
+        &self.estimates
+    }
 }
 
 impl ArmProblem {
@@ -611,13 +608,14 @@ impl ArmProblem {
                 }
             }
             let mut out = warm.fit_gram(gram, lm, progress)?;
-            out.history = first.history.into_iter().chain(out.history).collect();
-            out.path = first.path.into_iter().chain(out.path).collect();
-            out.iterations += first.iterations;
+            let (e, f) = (&mut out.estimates, first.estimates);
+            e.history = f.history.into_iter().chain(std::mem::take(&mut e.history)).collect();
+            e.path = f.path.into_iter().chain(std::mem::take(&mut e.path)).collect();
+            e.iterations += f.iterations;
             out.warm_started_bodies = warm_started_bodies;
             return Ok(out);
         }
-        let (z0, lo, hi) = self.z0()?;
+        let start = self.z0()?;
         let bar = progress.then(|| {
             let b = indicatif::ProgressBar::new(lm.max_iter as u64);
             b.set_style(
@@ -626,27 +624,13 @@ impl ArmProblem {
             );
             b
         });
-        let mut path = vec![];
-        let rep = levenberg_marquardt_normal(
-            &z0,
-            &lo,
-            &hi,
-            |z, want| {
-                let (c, gh) = self.objective(&gram, z, want);
-                if want {
-                    path.push(self.p_of_z(z).0);
-                    if let Some(b) = &bar {
-                        b.set_message(format!("{c:.6e}"));
-                        b.inc(1);
-                    }
-                }
-                Ok::<_, SysidError>((c, gh))
-            },
+        let (rep, path) = lm_with_path(
+            &start,
             lm,
+            bar,
+            |z| self.p_of_z(z).0,
+            |z, want| Ok::<_, SysidError>(self.objective(&gram, z, want)),
         )?;
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
         let (p, pj) = self.p_of_z(&rep.x);
         // covariance: σ² (PᵀGP + prior)⁺ in z, chained to p
         let (_, gh) = self.objective(&gram, &rep.x, true);
@@ -656,14 +640,16 @@ impl ArmProblem {
         let cov_p = &pj * cov_z * pj.transpose();
         let std_errors = (0..self.np()).map(|i| cov_p[(i, i)].max(0.0).sqrt()).collect();
         Ok(SysidFit {
-            names: self.names(),
             rmse: gram.rmse(&p),
-            p,
-            std_errors,
-            sigma2,
-            history: rep.history,
-            path,
-            iterations: rep.iterations,
+            estimates: Estimates {
+                names: self.names(),
+                p,
+                std_errors,
+                sigma2,
+                history: rep.history,
+                path,
+                iterations: rep.iterations,
+            },
             gram,
             time_stack_s: 0.0,
             time_solve_s: 0.0,

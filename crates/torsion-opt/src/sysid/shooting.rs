@@ -11,7 +11,7 @@
 //! map. Cost O(T·nθ) per Jacobian, as LM needs J itself. The fit is the bounded LM of
 //! [`super::levenberg_marquardt_normal`] on JᵀJ, Jᵀr (docs/decisions.md: windows start at the recorded state).
 use super::arm::{ScalarSpec, Start, SysidError};
-use super::{levenberg_marquardt_normal, LmOptions};
+use super::{lm_with_path, Estimates, LmOptions};
 use nalgebra::{DMatrix, DVector};
 use std::time::Instant;
 use torsion_diff::{forward_sensitivities, rollout, trajectory_jacobians};
@@ -62,23 +62,21 @@ pub struct ShootingProblem<S> {
     pub options: ShootingOptions,
 }
 
-/// The result of [`ShootingProblem::fit`].
+/// The result of [`ShootingProblem::fit`]: the estimates (standard errors from σ² (JᵀJ)⁺; σ² in units of the
+/// weighted residual) and the windows' unweighted error.
 #[derive(Clone, Debug)]
 pub struct ShootingFit {
-    pub names: Vec<String>,
-    pub p: Vec<f64>,
-    /// from σ² (JᵀJ)⁺ chained through dp/dz (0 for fixed parameters)
-    pub std_errors: Vec<f64>,
-    /// σ² = ‖r‖² / (rows − rank), in units of the weighted residual
-    pub sigma2: f64,
-    /// ½‖r‖² after each accepted step (first: the start)
-    pub history: Vec<f64>,
-    /// p after each Jacobian evaluation (first: the start)
-    pub path: Vec<Vec<f64>>,
-    pub iterations: usize,
+    pub estimates: Estimates,
     /// root-mean-square q error (unweighted) of the windows at p
     pub rmse_q: f64,
     pub wall_time_s: f64,
+}
+
+impl std::ops::Deref for ShootingFit {
+    type Target = Estimates;
+    fn deref(&self) -> &Estimates {
+        &self.estimates
+    }
 }
 
 fn solver_err(e: SolverError) -> SysidError {
@@ -296,32 +294,23 @@ impl<S: DiffSolver<State = GenState>> ShootingProblem<S> {
     /// indicatif bar over the Jacobian evaluations.
     pub fn fit(&self, lm: &LmOptions, progress: bool) -> Result<ShootingFit, SysidError> {
         let t0 = Instant::now();
-        let (z0, lo, hi) = self.z0()?;
+        let start = self.z0()?;
         let bar = progress.then(|| indicatif::ProgressBar::new(lm.max_iter as u64));
-        let mut path = vec![];
-        let rep = levenberg_marquardt_normal(
-            &z0,
-            &lo,
-            &hi,
+        let (rep, path) = lm_with_path(
+            &start,
+            lm,
+            bar,
+            |z| self.p_of_z(z).0,
             |z, want| {
                 let (r, j) = self.residual(z, want)?;
-                let cost = 0.5 * r.norm_squared();
                 let gh = j.map(|j| {
-                    path.push(self.p_of_z(z).0);
-                    if let Some(b) = &bar {
-                        b.inc(1);
-                    }
                     let g = j.tr_mul(&r);
                     let h = j.tr_mul(&j);
                     (g.as_slice().to_vec(), h.transpose().as_slice().to_vec())
                 });
-                Ok::<_, SysidError>((cost, gh))
+                Ok::<_, SysidError>((0.5 * r.norm_squared(), gh))
             },
-            lm,
         )?;
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
         let (p, dpdz) = self.p_of_z(&rep.x);
         let (r, j) = self.residual(&rep.x, true)?;
         let j = j.unwrap_or_else(|| DMatrix::zeros(r.len(), rep.x.len()));
@@ -332,13 +321,15 @@ impl<S: DiffSolver<State = GenState>> ShootingProblem<S> {
         }
         let rmse_q = self.rmse_q(&p)?;
         Ok(ShootingFit {
-            names: self.names.clone(),
-            p,
-            std_errors,
-            sigma2,
-            history: rep.history,
-            path,
-            iterations: rep.iterations,
+            estimates: Estimates {
+                names: self.names.clone(),
+                p,
+                std_errors,
+                sigma2,
+                history: rep.history,
+                path,
+                iterations: rep.iterations,
+            },
             rmse_q,
             wall_time_s: t0.elapsed().as_secs_f64(),
         })
