@@ -29,9 +29,7 @@ use torsion_dynamics::{DynData, DynModel};
 use torsion_math::Vec3;
 use torsion_model::{Control, GenState, LinearContact, Model, ParamKind};
 use torsion_opt::{levenberg_marquardt, LmOptions};
-use torsion_solvers::featherstone::{step_generic_into, Passive, StepIn};
-use torsion_solvers::integrators::Rk4Scratch;
-use torsion_solvers::joint_friction::JointFriction;
+use torsion_solvers::featherstone::{step_generic_into, Passive, StepIn, StepScratch};
 use torsion_solvers::ncp::{NcpOptions, NcpSolver};
 use torsion_solvers::{FeatherstoneSolver, Solver};
 
@@ -263,13 +261,10 @@ struct ContactJacobian {
     /// zero joint torques and activations (throws have zero controls)
     u: Vec<D5>,
     act: Vec<D5>,
-    tau: Vec<D5>,
-    acc: Vec<D5>,
+    sc: StepScratch<D5>,
     q1: Vec<D5>,
     v1: Vec<D5>,
     act1: Vec<D5>,
-    fric: JointFriction<D5>,
-    rk: Rk4Scratch<D5>,
 }
 
 impl ContactJacobian {
@@ -296,23 +291,20 @@ impl ContactJacobian {
             v: z(nv),
             u: z(nv),
             act: z(na),
-            tau: z(nv),
-            acc: z(nv),
+            sc: StepScratch::new(nq, nv, na),
             q1: z(nq),
             v1: z(nv),
             act1: z(na),
-            fric: JointFriction::new(nv),
-            rk: Rk4Scratch::new(nq, nv, na),
         })
     }
 
     /// v_{t+1} (duals: the value and its 5 derivatives) from (q_t, v_t), zero controls.
     fn step(&mut self, q: &[f64], v: &[f64], dt: f64) -> Result<&[D5], ExperimentError> {
-        let ContactJacobian { dm, d, passive, q: qd, v: vd, u, act, tau, acc, q1, v1, act1, fric, rk } = self;
+        let ContactJacobian { dm, d, passive, q: qd, v: vd, u, act, sc, q1, v1, act1 } = self;
         qd.iter_mut().zip(q).for_each(|(a, &b)| *a = D5::from(b));
         vd.iter_mut().zip(v).for_each(|(a, &b)| *a = D5::from(b));
         let x = StepIn { q: &qd[..], v: &vd[..], act: &act[..], u: &u[..], ctrl: &[], wrench: &[] };
-        step_generic_into(dm, passive, &x, dt, d, tau, acc, q1, v1, act1, fric, rk)
+        step_generic_into(dm, passive, &x, dt, d, sc, q1, v1, act1)
             .map_err(|e| ExperimentError::Failed(format!("contact Jacobian: {e}")))?;
         Ok(&self.v1)
     }
