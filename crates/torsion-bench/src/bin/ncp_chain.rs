@@ -8,22 +8,13 @@
 use serde_json::json;
 use std::process::ExitCode;
 use std::time::Instant;
-use torsion_bench::{finish, median};
+use torsion_bench::{finish, loglog_slope as slope, median};
 use torsion_solvers::contact::prelude::MassSolve;
 use torsion_solvers::ncp::chain::{chain_contacts, chain_state, hanging_chain};
 use torsion_solvers::ncp::{NcpOptions, NcpSolver};
 
 fn arg<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(|s| s.as_str())
-}
-
-fn slope(ns: &[f64], ts: &[f64]) -> f64 {
-    let (x, y): (Vec<f64>, Vec<f64>) = ns.iter().zip(ts).map(|(n, t)| (n.ln(), t.ln())).unzip();
-    let k = x.len() as f64;
-    let (mx, my) = (x.iter().sum::<f64>() / k, y.iter().sum::<f64>() / k);
-    let sxy: f64 = x.iter().zip(&y).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let sxx: f64 = x.iter().map(|a| (a - mx) * (a - mx)).sum();
-    sxy / sxx
 }
 
 fn run() -> Result<serde_json::Value, String> {
