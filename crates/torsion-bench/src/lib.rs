@@ -29,6 +29,16 @@ pub fn median(v: &[f64]) -> f64 {
     }
 }
 
+/// The least-squares slope of log(t) against log(n) (a growth exponent).
+pub fn loglog_slope(ns: &[f64], ts: &[f64]) -> f64 {
+    let (x, y): (Vec<f64>, Vec<f64>) = ns.iter().zip(ts).map(|(n, t)| (n.ln(), t.ln())).unzip();
+    let k = x.len() as f64;
+    let (mx, my) = (x.iter().sum::<f64>() / k, y.iter().sum::<f64>() / k);
+    let sxy: f64 = x.iter().zip(&y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let sxx: f64 = x.iter().map(|a| (a - mx) * (a - mx)).sum();
+    sxy / sxx
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

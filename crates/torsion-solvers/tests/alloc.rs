@@ -163,8 +163,8 @@ fn svd_pseudo_inverse_allocs() -> (usize, usize) {
 /// ncp `step_vjp` (no parameter, every parameter) and `step_jacobians_into` on a contact step with sliding boxes
 /// and on the bouncing sphere's impact step. With the cascade derivative (`NcpGradient::Cascade`) nothing is
 /// allocated but parry's plane–box manifolds in `step_jacobians_into`'s collision detection (see
-/// `assert_only_parry`); the fixed-point derivative adds its SVD pseudo-inverse, once per solve (the impact's
-/// and the step's), never per direction.
+/// `assert_only_parry`); the fixed-point derivative adds its SVD pseudo-inverse, once per contact island and
+/// solve (the impact's and the step's), never per direction.
 #[test]
 fn ncp_step_vjp_and_jacobians_allocate_nothing_but_parry_and_the_fixed_points_svd() {
     let (svd_min, svd_max) = svd_pseudo_inverse_allocs();
@@ -184,11 +184,13 @@ fn ncp_step_vjp_and_jacobians_allocate_nothing_but_parry_and_the_fixed_points_sv
             assert!(!ws.frames.is_empty(), "{name}: no contact");
             let phases = 1 + ws.report.impact.is_some() as usize;
             assert_eq!(phases, if name == "boxes" { 1 } else { 2 }, "{name}: the impact solve");
-            // the cascade: nothing; the fixed point: one SVD pseudo-inverse per solve
+            // the cascade: nothing; the fixed point: one SVD pseudo-inverse per island and solve
+            let islands = ws.ncp.island_count();
+            assert_eq!(islands, if name == "boxes" { 2 } else { 1 }, "{name}: contact islands");
             let expected = |c: usize| match gradient {
                 NcpGradient::Cascade => c == 0,
                 // (a solve whose coupled system is empty, every impulse pinned, has no SVD)
-                _ => (0..=phases).any(|k| (k * svd_min..=k * svd_max).contains(&c)),
+                _ => (0..=phases * islands).any(|k| (k * svd_min..=k * svd_max).contains(&c)),
             };
             let mut per_sel = vec![];
             let parry = plane_box_pairs(m, &ws.contacts);

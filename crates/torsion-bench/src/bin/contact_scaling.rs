@@ -9,7 +9,7 @@
 //! issue 15 items 1 and 3, `config`, interleaved scene by scene; the rows name their configuration)
 use serde_json::json;
 use std::time::Instant;
-use torsion_bench::median;
+use torsion_bench::{loglog_slope as slope, median};
 use torsion_model::io::mjcf::load_mjcf_str;
 use torsion_model::{Control, Model, ParamSelection};
 use torsion_solvers::ncp::{NcpOptions, NcpSolver};
@@ -79,15 +79,6 @@ fn config(name: &str, m: &Model) -> (NcpSolver, <NcpSolver as Solver>::Workspace
     let mut ws = solver.workspace(m).expect("workspace");
     ws.ncp.reuse_factors = name != "before";
     (solver, ws)
-}
-
-fn slope(ns: &[f64], ts: &[f64]) -> f64 {
-    let (x, y): (Vec<f64>, Vec<f64>) = ns.iter().zip(ts).map(|(n, t)| (n.ln(), t.ln())).unzip();
-    let k = x.len() as f64;
-    let (mx, my) = (x.iter().sum::<f64>() / k, y.iter().sum::<f64>() / k);
-    let sxy: f64 = x.iter().zip(&y).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let sxx: f64 = x.iter().map(|a| (a - mx) * (a - mx)).sum();
-    sxy / sxx
 }
 
 fn arg<'a>(args: &'a [String], name: &str) -> Option<&'a str> {

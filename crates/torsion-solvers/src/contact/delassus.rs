@@ -200,7 +200,7 @@ pub(crate) fn assemble_with<T: Scalar>(
     rows: &[T],
     pat: &ContactPattern,
     blocks: &mut Vec<IslandBlocks<T>>,
-    mut dense: Option<(&mut DMatrix<T>, &mut DMatrix<T>, &mut DMatrix<T>)>,
+    mut dense: DenseG<'_, T>,
     sc: &mut DelassusScratch<T>,
 ) {
     let nc = pat.roots.len();
@@ -224,20 +224,7 @@ pub(crate) fn assemble_with<T: Scalar>(
             }
         }
     }
-    if blocks.len() < pat.islands.len() {
-        blocks.resize_with(pat.islands.len(), IslandBlocks::default);
-    }
-    for (b, isl) in blocks.iter_mut().zip(&pat.islands) {
-        let m = isl.len();
-        reshape_zeroed(&mut b.gn, m, m);
-        reshape_zeroed(&mut b.gt, 2 * m, 2 * m);
-        reshape_zeroed(&mut b.gnt, m, 2 * m);
-    }
-    if let Some((gn, gt, gnt)) = dense.as_mut() {
-        reshape_zeroed(gn, nc, nc);
-        reshape_zeroed(gt, 2 * nc, 2 * nc);
-        reshape_zeroed(gnt, nc, 2 * nc);
-    }
+    zeroed_blocks(pat, blocks, &mut dense);
     // contacts by root DoF; a pair sharing two roots is computed under the smaller one
     by_root.iter_mut().for_each(|b| b.clear());
     by_root.resize_with(nv.max(by_root.len()), Vec::new);
@@ -257,26 +244,6 @@ pub(crate) fn assemble_with<T: Scalar>(
         }
         s
     };
-    // the block B = Y_cᵀ Y_d of contacts c, d at positions (c, d) of G_n, G_t, G_nt
-    fn put<T: Scalar>(
-        gn: &mut DMatrix<T>,
-        gt: &mut DMatrix<T>,
-        gnt: &mut DMatrix<T>,
-        c: usize,
-        d: usize,
-        blk: &[[T; 3]; 3],
-    ) {
-        gn[(c, d)] = blk[0][0];
-        gn[(d, c)] = blk[0][0];
-        for b in 0..2 {
-            gnt[(c, 2 * d + b)] = blk[0][1 + b];
-            gnt[(d, 2 * c + b)] = blk[1 + b][0];
-            for a in 0..2 {
-                gt[(2 * c + a, 2 * d + b)] = blk[1 + a][1 + b];
-                gt[(2 * d + b, 2 * c + a)] = blk[1 + a][1 + b];
-            }
-        }
-    }
     for (r, list) in by_root.iter().enumerate() {
         for (ia, &c) in list.iter().enumerate() {
             for &d in &list[ia..] {
@@ -304,11 +271,98 @@ pub(crate) fn assemble_with<T: Scalar>(
                     }
                 }
                 // c and d share a tree: the same island
-                let b = &mut blocks[pat.island[c]];
-                put(&mut b.gn, &mut b.gt, &mut b.gnt, pat.local[c], pat.local[d], &blk);
-                if let Some((gn, gt, gnt)) = dense.as_mut() {
-                    put(gn, gt, gnt, c, d, &blk);
+                put_pair(pat, blocks, &mut dense, c, d, &blk);
+            }
+        }
+    }
+}
+
+/// The dense G's of [`assemble_with`], when given.
+type DenseG<'a, T> = Option<(&'a mut DMatrix<T>, &'a mut DMatrix<T>, &'a mut DMatrix<T>)>;
+
+/// Each island's blocks (and the dense G, when given) zeroed at their sizes, reusing their storage.
+fn zeroed_blocks<T: Scalar>(pat: &ContactPattern, blocks: &mut Vec<IslandBlocks<T>>, dense: &mut DenseG<'_, T>) {
+    let nc = pat.roots.len();
+    if blocks.len() < pat.islands.len() {
+        blocks.resize_with(pat.islands.len(), IslandBlocks::default);
+    }
+    for (b, isl) in blocks.iter_mut().zip(&pat.islands) {
+        let m = isl.len();
+        reshape_zeroed(&mut b.gn, m, m);
+        reshape_zeroed(&mut b.gt, 2 * m, 2 * m);
+        reshape_zeroed(&mut b.gnt, m, 2 * m);
+    }
+    if let Some((gn, gt, gnt)) = dense.as_mut() {
+        reshape_zeroed(gn, nc, nc);
+        reshape_zeroed(gt, 2 * nc, 2 * nc);
+        reshape_zeroed(gnt, nc, 2 * nc);
+    }
+}
+
+/// The 3 × 3 block B = W_cd (rows n, t1, t2 of contacts c, d of one island) at (c, d) and (d, c) of the island's
+/// G_n, G_t, G_nt, and of the dense G when given.
+fn put_pair<T: Scalar>(
+    pat: &ContactPattern,
+    blocks: &mut [IslandBlocks<T>],
+    dense: &mut DenseG<'_, T>,
+    c: usize,
+    d: usize,
+    blk: &[[T; 3]; 3],
+) {
+    fn put<T: Scalar>(
+        gn: &mut DMatrix<T>,
+        gt: &mut DMatrix<T>,
+        gnt: &mut DMatrix<T>,
+        c: usize,
+        d: usize,
+        blk: &[[T; 3]; 3],
+    ) {
+        gn[(c, d)] = blk[0][0];
+        gn[(d, c)] = blk[0][0];
+        for b in 0..2 {
+            gnt[(c, 2 * d + b)] = blk[0][1 + b];
+            gnt[(d, 2 * c + b)] = blk[1 + b][0];
+            for a in 0..2 {
+                gt[(2 * c + a, 2 * d + b)] = blk[1 + a][1 + b];
+                gt[(2 * d + b, 2 * c + a)] = blk[1 + a][1 + b];
+            }
+        }
+    }
+    let b = &mut blocks[pat.island[c]];
+    put(&mut b.gn, &mut b.gt, &mut b.gnt, pat.local[c], pat.local[d], blk);
+    if let Some((gn, gt, gnt)) = dense.as_mut() {
+        put(gn, gt, gnt, c, d, blk);
+    }
+}
+
+/// The islands' blocks of W = J (M⁻¹ Jᵀ) from the columns M⁻¹ J_rᵀ (`cols[r nv..(r + 1) nv]`, row r = 3c + m of
+/// contact c; `prelude::MassSolve::Aba`) and the Jacobian rows on the supports: W_(c,a),(d,b) = J_(c,a) · M⁻¹
+/// J_(d,b)ᵀ for the contacts of each island, O(k² · support) for an island of k contacts; as
+/// [`assemble_with`], into `blocks` and the dense G when given.
+pub(crate) fn assemble_from_columns<T: Scalar>(
+    rows: &[T],
+    pat: &ContactPattern,
+    cols: &[T],
+    nv: usize,
+    blocks: &mut Vec<IslandBlocks<T>>,
+    mut dense: DenseG<'_, T>,
+) {
+    zeroed_blocks(pat, blocks, &mut dense);
+    for isl in &pat.islands {
+        for (ia, &c) in isl.iter().enumerate() {
+            let (sup, s0) = (pat.support(c), pat.start[c]);
+            for &d in &isl[ia..] {
+                let mut blk = [[T::zero(); 3]; 3];
+                for (a, row) in blk.iter_mut().enumerate() {
+                    for (b, x) in row.iter_mut().enumerate() {
+                        let col = &cols[(3 * d + b) * nv..(3 * d + b + 1) * nv];
+                        *x = sup
+                            .iter()
+                            .enumerate()
+                            .fold(T::zero(), |acc, (p, &k)| acc + rows[3 * (s0 + p) + a] * col[k]);
+                    }
                 }
+                put_pair(pat, blocks, &mut dense, c, d, &blk);
             }
         }
     }

@@ -1,19 +1,21 @@
 //! The contact problem of one step in generalized coordinates, shared by the contact solvers (spec 001 §3.1–3.3,
-//! docs/decisions.md rows 9a, 17), on any scalar (f64 for the step, duals for its tangents): the factor M = Lᵀ L,
+//! docs/decisions.md rows 9a, 17, "Issue 20: the long-chain scaling cliff"), on any scalar (f64 for the step,
+//! duals for its tangents): the factor M = Lᵀ L (or the articulated-body factorisation on deep trees),
 //! the smooth update S(v), the contact Jacobians, the Delassus blocks G = J M⁻¹ Jᵀ and the offsets of the impact
 //! and of the step, the impact's restitution and the impulse application. Free of any one solver's options
 //! (`PreludeOptions`); the solver of the impulses (ncp's staggered ADMM passes, an LCP) is the caller's.
 use super::buffers::reshape_zeroed;
-use super::delassus::{assemble_with, ContactPattern, DelassusScratch, IslandBlocks};
+use super::delassus::{assemble_from_columns, assemble_with, ContactPattern, DelassusScratch, IslandBlocks};
 use super::frames::{contact_rows, ContactGeom};
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
+use torsion_dynamics::aba::aba_solve_factored_into;
 use torsion_dynamics::fluid::FluidBodies;
 use torsion_dynamics::gyroscopic::implicit_gyroscopic;
 use torsion_dynamics::joints::add_free_frame_term;
-use torsion_dynamics::ltl::{dof_parents_with, ltl_in_place, ltl_solve_in_place};
+use torsion_dynamics::ltl::{dof_parents_with, ltl_in_place, ltl_solve_in_place, NO_DOF};
 use torsion_dynamics::passive::passive_forces_into;
-use torsion_dynamics::{crba_into, nonlinear_effects_into, DynData, DynModel};
+use torsion_dynamics::{aba_into, crba_into, forward_kinematics, nonlinear_effects_into, DynData, DynModel};
 use torsion_math::Scalar;
 use torsion_model::Model;
 
@@ -33,14 +35,37 @@ pub fn dyn_err(solver: &'static str) -> impl Fn(torsion_dynamics::DynError) -> S
     move |e| SolverError::Unsupported { solver, problem: e.to_string() }
 }
 
+/// How the prelude applies M⁻¹ (the same M, armature included; the results agree to round-off).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MassSolve {
+    /// `Ltl` unless a DoF has more than [`ABA_DEPTH`] ancestors, then `Aba` (issue 20: a 1,000-link chain)
+    #[default]
+    Auto,
+    /// M = Lᵀ L, Featherstone's LTL over the DoF tree: O(Σ depth²) to factorise, O(Σ depth) per solve — cheap for
+    /// free bodies and arms, O(n³) for a chain of n links (M is dense there)
+    Ltl,
+    /// the articulated-body factorisation (ABA's U, D⁻¹; Featherstone 2008 §7.3) in O(n), M⁻¹ x in O(n) per
+    /// solve (`aba::aba_solve_factored_into`), M⁻¹ Jᵀ per contact row: O(n k) for k contacts, no n × n matrix
+    Aba,
+}
+
+/// `MassSolve::Auto` takes the articulated-body solve once a DoF has more ancestors than this.
+pub const ABA_DEPTH: usize = 64;
+
 /// The smooth part of a step on any scalar T (f64 for the step, duals for its tangents): the sparse factor
-/// M = Lᵀ L (Featherstone's LTL over the DoF tree λ), v^p, the contact Jacobians on each contact's support, the
+/// M = Lᵀ L (Featherstone's LTL over the DoF tree λ; or, for deep trees, the articulated-body factorisation and
+/// M⁻¹ Jᵀ per contact row, `MassSolve`), v^p, the contact Jacobians on each contact's support, the
 /// Delassus blocks per island (assembled from their non-zero 3 × 3 blocks only) and the QP / QCQP offsets; with
 /// `dense` (the default) also J and G as dense matrices over all contacts (the Jacobians' tangent passes, the LCP).
 pub struct Prelude<T: Scalar> {
     /// also fill the dense `jn`, `jt`, `gn`, `gt`, `gnt` (default true); false: they are left 0 × 0 and nothing
     /// of size nc × nv or nc × nc is touched (per-island work only, issue 15 item 2)
     pub dense: bool,
+    /// how M⁻¹ is applied (default `Auto`)
+    pub mass_solve: MassSolve,
+    /// this step applies M⁻¹ by the articulated-body solve (`l` is then 0 × 0, `minv_jt` holds M⁻¹ Jᵀ)
+    pub aba: bool,
+    /// M = Lᵀ L (`MassSolve::Ltl`)
     pub l: DMatrix<T>,
     /// λ(i), the parent DoF (`ltl::dof_parents`)
     pub lambda: Vec<usize>,
@@ -64,6 +89,8 @@ pub struct Prelude<T: Scalar> {
     /// the impact's offsets (from v; empty when no contact has ε > 0)
     pub bn_impact: Vec<T>,
     pub bt_impact: Vec<T>,
+    /// `aba`: M⁻¹ J_rᵀ of each contact row r = 3c + m (n, t1, t2), nv entries each
+    pub minv_jt: Vec<T>,
     scratch: PreludeScratch<T>,
 }
 
@@ -78,6 +105,11 @@ struct PreludeScratch<T: Scalar> {
     delassus: DelassusScratch<T>,
     /// `dof_parents_with`'s scratch
     body_last: Vec<usize>,
+    /// the articulated-body solve's: zero v and τ, ABA's output, a right-hand side, a solution
+    zeros: Vec<T>,
+    qdd: Vec<T>,
+    w: Vec<T>,
+    x: Vec<T>,
 }
 
 impl<T: Scalar> Default for Prelude<T> {
@@ -86,6 +118,8 @@ impl<T: Scalar> Default for Prelude<T> {
         let e = || DMatrix::from_vec(0, 0, Vec::new());
         Prelude {
             dense: true,
+            mass_solve: MassSolve::Auto,
+            aba: false,
             l: e(),
             lambda: vec![],
             pattern: ContactPattern::default(),
@@ -101,6 +135,7 @@ impl<T: Scalar> Default for Prelude<T> {
             bt: vec![],
             bn_impact: vec![],
             bt_impact: vec![],
+            minv_jt: vec![],
             scratch: PreludeScratch {
                 bias: vec![],
                 passive: vec![],
@@ -108,6 +143,10 @@ impl<T: Scalar> Default for Prelude<T> {
                 fluid: None,
                 delassus: DelassusScratch::default(),
                 body_last: vec![],
+                zeros: vec![],
+                qdd: vec![],
+                w: vec![],
+                x: vec![],
             },
         }
     }
@@ -160,30 +199,31 @@ pub fn prelude_into_dt<T: Scalar>(
 ) -> Result<(), SolverError> {
     let StepInputs { model, dm, body_joint, q, v, u, contacts, o, .. } = *x;
     let nv = dm.nv;
-    if pre.l.shape() != (nv, nv) {
-        reshape_zeroed(&mut pre.l, nv, nv);
-    }
-    // (crba_into writes every entry: no second zeroing of the nv × nv storage)
-    crba_into(dm, q, d, &mut pre.l).map_err(dyn_err(o.solver))?;
     dof_parents_with(dm, &mut pre.lambda, &mut pre.scratch.body_last);
-    if !ltl_in_place(&mut pre.l, &pre.lambda) {
-        // far from the origin (|q| ~ 1e7 m) round-off alone makes M indefinite: say when the step has diverged
-        let big = |x: &[T]| x.iter().fold(0.0f64, |m, x| m.max(x.re().abs()));
-        let (qm, vm) = (big(q), big(v));
-        let why = if qm > 1e6 || vm > 1e6 {
-            format!(" (the step diverged: |q| up to {qm:.3e}, |v| up to {vm:.3e} before the contact solve)")
-        } else {
-            String::new()
-        };
-        return Err(SolverError::BadInput {
-            solver: o.solver,
-            problem: format!("the joint-space inertia matrix is not positive definite{why}"),
-        });
+    pre.aba = match pre.mass_solve {
+        MassSolve::Ltl => false,
+        MassSolve::Aba => true,
+        MassSolve::Auto => deeper_than(&pre.lambda, ABA_DEPTH, &mut pre.scratch.body_last),
+    };
+    if pre.aba {
+        reshape_zeroed(&mut pre.l, 0, 0);
+        // (ABA checks q's size; the world poses for the contact rows after it)
+        aba_factor(dm, q, d, &mut pre.scratch, o)?;
+        forward_kinematics(dm, q, d);
+    } else {
+        if pre.l.shape() != (nv, nv) {
+            reshape_zeroed(&mut pre.l, nv, nv);
+        }
+        // (crba_into writes every entry: no second zeroing of the nv × nv storage)
+        crba_into(dm, q, d, &mut pre.l).map_err(dyn_err(o.solver))?;
+        if !ltl_in_place(&mut pre.l, &pre.lambda) {
+            return Err(not_positive_definite(q, v, o));
+        }
     }
-    let Prelude { l, lambda, vp, scratch, .. } = pre;
-    smooth_velocity(model, dm, d, l, lambda, q, v, u, dt, o, scratch, vp)?;
+    let Prelude { aba, l, lambda, vp, scratch, .. } = pre;
+    smooth_velocity(model, dm, d, *aba, l, lambda, q, v, u, dt, o, scratch, vp)?;
     let nc = contacts.len();
-    // `d.o_m` is at q: `crba_into` ran the forward kinematics (the smooth velocity only reads it)
+    // `d.o_m` is at q: `crba_into` / `forward_kinematics` ran the kinematics (the smooth velocity only reads it)
     pre.pattern.fill(dm, &pre.lambda, body_joint, contacts);
     contact_rows(dm, d, body_joint, contacts, &pre.pattern, &mut pre.rows);
     let (jr, gr) = if pre.dense { ((nc, nv), nc) } else { ((0, 0), 0) };
@@ -203,10 +243,34 @@ pub fn prelude_into_dt<T: Scalar>(
         reshape_zeroed(&mut pre.gt, gr, gr);
         reshape_zeroed(&mut pre.gnt, gr, gr);
     }
-    // Y = L⁻ᵀ Jᵀ on each contact's DoFs, G = YᵀY on the pairs sharing a tree: M⁻¹ is never formed (spec 001 §3.1)
-    let Prelude { dense, l, lambda, rows, pattern, blocks, gn, gt, gnt, scratch, .. } = pre;
+    let Prelude { aba, dense, l, lambda, rows, pattern, blocks, gn, gt, gnt, minv_jt, scratch, .. } = pre;
     let full = if *dense { Some((gn, gt, gnt)) } else { None };
-    assemble_with(l, lambda, rows, pattern, blocks, full, &mut scratch.delassus);
+    if *aba {
+        // M⁻¹ J_rᵀ per contact row by the articulated-body solve (O(nv) each), G = J (M⁻¹ Jᵀ) on the islands
+        minv_jt.clear();
+        minv_jt.resize(3 * nc * nv, T::zero());
+        let (w, xs) = (&mut scratch.w, &mut scratch.x);
+        w.clear();
+        w.resize(nv, T::zero());
+        xs.resize(nv, T::zero());
+        for c in 0..nc {
+            let sup = pattern.support(c);
+            for m in 0..3 {
+                for (p, &k) in sup.iter().enumerate() {
+                    w[k] = rows[3 * (pattern.start[c] + p) + m];
+                }
+                aba_solve_factored_into(dm, d, w, xs).map_err(dyn_err(o.solver))?;
+                let r = 3 * c + m;
+                minv_jt[r * nv..(r + 1) * nv].copy_from_slice(xs);
+                sup.iter().for_each(|&k| w[k] = T::zero());
+            }
+        }
+        assemble_from_columns(rows, pattern, minv_jt, nv, blocks, full);
+    } else {
+        // Y = L⁻ᵀ Jᵀ on each contact's DoFs, G = YᵀY on the pairs sharing a tree: M⁻¹ is never formed (spec 001
+        // §3.1)
+        assemble_with(l, lambda, rows, pattern, blocks, full, &mut scratch.delassus);
+    }
     pre.step_offsets(contacts, dt, o);
     pre.bn_impact.clear();
     pre.bt_impact.clear();
@@ -216,6 +280,56 @@ pub fn prelude_into_dt<T: Scalar>(
     Ok(())
 }
 
+/// Some DoF has more than `limit` ancestors (λ(i) < i: depths in one pass; `depth`: scratch).
+fn deeper_than(lambda: &[usize], limit: usize, depth: &mut Vec<usize>) -> bool {
+    depth.clear();
+    for i in 0..lambda.len() {
+        let k = if lambda[i] == NO_DOF { 0 } else { depth[lambda[i]] + 1 };
+        if k > limit {
+            return true;
+        }
+        depth.push(k);
+    }
+    false
+}
+
+/// The articulated-body factorisation of M̃(q) (armature included) into `d`: ABA at zero velocity and forces
+/// (its U, D⁻¹ and placements depend on q alone). A non-finite result is the LTL's error.
+fn aba_factor<T: Scalar>(
+    dm: &DynModel<T>,
+    q: &[T],
+    d: &mut DynData<T>,
+    sc: &mut PreludeScratch<T>,
+    o: &PreludeOptions,
+) -> Result<(), SolverError> {
+    let nv = dm.nv;
+    sc.zeros.clear();
+    sc.zeros.resize(nv, T::zero());
+    sc.qdd.resize(nv, T::zero());
+    aba_into(dm, q, &sc.zeros, &sc.zeros, d, &mut sc.qdd).map_err(dyn_err(o.solver))?;
+    // (the free-fall acceleration M̃⁻¹ (−g(q)): not finite when a pivot is not)
+    if sc.qdd.iter().any(|a| !a.re().is_finite()) {
+        return Err(not_positive_definite(q, &sc.zeros, o));
+    }
+    Ok(())
+}
+
+/// The error of a joint-space inertia matrix that is not positive definite (far from the origin, |q| ~ 1e7 m,
+/// round-off alone makes it indefinite: then it says the step has diverged).
+fn not_positive_definite<T: Scalar>(q: &[T], v: &[T], o: &PreludeOptions) -> SolverError {
+    let big = |x: &[T]| x.iter().fold(0.0f64, |m, x| m.max(x.re().abs()));
+    let (qm, vm) = (big(q), big(v));
+    let why = if qm > 1e6 || vm > 1e6 {
+        format!(" (the step diverged: |q| up to {qm:.3e}, |v| up to {vm:.3e} before the contact solve)")
+    } else {
+        String::new()
+    };
+    SolverError::BadInput {
+        solver: o.solver,
+        problem: format!("the joint-space inertia matrix is not positive definite{why}"),
+    }
+}
+
 /// The smooth velocity update S (spec 001 §3.2): v^p = v + Δt M⁻¹ τ(q, v, u) with M = Lᵀ L factorised, the
 /// implicit gyroscopic torque of loose free bodies and the free joints' frame term; into `vp`.
 #[allow(clippy::too_many_arguments)]
@@ -223,6 +337,7 @@ fn smooth_velocity<T: Scalar>(
     model: &Model,
     dm: &DynModel<T>,
     d: &mut DynData<T>,
+    aba: bool,
     l: &DMatrix<T>,
     lambda: &[usize],
     q: &[T],
@@ -252,7 +367,13 @@ fn smooth_velocity<T: Scalar>(
     let (bias, passive) = (&sc.bias, &sc.passive);
     vp.clear();
     vp.extend((0..nv).map(|k| u[k] - bias[k] + passive[k]));
-    ltl_solve_in_place(l, lambda, vp);
+    if aba {
+        sc.x.resize(nv, T::zero());
+        aba_solve_factored_into(dm, d, vp, &mut sc.x).map_err(dyn_err(o.solver))?;
+        vp.copy_from_slice(&sc.x);
+    } else {
+        ltl_solve_in_place(l, lambda, vp);
+    }
     for k in 0..nv {
         vp[k] = v[k] + h * vp[k];
     }
@@ -337,8 +458,10 @@ impl<T: Scalar> Prelude<T> {
         let StepInputs { model, dm, q, v, u, contacts, o, .. } = *x;
         let mut struck = std::mem::take(&mut self.scratch.struck);
         impulse_velocity(self, v, pn, pt, &mut struck);
-        let Prelude { l, lambda, vp, scratch, .. } = self;
-        let r = smooth_velocity(model, dm, d, l, lambda, q, &struck, u, dt, o, scratch, vp);
+        let Prelude { aba, l, lambda, vp, scratch, .. } = self;
+        // the articulated-body factorisation again (O(n)): the caller may have used `d` since the prelude
+        let r = if *aba { aba_factor(dm, q, d, scratch, o) } else { Ok(()) };
+        let r = r.and_then(|()| smooth_velocity(model, dm, d, *aba, l, lambda, q, &struck, u, dt, o, scratch, vp));
         self.scratch.struck = struck;
         r?;
         self.step_offsets(contacts, dt, o);
@@ -377,6 +500,22 @@ fn impulse_velocity<T: Scalar>(pre: &Prelude<T>, base: &[T], ln: &[T], lt: &[T],
     out.clear();
     out.resize(nv, T::zero());
     let f = out;
+    if pre.aba {
+        // Σ_r (M⁻¹ J_rᵀ) λ_r over the contact rows
+        for i in 0..ln.len() {
+            let w = [ln[i], lt[2 * i], lt[2 * i + 1]];
+            for (m, wm) in w.iter().enumerate() {
+                let col = &pre.minv_jt[(3 * i + m) * nv..(3 * i + m + 1) * nv];
+                for k in 0..nv {
+                    f[k] += col[k] * *wm;
+                }
+            }
+        }
+        for k in 0..nv {
+            f[k] = base[k] + f[k];
+        }
+        return;
+    }
     for i in 0..ln.len() {
         let s0 = pre.pattern.start[i];
         for (p, &k) in pre.pattern.support(i).iter().enumerate() {

@@ -2,6 +2,7 @@
 //! QCQP (friction impulses, exact Coulomb disk or a pyramid) with their implicit derivatives.
 pub mod admm;
 pub mod backward;
+pub mod chain;
 pub mod exact;
 mod fixed_point;
 pub mod sets;

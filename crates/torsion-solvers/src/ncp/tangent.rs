@@ -4,8 +4,9 @@
 //! manifold integration) per input direction, and through each staggered pass the implicit JVP of the QP and
 //! the QCQP at their recorded solutions (`backward::ReducedKkt`, factorised once per pass and shared by all
 //! directions) — the cascade — or, when the passes converged or the contacts are redundant, the implicit JVP of
-//! the fixed point (`fixed_point.rs`, `NcpOptions::gradient`). The warm start's tangent is stopped (spec 001
-//! §3.10 default). Contact points move with body A
+//! the fixed point (`fixed_point.rs`, `NcpOptions::gradient`), chosen and computed island by island on the
+//! islands' Delassus blocks (each island stops its passes on its own; issue 15). The warm start's tangent is
+//! stopped (spec 001 §3.10 default). Contact points move with body A
 //! (material points) and normals / tangents with body B; the contact set itself is held fixed (a new or lost
 //! contact is a non-smooth point, docs/gradients.md). A selected contact-material parameter
 //! (`shape_friction[·]` / `shape_restitution[·]`) seeds the μ / ε tangent of exactly the contacts whose pair
@@ -13,7 +14,9 @@
 use super::backward::{KktScratch, ReducedKkt};
 use super::fixed_point::FixedPointKkt;
 use super::sets::{friction_gauge, ConstraintSet};
-use super::staggered::{dyn_err, NcpGradient, NcpOptions, NcpReport, NcpSolver, NcpWorkspace, PhaseTape, Tape};
+use super::staggered::{
+    dyn_err, island_blocks, IslandTape, NcpGradient, NcpOptions, NcpReport, NcpSolver, NcpWorkspace, PhaseTape,
+};
 use crate::contact::anchor::Anchor;
 use crate::contact::buffers::reshape_zeroed;
 use crate::contact::frames::{pair_source, ContactFrame, ContactGeom};
@@ -77,9 +80,6 @@ pub(crate) struct TangentWorkspace {
     v: Vec<Dual64>,
     u: Vec<Dual64>,
     geoms: Vec<ContactGeom<Dual64>>,
-    dgn: DMatrix<f64>,
-    dgt: DMatrix<f64>,
-    dgnt: DMatrix<f64>,
     dmu: Vec<f64>,
     ln: Vec<Dual64>,
     lt: Vec<Dual64>,
@@ -117,9 +117,6 @@ impl TangentWorkspace {
             v: vec![],
             u: vec![],
             geoms: vec![],
-            dgn: e(),
-            dgt: e(),
-            dgnt: e(),
             dmu: vec![],
             ln: vec![],
             lt: vec![],
@@ -227,11 +224,8 @@ impl NcpSolver {
         next.v.clone_from(&s.v);
         next.act.clone_from(&s.act);
         next.warm.fill(s.warm.as_slice().iter().copied());
-        // the tape's dense G (the derivatives below read it); the step's result is the same either way
-        ws.dense_tape = true;
-        let r = self.step_with_contacts_into(model, ws, s, u, dt, contacts, next, report);
-        ws.dense_tape = false;
-        r?;
+        // the step (its prelude's island blocks and its tape are what the derivatives below read)
+        self.step_with_contacts_into(model, ws, s, u, dt, contacts, next, report)?;
         let o = &self.options;
         let po = o.prelude();
         let (nv, nc) = (ws.dm.nv, contacts.len());
@@ -252,10 +246,11 @@ impl NcpSolver {
         let tape = &ws.tape;
         tw.mu.clear();
         tw.mu.extend(contacts.iter().map(|c| c.mu));
+        let whole = !ws.split_islands;
         if tape.has_impact {
-            tw.impact.build(tape, &tape.impact, &tw.mu, o)?;
+            tw.impact.build(&ws.pre, whole, &tape.impact, &tw.mu, o)?;
         }
-        tw.step.build(tape, &tape.step, &tw.mu, o)?;
+        tw.step.build(&ws.pre, whole, &tape.step, &tw.mu, o)?;
         let table = &tw.table;
         tw.theta.clear();
         tw.theta.extend(table.kinds.iter().map(|&k| model.param_get(k)));
@@ -356,19 +351,20 @@ impl NcpSolver {
                 o: &po,
             };
             let pre = &mut tw.pre;
+            // the islands' blocks only (the dense G when the islands are not split)
+            pre.dense = whole;
+            pre.mass_solve = ws.mass_solve;
             prelude_into(&x, d, pre)?;
-            eps_into(&pre.gn, &mut tw.dgn);
-            eps_into(&pre.gt, &mut tw.dgt);
-            eps_into(&pre.gnt, &mut tw.dgnt);
             tw.dmu.clear();
             tw.dmu.extend(tw.geoms.iter().map(|g| g.mu.eps));
-            let g = PhaseGrads { contacts, gnt: &tape.gnt, dgn: &tw.dgn, dgt: &tw.dgt, dgnt: &tw.dgnt, dmu: &tw.dmu };
             if tape.has_impact {
                 // the impact's impulses and restitution, then the step from S(v + M⁻¹ Jᵀ P)
+                let g = PhaseGrads { contacts, g: &ws.pre, dg: pre, whole, dmu: &tw.dmu };
                 tw.impact.jvp(&tape.impact, &g, &pre.bn_impact, &pre.bt_impact, &mut tw.jvp, &mut tw.ln, &mut tw.lt);
                 restitution_impulses_into(&tw.geoms, &tw.ln, &tw.lt, &mut tw.pn, &mut tw.pt);
                 pre.after_impact(&x, d, &tw.pn, &tw.pt)?;
             }
+            let g = PhaseGrads { contacts, g: &ws.pre, dg: pre, whole, dmu: &tw.dmu };
             tw.step.jvp(&tape.step, &g, &pre.bn, &pre.bt, &mut tw.jvp, &mut tw.ln, &mut tw.lt);
             if nc > 0 {
                 apply_impulses_into(pre, &tw.ln, &tw.lt, &mut tw.vplus);
@@ -395,26 +391,36 @@ impl NcpSolver {
     }
 }
 
-/// What a solve's tangents need beside its tape: the contacts, G_nt and the direction's block and μ tangents.
+/// What a solve's tangents need beside its tape: the contacts, the step's prelude (f64: the islands' blocks)
+/// and the direction's (duals: the blocks' tangents), the μ tangents.
 struct PhaseGrads<'a> {
     contacts: &'a [ContactFrame],
-    gnt: &'a DMatrix<f64>,
-    dgn: &'a DMatrix<f64>,
-    dgt: &'a DMatrix<f64>,
-    dgnt: &'a DMatrix<f64>,
+    g: &'a Prelude<f64>,
+    dg: &'a Prelude<Dual64>,
+    /// the islands not split (`NcpWorkspace::split_islands` off): one island, the dense G
+    whole: bool,
     dmu: &'a [f64],
 }
 
-/// The derivative of one solve of the staggered passes: the fixed point's, or the executed cascade's (the
-/// first `nk` pairs of `kkts`, rebuilt in place from call to call).
+/// The derivative of one solve of the staggered passes, island by island (`islands[..n]`, as the tape's): each
+/// island's derivative is chosen and computed on its own blocks, as its value was (issue 15).
 #[derive(Default)]
 struct PhaseJvp {
+    islands: Vec<IslandJvp>,
+    n: usize,
+}
+
+/// One island's derivative: the fixed point's, or the executed cascade's (the first `nk` pairs of `kkts`,
+/// rebuilt in place from call to call); vectors in the island's contact order.
+#[derive(Default)]
+struct IslandJvp {
     /// the fixed point's system (`use_fp`) or none (the cascade)
     fp: FixedPointKkt,
     use_fp: bool,
     kkts: Vec<(ReducedKkt, ReducedKkt)>,
     nk: usize,
     r: Vec<f64>,
+    mu: Vec<f64>,
 }
 
 /// The buffers of `PhaseJvp::jvp`.
@@ -426,6 +432,10 @@ struct JvpScratch {
     lt: Vec<f64>,
     dbn: Vec<f64>,
     dbt: Vec<f64>,
+    dmu: Vec<f64>,
+    dgn: DMatrix<f64>,
+    dgt: DMatrix<f64>,
+    dgnt: DMatrix<f64>,
     dg_n: Vec<f64>,
     dg_t: Vec<f64>,
     dr: Vec<f64>,
@@ -435,52 +445,29 @@ struct JvpScratch {
 }
 
 impl PhaseJvp {
-    fn build(&mut self, tape: &Tape, ph: &PhaseTape, mu: &[f64], o: &NcpOptions) -> Result<(), SolverError> {
-        let nc = mu.len();
-        let lmax = ph.ln.iter().chain(&ph.lt).fold(0.0f64, |m, v| m.max(v.abs()));
-        let converged = ph.converged || ph.last_change <= 1e-9 * (1.0 + lmax);
-        // a contact strictly inside its friction set with a normal impulse: the only case where Auto may need the
-        // fixed point of an unconverged step (its SVD is skipped otherwise)
-        let (ln, lt) = (&ph.ln, &ph.lt);
-        let may_stick = (0..nc).any(|i| {
-            let r = mu[i] * ln[i];
-            r > 0.0 && friction_gauge(o.friction_set, lt[2 * i], lt[2 * i + 1]) < r * (1.0 - 1e-6)
-        });
-        self.use_fp = match o.gradient {
-            NcpGradient::Cascade => false,
-            _ if nc == 0 => false,
-            NcpGradient::Auto if !converged && !may_stick => false,
-            g => {
-                let k = &mut self.fp;
-                k.rebuild(&tape.gn, &tape.gt, &tape.gnt, &ph.bn, &ph.bt, ln, lt, mu, o.friction_set)?;
-                // Auto: the fixed point where it is the step's derivative and the cascade may not be — redundant
-                // impulses with a sticking contact (the passes' polished sub-problems move along their solution
-                // sets, and their chained derivatives follow: 2.1e-4 off under a tilt, docs/gradients.md) — or
-                // where both agree and it is cheaper (converged passes, unique impulses); the cascade otherwise
-                // (redundant sliding impulses: the executed passes choose among equivalent λ_n, and so must
-                // their derivative)
-                let use_fp = if k.rank_deficient { k.sticking } else { converged };
-                g == NcpGradient::FixedPoint || use_fp
-            }
-        };
-        self.nk = 0;
-        for p in ph.passes.iter().filter(|_| !self.use_fp) {
-            self.r.clear();
-            self.r.extend((0..nc).map(|i| mu[i] * p.lambda_n[i]));
-            if self.nk == self.kkts.len() {
-                self.kkts.push((ReducedKkt::with_capacity(nc, 0), ReducedKkt::with_capacity(2 * nc, 0)));
-            }
-            let (kn, kt) = &mut self.kkts[self.nk];
-            kn.rebuild(&tape.gn, &p.g_n, &p.lambda_n, ConstraintSet::Nonneg)?;
-            let set = ConstraintSet::Friction { kind: o.friction_set, r: &self.r };
-            kt.rebuild(&tape.gt, &p.g_t, &p.lambda_t, set)?;
-            self.nk += 1;
+    /// Each island's derivative at the step's blocks (`g`: its prelude; `whole` as `PhaseGrads::whole`).
+    fn build(
+        &mut self,
+        g: &Prelude<f64>,
+        whole: bool,
+        ph: &PhaseTape,
+        mu: &[f64],
+        o: &NcpOptions,
+    ) -> Result<(), SolverError> {
+        if self.islands.len() < ph.n {
+            self.islands.resize_with(ph.n, IslandJvp::default);
+        }
+        self.n = ph.n;
+        for (k, (ij, it)) in self.islands.iter_mut().zip(&ph.islands[..ph.n]).enumerate() {
+            ij.mu.clear();
+            ij.mu.extend(it.idx.iter().map(|&i| mu[i]));
+            ij.build(island_blocks(g, whole, k), it, o)?;
         }
         Ok(())
     }
 
-    /// The impulses with their tangents (into `ln_out`, `lt_out`) for the offsets' tangents (dual `bn`, `bt`): at
-    /// the fixed point, or through the staggered passes (the warm start's tangent stopped).
+    /// The impulses with their tangents (into `ln_out`, `lt_out`, all contacts) for the offsets' tangents (dual
+    /// `bn`, `bt`), island by island.
     #[allow(clippy::too_many_arguments)]
     fn jvp(
         &self,
@@ -493,44 +480,120 @@ impl PhaseJvp {
         lt_out: &mut Vec<Dual64>,
     ) {
         let nc = g.contacts.len();
-        let JvpScratch { dln, dlt, ln, lt, dbn, dbt, dg_n, dg_t, dr, rhs, x, kkt } = sc;
-        dln.clear();
-        dln.resize(nc, 0.0);
-        dlt.clear();
-        dlt.resize(2 * nc, 0.0);
-        ln.clear();
-        ln.resize(nc, 0.0);
-        lt.clone_from(&ph.lt_warm);
-        dbn.clear();
-        dbn.extend(bn.iter().map(|v| v.eps));
-        dbt.clear();
-        dbt.extend(bt.iter().map(|v| v.eps));
-        if self.use_fp {
-            self.fp.jvp_into(g.dgn, g.dgt, g.dgnt, dbn, dbt, g.dmu, dln, dlt, rhs, x);
-            ln.copy_from_slice(&ph.ln);
-            lt.copy_from_slice(&ph.lt);
+        ln_out.clear();
+        ln_out.extend((0..nc).map(|i| Dual64::from(ph.ln.get(i).copied().unwrap_or(0.0))));
+        lt_out.clear();
+        lt_out.extend((0..2 * nc).map(|k| Dual64::from(ph.lt.get(k).copied().unwrap_or(0.0))));
+        for (k, (ij, it)) in self.islands[..self.n].iter().zip(&ph.islands).enumerate() {
+            let gnt = island_blocks(g.g, g.whole, k).2;
+            let (dgn, dgt, dgnt) = island_blocks(g.dg, g.whole, k);
+            eps_into(dgn, &mut sc.dgn);
+            eps_into(dgt, &mut sc.dgt);
+            eps_into(dgnt, &mut sc.dgnt);
+            let idx = &it.idx;
+            sc.dbn.clear();
+            sc.dbn.extend(idx.iter().map(|&i| bn[i].eps));
+            sc.dbt.clear();
+            sc.dbt.extend(idx.iter().flat_map(|&i| [bt[2 * i].eps, bt[2 * i + 1].eps]));
+            sc.dmu.clear();
+            sc.dmu.extend(idx.iter().map(|&i| g.dmu[i]));
+            ij.jvp(it, gnt, sc);
+            for (a, &i) in idx.iter().enumerate() {
+                ln_out[i].eps = sc.dln[a];
+                lt_out[2 * i].eps = sc.dlt[2 * a];
+                lt_out[2 * i + 1].eps = sc.dlt[2 * a + 1];
+            }
         }
-        let (gnt, dgnt) = (g.gnt, g.dgnt);
-        for (p, (kn, kt)) in ph.passes.iter().zip(&self.kkts[..self.nk]) {
+    }
+}
+
+impl IslandJvp {
+    /// The island's derivative (`mu` set): the fixed point's or the cascade's, by `NcpOptions::gradient` and,
+    /// for `Auto`, by the island's convergence and sticking (as a step of this island alone would choose).
+    fn build(
+        &mut self,
+        g: (&DMatrix<f64>, &DMatrix<f64>, &DMatrix<f64>),
+        it: &IslandTape,
+        o: &NcpOptions,
+    ) -> Result<(), SolverError> {
+        let (gn, gt, gnt) = g;
+        let (m, mu) = (it.idx.len(), &self.mu);
+        let lmax = it.ln.iter().chain(&it.lt).fold(0.0f64, |m, v| m.max(v.abs()));
+        let converged = it.converged || it.last_change <= 1e-9 * (1.0 + lmax);
+        // a contact strictly inside its friction set with a normal impulse: the only case where Auto may need the
+        // fixed point of an unconverged step (its SVD is skipped otherwise)
+        let (ln, lt) = (&it.ln, &it.lt);
+        let may_stick = (0..m).any(|i| {
+            let r = mu[i] * ln[i];
+            r > 0.0 && friction_gauge(o.friction_set, lt[2 * i], lt[2 * i + 1]) < r * (1.0 - 1e-6)
+        });
+        self.use_fp = match o.gradient {
+            NcpGradient::Cascade => false,
+            // no contact, or no pass (a skipped impact: zero impulses, zero tangents)
+            _ if m == 0 || it.passes.is_empty() => false,
+            NcpGradient::Auto if !converged && !may_stick => false,
+            grad => {
+                let k = &mut self.fp;
+                k.rebuild(gn, gt, gnt, &it.bn, &it.bt, ln, lt, mu, o.friction_set)?;
+                // Auto: the fixed point where it is the step's derivative and the cascade may not be — redundant
+                // impulses with a sticking contact (the passes' polished sub-problems move along their solution
+                // sets, and their chained derivatives follow: 2.1e-4 off under a tilt, docs/gradients.md) — or
+                // where both agree and it is cheaper (converged passes, unique impulses); the cascade otherwise
+                // (redundant sliding impulses: the executed passes choose among equivalent λ_n, and so must
+                // their derivative)
+                let use_fp = if k.rank_deficient { k.sticking } else { converged };
+                grad == NcpGradient::FixedPoint || use_fp
+            }
+        };
+        self.nk = 0;
+        for p in it.passes.iter().filter(|_| !self.use_fp) {
+            self.r.clear();
+            self.r.extend((0..m).map(|i| mu[i] * p.lambda_n[i]));
+            if self.nk == self.kkts.len() {
+                self.kkts.push((ReducedKkt::with_capacity(m, 0), ReducedKkt::with_capacity(2 * m, 0)));
+            }
+            let (kn, kt) = &mut self.kkts[self.nk];
+            kn.rebuild(gn, &p.g_n, &p.lambda_n, ConstraintSet::Nonneg)?;
+            let set = ConstraintSet::Friction { kind: o.friction_set, r: &self.r };
+            kt.rebuild(gt, &p.g_t, &p.lambda_t, set)?;
+            self.nk += 1;
+        }
+        Ok(())
+    }
+
+    /// The island's impulse tangents into `sc.dln`, `sc.dlt` from the tangents gathered in `sc` (its blocks'
+    /// `dgn`, `dgt`, `dgnt`, offsets' `dbn`, `dbt`, μ's `dmu`): at the fixed point, or through the executed passes
+    /// (the warm start's tangent stopped). `gnt`: the island's G_nt.
+    fn jvp(&self, it: &IslandTape, gnt: &DMatrix<f64>, sc: &mut JvpScratch) {
+        let m = it.idx.len();
+        let JvpScratch { dln, dlt, ln, lt, dbn, dbt, dmu, dgn, dgt, dgnt, dg_n, dg_t, dr, rhs, x, kkt } = sc;
+        dln.clear();
+        dln.resize(m, 0.0);
+        dlt.clear();
+        dlt.resize(2 * m, 0.0);
+        ln.clear();
+        ln.resize(m, 0.0);
+        lt.clone_from(&it.lt_warm);
+        if self.use_fp {
+            self.fp.jvp_into(dgn, dgt, dgnt, dbn, dbt, dmu, dln, dlt, rhs, x);
+            return;
+        }
+        for (p, (kn, kt)) in it.passes.iter().zip(&self.kkts[..self.nk]) {
             dg_n.clear();
             dg_n.extend(
-                (0..nc).map(|i| dbn[i] + (0..2 * nc).map(|k| dgnt[(i, k)] * lt[k] + gnt[(i, k)] * dlt[k]).sum::<f64>()),
+                (0..m).map(|i| dbn[i] + (0..2 * m).map(|k| dgnt[(i, k)] * lt[k] + gnt[(i, k)] * dlt[k]).sum::<f64>()),
             );
-            kn.jvp_into(Some(g.dgn), dg_n, &[], dln, kkt);
+            kn.jvp_into(Some(&*dgn), dg_n, &[], dln, kkt);
             ln.copy_from_slice(&p.lambda_n);
             dg_t.clear();
             dg_t.extend(
-                (0..2 * nc).map(|k| dbt[k] + (0..nc).map(|i| dgnt[(i, k)] * ln[i] + gnt[(i, k)] * dln[i]).sum::<f64>()),
+                (0..2 * m).map(|k| dbt[k] + (0..m).map(|i| dgnt[(i, k)] * ln[i] + gnt[(i, k)] * dln[i]).sum::<f64>()),
             );
             dr.clear();
-            dr.extend((0..nc).map(|i| g.dmu[i] * ln[i] + g.contacts[i].mu * dln[i]));
-            kt.jvp_into(Some(g.dgt), dg_t, dr, dlt, kkt);
+            dr.extend((0..m).map(|i| dmu[i] * ln[i] + self.mu[i] * dln[i]));
+            kt.jvp_into(Some(&*dgt), dg_t, dr, dlt, kkt);
             lt.copy_from_slice(&p.lambda_t);
         }
-        ln_out.clear();
-        ln_out.extend((0..nc).map(|i| Dual64::new(ln[i], dln[i])));
-        lt_out.clear();
-        lt_out.extend((0..2 * nc).map(|k| Dual64::new(lt[k], dlt[k])));
     }
 }
 
