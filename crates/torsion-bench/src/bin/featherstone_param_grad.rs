@@ -14,6 +14,7 @@
 //! Usage: cargo run --release -p torsion-bench --bin featherstone_param_grad -- [--repeats N] [--steps T]
 use std::hint::black_box;
 use std::time::Instant;
+use torsion_bench::thread_cpu_s;
 use torsion_diff::{rollout, rollout_tape, rollout_vjp, tape_vjp};
 use torsion_dynamics::{aba_into, DynData, DynModel};
 use torsion_model::io::{example_robot_data_dir, load_urdf, robots::PANDA_URDF, UrdfOptions};
@@ -47,11 +48,11 @@ fn breakdown(dm: &DynModel<f64>, states: &[GenState], us: &[Control], repeats: u
         median(
             (0..repeats)
                 .map(|_| {
-                    let t = cpu_time();
+                    let t = thread_cpu_s();
                     for k in 0..n {
                         f(k);
                     }
-                    (cpu_time() - t) * 1e6 / n as f64
+                    (thread_cpu_s() - t) * 1e6 / n as f64
                 })
                 .collect(),
         )
@@ -121,11 +122,11 @@ fn main() {
     let step_us = median(
         (0..repeats)
             .map(|_| {
-                let t = cpu_time();
+                let t = thread_cpu_s();
                 for k in 0..t_len {
                     solver.step(&m, &states[k], &us[k], dt, &mut out, &mut ws, None).unwrap();
                 }
-                (cpu_time() - t) * 1e6 / t_len as f64
+                (thread_cpu_s() - t) * 1e6 / t_len as f64
             })
             .collect(),
     );
@@ -135,11 +136,11 @@ fn main() {
     let step_rec_us = median(
         (0..repeats)
             .map(|_| {
-                let t = cpu_time();
+                let t = thread_cpu_s();
                 for k in 0..t_len {
                     solver.step(&m, &states[k], &us[k], dt, &mut out, &mut ws, Some(&mut rec)).unwrap();
                 }
-                (cpu_time() - t) * 1e6 / t_len as f64
+                (thread_cpu_s() - t) * 1e6 / t_len as f64
             })
             .collect(),
     );
@@ -177,23 +178,23 @@ fn main() {
     // per repeat: wall and this thread's CPU time of each (the shared machine's load stretches the wall clock)
     let (mut w, mut c) = ([vec![], vec![], vec![]], [vec![], vec![], vec![], vec![], vec![]]);
     for _ in 0..repeats {
-        let (t, c0) = (Instant::now(), cpu_time());
+        let (t, c0) = (Instant::now(), thread_cpu_s());
         black_box(rollout(&solver, &m, &s0, &us, dt).unwrap());
         w[0].push(t.elapsed().as_secs_f64());
-        c[0].push(cpu_time() - c0);
-        let (t, c0) = (Instant::now(), cpu_time());
+        c[0].push(thread_cpu_s() - c0);
+        let (t, c0) = (Instant::now(), thread_cpu_s());
         let st = rollout(&solver, &m, &s0, &us, dt).unwrap();
         black_box(rollout_vjp(&solver, &m, &st, &us, dt, all, dl).unwrap().g_theta);
         w[1].push(t.elapsed().as_secs_f64());
-        c[1].push(cpu_time() - c0);
-        let (t, c0) = (Instant::now(), cpu_time());
+        c[1].push(thread_cpu_s() - c0);
+        let (t, c0) = (Instant::now(), thread_cpu_s());
         let tp = rollout_tape(&solver, &m, &s0, &us, dt).unwrap();
-        let c1 = cpu_time();
+        let c1 = thread_cpu_s();
         black_box(tape_vjp(&solver, &m, &tp, &us, all, dl).unwrap().g_theta);
-        let c2 = cpu_time();
+        let c2 = thread_cpu_s();
         drop(tp);
         w[2].push(t.elapsed().as_secs_f64());
-        c[2].push(cpu_time() - c0);
+        c[2].push(thread_cpu_s() - c0);
         c[3].push(c1 - c0);
         c[4].push(c2 - c1);
     }
@@ -219,23 +220,4 @@ fn main() {
         bwd / ro,
         (tape - fwd - bwd) / ro
     );
-}
-
-/// This thread's CPU time in seconds (`CLOCK_THREAD_CPUTIME_ID`, from the C library std links): on the shared build
-/// machine the wall clock also counts the time the thread waits for a core.
-fn cpu_time() -> f64 {
-    #[repr(C)]
-    struct Timespec {
-        sec: i64,
-        nsec: i64,
-    }
-    extern "C" {
-        fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
-    }
-    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
-    let mut t = Timespec { sec: 0, nsec: 0 };
-    // SAFETY: clock_gettime writes one timespec into `t` (x86-64 / aarch64 Linux: two 64-bit fields)
-    let rc = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    t.sec as f64 + t.nsec as f64 * 1e-9
 }

@@ -13,6 +13,7 @@
 //! Usage: cargo run --release -p torsion-bench --bin tensegrity -- [--repeats N] [--stride S] [--only air|roll|fit]
 use serde_json::json;
 use std::time::Instant;
+use torsion_bench::thread_cpu_s;
 use torsion_experiments::tensegrity_contact_id as cid;
 use torsion_experiments::tensegrity_noncontact_id::{controls, superball_air};
 use torsion_model::{Control, GenState, LinearContact, Model};
@@ -21,33 +22,6 @@ use torsion_solvers::{FeatherstoneSolver, Solver};
 fn arg(name: &str, default: usize) -> usize {
     let a: Vec<String> = std::env::args().collect();
     a.iter().position(|x| x == name).and_then(|i| a.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// This thread's CPU time (s): `clock_gettime(CLOCK_THREAD_CPUTIME_ID)` (Linux; std links libc). On a loaded
-/// machine wall time also counts the time other processes run; CPU time counts this thread's own.
-#[cfg(target_os = "linux")]
-fn thread_cpu_s() -> f64 {
-    #[repr(C)]
-    struct Timespec {
-        sec: i64,
-        nsec: i64,
-    }
-    extern "C" {
-        fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
-    }
-    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
-    let mut t = Timespec { sec: 0, nsec: 0 };
-    // SAFETY: a valid pointer to a timespec-shaped struct (64-bit Linux layout)
-    let rc = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    if rc == 0 {
-        t.sec as f64 + t.nsec as f64 * 1e-9
-    } else {
-        f64::NAN
-    }
-}
-#[cfg(not(target_os = "linux"))]
-fn thread_cpu_s() -> f64 {
-    f64::NAN
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
