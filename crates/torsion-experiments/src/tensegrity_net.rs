@@ -229,11 +229,13 @@ pub fn train(
 
 /// CoM error every `tests.every` steps through `EVAL_STEPS` for the first `n_tests` tests, the network in the loop
 /// (its clock running along the simulated states; `detect`: the model whose linear contact slots give the
-/// features), and the step where each diverged, if it did (its errors from there are NaN).
+/// features), and the step where each diverged, if it did (its errors from there are NaN). `use_net` false rolls
+/// out `m` alone (the linear baseline) through the same loop, without features or network passes.
 pub fn net_rollouts(
     m: &Model,
     detect: &Model,
     net: &Mlp,
+    use_net: bool,
     tests: &Tests,
     n_tests: usize,
 ) -> Result<(Vec<Vec<f64>>, Vec<Option<usize>>), ExperimentError> {
@@ -252,7 +254,9 @@ pub fn net_rollouts(
         let mut bad = None;
         for t in 1..=EVAL_STEPS {
             if bad.is_none() {
-                contact_samples_into(&dm, &s.q, &s.v, m.dt, &mut d, &mut clock, &mut samples).map_err(se)?;
+                if use_net {
+                    contact_samples_into(&dm, &s.q, &s.v, m.dt, &mut d, &mut clock, &mut samples).map_err(se)?;
+                }
                 let x = StepInput { s: &s, u: &u, samples: &samples, dt: m.dt };
                 let ok = os.predict(m, net, &x, &mut next, false).is_ok()
                     && next.q.iter().chain(&next.v).all(|x| x.is_finite() && x.abs() < BLOWUP);
@@ -363,8 +367,8 @@ pub fn run_mlp(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let mut net = network(false, SEED);
     let sched = if quick { QUICK_MLP_SCHEDULE } else { MLP_SCHEDULE };
     let curves = train(&m_net, &mut net, &data, sched, SEED, "tensegrity-mlp: training")?;
-    let net_r = net_rollouts(&m_net, &m_lin, &net, &tests, n_tests)?;
-    let lin_r = net_rollouts(&m_lin, &m_lin, &zero, &tests, n_tests)?;
+    let net_r = net_rollouts(&m_net, &m_lin, &net, true, &tests, n_tests)?;
+    let lin_r = net_rollouts(&m_lin, &m_lin, &zero, false, &tests, n_tests)?;
     let (errs, lin_errs) = (&net_r.0, &lin_r.0);
     let mean_path = mean(&tests.path[..n_tests]);
     let (s_net, s_lin) = (summary(&net_r, mean_path), summary(&lin_r, mean_path));
@@ -438,7 +442,7 @@ pub fn run_residual(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         z.params.iter_mut().for_each(|p| *p = 0.0);
         z
     };
-    let lin_r = net_rollouts(&m_lin, &m_lin, &zero, &tests, n_tests)?;
+    let lin_r = net_rollouts(&m_lin, &m_lin, &zero, false, &tests, n_tests)?;
     let lin_errs = &lin_r.0;
     let five: Vec<String> = ["throw_train", "throw_train1", "throw_train2", "throw_train3", "throw_train4"]
         .iter()
@@ -466,7 +470,7 @@ pub fn run_residual(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         let mut net = network(true, SEED);
         let sched = if quick { QUICK_RESIDUAL_SCHEDULE } else { RESIDUAL_SCHEDULE };
         let curves = train(&m_lin, &mut net, &data, sched, SEED, &format!("residual, {n} throws"))?;
-        let r = net_rollouts(&m_lin, &m_lin, &net, &tests, n_tests)?;
+        let r = net_rollouts(&m_lin, &m_lin, &net, true, &tests, n_tests)?;
         pb.inc(1);
         runs.push((*n, curves, r, lin_train));
     }
