@@ -2,7 +2,7 @@
 # Re-measure every benchmark of BENCHMARKS.md in one go (issue 13: "benchmarks re-measured in one run each"), on an
 # idle machine: each script times torsion and its reference in the same process run and reports the ratio. Logs go
 # to results/bench/NAME.log, the scripts' JSON to target/bench/. Needs the Python package (`pip install
-# ./crates/torsion-py`), mujoco, pin, torch and jax for their sections; a section whose reference is missing is
+# ./crates/torsion-py`), mujoco, pin, torch and jax (pip) and Eigen (apt libeigen3-dev) for their sections; a section whose reference is missing is
 # reported and skipped, never faked. Takes ~30–40 min on the 2-core machine. Usage: bench/all.sh [NAME ...]
 set -uo pipefail
 cd "$(dirname "$0")/.."

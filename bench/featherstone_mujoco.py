@@ -8,8 +8,9 @@ disabled (the dynamics torsion's stepper has), single thread, median of repeats:
     call overhead) and through mujoco.rollout (C++ loop, no per-call Python overhead);
   * mjd_transitionFD(m, d, eps=1e-6, flg_centered=False/True, A, B, None, None) per call.
 Accuracy (hopper, cheetah; no free joint, so both use (qpos-tangent, qvel) coordinates): our A and B against
-MuJoCo's centered FD at the same state with MuJoCo set to Euler (our B mapped to ctrl through the actuators'
-gear: B_ctrl = B G, G[dof(trnid), a] = gear[a, 0]), and our A/B against central/forward FD of our own step.
+MuJoCo's centered FD at the same state with MuJoCo set to Euler (our B's ctrl columns: the MJCF's actuators are
+loaded; a B without them is mapped through the gear, B_ctrl = B G, G[dof(trnid), a] = gear[a, 0]), and our
+A/B against central/forward FD of our own step.
 Usage: python3 bench/featherstone_mujoco.py [--repeats N]
 """
 import argparse
@@ -117,11 +118,14 @@ def accuracy(name, r):
     dstep = max(np.abs(d.qpos - r["q_next"]).max(), np.abs(d.qvel - r["v_next"]).max())
     ours_a = np.array(r["A"])
     ours_b = np.array(r["B"])
-    g = np.zeros((nv, m.nu))
-    for a in range(m.nu):
-        j = m.actuator_trnid[a, 0]
-        g[m.jnt_dofadr[j], a] = m.actuator_gear[a, 0]
-    ours_bc = ours_b @ g
+    if ours_b.shape[1] == nv + m.nu:
+        ours_bc = ours_b[:, nv:]  # our B has the actuators' ctrl columns (the MJCF's <actuator>s are loaded)
+    else:
+        g = np.zeros((nv, m.nu))
+        for a in range(m.nu):
+            j = m.actuator_trnid[a, 0]
+            g[m.jnt_dofadr[j], a] = m.actuator_gear[a, 0]
+        ours_bc = ours_b @ g
     return dict(
         a_err=np.abs(ours_a - A).max(), b_err=np.abs(ours_bc - B).max(), a_max=np.abs(A).max(),
         b_max=np.abs(B).max(), step_err=dstep,
@@ -162,7 +166,7 @@ def main():
         else:
             acc_rows.append((name, None, r))
     print("\n| model | step vs mj_step (Euler) max abs | A vs MuJoCo centered FD max abs (max abs A) | "
-          "B·gear vs MuJoCo centered FD max abs (max abs B) | ours vs own FD, forward: A / B | "
+          "B (ctrl) vs MuJoCo centered FD max abs (max abs B) | ours vs own FD, forward: A / B | "
           "central: A / B | analytic vs all-dual: A / B |")
     print("|---|---|---|---|---|---|---|")
     for name, a, r in acc_rows:

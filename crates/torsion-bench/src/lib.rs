@@ -39,15 +39,6 @@ pub fn loglog_slope(ns: &[f64], ts: &[f64]) -> f64 {
     sxy / sxx
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn median_of_odd_and_even_counts() {
-        assert_eq!(super::median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(super::median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
-    }
-}
-
 /// This thread's CPU time in seconds (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)` from the C library std links; NaN
 /// elsewhere than Linux): on a loaded machine the wall clock also counts the time the thread waits for a core.
 #[cfg(target_os = "linux")]
@@ -73,4 +64,13 @@ pub fn thread_cpu_s() -> f64 {
 #[cfg(not(target_os = "linux"))]
 pub fn thread_cpu_s() -> f64 {
     f64::NAN
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(super::median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(super::median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
 }

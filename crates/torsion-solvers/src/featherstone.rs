@@ -640,22 +640,11 @@ impl FeatherstoneSolver {
         let (nv, nu) = (model.nv(), model.nu());
         let mut jac = DMatrix::zeros(2 * nv, 3 * nv + nu + sel.len());
         let q1 = self.state_columns(model, s, u, dt, &mut jac)?;
-        if nu > 0 {
-            // joint actuators (no state): u enters only through τ, so ∂x'/∂ctrl_a = ∂x'/∂u_iv · ∂τ_iv/∂ctrl_a
-            let (dm, ..) = dyn_model_f64(model).map_err(Self::dyn_err)?;
-            let ctrl = padded_ctrl(model, u);
-            let mut cols = vec![];
-            joint_actuator_derivatives(&dm.cables, &s.q, &s.v, &ctrl, |a, iv, d| cols.push((a, iv, d[2])));
-            for (a, iv, g) in cols {
-                let src = jac.column(2 * nv + iv) * g;
-                jac.column_mut(3 * nv + a).copy_from(&src);
-            }
-        }
         self.theta_columns_dual(model, s, u, dt, sel, &mut jac)?;
         Ok((jac, q1))
     }
 
-    /// Columns 0..3nv of the Jacobian (analytic, [`state_columns_into`]) into `jac`; returns q1. Builds its own
+    /// Columns 0..3nv + nu of the Jacobian (analytic, [`state_columns_into`]) into `jac`; returns q1. Builds its own
     /// workspace: the allocation-free path is [`FeatherstoneSolver::transition_jacobians_into`].
     fn state_columns(
         &self,
@@ -670,7 +659,7 @@ impl FeatherstoneSolver {
         let mut tj = TransitionJacobians::new(model);
         let FeatherstoneWorkspace { dm, data, passive, .. } = &mut ws;
         state_columns_into(dm, data, passive, s, &u.joint_torque, &u.ctrl, dt, &mut tj).map_err(Self::dyn_err)?;
-        jac.columns_mut(0, 3 * nv).copy_from(&tj.ab);
+        jac.columns_mut(0, 3 * nv + model.nu()).copy_from(&tj.ab);
         Ok(tj.q1)
     }
 
@@ -698,7 +687,11 @@ impl FeatherstoneSolver {
                 ),
             });
         }
-        if ws.tau.len() != nv || out.ab.nrows() != 2 * nv || out.ab.ncols() != 3 * nv || out.q1.len() != model.nq() {
+        if ws.tau.len() != nv
+            || out.ab.nrows() != 2 * nv
+            || out.ab.ncols() != 3 * nv + model.nu()
+            || out.q1.len() != model.nq()
+        {
             return Err(SolverError::BadInput {
                 solver: "featherstone",
                 problem: "workspace or Jacobian buffers built for a different model".into(),
@@ -1061,7 +1054,8 @@ type IntegrationJacobians = ([[f64; 6]; 6], [[f64; 6]; 6], [[f64; 6]; 6]);
 
 /// [A | B] of one step and the buffers to compute it (allocate once per model with [`TransitionJacobians::new`]).
 pub struct TransitionJacobians {
-    /// [A | B], 2nv × 3nv: rows (tangent q', v'), columns (tangent q, v, then the nv controls)
+    /// [A | B], 2nv × (3nv + nu): rows (tangent q', v'), columns (tangent q, v, then the controls: the nv
+    /// generalized forces and the nu actuator `ctrl`s, `control_dim`)
     pub ab: DMatrix<f64>,
     /// the step's next configuration q'
     pub q1: Vec<f64>,
@@ -1080,7 +1074,7 @@ impl TransitionJacobians {
     pub fn new(model: &Model) -> Self {
         let nv = model.nv();
         TransitionJacobians {
-            ab: DMatrix::zeros(2 * nv, 3 * nv),
+            ab: DMatrix::zeros(2 * nv, 3 * nv + model.nu()),
             q1: vec![0.0; model.nq()],
             ad: AbaDerivatives::new(nv),
             tau: vec![0.0; nv],
@@ -1099,10 +1093,10 @@ impl TransitionJacobians {
         let n2 = self.ab.nrows();
         self.ab.columns(0, n2)
     }
-    /// B = ∂(q', v')/∂u, 2nv × nv.
+    /// B = ∂(q', v')/∂(u, ctrl), 2nv × (nv + nu).
     pub fn b(&self) -> nalgebra::DMatrixView<'_, f64> {
         let n2 = self.ab.nrows();
-        self.ab.columns(n2, n2 / 2)
+        self.ab.columns(n2, self.ab.ncols() - n2)
     }
 }
 
@@ -1262,6 +1256,16 @@ fn state_columns_into(
             }
         }
     }
+    // joint actuators (no state): ctrl enters only through τ, so ∂x'/∂ctrl_a = ∂x'/∂u_iv · ∂τ_iv/∂ctrl_a (zero
+    // where ctrlrange or forcerange clamps)
+    let js = jac.as_mut_slice();
+    js[3 * nv * n2..].fill(0.0);
+    joint_actuator_derivatives(&dm.cables, &s.q, &s.v, ctrl, |a, iv, [_, _, g]| {
+        let (src, dst) = js.split_at_mut((3 * nv + a) * n2);
+        for (o, &x) in dst[..n2].iter_mut().zip(&src[(2 * nv + iv) * n2..(2 * nv + iv + 1) * n2]) {
+            *o = x * g;
+        }
+    });
     Ok(())
 }
 
@@ -1974,6 +1978,18 @@ mod tests {
             let du = solver.step_jacobians_dual(&m, &s0, &u, dt, &sel).unwrap();
             let err = |a: &DMatrix<f64>, b: &DMatrix<f64>| (a - b).amax() / b.amax().max(1.0);
             assert!(err(&an.a, &du.a) < 1e-12 && err(&an.b, &du.b) < 1e-12, "case {k}: analytic vs duals");
+            // the workspace paths (iLQR, rollouts) give the same A and B, ctrl columns included, bit for bit
+            let mut ws = solver.workspace(&m).unwrap();
+            let mut tj = TransitionJacobians::new(&m);
+            solver.transition_jacobians_into(&m, &s0, &u, dt, &mut ws, &mut tj).unwrap();
+            assert_eq!(
+                (tj.a(), tj.b()),
+                (an.a.columns(0, 6), an.b.columns(0, 6)),
+                "case {k}: transition_jacobians_into"
+            );
+            let mut sj = StepJacobians::for_solver(&solver, &m, &sel);
+            solver.step_jacobians_into(&m, &s0, &u, dt, &sel, &mut ws, &mut sj).unwrap();
+            assert_eq!((&sj.a, &sj.b), (&an.a, &an.b), "case {k}: step_jacobians_into");
             let base = next(&s0, &c0);
             let fa = fd_jacobian(|d| solver.local_diff(&m, &base, &next(&solver.retract(&m, &s0, d), &c0)), 6, 1e-6);
             let fb = fd_jacobian(

@@ -104,30 +104,32 @@ fn run(name: &str, repeats: usize) -> Result<Value, String> {
         black_box(solver.step_jacobians_dual(&m, black_box(&s), &u, dt, &none).unwrap());
     });
 
-    // finite differences of our own step, in the same tangent coordinates
+    // finite differences of our own step, in the same tangent coordinates; controls = (τ (nv), ctrl (nu))
+    let nc = jac.b.ncols();
     let next = |s: &GenState, uu: &[f64]| {
         let mut o = s.clone();
         let mut w = solver.workspace(&m).unwrap();
-        solver.step(&m, s, &Control::from_torques(uu), dt, &mut o, &mut w, None).unwrap();
+        solver.step(&m, s, &Control::with_ctrl(&uu[..nv], &uu[nv..]), dt, &mut o, &mut w, None).unwrap();
         o
     };
-    let base = next(&s, &u.joint_torque);
+    let u0 = vec![0.0; nc];
+    let base = next(&s, &u0);
     let eps = 1e-6;
     let (mut fa_f, mut fa_c) = (DMatrix::zeros(2 * nv, 2 * nv), DMatrix::zeros(2 * nv, 2 * nv));
-    let (mut fb_f, mut fb_c) = (DMatrix::zeros(2 * nv, nv), DMatrix::zeros(2 * nv, nv));
+    let (mut fb_f, mut fb_c) = (DMatrix::zeros(2 * nv, nc), DMatrix::zeros(2 * nv, nc));
     for c in 0..2 * nv {
         let mut e = vec![0.0; 2 * nv];
         e[c] = eps;
-        let p = solver.local_diff(&m, &base, &next(&solver.retract(&m, &s, &e), &u.joint_torque));
+        let p = solver.local_diff(&m, &base, &next(&solver.retract(&m, &s, &e), &u0));
         e[c] = -eps;
-        let q = solver.local_diff(&m, &base, &next(&solver.retract(&m, &s, &e), &u.joint_torque));
+        let q = solver.local_diff(&m, &base, &next(&solver.retract(&m, &s, &e), &u0));
         for r in 0..2 * nv {
             fa_f[(r, c)] = p[r] / eps;
             fa_c[(r, c)] = (p[r] - q[r]) / (2.0 * eps);
         }
     }
-    for c in 0..nv {
-        let mut uu = u.joint_torque.clone();
+    for c in 0..nc {
+        let mut uu = u0.clone();
         uu[c] = eps;
         let p = solver.local_diff(&m, &base, &next(&s, &uu));
         uu[c] = -eps;
