@@ -31,4 +31,9 @@ run python_overhead python3 bench/python_overhead.py --repeats 9
 run sysid_gen python3 bench/sysid/gen.py
 run sysid_cost python3 bench/sysid_cost.py --repeats 3
 run xpbd_mpc python3 bench/xpbd_mpc.py --torch-repeats 3 --jax-repeats 21
+run tensegrity_mujoco python3 bench/tensegrity_mujoco.py --repeats 7
+run jade_mujoco python3 bench/jade_mujoco.py
+run collision_detect cargo bench -q -p torsion-collision --bench detect
+# not here: the QCQP against the seed's C++ solver (`bench/diffqcqp_e0.py --module-dir DIR`) needs the seed's
+# diffqcqp module built by hand (BENCHMARKS.md "Contact (spec 001)")
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
