@@ -24,7 +24,7 @@ use nalgebra::SVector;
 use num_dual::{Derivative, DualSVec64};
 use serde_json::json;
 use torsion_diff::rollout_each;
-use torsion_dynamics::passive::cable_forces_into;
+use torsion_dynamics::passive::{cable_forces_into, CableOut};
 use torsion_dynamics::{DynData, DynModel};
 use torsion_math::Vec3;
 use torsion_model::{Control, GenState, LinearContact, Model, ParamKind};
@@ -364,7 +364,7 @@ fn cable_torques(
     let mut tau = vec![0.0; dm.nv];
     let nu = dm.cables.actuator.len();
     let zeros = vec![0.0; na.max(nu)];
-    cable_forces_into(&dm.cables, dm, q, v, &zeros[..na], &zeros[..nu], d, &mut tau)
+    cable_forces_into(&dm.cables, dm, q, v, &zeros[..na], &zeros[..nu], d, CableOut::Tau(&mut tau))
         .map_err(|e| ExperimentError::Failed(format!("cable forces: {e}")))?;
     Ok(tau)
 }

@@ -33,7 +33,7 @@ use torsion_dynamics::joints::{
 };
 use torsion_dynamics::passive::{
     activation_step, cable_forces_into, joint_actuator_derivatives, joint_actuator_forces_into,
-    joint_actuator_velocity_derivatives,
+    joint_actuator_velocity_derivatives, CableOut,
 };
 use torsion_dynamics::regressor::{regressor_vjp_into, regressor_vjp_pass, RneaAdjoint};
 use torsion_dynamics::tensegrity_contact::linear_contact_accel_into;
@@ -352,7 +352,7 @@ pub(crate) fn step_accel_into<T: Scalar>(
         wrench_forces_into(dm, d, wrench, tau)?;
     }
     fluid_forces_into(&passive.fluid, dm, q, v, d, tau)?;
-    cable_forces_into(&dm.cables, dm, q, v, act, ctrl, d, tau)?;
+    cable_forces_into(&dm.cables, dm, q, v, act, ctrl, d, CableOut::Tau(tau))?;
     joint_actuator_forces_into(&dm.cables, q, v, act, ctrl, tau)?;
     if passive.integrator == Integrator::ImplicitFast {
         // MuJoCo implicitfast: M − h ∂τ/∂q̇ (no Coriolis terms); joint transmissions: diagonal
