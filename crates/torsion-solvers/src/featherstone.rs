@@ -17,7 +17,9 @@
 //! pass per input direction), against which the analytic path is tested. The VJP uses the same Jacobians.
 //! Integrators (`FeatherstoneOptions::integrator`, `integrators.rs`): this Euler step (default), RK4 and
 //! implicitfast from the same acceleration kernel; their derivatives by dual passes (docs/decisions.md).
-use crate::generalized::{dual_tangent, dyn_model_f64, dyn_params, transposed_jacobian_product, wrench_vjp};
+use crate::generalized::{
+    dual_tangent, dyn_model_f64, dyn_params, transposed_jacobian_product_with, wrench_vjp, ProductScratch,
+};
 use crate::integrators::{rk4_step_into, Rk4Scratch};
 use crate::joint_friction::{FrictionMode, JointFriction};
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
@@ -1634,7 +1636,8 @@ impl DiffSolver for FeatherstoneSolver {
         }
         let (jac, q1) = self.jacobian(model, s, &rec.u, rec.dt, sel)?;
         let j = split_jacobian(&jac, Dims::of(model), sel.len());
-        transposed_jacobian_product(model, &s.q, &q1, &j, g_out, g_s, g_u, g_theta);
+        let mut sc = ProductScratch::default();
+        transposed_jacobian_product_with(model, &s.q, &q1, &j, g_out, g_s, g_u, g_theta, &mut sc);
         Ok(())
     }
 
@@ -1811,7 +1814,8 @@ mod tests {
             let mut ws = solver.workspace(&m).unwrap();
             solver.step(&m, &s, &u, dt, &mut o, &mut ws, None).unwrap();
             let (mut rs, mut ru, mut rt) = (solver.zero_grad(&m), vec![0.0; m.nv()], vec![0.0; k]);
-            transposed_jacobian_product(&m, &s.q, &o.q, &dual, &g_out, &mut rs, &mut ru, &mut rt);
+            let mut sc = ProductScratch::default();
+            transposed_jacobian_product_with(&m, &s.q, &o.q, &dual, &g_out, &mut rs, &mut ru, &mut rt, &mut sc);
             let mut rec = solver.record(&m);
             let mut jac = StepJacobians::for_solver(&solver, &m, &sel);
             for _ in 0..2 {
