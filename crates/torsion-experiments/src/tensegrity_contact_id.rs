@@ -633,7 +633,9 @@ mod tests {
         let mut jref = vec![];
         for i in 0..pairs.len() {
             let s = GenState::with_act(pairs.q[i].clone(), pairs.v[i].clone(), vec![0.0; m.na()]);
-            let c = solver.param_jacobian(&mm, &s, &Control::zeros(nv), pairs.dt, &sel).unwrap();
+            let c = solver
+                .param_jacobian(torsion_solvers::StepPoint::new(&mm, &s, &Control::zeros(nv), pairs.dt), &sel)
+                .unwrap();
             jref.extend((0..nv * 5).map(|x| c[(nv + x / 5, x % 5)] * dp[x % 5] * scale));
         }
         let r_step = residuals(&solver, &m, &pairs, &z, false).unwrap().0;

@@ -263,6 +263,22 @@ pub struct StepIn<'a, T: Scalar> {
 /// (q1, v1, act1) of [`step_generic`].
 pub type StepOut<T> = (Vec<T>, Vec<T>, Vec<T>);
 
+/// Where a step is differentiated: the model, the input state and control, the time step (the Jacobians of
+/// [`FeatherstoneSolver::step_jacobians_dual`], [`FeatherstoneSolver::param_jacobian`] and their kernels).
+#[derive(Clone, Copy)]
+pub struct StepPoint<'a> {
+    pub model: &'a Model,
+    pub s: &'a GenState,
+    pub u: &'a Control,
+    pub dt: f64,
+}
+
+impl<'a> StepPoint<'a> {
+    pub fn new(model: &'a Model, s: &'a GenState, u: &'a Control, dt: f64) -> Self {
+        StepPoint { model, s, u, dt }
+    }
+}
+
 /// The generic step's scratch: `tau`, `acc` (nv), the dry-friction solve's buffers, RK4's stages (used under
 /// `Integrator::Rk4` only); allocated once, then reused by every [`step_generic_into`] (the dual passes).
 pub struct StepScratch<T: Scalar> {
@@ -489,24 +505,19 @@ impl FeatherstoneSolver {
     /// All-dual reference Jacobian of the step w.r.t. (tangent state, controls, selected θ), in tangent
     /// coordinates: one Dual64 pass of the generic step per column. Rows (q, v, act), columns (q, v, act),
     /// (u, ctrl), θ (`Dims`).
-    fn jacobian_dual(
-        &self,
-        model: &Model,
-        s: &GenState,
-        u: &Control,
-        dt: f64,
-        sel: &ParamSelection,
-    ) -> Result<DMatrix<f64>, SolverError> {
+    fn jacobian_dual(&self, at: StepPoint, sel: &ParamSelection) -> Result<DMatrix<f64>, SolverError> {
+        let model = at.model;
         let n = Dims::of(model);
         let mut jac = DMatrix::zeros(n.nx, n.nx + n.ncu + sel.len());
-        self.state_columns_dual(model, s, u, dt, &mut jac)?;
-        self.theta_columns_dual(model, s, u, dt, sel, &mut jac)?;
+        self.state_columns_dual(at, &mut jac)?;
+        self.theta_columns_dual(at, sel, &mut jac)?;
         Ok(jac)
     }
 
     /// The f64 step (q1) and the lifted inputs (q, q1, v, act, u, ctrl, body wrenches; ctrl padded to nu).
     #[allow(clippy::type_complexity)]
-    fn dual_inputs(&self, model: &Model, s: &GenState, u: &Control, dt: f64) -> Result<[Vec<Dual64>; 7], SolverError> {
+    fn dual_inputs(&self, at: StepPoint) -> Result<[Vec<Dual64>; 7], SolverError> {
+        let StepPoint { model, s, u, dt } = at;
         let passive = self.damping(model);
         let (mut dmf, _, _) = dyn_model_f64(model).map_err(Self::dyn_err)?;
         let mut df = DynData::new(&dmf);
@@ -538,19 +549,13 @@ impl FeatherstoneSolver {
 
     /// Columns of (tangent q, v, act, u, ctrl) of the Jacobian by dual passes; the dual model (all tangents
     /// zero) is built once and shared by the columns.
-    fn state_columns_dual(
-        &self,
-        model: &Model,
-        s: &GenState,
-        u: &Control,
-        dt: f64,
-        jac: &mut DMatrix<f64>,
-    ) -> Result<(), SolverError> {
+    fn state_columns_dual(&self, at: StepPoint, jac: &mut DMatrix<f64>) -> Result<(), SolverError> {
+        let StepPoint { model, dt, .. } = at;
         let n = Dims::of(model);
         let nv = n.nv;
         let passive = self.damping(model);
         let (_, table, theta) = dyn_model_f64(model).map_err(Self::dyn_err)?;
-        let [q0d, q1d, v0d, a0d, u0d, c0d, wd] = self.dual_inputs(model, s, u, dt)?;
+        let [q0d, q1d, v0d, a0d, u0d, c0d, wd] = self.dual_inputs(at)?;
         let lift = |x: &[f64]| x.iter().map(|&v| Dual64::from(v)).collect::<Vec<_>>();
         let mut dm: DynModel<Dual64> = DynModel::build(model, &table, &lift(&theta)).map_err(Self::dyn_err)?;
         let mut d = DynData::new(&dm);
@@ -584,13 +589,11 @@ impl FeatherstoneSolver {
     /// `DynModel::cables`).
     fn theta_columns_dual(
         &self,
-        model: &Model,
-        s: &GenState,
-        u: &Control,
-        dt: f64,
+        at: StepPoint,
         sel: &ParamSelection,
         jac: &mut DMatrix<f64>,
     ) -> Result<(), SolverError> {
+        let StepPoint { model, dt, .. } = at;
         if sel.is_empty() {
             return Ok(());
         }
@@ -598,7 +601,7 @@ impl FeatherstoneSolver {
         let table = model.param_table();
         let theta = model.param_vector();
         let passive = self.damping(model);
-        let [q0d, q1d, vd, ad, ud, cd, wd] = self.dual_inputs(model, s, u, dt)?;
+        let [q0d, q1d, vd, ad, ud, cd, wd] = self.dual_inputs(at)?;
         let lift = |x: &[f64]| x.iter().map(|&v| Dual64::from(v)).collect::<Vec<_>>();
         let mut th = lift(&theta);
         let x = StepIn { q: &q0d, v: &vd, act: &ad, u: &ud, ctrl: &cd, wrench: &wd };
@@ -621,27 +624,21 @@ impl FeatherstoneSolver {
     /// integration map), θ columns by dual passes.
     /// Models with cables or the linear contact model, and the integrators other than Euler (`euler_like`):
     /// every column by dual passes (`jacobian_dual`; docs/gradients.md).
-    fn jacobian(
-        &self,
-        model: &Model,
-        s: &GenState,
-        u: &Control,
-        dt: f64,
-        sel: &ParamSelection,
-    ) -> Result<(DMatrix<f64>, Vec<f64>), SolverError> {
+    fn jacobian(&self, at: StepPoint, sel: &ParamSelection) -> Result<(DMatrix<f64>, Vec<f64>), SolverError> {
+        let StepPoint { model, s, u, .. } = at;
         if !model.cables.is_empty()
             || model.na() > 0
             || model.tensegrity_contact.is_some()
             || !u.body_wrench.is_empty()
             || !self.euler_like(model)
         {
-            let jac = self.jacobian_dual(model, s, u, dt, sel)?;
-            let [_, q1, ..] = self.dual_inputs(model, s, u, dt)?;
+            let jac = self.jacobian_dual(at, sel)?;
+            let [_, q1, ..] = self.dual_inputs(at)?;
             return Ok((jac, q1.iter().map(|x| x.re).collect()));
         }
         let (nv, nu) = (model.nv(), model.nu());
         let mut jac = DMatrix::zeros(2 * nv, 3 * nv + nu + sel.len());
-        let q1 = self.state_columns(model, s, u, dt, &mut jac)?;
+        let q1 = self.state_columns(at, &mut jac)?;
         if nu > 0 {
             // joint actuators (no state): u enters only through τ, so ∂x'/∂ctrl_a = ∂x'/∂u_iv · ∂τ_iv/∂ctrl_a
             let (dm, ..) = dyn_model_f64(model).map_err(Self::dyn_err)?;
@@ -653,20 +650,14 @@ impl FeatherstoneSolver {
                 jac.column_mut(3 * nv + a).copy_from(&src);
             }
         }
-        self.theta_columns_dual(model, s, u, dt, sel, &mut jac)?;
+        self.theta_columns_dual(at, sel, &mut jac)?;
         Ok((jac, q1))
     }
 
     /// Columns 0..3nv of the Jacobian (analytic, [`state_columns_into`]) into `jac`; returns q1. Builds its own
     /// workspace: the allocation-free path is [`FeatherstoneSolver::transition_jacobians_into`].
-    fn state_columns(
-        &self,
-        model: &Model,
-        s: &GenState,
-        u: &Control,
-        dt: f64,
-        jac: &mut DMatrix<f64>,
-    ) -> Result<Vec<f64>, SolverError> {
+    fn state_columns(&self, at: StepPoint, jac: &mut DMatrix<f64>) -> Result<Vec<f64>, SolverError> {
+        let StepPoint { model, s, u, dt } = at;
         let nv = model.nv();
         let mut ws = self.workspace(model)?;
         let mut tj = TransitionJacobians::new(model);
@@ -1396,40 +1387,27 @@ fn split_jacobian(jac: &DMatrix<f64>, n: Dims, nsel: usize) -> StepJacobians {
 impl FeatherstoneSolver {
     /// The transition Jacobians by dual numbers only (one Dual64 pass of the step per input direction): the
     /// reference the analytic `step_jacobians` is tested against, and a baseline for benchmarks.
-    pub fn step_jacobians_dual(
-        &self,
-        model: &Model,
-        s: &GenState,
-        u: &Control,
-        dt: f64,
-        sel: &ParamSelection,
-    ) -> Result<StepJacobians, SolverError> {
-        self.check(model, s, u, dt)?;
-        let jac = self.jacobian_dual(model, s, u, dt, sel)?;
-        Ok(split_jacobian(&jac, Dims::of(model), sel.len()))
+    pub fn step_jacobians_dual(&self, at: StepPoint, sel: &ParamSelection) -> Result<StepJacobians, SolverError> {
+        self.check(at.model, at.s, at.u, at.dt)?;
+        let jac = self.jacobian_dual(at, sel)?;
+        Ok(split_jacobian(&jac, Dims::of(at.model), sel.len()))
     }
 
     /// C alone: the selected θ columns of `step_jacobians` (rows: tangent q, v, act), without the state and
     /// control columns — for one-step (teacher-forced) identification, where A and B are not needed. Models with
     /// cables or the linear contact model: one Dual64 pass per parameter (the same passes `step_jacobians` makes
     /// for C) instead of one per input direction.
-    pub fn param_jacobian(
-        &self,
-        model: &Model,
-        s: &GenState,
-        u: &Control,
-        dt: f64,
-        sel: &ParamSelection,
-    ) -> Result<DMatrix<f64>, SolverError> {
+    pub fn param_jacobian(&self, at: StepPoint, sel: &ParamSelection) -> Result<DMatrix<f64>, SolverError> {
+        let StepPoint { model, s, u, dt } = at;
         self.check(model, s, u, dt)?;
         let n = Dims::of(model);
         if !model.cables.is_empty() || model.na() > 0 || model.tensegrity_contact.is_some() || !u.body_wrench.is_empty()
         {
             let mut jac = DMatrix::zeros(n.nx, n.nx + n.ncu + sel.len());
-            self.theta_columns_dual(model, s, u, dt, sel, &mut jac)?;
+            self.theta_columns_dual(at, sel, &mut jac)?;
             return Ok(jac.columns(n.nx + n.ncu, sel.len()).into_owned());
         }
-        let (jac, _) = self.jacobian(model, s, u, dt, sel)?;
+        let (jac, _) = self.jacobian(at, sel)?;
         Ok(jac.columns(jac.ncols() - sel.len(), sel.len()).into_owned())
     }
 }
@@ -1634,7 +1612,7 @@ impl DiffSolver for FeatherstoneSolver {
             }
             return Ok(());
         }
-        let (jac, q1) = self.jacobian(model, s, &rec.u, rec.dt, sel)?;
+        let (jac, q1) = self.jacobian(StepPoint::new(model, s, &rec.u, rec.dt), sel)?;
         let j = split_jacobian(&jac, Dims::of(model), sel.len());
         let mut sc = ProductScratch::default();
         transposed_jacobian_product_with(model, &s.q, &q1, &j, g_out, g_s, g_u, g_theta, &mut sc);
@@ -1696,7 +1674,7 @@ impl DiffSolver for FeatherstoneSolver {
             }
             return Ok(());
         }
-        let (jac, _) = self.jacobian(model, s, u, dt, sel)?;
+        let (jac, _) = self.jacobian(StepPoint::new(model, s, u, dt), sel)?;
         out.assign(&split_jacobian(&jac, Dims::of(model), sel.len()));
         Ok(())
     }
@@ -1809,7 +1787,7 @@ mod tests {
         for (name, m, s, u, g_out) in reverse_cases() {
             let sel = ParamSelection::all(&m);
             let k = sel.len();
-            let dual = solver.step_jacobians_dual(&m, &s, &u, dt, &sel).unwrap();
+            let dual = solver.step_jacobians_dual(StepPoint::new(&m, &s, &u, dt), &sel).unwrap();
             let mut o = s.clone();
             let mut ws = solver.workspace(&m).unwrap();
             solver.step(&m, &s, &u, dt, &mut o, &mut ws, None).unwrap();
@@ -1910,7 +1888,7 @@ mod tests {
         let solver = FeatherstoneSolver::default();
         let sel = ParamSelection::by_prefix(&m, "body_mass[");
         let an = solver.step_jacobians(&m, &s0, &u, 0.01, &sel).unwrap();
-        let du = solver.step_jacobians_dual(&m, &s0, &u, 0.01, &sel).unwrap();
+        let du = solver.step_jacobians_dual(StepPoint::new(&m, &s0, &u, 0.01), &sel).unwrap();
         let err = |a: &DMatrix<f64>, b: &DMatrix<f64>| (a - b).amax() / b.amax().max(1.0);
         assert!(err(&an.a, &du.a) < 1e-12, "A vs duals {}", err(&an.a, &du.a));
         assert!(err(&an.b, &du.b) < 1e-12, "B vs duals {}", err(&an.b, &du.b));
@@ -1975,7 +1953,7 @@ mod tests {
             let u = Control::with_ctrl(&tq, ctrl);
             let sel = ParamSelection::all(&m);
             let an = solver.step_jacobians(&m, &s0, &u, dt, &sel).unwrap();
-            let du = solver.step_jacobians_dual(&m, &s0, &u, dt, &sel).unwrap();
+            let du = solver.step_jacobians_dual(StepPoint::new(&m, &s0, &u, dt), &sel).unwrap();
             let err = |a: &DMatrix<f64>, b: &DMatrix<f64>| (a - b).amax() / b.amax().max(1.0);
             assert!(err(&an.a, &du.a) < 1e-12 && err(&an.b, &du.b) < 1e-12, "case {k}: analytic vs duals");
             let base = next(&s0, &c0);
@@ -2007,7 +1985,7 @@ mod tests {
         let solver = FeatherstoneSolver::default();
         let sel = ParamSelection::all(&m);
         let an = solver.step_jacobians(&m, &s, &u, 0.01, &sel).unwrap();
-        let du = solver.step_jacobians_dual(&m, &s, &u, 0.01, &sel).unwrap();
+        let du = solver.step_jacobians_dual(StepPoint::new(&m, &s, &u, 0.01), &sel).unwrap();
         let err = |a: &DMatrix<f64>, b: &DMatrix<f64>| (a - b).amax() / b.amax().max(1.0);
         assert!(err(&an.a, &du.a) < 1e-12, "A {}", err(&an.a, &du.a));
         assert!(err(&an.b, &du.b) < 1e-12, "B {}", err(&an.b, &du.b));
@@ -2059,7 +2037,9 @@ mod tests {
         let jac = solver.step_jacobians(&m, &s0, &Control::from_torques(&u0), dt, &ParamSelection::none()).unwrap();
         let fa = fd_jacobian(|d| solver.local_diff(&m, &base, &next(&solver.retract(&m, &s0, d), &u0)), 2 * nv, 1e-6);
         let ea = rel_err(jac.a.as_slice(), fa.as_slice());
-        let du = solver.step_jacobians_dual(&m, &s0, &Control::from_torques(&u0), dt, &ParamSelection::none()).unwrap();
+        let du = solver
+            .step_jacobians_dual(StepPoint::new(&m, &s0, &Control::from_torques(&u0), dt), &ParamSelection::none())
+            .unwrap();
         let ed = (&jac.a - &du.a).amax() / du.a.amax();
         println!("fluid transition Jacobian A: rel err vs FD {ea:.1e}, vs dual {ed:.1e}");
         assert!(ea < 1e-6, "A vs FD {ea:e}");

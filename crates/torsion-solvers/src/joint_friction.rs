@@ -480,7 +480,7 @@ mod tests {
         let nt = solver.tangent_dim(m);
         let gst = solver.grad_to_tangent(m, s, &gs);
         // the all-dual reference (the generic step on duals: friction solved on T at the same active set)
-        let dual = solver.step_jacobians_dual(m, s, u, dt, &sel).unwrap();
+        let dual = solver.step_jacobians_dual(crate::featherstone::StepPoint::new(m, s, u, dt), &sel).unwrap();
         let (mut rs, mut ru, mut rt) = (solver.zero_grad(m), vec![0.0; m.nv()], vec![0.0; sel.len()]);
         let mut sc = ProductScratch::default();
         transposed_jacobian_product_with(m, &s.q, &o.q, &dual, &g_out, &mut rs, &mut ru, &mut rt, &mut sc);
