@@ -81,12 +81,8 @@ pub struct FeatherstoneWorkspace {
     theta: Vec<f64>,
     theta_now: Vec<f64>,
     passive: Passive,
-    tau: Vec<f64>,
-    acc: Vec<f64>,
-    /// the joint dry-friction solve (`joint_friction.rs`)
-    fric: JointFriction<f64>,
-    /// RK4's stage buffers (`integrators.rs`)
-    rk4: Rk4Scratch<f64>,
+    /// the step's τ, q̈, dry-friction solve and RK4 stages (the generic step's scratch)
+    sc: StepScratch<f64>,
     /// the reverse-mode step's and the workspace Jacobians' buffers (`step_vjp`, `step_jacobians_into`)
     adj: AdjointScratch,
     /// where `data`'s articulated-body factorization of M̃ is current
@@ -280,7 +276,8 @@ impl<'a> StepPoint<'a> {
 }
 
 /// The generic step's scratch: `tau`, `acc` (nv), the dry-friction solve's buffers, RK4's stages (used under
-/// `Integrator::Rk4` only); allocated once, then reused by every [`step_generic_into`] (the dual passes).
+/// `Integrator::Rk4` only); allocated once, then reused by every step: [`step_generic_into`] (the dual passes)
+/// and the f64 step of [`FeatherstoneWorkspace`].
 pub struct StepScratch<T: Scalar> {
     tau: Vec<T>,
     acc: Vec<T>,
@@ -691,7 +688,7 @@ impl FeatherstoneSolver {
                 ),
             });
         }
-        if ws.tau.len() != nv || out.ab.nrows() != 2 * nv || out.ab.ncols() != 3 * nv || out.q1.len() != model.nq() {
+        if ws.sc.tau.len() != nv || out.ab.nrows() != 2 * nv || out.ab.ncols() != 3 * nv || out.q1.len() != model.nq() {
             return Err(SolverError::BadInput {
                 solver: "featherstone",
                 problem: "workspace or Jacobian buffers built for a different model".into(),
@@ -714,7 +711,7 @@ impl FeatherstoneSolver {
         ws: &FeatherstoneWorkspace,
         sel: &ParamSelection,
     ) -> Result<bool, SolverError> {
-        if ws.tau.len() != model.nv() || ws.adj.q1.len() != model.nq() {
+        if ws.sc.tau.len() != model.nv() || ws.adj.q1.len() != model.nq() {
             return Err(SolverError::BadInput {
                 solver: "featherstone",
                 problem: "workspace built for a different model".into(),
@@ -1432,10 +1429,7 @@ impl Solver for FeatherstoneSolver {
             theta_now: theta.clone(),
             theta,
             passive: self.damping(model),
-            tau: vec![0.0; nv],
-            acc: vec![0.0; nv],
-            fric: JointFriction::new(nv),
-            rk4: Rk4Scratch::new(model.nq(), nv, model.na()),
+            sc: StepScratch::new(model.nq(), nv, model.na()),
             adj,
             factor: FactorTag { valid: false, q: Vec::with_capacity(model.nq()), armature: Vec::with_capacity(nv) },
         })
@@ -1471,7 +1465,7 @@ impl Solver for FeatherstoneSolver {
         mut rec: Option<&mut FeatherstoneRecord>,
     ) -> Result<StepInfo, SolverError> {
         self.check(model, s, u, dt)?;
-        if ws.theta.len() != ws.table.kinds.len() || ws.tau.len() != model.nv() {
+        if ws.theta.len() != ws.table.kinds.len() || ws.sc.tau.len() != model.nv() {
             return Err(SolverError::BadInput {
                 solver: "featherstone",
                 problem: "workspace built for a different model".into(),
@@ -1482,12 +1476,13 @@ impl Solver for FeatherstoneSolver {
         out.q.resize(model.nq(), 0.0);
         out.v.resize(model.nv(), 0.0);
         out.act.resize(model.na(), 0.0);
-        let FeatherstoneWorkspace { dm, data, passive, tau, acc, factor, fric, rk4, .. } = ws;
+        let FeatherstoneWorkspace { dm, data, passive, sc, factor, .. } = ws;
+        let StepScratch { tau, acc, fric, rk } = sc;
         let x = StepIn { q: &s.q, v: &s.v, act: &s.act, u: &u.joint_torque, ctrl: &u.ctrl, wrench: &u.body_wrench };
         if passive.integrator == Integrator::Rk4 {
             // the record keeps the inputs only: RK4's derivatives take the dual passes (`euler_like`)
             factor.valid = false;
-            rk4_step_into(dm, passive, &x, dt, data, rk4, tau, acc, fric, &mut out.q, &mut out.v, &mut out.act)
+            rk4_step_into(dm, passive, &x, dt, data, rk, tau, acc, fric, &mut out.q, &mut out.v, &mut out.act)
                 .map_err(Self::dyn_err)?;
             if let Some(r) = rec.as_deref_mut() {
                 r.derived = false;
@@ -1508,7 +1503,7 @@ impl Solver for FeatherstoneSolver {
         let info = StepInfo { iterations: fric.iterations, converged: fric.converged, ..StepInfo::new("featherstone") };
         advance_step(dm, &s.q, &s.v, dt, acc, &mut out.q, &mut out.v);
         if let Some(r) = rec.as_deref_mut() {
-            r.vpost.clone_from(&ws.acc);
+            r.vpost.clone_from(&ws.sc.acc);
             r.q1.clone_from(&out.q);
         }
         self.finish_step(s, u, dt, out, rec, info)
@@ -1581,7 +1576,7 @@ impl DiffSolver for FeatherstoneSolver {
                 });
             }
             ws.refresh(model, self.options.joint_damping).map_err(Self::dyn_err)?;
-            let FeatherstoneWorkspace { dm, data, passive, tau, adj, factor, .. } = ws;
+            let FeatherstoneWorkspace { dm, data, passive, sc, adj, factor, .. } = ws;
             let sized = rec.qdd.len() == model.nv() && rec.q1.len() == model.nq() && rec.fric_mode.len() == model.nv();
             if rec.derived && sized {
                 adj.load_record(dm, passive, s, dt, &rec.qdd, &rec.vpost, &rec.q1, &rec.fric_mode);
@@ -1589,7 +1584,7 @@ impl DiffSolver for FeatherstoneSolver {
                 aba_factor_load(dm, &rec.factor, data).map_err(Self::dyn_err)?;
                 factor.set(&s.q, &dm.armature);
             } else {
-                adj.forward(dm, data, passive, tau, s, u, dt).map_err(Self::dyn_err)?;
+                adj.forward(dm, data, passive, &mut sc.tau, s, u, dt).map_err(Self::dyn_err)?;
                 factor.set(&s.q, &dm.armature);
             }
             ambient_to_tangent_into(dm, &adj.q1, &g_out.q, &mut adj.gq1t);
@@ -1645,14 +1640,14 @@ impl DiffSolver for FeatherstoneSolver {
                 });
             }
             ws.refresh(model, self.options.joint_damping).map_err(Self::dyn_err)?;
-            let FeatherstoneWorkspace { dm, data, passive, tau, adj, factor, .. } = ws;
+            let FeatherstoneWorkspace { dm, data, passive, sc, adj, factor, .. } = ws;
             factor.valid = false;
             state_columns_into(dm, data, passive, s, &u.joint_torque, &u.ctrl, dt, &mut adj.tj)
                 .map_err(Self::dyn_err)?;
             out.a.copy_from(&adj.tj.a());
             out.b.copy_from(&adj.tj.b());
             if k > 0 {
-                adj.forward(dm, data, passive, tau, s, u, dt).map_err(Self::dyn_err)?;
+                adj.forward(dm, data, passive, &mut sc.tau, s, u, dt).map_err(Self::dyn_err)?;
                 factor.set(&s.q, &dm.armature);
                 for r in 0..2 * nv {
                     adj.gq1t.fill(0.0);
