@@ -400,7 +400,8 @@ fn run_generalized<S: Solver<State = GenState>>(
         tr.push(k as f64 * dt, s.q.clone(), s.v.clone(), fk.into_iter());
         if let Some((dm, d, rows)) = cables.as_mut() {
             let mut t = vec![0.0; model.cables.len()];
-            torsion_dynamics::passive::cable_tensions_into(&dm.cables, dm, &s.q, &s.v, &s.act, ctrl, d, &mut t)?;
+            let out = torsion_dynamics::passive::CableOut::Tensions(&mut t);
+            torsion_dynamics::passive::cable_forces_into(&dm.cables, dm, &s.q, &s.v, &s.act, ctrl, d, out)?;
             rows.push(t);
         }
         Ok(())

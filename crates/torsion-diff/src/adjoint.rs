@@ -146,7 +146,8 @@ fn backward<S: DiffSolver>(
 mod tests {
     use super::*;
     use crate::{gradcheck, rollout, test_arm_xpbd};
-    use torsion_model::MaximalState;
+    use torsion_model::{GenState, MaximalState};
+    use torsion_solvers::FeatherstoneSolver;
 
     /// A 20-step rollout gradient w.r.t. every control against central differences.
     #[test]
@@ -178,15 +179,49 @@ mod tests {
         assert!(c.max_rel_err < 1e-6, "{:e}", c.max_rel_err);
     }
 
+    /// Featherstone's start state on `m`: example configuration 2, every velocity 0.1.
+    fn start(m: &Model) -> GenState {
+        GenState::new(torsion_model::builder::example_configuration(m, 2), vec![0.1; m.nv()])
+    }
+
+    /// The floating tree (free, ball, slide, hinge), Featherstone, [`start`].
+    fn floating_tree_case() -> (Model, FeatherstoneSolver, GenState) {
+        let m = torsion_model::builder::floating_tree();
+        let s0 = start(&m);
+        (m, FeatherstoneSolver::default(), s0)
+    }
+
+    /// The cotangent the tape tests feed in at each state (any fixed map of the state does).
+    fn tape_cotangent(_: usize, s: &GenState, g: &mut GenState) {
+        for (a, b) in g.q.iter_mut().zip(&s.q) {
+            *a += b;
+        }
+        g.v[0] += s.v[1];
+    }
+
+    /// One Featherstone rollout from `s0` (dt 0.01) and its gradients w.r.t. every parameter with [`tape_cotangent`]:
+    /// (states, tape, `rollout_vjp`'s (records recomputed), `tape_vjp`'s (the forward pass's records)).
+    #[allow(clippy::type_complexity)]
+    fn both_vjps(
+        solver: &FeatherstoneSolver,
+        m: &Model,
+        s0: &GenState,
+        us: &[Control],
+    ) -> (Vec<GenState>, Tape<FeatherstoneSolver>, RolloutGrad<GenState>, RolloutGrad<GenState>) {
+        let sel = ParamSelection::all(m);
+        let states = rollout(solver, m, s0, us, 0.01).unwrap();
+        let a = rollout_vjp(solver, m, &states, us, 0.01, &sel, tape_cotangent).unwrap();
+        let tape = rollout_tape(solver, m, s0, us, 0.01).unwrap();
+        let b = tape_vjp(solver, m, &tape, us, &sel, tape_cotangent).unwrap();
+        assert!(a.g_theta.iter().any(|g| *g != 0.0), "{}: some ∂L/∂θ", m.name);
+        (states, tape, a, b)
+    }
+
     /// A 15-step Featherstone rollout of the floating tree under time-varying body wrenches: ∂L/∂(every wrench
     /// of every step) and ∂L/∂s_0 against central differences.
     #[test]
     fn rollout_vjp_body_wrenches_match_central_differences() {
-        use torsion_model::GenState;
-        use torsion_solvers::FeatherstoneSolver;
-        let m = torsion_model::builder::floating_tree();
-        let solver = FeatherstoneSolver::default();
-        let s0 = GenState::new(torsion_model::builder::example_configuration(&m, 2), vec![0.1; m.nv()]);
+        let (m, solver, s0) = floating_tree_case();
         let nw = 6 * m.body_count();
         let t_len = 15;
         let ws: Vec<f64> = (0..t_len * nw).map(|i| ((i * 13 % 17) as f64 - 8.0) * 0.05).collect();
@@ -227,26 +262,11 @@ mod tests {
     /// round-off, for every parameter of the floating tree under Featherstone, and its states are `rollout`'s.
     #[test]
     fn tape_vjp_matches_rollout_vjp() {
-        use torsion_model::GenState;
-        use torsion_solvers::FeatherstoneSolver;
-        let m = torsion_model::builder::floating_tree();
-        let solver = FeatherstoneSolver::default();
-        let s0 = GenState::new(torsion_model::builder::example_configuration(&m, 2), vec![0.1; m.nv()]);
+        let (m, solver, s0) = floating_tree_case();
         let us: Vec<Control> =
             (0..30).map(|t| Control::from_torques(&vec![0.2 * (t as f64 * 0.3).sin(); m.nv()])).collect();
-        let sel = ParamSelection::all(&m);
-        let dl = |_: usize, s: &GenState, g: &mut GenState| {
-            for (a, b) in g.q.iter_mut().zip(&s.q) {
-                *a += b;
-            }
-            g.v[0] += s.v[1];
-        };
-        let states = rollout(&solver, &m, &s0, &us, 0.01).unwrap();
-        let a = rollout_vjp(&solver, &m, &states, &us, 0.01, &sel, dl).unwrap();
-        let tape = rollout_tape(&solver, &m, &s0, &us, 0.01).unwrap();
+        let (states, tape, a, b) = both_vjps(&solver, &m, &s0, &us);
         assert!(tape.states.iter().zip(&states).all(|(x, y)| x.q == y.q && x.v == y.v));
-        let b = tape_vjp(&solver, &m, &tape, &us, &sel, dl).unwrap();
-        assert!(a.g_theta.iter().any(|g| *g != 0.0));
         let e = [
             crate::rel_err(&b.g_theta, &a.g_theta),
             crate::rel_err(&b.g_u.concat(), &a.g_u.concat()),
@@ -254,7 +274,7 @@ mod tests {
         ];
         eprintln!("tape_vjp vs rollout_vjp (θ, u, s0): {:.1e} {:.1e} {:.1e}", e[0], e[1], e[2]);
         assert!(e.iter().all(|&x| x < 1e-12), "{e:?}");
-        assert!(tape_vjp(&solver, &m, &tape, &us[1..], &sel, dl).is_err());
+        assert!(tape_vjp(&solver, &m, &tape, &us[1..], &ParamSelection::all(&m), tape_cotangent).is_err());
     }
 
     /// With the step's articulated-body factorization kept in each record, the tape's gradient is `rollout_vjp`'s
@@ -264,9 +284,7 @@ mod tests {
     #[test]
     fn tape_vjp_is_bit_identical_to_rollout_vjp() {
         use torsion_model::io::{example_robot_data_dir, load_urdf, robots::PANDA_URDF, UrdfOptions};
-        use torsion_model::GenState;
-        use torsion_solvers::FeatherstoneSolver;
-        let mut tree = torsion_model::builder::floating_tree();
+        let (mut tree, solver, _) = floating_tree_case();
         tree.joint_damping.iter_mut().for_each(|d| *d = 0.1);
         tree.joint_armature.iter_mut().for_each(|a| *a = 0.01);
         let dir = example_robot_data_dir().expect("example-robot-data");
@@ -274,9 +292,7 @@ mod tests {
             UrdfOptions { root: Some("panda_link0".into()), tip: Some("panda_link8".into()), drop_off_chain: true };
         let mut panda = load_urdf(&dir.join(PANDA_URDF), &opts).unwrap();
         panda.joint_frictionloss.iter_mut().for_each(|f| *f = 2.0);
-        let solver = FeatherstoneSolver::default();
         for m in [tree, panda] {
-            let s0 = GenState::new(torsion_model::builder::example_configuration(&m, 2), vec![0.1; m.nv()]);
             let us: Vec<Control> = (0..30)
                 .map(|t| {
                     Control::from_torques(
@@ -284,18 +300,7 @@ mod tests {
                     )
                 })
                 .collect();
-            let sel = ParamSelection::all(&m);
-            let dl = |_: usize, s: &GenState, g: &mut GenState| {
-                for (a, b) in g.q.iter_mut().zip(&s.q) {
-                    *a += b;
-                }
-                g.v[0] += s.v[1];
-            };
-            let states = rollout(&solver, &m, &s0, &us, 0.01).unwrap();
-            let a = rollout_vjp(&solver, &m, &states, &us, 0.01, &sel, dl).unwrap();
-            let tape = rollout_tape(&solver, &m, &s0, &us, 0.01).unwrap();
-            let b = tape_vjp(&solver, &m, &tape, &us, &sel, dl).unwrap();
-            assert!(a.g_theta.iter().any(|g| *g != 0.0));
+            let (_, _, a, b) = both_vjps(&solver, &m, &start(&m), &us);
             assert_eq!(b.g_theta, a.g_theta, "{}: ∂L/∂θ", m.name);
             assert_eq!(b.g_u, a.g_u, "{}: ∂L/∂u", m.name);
             assert_eq!(b.g_s0_tangent, a.g_s0_tangent, "{}: ∂L/∂s_0", m.name);

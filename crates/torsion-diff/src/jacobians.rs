@@ -5,22 +5,23 @@ use nalgebra::DMatrix;
 use torsion_model::{Control, Model, ParamSelection};
 use torsion_solvers::{DiffSolver, SolverError, StepJacobians};
 
-/// (A, B, C) at each step t of a trajectory (states s_0..s_T or s_0..s_{T−1}), one workspace for all.
+/// (A, B, C) at each step t of a trajectory (states s_0..s_T or s_0..s_{T−1}), all with the caller's workspace `ws`
+/// (`solver.workspace(model)`, as `rollout_each`'s).
 pub fn trajectory_jacobians<S: DiffSolver>(
     solver: &S,
     model: &Model,
     states: &[S::State],
     controls: &[Control],
     dt: f64,
+    ws: &mut S::Workspace,
     sel: &ParamSelection,
 ) -> Result<Vec<StepJacobians>, SolverError> {
-    let mut ws = solver.workspace(model)?;
     controls
         .iter()
         .enumerate()
         .map(|(t, u)| {
             let mut j = StepJacobians::for_solver(solver, model, sel);
-            solver.step_jacobians_into(model, &states[t], u, dt, sel, &mut ws, &mut j)?;
+            solver.step_jacobians_into(model, &states[t], u, dt, sel, ws, &mut j)?;
             Ok(j)
         })
         .collect()
@@ -66,7 +67,8 @@ mod tests {
         let (m, solver, s0) = test_arm_xpbd();
         let us = vec![Control::from_torques(&[0.3, -0.2]); 5];
         let states = rollout(&solver, &m, &s0, &us, 0.01).unwrap();
-        let jacs = trajectory_jacobians(&solver, &m, &states, &us, 0.01, &ParamSelection::none()).unwrap();
+        let mut ws = solver.workspace(&m).unwrap();
+        let jacs = trajectory_jacobians(&solver, &m, &states, &us, 0.01, &mut ws, &ParamSelection::none()).unwrap();
         for (t, j) in jacs.iter().enumerate() {
             let f = |d: &[f64]| {
                 let mut o = states[t].clone();
@@ -99,7 +101,8 @@ mod tests {
         let s0 = torsion_model::GenState::new(vec![0.4, -0.7], vec![0.3, 0.1]);
         let us: Vec<Control> = (0..12).map(|t| Control::from_torques(&[(t as f64 * 0.4).sin(), 0.2])).collect();
         let states = rollout(&solver, &m, &s0, &us, 0.01).unwrap();
-        let jacs = trajectory_jacobians(&solver, &m, &states, &us, 0.01, &sel).unwrap();
+        let mut ws = solver.workspace(&m).unwrap();
+        let jacs = trajectory_jacobians(&solver, &m, &states, &us, 0.01, &mut ws, &sel).unwrap();
         let nt = solver.tangent_dim(&m);
         let mut d0 = DMatrix::zeros(nt, 3);
         d0[(0, 0)] = 1.0;

@@ -352,10 +352,20 @@ pub fn joint_actuator_derivatives(
     }
 }
 
-/// τ += Σ_cables J_Lᵀ f at (q, v, act, ctrl): f = spring (dead band) − c L̇ + Σ actuators (gain · w + bias), with
-/// L = |x_B − x_A| and J_L = ûᵀ (J_B − J_A) applied as the point forces ∓f û at the two ends (body wrenches, then
-/// τ += Sᵀ f in a backward sweep as `fluid.rs`). At L < `MIN_CABLE_LENGTH` the direction û is 0 (no force, no
-/// NaN). `ctrl` may be empty (zero controls). Uses `d`'s kinematics and force scratch; no heap allocation.
+/// What [`cable_forces_into`] writes.
+pub enum CableOut<'a, T> {
+    /// τ += Σ_cables J_Lᵀ f (nv entries): the step's generalized forces
+    Tau(&'a mut [T]),
+    /// each cable's tension −f (N, ≥ 0 when it pulls; 0 for a cable shorter than `MIN_CABLE_LENGTH`): for
+    /// recording (the viewer colours cables by it)
+    Tensions(&'a mut [T]),
+}
+
+/// The cables at (q, v, act, ctrl), written as `out` says: f = spring (dead band) − c L̇ + Σ actuators (gain · w +
+/// bias), with L = |x_B − x_A|; [`CableOut::Tau`]: τ += J_Lᵀ f with J_L = ûᵀ (J_B − J_A), applied as the point
+/// forces ∓f û at the two ends (body wrenches, then τ += Sᵀ f in a backward sweep as `fluid.rs`);
+/// [`CableOut::Tensions`]: −f per cable, from the same kernel. At L < `MIN_CABLE_LENGTH` the direction û is 0 (no
+/// force, no NaN). `ctrl` may be empty (zero controls). Uses `d`'s kinematics and force scratch; no heap allocation.
 #[allow(clippy::too_many_arguments)]
 pub fn cable_forces_into<T: Scalar>(
     cab: &Cables<T>,
@@ -365,12 +375,38 @@ pub fn cable_forces_into<T: Scalar>(
     act: &[T],
     ctrl: &[T],
     d: &mut crate::DynData<T>,
-    tau: &mut [T],
+    out: CableOut<'_, T>,
 ) -> Result<(), DynError> {
-    if cab.is_empty() {
-        return Ok(());
+    match &out {
+        CableOut::Tensions(t) if t.len() != cab.cable.len() => {
+            return Err(DynError::Shape { what: "tensions (output)", got: t.len(), expected: cab.cable.len() });
+        }
+        CableOut::Tau(_) if cab.is_empty() => return Ok(()),
+        _ => {}
     }
-    cable_kinematics(cab, dm, q, v, act, ctrl, d)?;
+    // the inputs' shapes, then the kinematics `cable_tension` reads: forward kinematics and the body velocities
+    if act.len() != cab.na {
+        return Err(DynError::Shape { what: "act", got: act.len(), expected: cab.na });
+    }
+    if !ctrl.is_empty() && ctrl.len() != cab.actuator.len() {
+        return Err(DynError::Shape { what: "ctrl", got: ctrl.len(), expected: cab.actuator.len() });
+    }
+    dm.check_q(q)?;
+    dm.check_v("v", v)?;
+    crate::fk::forward_kinematics(dm, q, d);
+    for k in 0..dm.nb {
+        d.vel[k] = V6::zeros();
+    }
+    crate::data::body_velocities(dm, d, v);
+    let tau = match out {
+        CableOut::Tau(tau) => tau,
+        CableOut::Tensions(t) => {
+            for (ci, t) in t.iter_mut().enumerate() {
+                *t = cable_tension(cab, ci, d, act, ctrl).map_or(T::zero(), |(f, _)| -f);
+            }
+            return Ok(());
+        }
+    };
     for f in d.f.iter_mut() {
         *f = V6::zeros();
     }
@@ -387,33 +423,6 @@ pub fn cable_forces_into<T: Scalar>(
         }
     }
     crate::data::wrenches_to_tau(dm, d, tau);
-    Ok(())
-}
-
-/// The inputs' shapes checked, then the kinematics the cable kernel reads into `d`: forward kinematics and the
-/// body velocities (shared by [`cable_forces_into`] and [`cable_tensions_into`]).
-fn cable_kinematics<T: Scalar>(
-    cab: &Cables<T>,
-    dm: &crate::DynModel<T>,
-    q: &[T],
-    v: &[T],
-    act: &[T],
-    ctrl: &[T],
-    d: &mut crate::DynData<T>,
-) -> Result<(), DynError> {
-    if act.len() != cab.na {
-        return Err(DynError::Shape { what: "act", got: act.len(), expected: cab.na });
-    }
-    if !ctrl.is_empty() && ctrl.len() != cab.actuator.len() {
-        return Err(DynError::Shape { what: "ctrl", got: ctrl.len(), expected: cab.actuator.len() });
-    }
-    dm.check_q(q)?;
-    dm.check_v("v", v)?;
-    crate::fk::forward_kinematics(dm, q, d);
-    for k in 0..dm.nb {
-        d.vel[k] = V6::zeros();
-    }
-    crate::data::body_velocities(dm, d, v);
     Ok(())
 }
 
@@ -458,30 +467,6 @@ fn cable_tension<T: Scalar>(
         f += cab.actuator[ai].force(ai, l, ldot, act, ctrl);
     }
     Some((f, u))
-}
-
-/// Each cable's tension −f (N, ≥ 0 when it pulls; see [`cable_tension`]) at (q, v, act, ctrl), the same kernel as
-/// [`cable_forces_into`]; 0 for a cable shorter than `MIN_CABLE_LENGTH`. For recording (the viewer colours
-/// cables by it).
-#[allow(clippy::too_many_arguments)]
-pub fn cable_tensions_into<T: Scalar>(
-    cab: &Cables<T>,
-    dm: &crate::DynModel<T>,
-    q: &[T],
-    v: &[T],
-    act: &[T],
-    ctrl: &[T],
-    d: &mut crate::DynData<T>,
-    out: &mut [T],
-) -> Result<(), DynError> {
-    if out.len() != cab.cable.len() {
-        return Err(DynError::Shape { what: "tensions (output)", got: out.len(), expected: cab.cable.len() });
-    }
-    cable_kinematics(cab, dm, q, v, act, ctrl, d)?;
-    for (ci, t) in out.iter_mut().enumerate() {
-        *t = cable_tension(cab, ci, d, act, ctrl).map_or(T::zero(), |(f, _)| -f);
-    }
-    Ok(())
 }
 
 /// The filter states after one explicit Euler step (MuJoCo `mj_Euler` after `mj_fwdActuation`, `actearly`
@@ -546,7 +531,7 @@ mod tests {
         let (q, v) = (m.qpos0.clone(), vec![0.0; m.nv()]);
         let act = vec![0.0; m.na()];
         let mut t = vec![0.0; m.cables.len()];
-        cable_tensions_into(&dm.cables, &dm, &q, &v, &act, &[], &mut d, &mut t).unwrap();
+        cable_forces_into(&dm.cables, &dm, &q, &v, &act, &[], &mut d, CableOut::Tensions(&mut t)).unwrap();
         let pose = m.forward_kinematics(&q).unwrap();
         for (c, ti) in m.cables.iter().zip(&t) {
             let x = |e: usize| pose[c.body[e]].0 + pose[c.body[e]].1.rotate(&c.site[e]);
@@ -562,9 +547,9 @@ mod tests {
             assert!(*ti > 0.0, "{}: pretensioned", c.name);
         }
         let mut tau = vec![0.0; m.nv()];
-        cable_forces_into(&dm.cables, &dm, &q, &v, &act, &[], &mut d, &mut tau).unwrap();
+        cable_forces_into(&dm.cables, &dm, &q, &v, &act, &[], &mut d, CableOut::Tau(&mut tau)).unwrap();
         assert!(tau.iter().any(|x| x.abs() > 1e-6), "the cables pull");
         let mut short = vec![0.0; m.cables.len() + 1];
-        assert!(cable_tensions_into(&dm.cables, &dm, &q, &v, &act, &[], &mut d, &mut short).is_err());
+        assert!(cable_forces_into(&dm.cables, &dm, &q, &v, &act, &[], &mut d, CableOut::Tensions(&mut short)).is_err());
     }
 }

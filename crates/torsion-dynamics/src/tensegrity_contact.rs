@@ -344,17 +344,17 @@ fn contact_force<T: Scalar>(
     n * j + fs
 }
 
-/// τ += Jᵀ (contact wrenches) of the linear contact model at (q, v) (`dm.tensegrity_contact`; nothing when it
-/// is off). Uses `d`'s kinematics and force scratch; no heap allocation.
-pub fn linear_contact_forces_into<T: Scalar>(
+/// τ += Jᵀ (contact wrenches) of the linear contact model `lc` (`dm.tensegrity_contact`) at (q, v): the kernel of
+/// [`linear_contact_accel_into`]. Uses `d`'s kinematics and force scratch; no heap allocation.
+fn linear_contact_forces_into<T: Scalar>(
     dm: &DynModel<T>,
+    lc: &LinearContactTerm<T>,
     q: &[T],
     v: &[T],
     dt: f64,
     d: &mut DynData<T>,
     tau: &mut [T],
 ) -> Result<(), DynError> {
-    let Some(lc) = &dm.tensegrity_contact else { return Ok(()) };
     dm.check_q(q)?;
     dm.check_v("v", v)?;
     if d.rod_contact.len() != lc.rods.len() {
@@ -505,7 +505,7 @@ impl RodBound {
 
 /// The contact's share of the Featherstone step (spec 003 §6 item 7), after the contact-free ABA left q̈(τ) in
 /// `acc` and its factorization of M̃ in `d` (same q and armature): the forces τ_c of
-/// [`linear_contact_forces_into`] from the velocity without contact v̂ = v + h q̈(τ), then q̈ += M̃⁻¹ τ_c from that
+/// `linear_contact_forces_into` from the velocity without contact v̂ = v + h q̈(τ), then q̈ += M̃⁻¹ τ_c from that
 /// factorization (`aba::aba_solve_factored_into`; ABA is linear in τ, so this is ABA(τ + τ_c) without a second
 /// ABA) and τ += τ_c. Nothing when the model is off; no heap allocation.
 pub fn linear_contact_accel_into<T: Scalar>(
@@ -517,9 +517,7 @@ pub fn linear_contact_accel_into<T: Scalar>(
     tau: &mut [T],
     acc: &mut [T],
 ) -> Result<(), DynError> {
-    if dm.tensegrity_contact.is_none() {
-        return Ok(());
-    }
+    let Some(lc) = &dm.tensegrity_contact else { return Ok(()) };
     dm.check_v("acc", acc)?;
     dm.check_v("tau", tau)?;
     let (mut vh, mut tc) = (std::mem::take(&mut d.contact_v), std::mem::take(&mut d.contact_tau));
@@ -531,7 +529,7 @@ pub fn linear_contact_accel_into<T: Scalar>(
         vh[k] = v[k] + acc[k] * h;
         tc[k] = T::zero();
     }
-    let res = linear_contact_forces_into(dm, q, &vh, dt, d, &mut tc)
+    let res = linear_contact_forces_into(dm, lc, q, &vh, dt, d, &mut tc)
         .and_then(|_| crate::aba::aba_solve_factored_into(dm, d, &tc, &mut vh));
     if res.is_ok() {
         for k in 0..dm.nv {
@@ -577,7 +575,9 @@ mod tests {
     fn tau<T: Scalar>(dm: &DynModel<T>, q: &[T], v: &[T]) -> (Vec<T>, Vec<bool>) {
         let mut d = DynData::new(dm);
         let mut t = vec![T::zero(); dm.nv];
-        linear_contact_forces_into(dm, q, v, 1e-3, &mut d, &mut t).unwrap();
+        if let Some(lc) = &dm.tensegrity_contact {
+            linear_contact_forces_into(dm, lc, q, v, 1e-3, &mut d, &mut t).unwrap();
+        }
         (t, d.rod_contact.clone())
     }
 
@@ -686,7 +686,8 @@ mod tests {
             crate::aba::aba_into(dm, q, v, tau0, &mut d, &mut acc).unwrap();
             let vh: Vec<T> = (0..nv).map(|k| v[k] + acc[k] * T::c(h)).collect();
             let mut tau = tau0.to_vec();
-            linear_contact_forces_into(dm, q, &vh, h, &mut d, &mut tau).unwrap();
+            linear_contact_forces_into(dm, dm.tensegrity_contact.as_ref().unwrap(), q, &vh, h, &mut d, &mut tau)
+                .unwrap();
             let mut reference = vec![T::zero(); nv];
             crate::aba::aba_into(dm, q, v, &tau, &mut d, &mut reference).unwrap();
             // one ABA and the factored solve

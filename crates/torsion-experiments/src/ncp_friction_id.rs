@@ -6,8 +6,7 @@
 //! planar state estimated with μ (its O(Δt) discretisation offset absorbs the Δt mismatch), μ on a softplus
 //! scale, Levenberg–Marquardt with the engine's exact forward-mode Jacobians (d_mu, A).
 use crate::ncp_scene::{
-    bar, init_guess, lm_desc, loss_panel, observe, panels_result, param_panel, with_init, Fit, Phys, Scene, DATA_DESC,
-    HALF, MODEL_DESC, SIGMA,
+    bar, init_guess, lm_desc, observe, with_init, Fit, Phys, Scene, DATA_DESC, HALF, MODEL_DESC, SIGMA,
 };
 use crate::result::{Check, ExperimentError, ExperimentResult};
 use serde_json::json;
@@ -32,21 +31,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let guess = init_guess(&obs, DT);
     let fit = Fit::cone(&sc, DT, steps, with_init(&[(0, Param::Softplus)]), truth.clone());
     let pb = bar("ncp-friction-id", INITS[q].len());
-    let mut est = vec![];
-    let mut iters = vec![];
-    let mut hist = vec![];
-    let mut mu_paths = vec![];
-    let mut shown = None; // the first initialisation's fit, for the scene
-    for &mu0 in INITS[q] {
-        let start = Phys { mu: mu0, init: guess, ..truth.clone() };
-        let r = fit.run(&obs, &start, ITERS)?;
-        shown.get_or_insert_with(|| (format!("identified from μ₀ = {mu0}: μ = {:.4}", r.phys.mu), r.phys.clone()));
-        est.push(r.phys.mu);
-        iters.push(r.iterations);
-        hist.push((format!("μ₀ = {mu0}"), r.history.clone()));
-        mu_paths.push((format!("μ₀ = {mu0}"), r.param_path(0)));
-        pb.inc(1);
-    }
+    let st = fit.from_starts(&obs, &truth, guess, 0, ("μ", ""), INITS[q], ITERS, &pb)?;
     // the same fit on noise-free data (the Δt / solver-setting gap alone) and at σ = √1e-3 m ≈ 3.2 cm (the
     // other reading of the paper's "variance 1e-3 m", spec 001 H9), from μ₀ = 0.5
     let mut extra = vec![];
@@ -56,12 +41,12 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         extra.push(fit.run(&o, &start, ITERS)?.phys.mu);
     }
     pb.finish_and_clear();
-    let max_err = est.iter().map(|m| (m - MU_TRUE).abs()).fold(0.0, f64::max);
+    let max_err = st.est.iter().map(|m| (m - MU_TRUE).abs()).fold(0.0, f64::max);
     let metrics = json!({
         "mu_true": MU_TRUE,
-        "mu_estimates": est,
+        "mu_estimates": st.est,
         "max_abs_error": max_err,
-        "lm_iterations": iters,
+        "lm_iterations": st.iters,
         "mu_estimate_noise_free": extra[0],
         "mu_estimate_sigma_3p2cm": extra[1],
         "wall_clock_s": t0.elapsed().as_secs_f64(),
@@ -80,16 +65,11 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         "estimated": "μ (softplus), initial x, y, vx, vy (identity)",
         "optimiser": lm_desc(ITERS),
     });
-    // Fig. 4a plots μ per iteration from several starts, converging to the truth
-    let panels = vec![
-        param_panel("E1 (Fig. 4a): μ per LM step, 1 mm noise", "μ (friction coefficient)", &mu_paths, MU_TRUE),
-        loss_panel("E1: loss per LM step", &hist),
-    ];
     let checks = vec![
         Check::le("max |μ − μ*| over the initialisations", max_err, 0.005).note("H1"),
         Check::le("|μ − μ*| on noise-free data", (extra[0] - MU_TRUE).abs(), 1e-6),
     ];
-    let runs = [(format!("ground truth: μ = {MU_TRUE}"), truth)].into_iter().chain(shown).collect::<Vec<_>>();
-    let scene = fit.scene_view(&runs)?;
-    Ok(panels_result("ncp-friction-id", metrics, paper, settings, panels).with_checks(checks).with_scene(scene))
+    // Fig. 4a plots μ per iteration from several starts, converging to the truth
+    let panel = ("E1 (Fig. 4a): μ per LM step, 1 mm noise", "μ (friction coefficient)");
+    st.result(&fit, "ncp-friction-id", [metrics, paper, settings], panel, "E1: loss per LM step", checks, truth)
 }

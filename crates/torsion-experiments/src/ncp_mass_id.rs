@@ -6,8 +6,7 @@
 //! multi-step position loss, initial planar state estimated), m on a log scale, Levenberg–Marquardt.
 use crate::ncp_friction_id::{DT, ITERS, STEPS};
 use crate::ncp_scene::{
-    bar, init_guess, lm_desc, loss_panel, observe, panels_result, param_panel, with_init, Fit, Phys, Scene, DATA_DESC,
-    HALF, MODEL_DESC, SIGMA,
+    bar, init_guess, lm_desc, observe, with_init, Fit, Phys, Scene, DATA_DESC, HALF, MODEL_DESC, SIGMA,
 };
 use crate::result::{Check, ExperimentError, ExperimentResult};
 use serde_json::json;
@@ -30,20 +29,7 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let guess = init_guess(&obs, DT);
     let fit = Fit::cone(&sc, DT, steps, with_init(&[(1, Param::Log)]), truth.clone());
     let pb = bar("ncp-mass-id", INITS[q].len() + 1);
-    let (mut est, mut iters, mut hist, mut m_paths) = (vec![], vec![], vec![], vec![]);
-    let mut shown = None; // the first initialisation's fit, for the scene
-    for &m0 in INITS[q] {
-        let start = Phys { mass: m0, init: guess, ..truth.clone() };
-        let r = fit.run(&obs, &start, ITERS)?;
-        shown.get_or_insert_with(|| {
-            (format!("identified from m₀ = {m0} kg: m = {:.4} kg", r.phys.mass), r.phys.clone())
-        });
-        est.push(r.phys.mass);
-        iters.push(r.iterations);
-        hist.push((format!("m₀ = {m0} kg"), r.history.clone()));
-        m_paths.push((format!("m₀ = {m0} kg"), r.param_path(1)));
-        pb.inc(1);
-    }
+    let st = fit.from_starts(&obs, &truth, guess, 1, ("m", " kg"), INITS[q], ITERS, &pb)?;
     // negative control (§3.11 item 10): ‖∂p/∂m‖ over the trajectory without the push vs with it, at the truth
     let mass_only = |sc: &Scene| -> Result<f64, ExperimentError> {
         let f = Fit::cone(sc, DT, steps, vec![(1, Param::Identity)], truth.clone());
@@ -52,12 +38,12 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     let with_push = mass_only(&sc)?;
     let no_push = mass_only(&Scene::one_cube([0.0, 0.0])?)?;
     pb.finish_and_clear();
-    let rel: Vec<f64> = est.iter().map(|m| (m - MASS_TRUE).abs() / MASS_TRUE).collect();
+    let rel: Vec<f64> = st.est.iter().map(|m| (m - MASS_TRUE).abs() / MASS_TRUE).collect();
     let metrics = json!({
         "mass_true": MASS_TRUE,
-        "mass_estimates": est,
+        "mass_estimates": st.est,
         "mass_rel_error": rel.iter().cloned().fold(0.0, f64::max),
-        "lm_iterations": iters,
+        "lm_iterations": st.iters,
         "mass_sensitivity_with_push": with_push,
         "mass_sensitivity_without_push": no_push,
         "wall_clock_s": t0.elapsed().as_secs_f64(),
@@ -79,16 +65,11 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         "mass_sensitivity": "‖∂p_{0..T}/∂m‖ (m per kg) at the truth",
         "optimiser": lm_desc(ITERS),
     });
-    // Fig. 4b plots the mass per iteration from several starts, converging to the truth
-    let panels = vec![
-        param_panel("E2 (Fig. 4b): mass per LM step, known push", "m (kg)", &m_paths, MASS_TRUE),
-        loss_panel("E2: loss per LM step", &hist),
-    ];
     let checks = vec![
         Check::le("mass_rel_error", rel.iter().cloned().fold(0.0, f64::max), 0.01).note("H4"),
         Check::le("mass sensitivity without / with the push", no_push / with_push, 1e-2).note("§3.11 item 10"),
     ];
-    let runs = [(format!("ground truth: m = {MASS_TRUE} kg"), truth)].into_iter().chain(shown).collect::<Vec<_>>();
-    let scene = fit.scene_view(&runs)?;
-    Ok(panels_result("ncp-mass-id", metrics, paper, settings, panels).with_checks(checks).with_scene(scene))
+    // Fig. 4b plots the mass per iteration from several starts, converging to the truth
+    let panel = ("E2 (Fig. 4b): mass per LM step, known push", "m (kg)");
+    st.result(&fit, "ncp-mass-id", [metrics, paper, settings], panel, "E2: loss per LM step", checks, truth)
 }

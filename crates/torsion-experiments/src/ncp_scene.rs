@@ -2,8 +2,8 @@
 //! free cubes (MJCF), rollouts of the contact stepper with per-pair friction, the forward sensitivities of the
 //! cube positions w.r.t. (μ, m, ε, initial state) chained from `step_jacobians_with_contacts`, synthetic data
 //! from a different solver setting, and the Levenberg–Marquardt fit on a multi-step position loss.
-use crate::plot::{color, figure, Mark, Panel, Reference, Series};
-use crate::result::{ExperimentError, ExperimentResult};
+use crate::plot::{color, Mark, Panel, Reference, Series};
+use crate::result::{Check, ExperimentError, ExperimentResult};
 use crate::scene::{Recorder, SceneView};
 use crate::stay_still::Lcg;
 use nalgebra::DMatrix;
@@ -287,6 +287,46 @@ pub fn lm_desc(iters: usize) -> String {
     format!("Levenberg–Marquardt, ≤ {iters} steps, exact forward-mode Jacobians")
 }
 
+/// The fits of [`Fit::from_starts`], one per start (in order), each labelled "{sym}₀ = start{unit}".
+pub struct Starts {
+    /// the parameter's column and (symbol, unit)
+    col: usize,
+    sym: (String, String),
+    /// the estimates and LM iterations
+    pub est: Vec<f64>,
+    pub iters: Vec<usize>,
+    /// the loss per accepted step and the parameter's path, labelled
+    pub hist: Vec<(String, Vec<f64>)>,
+    pub paths: Vec<(String, Vec<f64>)>,
+    /// the first fit, labelled with its estimate (shown in the scene)
+    pub shown: Option<(String, Phys)>,
+}
+
+impl Starts {
+    /// The experiment's result: the parameter's paths beside the truth (`param_panel` titled `title`, y axis
+    /// `y_label`) and the loss per LM step (`loss_title`), `checks`, and the scene of the ground truth beside the
+    /// first fit.
+    #[allow(clippy::too_many_arguments)]
+    pub fn result(
+        self,
+        fit: &Fit,
+        name: &str,
+        [metrics, paper, settings]: [serde_json::Value; 3],
+        (title, y_label): (&str, &str),
+        loss_title: &str,
+        checks: Vec<Check>,
+        truth: Phys,
+    ) -> Result<ExperimentResult, ExperimentError> {
+        let x = get(&truth, self.col);
+        let panels = vec![param_panel(title, y_label, &self.paths, x), loss_panel(loss_title, &self.hist)];
+        let (sym, unit) = &self.sym;
+        let runs =
+            [(format!("ground truth: {sym} = {x}{unit}"), truth)].into_iter().chain(self.shown).collect::<Vec<_>>();
+        let scene = fit.scene_view(&runs)?;
+        Ok(panels_result(name, metrics, paper, settings, panels).with_checks(checks).with_scene(scene))
+    }
+}
+
 impl FitResult {
     /// One parameter (column 0: μ, 1: m, 2: ε) along the LM path.
     pub fn param_path(&self, col: usize) -> Vec<f64> {
@@ -349,6 +389,46 @@ impl Fit<'_> {
             history: rep.history,
             path,
         })
+    }
+
+    /// One physical parameter (column `col`: 0 μ, 1 m, 2 ε; symbol and unit `sym`, e.g. ("m", " kg")) identified
+    /// from each start value in `inits` (spec 001 E1, E2): one `run` per start, the other parameters at `truth` and
+    /// the initial state at `guess`; `pb` ticks once per start.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_starts(
+        &self,
+        obs: &[Vec<f64>],
+        truth: &Phys,
+        guess: [f64; 4],
+        col: usize,
+        sym: (&str, &str),
+        inits: &[f64],
+        iters: usize,
+        pb: &indicatif::ProgressBar,
+    ) -> Result<Starts, ExperimentError> {
+        let (name, unit) = sym;
+        let mut st = Starts {
+            col,
+            sym: (name.into(), unit.into()),
+            est: vec![],
+            iters: vec![],
+            hist: vec![],
+            paths: vec![],
+            shown: None,
+        };
+        for &x0 in inits {
+            let mut start = Phys { init: guess, ..truth.clone() };
+            set(&mut start, col, x0);
+            let r = self.run(obs, &start, iters)?;
+            let (label, x) = (format!("{name}₀ = {x0}{unit}"), get(&r.phys, col));
+            st.shown.get_or_insert_with(|| (format!("identified from {label}: {name} = {x:.4}{unit}"), r.phys.clone()));
+            st.est.push(x);
+            st.iters.push(r.iterations);
+            st.hist.push((label.clone(), r.history.clone()));
+            st.paths.push((label, r.param_path(col)));
+            pb.inc(1);
+        }
+        Ok(st)
     }
 
     /// The viewer's scene: each (legend label, parameters) rolled out by this fit's stepper, every step recorded
@@ -415,15 +495,8 @@ pub fn panels_result(
     settings: serde_json::Value,
     panels: Vec<Panel>,
 ) -> ExperimentResult {
-    ExperimentResult {
-        scene: None,
-        name: name.into(),
-        checks: vec![],
-        metrics,
-        paper,
-        settings,
-        plot: Box::new(move |p| figure(p, &panels, if panels.len() == 4 { 2 } else { 3 })),
-    }
+    let cols = if panels.len() == 4 { 2 } else { 3 };
+    ExperimentResult::from_panels(name, metrics, paper, settings, panels, cols)
 }
 
 /// A progress bar on stderr.

@@ -105,6 +105,26 @@ impl ExperimentResult {
             .collect();
         json!({"name": self.name, "metrics": self.metrics, "paper": self.paper, "settings": self.settings, "checks": checks})
     }
+    /// A result plotted as `panels` in a grid `cols` wide (no targets, no scene: [`Self::with_checks`],
+    /// [`Self::with_scene`]).
+    pub fn from_panels(
+        name: &str,
+        metrics: Value,
+        paper: Value,
+        settings: Value,
+        panels: Vec<crate::plot::Panel>,
+        cols: usize,
+    ) -> Self {
+        ExperimentResult {
+            scene: None,
+            name: name.into(),
+            checks: vec![],
+            metrics,
+            paper,
+            settings,
+            plot: Box::new(move |p| crate::plot::figure(p, &panels, cols)),
+        }
+    }
     /// The same result with its targets (see [`Check`]).
     pub fn with_checks(mut self, checks: Vec<Check>) -> Self {
         self.checks = checks;

@@ -91,7 +91,8 @@ impl<'a> Recorder<'a> {
             let mut out = vec![0.0; self.model.cables.len()];
             let na = self.model.na();
             let act = if s.act.len() == na { s.act.clone() } else { vec![0.0; na] };
-            torsion_dynamics::passive::cable_tensions_into(&dm.cables, dm, &s.q, &s.v, &act, ctrl, d, &mut out)
+            let tensions = torsion_dynamics::passive::CableOut::Tensions(&mut out);
+            torsion_dynamics::passive::cable_forces_into(&dm.cables, dm, &s.q, &s.v, &act, ctrl, d, tensions)
                 .map_err(|e| ExperimentError::Failed(format!("cable tensions: {e}")))?;
             rows.push(out);
         }

@@ -24,7 +24,7 @@ use nalgebra::SVector;
 use num_dual::{Derivative, DualSVec64};
 use serde_json::json;
 use torsion_diff::rollout_each;
-use torsion_dynamics::passive::cable_forces_into;
+use torsion_dynamics::passive::{cable_forces_into, CableOut};
 use torsion_dynamics::{DynData, DynModel};
 use torsion_math::Vec3;
 use torsion_model::{Control, GenState, LinearContact, Model, ParamKind};
@@ -364,7 +364,7 @@ fn cable_torques(
     let mut tau = vec![0.0; dm.nv];
     let nu = dm.cables.actuator.len();
     let zeros = vec![0.0; na.max(nu)];
-    cable_forces_into(&dm.cables, dm, q, v, &zeros[..na], &zeros[..nu], d, &mut tau)
+    cable_forces_into(&dm.cables, dm, q, v, &zeros[..na], &zeros[..nu], d, CableOut::Tau(&mut tau))
         .map_err(|e| ExperimentError::Failed(format!("cable forces: {e}")))?;
     Ok(tau)
 }
@@ -633,7 +633,9 @@ mod tests {
         let mut jref = vec![];
         for i in 0..pairs.len() {
             let s = GenState::with_act(pairs.q[i].clone(), pairs.v[i].clone(), vec![0.0; m.na()]);
-            let c = solver.param_jacobian(&mm, &s, &Control::zeros(nv), pairs.dt, &sel).unwrap();
+            let c = solver
+                .param_jacobian(torsion_solvers::StepPoint::new(&mm, &s, &Control::zeros(nv), pairs.dt), &sel)
+                .unwrap();
             jref.extend((0..nv * 5).map(|x| c[(nv + x / 5, x % 5)] * dp[x % 5] * scale));
         }
         let r_step = residuals(&solver, &m, &pairs, &z, false).unwrap().0;

@@ -12,7 +12,7 @@
 //!   model on the same tests beside it. A rollout whose state leaves the finite numbers (or 1 km) is `diverged`.
 use crate::contact_net::{OneStep, StepInput};
 use crate::ncp_scene::bar;
-use crate::plot::{color, figure, Mark, Panel, Reference, Series};
+use crate::plot::{color, Mark, Panel, Reference, Series};
 use crate::result::{Check, ExperimentError, ExperimentResult};
 use crate::tensegrity_contact_id::{self as tci, com, Tests, EVAL_STEPS};
 use crate::tensegrity_noncontact_id::{full_set, mean, mj_qvel_to_v, vmax, Npz};
@@ -415,15 +415,7 @@ pub fn run_mlp(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         )
         .note("the untrained network's loss (epoch 0) is in train_loss"),
     ];
-    Ok(ExperimentResult {
-        scene: None,
-        name: "tensegrity-mlp".into(),
-        checks,
-        metrics,
-        paper,
-        settings,
-        plot: Box::new(move |p| figure(p, &panels, 2)),
-    })
+    Ok(ExperimentResult::from_panels("tensegrity-mlp", metrics, paper, settings, panels, 2).with_checks(checks))
 }
 
 /// `tensegrity-residual` (H5): the network on top of the frozen linear model (fitted on the same throws), 5
@@ -545,15 +537,7 @@ pub fn run_residual(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         Check::le("training MSE / the linear model's", train5 / lin5, 1.0)
             .note("the residual lowers the one-step loss"),
     ];
-    Ok(ExperimentResult {
-        scene: None,
-        name: "tensegrity-residual".into(),
-        checks,
-        metrics,
-        paper,
-        settings,
-        plot: Box::new(move |p| figure(p, &panels, 2)),
-    })
+    Ok(ExperimentResult::from_panels("tensegrity-residual", metrics, paper, settings, panels, 2).with_checks(checks))
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 //!   as forward sensitivities of the activation, S_{t+1} = A_ww S_t + C_w ∂θ/∂x, J_t = C_v ∂θ/∂x + A_vw S_t.
 //! - Optimiser: Gauss–Newton with backtracking (torsion-opt) on x / x₀.
 use crate::ncp_scene::bar;
-use crate::plot::{color, figure, Mark, Panel, Reference, Series};
+use crate::plot::{color, Mark, Panel, Reference, Series};
 use crate::result::{Check, ExperimentError, ExperimentResult};
 use crate::scene::{Recorder, SceneView};
 use nalgebra::{DMatrix, DVector};
@@ -593,15 +593,9 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
             100.0,
         ),
     ];
-    Ok(ExperimentResult {
-        scene: Some(scene),
-        name: "tensegrity-noncontact-id".into(),
-        checks,
-        metrics,
-        paper,
-        settings,
-        plot: Box::new(move |p| figure(p, &panels, 2)),
-    })
+    Ok(ExperimentResult::from_panels("tensegrity-noncontact-id", metrics, paper, settings, panels, 2)
+        .with_checks(checks)
+        .with_scene(scene))
 }
 
 #[cfg(test)]

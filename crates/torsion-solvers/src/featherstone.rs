@@ -17,7 +17,9 @@
 //! pass per input direction), against which the analytic path is tested. The VJP uses the same Jacobians.
 //! Integrators (`FeatherstoneOptions::integrator`, `integrators.rs`): this Euler step (default), RK4 and
 //! implicitfast from the same acceleration kernel; their derivatives by dual passes (docs/decisions.md).
-use crate::generalized::{dual_tangent, dyn_model_f64, dyn_params, transposed_jacobian_product, wrench_vjp};
+use crate::generalized::{
+    dual_tangent, dyn_model_f64, dyn_params, transposed_jacobian_product_with, wrench_vjp, ProductScratch,
+};
 use crate::integrators::{rk4_step_into, Rk4Scratch};
 use crate::joint_friction::{FrictionMode, JointFriction};
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
@@ -33,7 +35,7 @@ use torsion_dynamics::joints::{
 };
 use torsion_dynamics::passive::{
     activation_step, cable_forces_into, joint_actuator_derivatives, joint_actuator_forces_into,
-    joint_actuator_velocity_derivatives,
+    joint_actuator_velocity_derivatives, CableOut,
 };
 use torsion_dynamics::regressor::{regressor_vjp_into, regressor_vjp_pass, RneaAdjoint};
 use torsion_dynamics::tensegrity_contact::linear_contact_accel_into;
@@ -79,12 +81,8 @@ pub struct FeatherstoneWorkspace {
     theta: Vec<f64>,
     theta_now: Vec<f64>,
     passive: Passive,
-    tau: Vec<f64>,
-    acc: Vec<f64>,
-    /// the joint dry-friction solve (`joint_friction.rs`)
-    fric: JointFriction<f64>,
-    /// RK4's stage buffers (`integrators.rs`)
-    rk4: Rk4Scratch<f64>,
+    /// the step's τ, q̈, dry-friction solve and RK4 stages (the generic step's scratch)
+    sc: StepScratch<f64>,
     /// the reverse-mode step's and the workspace Jacobians' buffers (`step_vjp`, `step_jacobians_into`)
     adj: AdjointScratch,
     /// where `data`'s articulated-body factorization of M̃ is current
@@ -261,8 +259,25 @@ pub struct StepIn<'a, T: Scalar> {
 /// (q1, v1, act1) of [`step_generic`].
 pub type StepOut<T> = (Vec<T>, Vec<T>, Vec<T>);
 
+/// Where a step is differentiated: the model, the input state and control, the time step (the Jacobians of
+/// [`FeatherstoneSolver::step_jacobians_dual`], [`FeatherstoneSolver::param_jacobian`] and their kernels).
+#[derive(Clone, Copy)]
+pub struct StepPoint<'a> {
+    pub model: &'a Model,
+    pub s: &'a GenState,
+    pub u: &'a Control,
+    pub dt: f64,
+}
+
+impl<'a> StepPoint<'a> {
+    pub fn new(model: &'a Model, s: &'a GenState, u: &'a Control, dt: f64) -> Self {
+        StepPoint { model, s, u, dt }
+    }
+}
+
 /// The generic step's scratch: `tau`, `acc` (nv), the dry-friction solve's buffers, RK4's stages (used under
-/// `Integrator::Rk4` only); allocated once, then reused by every [`step_generic_into`] (the dual passes).
+/// `Integrator::Rk4` only); allocated once, then reused by every step: [`step_generic_into`] (the dual passes)
+/// and the f64 step of [`FeatherstoneWorkspace`].
 pub struct StepScratch<T: Scalar> {
     tau: Vec<T>,
     acc: Vec<T>,
@@ -352,7 +367,7 @@ pub(crate) fn step_accel_into<T: Scalar>(
         wrench_forces_into(dm, d, wrench, tau)?;
     }
     fluid_forces_into(&passive.fluid, dm, q, v, d, tau)?;
-    cable_forces_into(&dm.cables, dm, q, v, act, ctrl, d, tau)?;
+    cable_forces_into(&dm.cables, dm, q, v, act, ctrl, d, CableOut::Tau(tau))?;
     joint_actuator_forces_into(&dm.cables, q, v, act, ctrl, tau)?;
     if passive.integrator == Integrator::ImplicitFast {
         // MuJoCo implicitfast: M − h ∂τ/∂q̇ (no Coriolis terms); joint transmissions: diagonal
@@ -487,24 +502,19 @@ impl FeatherstoneSolver {
     /// All-dual reference Jacobian of the step w.r.t. (tangent state, controls, selected θ), in tangent
     /// coordinates: one Dual64 pass of the generic step per column. Rows (q, v, act), columns (q, v, act),
     /// (u, ctrl), θ (`Dims`).
-    fn jacobian_dual(
-        &self,
-        model: &Model,
-        s: &GenState,
-        u: &Control,
-        dt: f64,
-        sel: &ParamSelection,
-    ) -> Result<DMatrix<f64>, SolverError> {
+    fn jacobian_dual(&self, at: StepPoint, sel: &ParamSelection) -> Result<DMatrix<f64>, SolverError> {
+        let model = at.model;
         let n = Dims::of(model);
         let mut jac = DMatrix::zeros(n.nx, n.nx + n.ncu + sel.len());
-        self.state_columns_dual(model, s, u, dt, &mut jac)?;
-        self.theta_columns_dual(model, s, u, dt, sel, &mut jac)?;
+        self.state_columns_dual(at, &mut jac)?;
+        self.theta_columns_dual(at, sel, &mut jac)?;
         Ok(jac)
     }
 
     /// The f64 step (q1) and the lifted inputs (q, q1, v, act, u, ctrl, body wrenches; ctrl padded to nu).
     #[allow(clippy::type_complexity)]
-    fn dual_inputs(&self, model: &Model, s: &GenState, u: &Control, dt: f64) -> Result<[Vec<Dual64>; 7], SolverError> {
+    fn dual_inputs(&self, at: StepPoint) -> Result<[Vec<Dual64>; 7], SolverError> {
+        let StepPoint { model, s, u, dt } = at;
         let passive = self.damping(model);
         let (mut dmf, _, _) = dyn_model_f64(model).map_err(Self::dyn_err)?;
         let mut df = DynData::new(&dmf);
@@ -536,19 +546,13 @@ impl FeatherstoneSolver {
 
     /// Columns of (tangent q, v, act, u, ctrl) of the Jacobian by dual passes; the dual model (all tangents
     /// zero) is built once and shared by the columns.
-    fn state_columns_dual(
-        &self,
-        model: &Model,
-        s: &GenState,
-        u: &Control,
-        dt: f64,
-        jac: &mut DMatrix<f64>,
-    ) -> Result<(), SolverError> {
+    fn state_columns_dual(&self, at: StepPoint, jac: &mut DMatrix<f64>) -> Result<(), SolverError> {
+        let StepPoint { model, dt, .. } = at;
         let n = Dims::of(model);
         let nv = n.nv;
         let passive = self.damping(model);
         let (_, table, theta) = dyn_model_f64(model).map_err(Self::dyn_err)?;
-        let [q0d, q1d, v0d, a0d, u0d, c0d, wd] = self.dual_inputs(model, s, u, dt)?;
+        let [q0d, q1d, v0d, a0d, u0d, c0d, wd] = self.dual_inputs(at)?;
         let lift = |x: &[f64]| x.iter().map(|&v| Dual64::from(v)).collect::<Vec<_>>();
         let mut dm: DynModel<Dual64> = DynModel::build(model, &table, &lift(&theta)).map_err(Self::dyn_err)?;
         let mut d = DynData::new(&dm);
@@ -582,13 +586,11 @@ impl FeatherstoneSolver {
     /// `DynModel::cables`).
     fn theta_columns_dual(
         &self,
-        model: &Model,
-        s: &GenState,
-        u: &Control,
-        dt: f64,
+        at: StepPoint,
         sel: &ParamSelection,
         jac: &mut DMatrix<f64>,
     ) -> Result<(), SolverError> {
+        let StepPoint { model, dt, .. } = at;
         if sel.is_empty() {
             return Ok(());
         }
@@ -596,7 +598,7 @@ impl FeatherstoneSolver {
         let table = model.param_table();
         let theta = model.param_vector();
         let passive = self.damping(model);
-        let [q0d, q1d, vd, ad, ud, cd, wd] = self.dual_inputs(model, s, u, dt)?;
+        let [q0d, q1d, vd, ad, ud, cd, wd] = self.dual_inputs(at)?;
         let lift = |x: &[f64]| x.iter().map(|&v| Dual64::from(v)).collect::<Vec<_>>();
         let mut th = lift(&theta);
         let x = StepIn { q: &q0d, v: &vd, act: &ad, u: &ud, ctrl: &cd, wrench: &wd };
@@ -619,41 +621,29 @@ impl FeatherstoneSolver {
     /// integration map), θ columns by dual passes.
     /// Models with cables or the linear contact model, and the integrators other than Euler (`euler_like`):
     /// every column by dual passes (`jacobian_dual`; docs/gradients.md).
-    fn jacobian(
-        &self,
-        model: &Model,
-        s: &GenState,
-        u: &Control,
-        dt: f64,
-        sel: &ParamSelection,
-    ) -> Result<(DMatrix<f64>, Vec<f64>), SolverError> {
+    fn jacobian(&self, at: StepPoint, sel: &ParamSelection) -> Result<(DMatrix<f64>, Vec<f64>), SolverError> {
+        let StepPoint { model, s, u, .. } = at;
         if !model.cables.is_empty()
             || model.na() > 0
             || model.tensegrity_contact.is_some()
             || !u.body_wrench.is_empty()
             || !self.euler_like(model)
         {
-            let jac = self.jacobian_dual(model, s, u, dt, sel)?;
-            let [_, q1, ..] = self.dual_inputs(model, s, u, dt)?;
+            let jac = self.jacobian_dual(at, sel)?;
+            let [_, q1, ..] = self.dual_inputs(at)?;
             return Ok((jac, q1.iter().map(|x| x.re).collect()));
         }
         let (nv, nu) = (model.nv(), model.nu());
         let mut jac = DMatrix::zeros(2 * nv, 3 * nv + nu + sel.len());
-        let q1 = self.state_columns(model, s, u, dt, &mut jac)?;
-        self.theta_columns_dual(model, s, u, dt, sel, &mut jac)?;
+        let q1 = self.state_columns(at, &mut jac)?;
+        self.theta_columns_dual(at, sel, &mut jac)?;
         Ok((jac, q1))
     }
 
     /// Columns 0..3nv + nu of the Jacobian (analytic, [`state_columns_into`]) into `jac`; returns q1. Builds its own
     /// workspace: the allocation-free path is [`FeatherstoneSolver::transition_jacobians_into`].
-    fn state_columns(
-        &self,
-        model: &Model,
-        s: &GenState,
-        u: &Control,
-        dt: f64,
-        jac: &mut DMatrix<f64>,
-    ) -> Result<Vec<f64>, SolverError> {
+    fn state_columns(&self, at: StepPoint, jac: &mut DMatrix<f64>) -> Result<Vec<f64>, SolverError> {
+        let StepPoint { model, s, u, dt } = at;
         let nv = model.nv();
         let mut ws = self.workspace(model)?;
         let mut tj = TransitionJacobians::new(model);
@@ -687,7 +677,7 @@ impl FeatherstoneSolver {
                 ),
             });
         }
-        if ws.tau.len() != nv
+        if ws.sc.tau.len() != nv
             || out.ab.nrows() != 2 * nv
             || out.ab.ncols() != 3 * nv + model.nu()
             || out.q1.len() != model.nq()
@@ -714,7 +704,7 @@ impl FeatherstoneSolver {
         ws: &FeatherstoneWorkspace,
         sel: &ParamSelection,
     ) -> Result<bool, SolverError> {
-        if ws.tau.len() != model.nv() || ws.adj.q1.len() != model.nq() {
+        if ws.sc.tau.len() != model.nv() || ws.adj.q1.len() != model.nq() {
             return Err(SolverError::BadInput {
                 solver: "featherstone",
                 problem: "workspace built for a different model".into(),
@@ -1398,40 +1388,27 @@ fn split_jacobian(jac: &DMatrix<f64>, n: Dims, nsel: usize) -> StepJacobians {
 impl FeatherstoneSolver {
     /// The transition Jacobians by dual numbers only (one Dual64 pass of the step per input direction): the
     /// reference the analytic `step_jacobians` is tested against, and a baseline for benchmarks.
-    pub fn step_jacobians_dual(
-        &self,
-        model: &Model,
-        s: &GenState,
-        u: &Control,
-        dt: f64,
-        sel: &ParamSelection,
-    ) -> Result<StepJacobians, SolverError> {
-        self.check(model, s, u, dt)?;
-        let jac = self.jacobian_dual(model, s, u, dt, sel)?;
-        Ok(split_jacobian(&jac, Dims::of(model), sel.len()))
+    pub fn step_jacobians_dual(&self, at: StepPoint, sel: &ParamSelection) -> Result<StepJacobians, SolverError> {
+        self.check(at.model, at.s, at.u, at.dt)?;
+        let jac = self.jacobian_dual(at, sel)?;
+        Ok(split_jacobian(&jac, Dims::of(at.model), sel.len()))
     }
 
     /// C alone: the selected θ columns of `step_jacobians` (rows: tangent q, v, act), without the state and
     /// control columns — for one-step (teacher-forced) identification, where A and B are not needed. Models with
     /// cables or the linear contact model: one Dual64 pass per parameter (the same passes `step_jacobians` makes
     /// for C) instead of one per input direction.
-    pub fn param_jacobian(
-        &self,
-        model: &Model,
-        s: &GenState,
-        u: &Control,
-        dt: f64,
-        sel: &ParamSelection,
-    ) -> Result<DMatrix<f64>, SolverError> {
+    pub fn param_jacobian(&self, at: StepPoint, sel: &ParamSelection) -> Result<DMatrix<f64>, SolverError> {
+        let StepPoint { model, s, u, dt } = at;
         self.check(model, s, u, dt)?;
         let n = Dims::of(model);
         if !model.cables.is_empty() || model.na() > 0 || model.tensegrity_contact.is_some() || !u.body_wrench.is_empty()
         {
             let mut jac = DMatrix::zeros(n.nx, n.nx + n.ncu + sel.len());
-            self.theta_columns_dual(model, s, u, dt, sel, &mut jac)?;
+            self.theta_columns_dual(at, sel, &mut jac)?;
             return Ok(jac.columns(n.nx + n.ncu, sel.len()).into_owned());
         }
-        let (jac, _) = self.jacobian(model, s, u, dt, sel)?;
+        let (jac, _) = self.jacobian(at, sel)?;
         Ok(jac.columns(jac.ncols() - sel.len(), sel.len()).into_owned())
     }
 }
@@ -1456,10 +1433,7 @@ impl Solver for FeatherstoneSolver {
             theta_now: theta.clone(),
             theta,
             passive: self.damping(model),
-            tau: vec![0.0; nv],
-            acc: vec![0.0; nv],
-            fric: JointFriction::new(nv),
-            rk4: Rk4Scratch::new(model.nq(), nv, model.na()),
+            sc: StepScratch::new(model.nq(), nv, model.na()),
             adj,
             factor: FactorTag { valid: false, q: Vec::with_capacity(model.nq()), armature: Vec::with_capacity(nv) },
         })
@@ -1495,7 +1469,7 @@ impl Solver for FeatherstoneSolver {
         mut rec: Option<&mut FeatherstoneRecord>,
     ) -> Result<StepInfo, SolverError> {
         self.check(model, s, u, dt)?;
-        if ws.theta.len() != ws.table.kinds.len() || ws.tau.len() != model.nv() {
+        if ws.theta.len() != ws.table.kinds.len() || ws.sc.tau.len() != model.nv() {
             return Err(SolverError::BadInput {
                 solver: "featherstone",
                 problem: "workspace built for a different model".into(),
@@ -1506,12 +1480,13 @@ impl Solver for FeatherstoneSolver {
         out.q.resize(model.nq(), 0.0);
         out.v.resize(model.nv(), 0.0);
         out.act.resize(model.na(), 0.0);
-        let FeatherstoneWorkspace { dm, data, passive, tau, acc, factor, fric, rk4, .. } = ws;
+        let FeatherstoneWorkspace { dm, data, passive, sc, factor, .. } = ws;
+        let StepScratch { tau, acc, fric, rk } = sc;
         let x = StepIn { q: &s.q, v: &s.v, act: &s.act, u: &u.joint_torque, ctrl: &u.ctrl, wrench: &u.body_wrench };
         if passive.integrator == Integrator::Rk4 {
             // the record keeps the inputs only: RK4's derivatives take the dual passes (`euler_like`)
             factor.valid = false;
-            rk4_step_into(dm, passive, &x, dt, data, rk4, tau, acc, fric, &mut out.q, &mut out.v, &mut out.act)
+            rk4_step_into(dm, passive, &x, dt, data, rk, tau, acc, fric, &mut out.q, &mut out.v, &mut out.act)
                 .map_err(Self::dyn_err)?;
             if let Some(r) = rec.as_deref_mut() {
                 r.derived = false;
@@ -1532,7 +1507,7 @@ impl Solver for FeatherstoneSolver {
         let info = StepInfo { iterations: fric.iterations, converged: fric.converged, ..StepInfo::new("featherstone") };
         advance_step(dm, &s.q, &s.v, dt, acc, &mut out.q, &mut out.v);
         if let Some(r) = rec.as_deref_mut() {
-            r.vpost.clone_from(&ws.acc);
+            r.vpost.clone_from(&ws.sc.acc);
             r.q1.clone_from(&out.q);
         }
         self.finish_step(s, u, dt, out, rec, info)
@@ -1605,7 +1580,7 @@ impl DiffSolver for FeatherstoneSolver {
                 });
             }
             ws.refresh(model, self.options.joint_damping).map_err(Self::dyn_err)?;
-            let FeatherstoneWorkspace { dm, data, passive, tau, adj, factor, .. } = ws;
+            let FeatherstoneWorkspace { dm, data, passive, sc, adj, factor, .. } = ws;
             let sized = rec.qdd.len() == model.nv() && rec.q1.len() == model.nq() && rec.fric_mode.len() == model.nv();
             if rec.derived && sized {
                 adj.load_record(dm, passive, s, dt, &rec.qdd, &rec.vpost, &rec.q1, &rec.fric_mode);
@@ -1613,7 +1588,7 @@ impl DiffSolver for FeatherstoneSolver {
                 aba_factor_load(dm, &rec.factor, data).map_err(Self::dyn_err)?;
                 factor.set(&s.q, &dm.armature);
             } else {
-                adj.forward(dm, data, passive, tau, s, u, dt).map_err(Self::dyn_err)?;
+                adj.forward(dm, data, passive, &mut sc.tau, s, u, dt).map_err(Self::dyn_err)?;
                 factor.set(&s.q, &dm.armature);
             }
             ambient_to_tangent_into(dm, &adj.q1, &g_out.q, &mut adj.gq1t);
@@ -1636,9 +1611,10 @@ impl DiffSolver for FeatherstoneSolver {
             }
             return Ok(());
         }
-        let (jac, q1) = self.jacobian(model, s, &rec.u, rec.dt, sel)?;
+        let (jac, q1) = self.jacobian(StepPoint::new(model, s, &rec.u, rec.dt), sel)?;
         let j = split_jacobian(&jac, Dims::of(model), sel.len());
-        transposed_jacobian_product(model, &s.q, &q1, &j, g_out, g_s, g_u, g_theta);
+        let mut sc = ProductScratch::default();
+        transposed_jacobian_product_with(model, &s.q, &q1, &j, g_out, g_s, g_u, g_theta, &mut sc);
         Ok(())
     }
 
@@ -1668,14 +1644,14 @@ impl DiffSolver for FeatherstoneSolver {
                 });
             }
             ws.refresh(model, self.options.joint_damping).map_err(Self::dyn_err)?;
-            let FeatherstoneWorkspace { dm, data, passive, tau, adj, factor, .. } = ws;
+            let FeatherstoneWorkspace { dm, data, passive, sc, adj, factor, .. } = ws;
             factor.valid = false;
             state_columns_into(dm, data, passive, s, &u.joint_torque, &u.ctrl, dt, &mut adj.tj)
                 .map_err(Self::dyn_err)?;
             out.a.copy_from(&adj.tj.a());
             out.b.copy_from(&adj.tj.b());
             if k > 0 {
-                adj.forward(dm, data, passive, tau, s, u, dt).map_err(Self::dyn_err)?;
+                adj.forward(dm, data, passive, &mut sc.tau, s, u, dt).map_err(Self::dyn_err)?;
                 factor.set(&s.q, &dm.armature);
                 for r in 0..2 * nv {
                     adj.gq1t.fill(0.0);
@@ -1697,7 +1673,7 @@ impl DiffSolver for FeatherstoneSolver {
             }
             return Ok(());
         }
-        let (jac, _) = self.jacobian(model, s, u, dt, sel)?;
+        let (jac, _) = self.jacobian(StepPoint::new(model, s, u, dt), sel)?;
         out.assign(&split_jacobian(&jac, Dims::of(model), sel.len()));
         Ok(())
     }
@@ -1810,12 +1786,13 @@ mod tests {
         for (name, m, s, u, g_out) in reverse_cases() {
             let sel = ParamSelection::all(&m);
             let k = sel.len();
-            let dual = solver.step_jacobians_dual(&m, &s, &u, dt, &sel).unwrap();
+            let dual = solver.step_jacobians_dual(StepPoint::new(&m, &s, &u, dt), &sel).unwrap();
             let mut o = s.clone();
             let mut ws = solver.workspace(&m).unwrap();
             solver.step(&m, &s, &u, dt, &mut o, &mut ws, None).unwrap();
             let (mut rs, mut ru, mut rt) = (solver.zero_grad(&m), vec![0.0; m.nv()], vec![0.0; k]);
-            transposed_jacobian_product(&m, &s.q, &o.q, &dual, &g_out, &mut rs, &mut ru, &mut rt);
+            let mut sc = ProductScratch::default();
+            transposed_jacobian_product_with(&m, &s.q, &o.q, &dual, &g_out, &mut rs, &mut ru, &mut rt, &mut sc);
             let mut rec = solver.record(&m);
             let mut jac = StepJacobians::for_solver(&solver, &m, &sel);
             for _ in 0..2 {
@@ -1910,7 +1887,7 @@ mod tests {
         let solver = FeatherstoneSolver::default();
         let sel = ParamSelection::by_prefix(&m, "body_mass[");
         let an = solver.step_jacobians(&m, &s0, &u, 0.01, &sel).unwrap();
-        let du = solver.step_jacobians_dual(&m, &s0, &u, 0.01, &sel).unwrap();
+        let du = solver.step_jacobians_dual(StepPoint::new(&m, &s0, &u, 0.01), &sel).unwrap();
         let err = |a: &DMatrix<f64>, b: &DMatrix<f64>| (a - b).amax() / b.amax().max(1.0);
         assert!(err(&an.a, &du.a) < 1e-12, "A vs duals {}", err(&an.a, &du.a));
         assert!(err(&an.b, &du.b) < 1e-12, "B vs duals {}", err(&an.b, &du.b));
@@ -1975,7 +1952,7 @@ mod tests {
             let u = Control::with_ctrl(&tq, ctrl);
             let sel = ParamSelection::all(&m);
             let an = solver.step_jacobians(&m, &s0, &u, dt, &sel).unwrap();
-            let du = solver.step_jacobians_dual(&m, &s0, &u, dt, &sel).unwrap();
+            let du = solver.step_jacobians_dual(StepPoint::new(&m, &s0, &u, dt), &sel).unwrap();
             let err = |a: &DMatrix<f64>, b: &DMatrix<f64>| (a - b).amax() / b.amax().max(1.0);
             assert!(err(&an.a, &du.a) < 1e-12 && err(&an.b, &du.b) < 1e-12, "case {k}: analytic vs duals");
             // the workspace paths (iLQR, rollouts) give the same A and B, ctrl columns included, bit for bit
@@ -2019,7 +1996,7 @@ mod tests {
         let solver = FeatherstoneSolver::default();
         let sel = ParamSelection::all(&m);
         let an = solver.step_jacobians(&m, &s, &u, 0.01, &sel).unwrap();
-        let du = solver.step_jacobians_dual(&m, &s, &u, 0.01, &sel).unwrap();
+        let du = solver.step_jacobians_dual(StepPoint::new(&m, &s, &u, 0.01), &sel).unwrap();
         let err = |a: &DMatrix<f64>, b: &DMatrix<f64>| (a - b).amax() / b.amax().max(1.0);
         assert!(err(&an.a, &du.a) < 1e-12, "A {}", err(&an.a, &du.a));
         assert!(err(&an.b, &du.b) < 1e-12, "B {}", err(&an.b, &du.b));
@@ -2071,7 +2048,9 @@ mod tests {
         let jac = solver.step_jacobians(&m, &s0, &Control::from_torques(&u0), dt, &ParamSelection::none()).unwrap();
         let fa = fd_jacobian(|d| solver.local_diff(&m, &base, &next(&solver.retract(&m, &s0, d), &u0)), 2 * nv, 1e-6);
         let ea = rel_err(jac.a.as_slice(), fa.as_slice());
-        let du = solver.step_jacobians_dual(&m, &s0, &Control::from_torques(&u0), dt, &ParamSelection::none()).unwrap();
+        let du = solver
+            .step_jacobians_dual(StepPoint::new(&m, &s0, &Control::from_torques(&u0), dt), &ParamSelection::none())
+            .unwrap();
         let ed = (&jac.a - &du.a).amax() / du.a.amax();
         println!("fluid transition Jacobian A: rel err vs FD {ea:.1e}, vs dual {ed:.1e}");
         assert!(ea < 1e-6, "A vs FD {ea:e}");

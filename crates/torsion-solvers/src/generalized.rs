@@ -123,24 +123,6 @@ pub(crate) fn dual_tangent(kind: JointType, q1: &[f64], x: &[Dual64]) -> [f64; 6
     t
 }
 
-/// ḡ_in += Jᵀ ḡ_out for a generalized-coordinate step with transition Jacobians (A, B, C) in tangent
-/// coordinates: the output cotangent's q part (ambient at q1) is taken to the tangent space, and the input's back
-/// to ambient at q (consistent with `grad_to_tangent`). Shared by the Featherstone and the contact steppers.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn transposed_jacobian_product(
-    model: &Model,
-    q: &[f64],
-    q1: &[f64],
-    jac: &StepJacobians,
-    g_out: &GenState,
-    g_s: &mut GenState,
-    g_u: &mut [f64],
-    g_theta: &mut [f64],
-) {
-    let mut sc = ProductScratch::default();
-    transposed_jacobian_product_with(model, q, q1, jac, g_out, g_s, g_u, g_theta, &mut sc)
-}
-
 /// The buffers of [`transposed_jacobian_product_with`].
 #[derive(Debug, Default)]
 pub(crate) struct ProductScratch {
@@ -152,7 +134,11 @@ pub(crate) struct ProductScratch {
     gq_in: Vec<f64>,
 }
 
-/// [`transposed_jacobian_product`] with reused buffers: no allocation once they have grown.
+/// ḡ_in += Jᵀ ḡ_out for a generalized-coordinate step with transition Jacobians (A, B, C) in tangent
+/// coordinates: the output cotangent's q part (ambient at q1) is taken to the tangent space, and the input's back
+/// to ambient at q (consistent with `grad_to_tangent`). Shared by the Featherstone and the contact steppers. `sc`:
+/// the caller's buffers (a workspace's, or `ProductScratch::default()` for a one-off product): no allocation
+/// once they have grown.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn transposed_jacobian_product_with(
     model: &Model,

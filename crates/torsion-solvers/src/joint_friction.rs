@@ -438,7 +438,7 @@ mod tests {
     use super::FrictionMode;
     use crate::featherstone::FeatherstoneSolver;
     use crate::generalized::tests::loss_central_differences;
-    use crate::generalized::transposed_jacobian_product;
+    use crate::generalized::{transposed_jacobian_product_with, ProductScratch};
     use crate::solver::{DiffSolver, Solver, StepJacobians};
     use torsion_diff::fd_jacobian;
     use torsion_model::{Control, GenState, Model, ParamSelection};
@@ -480,9 +480,10 @@ mod tests {
         let nt = solver.tangent_dim(m);
         let gst = solver.grad_to_tangent(m, s, &gs);
         // the all-dual reference (the generic step on duals: friction solved on T at the same active set)
-        let dual = solver.step_jacobians_dual(m, s, u, dt, &sel).unwrap();
+        let dual = solver.step_jacobians_dual(crate::featherstone::StepPoint::new(m, s, u, dt), &sel).unwrap();
         let (mut rs, mut ru, mut rt) = (solver.zero_grad(m), vec![0.0; m.nv()], vec![0.0; sel.len()]);
-        transposed_jacobian_product(m, &s.q, &o.q, &dual, &g_out, &mut rs, &mut ru, &mut rt);
+        let mut sc = ProductScratch::default();
+        transposed_jacobian_product_with(m, &s.q, &o.q, &dual, &g_out, &mut rs, &mut ru, &mut rt, &mut sc);
         let mut jac = StepJacobians::for_solver(&solver, m, &sel);
         solver.step_jacobians_into(m, s, u, dt, &sel, &mut ws, &mut jac).unwrap();
         let next = |ss: &GenState, uu: &[f64]| {

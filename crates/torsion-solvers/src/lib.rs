@@ -10,7 +10,7 @@ pub mod ncp;
 pub mod solver;
 pub mod xpbd;
 
-pub use featherstone::{FeatherstoneOptions, FeatherstoneSolver};
+pub use featherstone::{FeatherstoneOptions, FeatherstoneSolver, StepPoint};
 pub use lcp::{LcpOptions, LcpSolver, PositionUpdate};
 pub use solver::{DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 pub use torsion_model::{ContactWarmStart, GenState, Integrator, MaximalState, StateSpace, WarmImpulse};

@@ -340,7 +340,7 @@ fn param_jacobian_is_step_jacobians_c() {
     let sel = ParamSelection::by_names(&m, &names).unwrap();
     let solver = FeatherstoneSolver::default();
     let u = Control::zeros(m.nv());
-    let c = solver.param_jacobian(&m, &s, &u, m.dt, &sel).unwrap();
+    let c = solver.param_jacobian(torsion_solvers::StepPoint::new(&m, &s, &u, m.dt), &sel).unwrap();
     let j = solver.step_jacobians(&m, &s, &u, m.dt, &sel).unwrap();
     assert_eq!(c.shape(), j.c.shape());
     let e = (&c - &j.c).amax();

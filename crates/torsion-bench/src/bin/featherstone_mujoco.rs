@@ -25,7 +25,7 @@ use torsion_math::alloc_count::{thread_allocations, CountingAlloc};
 use torsion_model::io::robots::dm_control_model;
 use torsion_model::{Control, JointType, Model, ParamSelection};
 use torsion_solvers::featherstone::TransitionJacobians;
-use torsion_solvers::{DiffSolver, FeatherstoneSolver, GenState, Solver};
+use torsion_solvers::{DiffSolver, FeatherstoneSolver, GenState, Solver, StepPoint};
 
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
@@ -99,9 +99,9 @@ fn run(name: &str, repeats: usize) -> Result<Value, String> {
         solver.transition_jacobians_into(&m, black_box(&s), &u, dt, &mut ws, &mut tj).unwrap();
         black_box(&tj.ab);
     });
-    let dual = solver.step_jacobians_dual(&m, &s, &u, dt, &none).map_err(|e| e.to_string())?;
+    let dual = solver.step_jacobians_dual(StepPoint::new(&m, &s, &u, dt), &none).map_err(|e| e.to_string())?;
     let jac_dual_us = time_us(repeats.min(11), || {
-        black_box(solver.step_jacobians_dual(&m, black_box(&s), &u, dt, &none).unwrap());
+        black_box(solver.step_jacobians_dual(StepPoint::new(&m, black_box(&s), &u, dt), &none).unwrap());
     });
 
     // finite differences of our own step, in the same tangent coordinates; controls = (τ (nv), ctrl (nu))

@@ -204,7 +204,9 @@ impl<S: DiffSolver<State = GenState>> ShootingProblem<S> {
             let s0 = GenState::new(r.q[start].clone(), r.v[start].clone());
             let st = rollout(&self.solver, m, &s0, &controls, r.dt).map_err(solver_err)?;
             if let Some(sel) = sel {
-                let jacs = trajectory_jacobians(&self.solver, m, &st, &controls, r.dt, sel).map_err(solver_err)?;
+                let mut ws = self.solver.workspace(m).map_err(solver_err)?;
+                let jacs =
+                    trajectory_jacobians(&self.solver, m, &st, &controls, r.dt, &mut ws, sel).map_err(solver_err)?;
                 let sw = forward_sensitivities(&jacs, &DMatrix::zeros(nt, 0), |_| None);
                 sens.extend(sw.into_iter().skip(1));
             }

@@ -36,8 +36,8 @@ use crate::contact::anchor::Anchor;
 use crate::contact::frames::{body_joints, detect_into, pair_source, ContactFrame, ContactGeom};
 use crate::contact::prelude::{apply_impulses, dyn_err, prelude_dt, Prelude, PreludeOptions, StepInputs};
 use crate::generalized::{
-    dual_tangent, recorded, transposed_jacobian_product, wrench_vjp, ContactWarmStart, DynCache, GenState, WarmImpulse,
-    WrenchTerm,
+    dual_tangent, recorded, transposed_jacobian_product_with, wrench_vjp, ContactWarmStart, DynCache, GenState,
+    ProductScratch, WarmImpulse, WrenchTerm,
 };
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use nalgebra::{DMatrix, DVector};
@@ -1037,7 +1037,8 @@ impl DiffSolver for LcpSolver {
         check_grad_sizes(NAME, model.nv(), g_u, sel, g_theta)?;
         let (mut jac, next) = self.jacobians(model, ws, s, &rec.u, rec.dt, sel)?;
         ws.wrench.add_state_columns(&ws.dm, &mut ws.d, &s.q, &rec.wrench, &mut jac).map_err(dyn_err(NAME))?;
-        transposed_jacobian_product(model, &s.q, &next.q, &jac, g_out, g_s, g_u, g_theta);
+        let mut sc = ProductScratch::default();
+        transposed_jacobian_product_with(model, &s.q, &next.q, &jac, g_out, g_s, g_u, g_theta, &mut sc);
         Ok(())
     }
 
