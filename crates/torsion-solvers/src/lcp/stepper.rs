@@ -34,7 +34,7 @@ use super::solution::LcpSolverKind;
 use super::{solve_chain, ChainOptions, ChainSolution};
 use crate::contact::anchor::Anchor;
 use crate::contact::frames::{body_joints, detect_into, pair_source, ContactFrame, ContactGeom};
-use crate::contact::prelude::{apply_impulses, dyn_err, prelude_dt, Prelude, PreludeOptions, StepInputs};
+use crate::contact::prelude::{apply_impulses, check_sizes, dyn_err, prelude_dt, Prelude, PreludeOptions, StepInputs};
 use crate::generalized::{
     dual_tangent, recorded, transposed_jacobian_product, wrench_vjp, ContactWarmStart, DynCache, GenState, WarmImpulse,
     WrenchTerm,
@@ -356,14 +356,7 @@ impl LcpSolver {
     fn check(&self, ws: &LcpWorkspace, s: &GenState, u: &[f64], dt: f64) -> Result<(), SolverError> {
         let (nq, nv) = (ws.dm.nq, ws.dm.nv);
         let bad = |problem: String| SolverError::BadInput { solver: NAME, problem };
-        if s.q.len() != nq || s.v.len() != nv || u.len() != nv {
-            return Err(bad(format!(
-                "state (q {}, v {}) and controls ({}) must have nq = {nq}, nv = {nv}, nv entries",
-                s.q.len(),
-                s.v.len(),
-                u.len()
-            )));
-        }
+        check_sizes(NAME, nq, nv, &s.q, &s.v, u)?;
         if !s.act.is_empty() {
             return Err(bad("actuator activations are not supported by the lcp stepper yet".into()));
         }
