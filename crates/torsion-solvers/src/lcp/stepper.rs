@@ -16,8 +16,10 @@
 //! geometry carried by `contact::anchor::Anchor` with the contact set held fixed.
 //!
 //! **CCD / TOI backtracking** (§3.5, §3.7; `LcpOptions::ccd`, on by default; D4–D6): a step is a chain of
-//! sub-steps. Each starts with collision detection and the impact g (Eq. 8, Δt = 0) on the *touching* contacts
-//! (φ ≤ `touch`) that approach (restitution on those faster than the bounce threshold, plastic below it), then
+//! sub-steps. Each starts with collision detection and the impact g (Eq. 8, Δt = 0) when a *touching* contact
+//! (φ ≤ `touch`) approaches (restitution on those faster than the bounce threshold, plastic below it) or a
+//! *speculative* one would cross within the step (the other contacts of a touching pair, which the CCD does not
+//! search, or of every pair once the impacts are capped: b = J_n v + φ/t_rem, D5), then
 //! `ccd::first_impact` searches the sub-step's position path q ⊕ s h v⁺ for the first time of impact t*; the smooth
 //! sub-step f (the DCD step above without its speculative bounce) runs to t* (the next sub-step starts in contact
 //! and strikes it) or to the step's end. At most `max_impacts` impacts per step, the rest by DCD; an impact within
@@ -127,7 +129,7 @@ pub struct LcpReport {
     pub contacts: usize,
     /// per contact: bounced in the impact
     pub bounce: Vec<bool>,
-    /// the contacts in the impact LCP (DCD: all when some bounce; CCD: the touching ones when some approach)
+    /// the contacts in the impact LCP (DCD: all when some bounce; CCD: the sub-step's, touching and speculative, when one is struck)
     pub impact_set: Vec<usize>,
     /// the impact's LCP (when some contact bounced)
     pub impact: Option<SolvedLcp>,
@@ -157,6 +159,8 @@ pub struct LcpWorkspace {
     pub tape: Vec<Segment>,
     /// time-of-impact searches' buffers and count
     pub ccd: CcdScratch,
+    /// the shape pairs with a touching contact at a sub-step's start (their other contacts are speculative, D5)
+    touching_pairs: Vec<[usize; 2]>,
     /// the bodies' world poses for collision detection
     poses: Vec<(Vec3, Quat)>,
     /// the body wrenches' generalized forces and their q-columns (`Control::body_wrench`)
@@ -220,32 +224,44 @@ fn bounce_set(pre: &Prelude<f64>, contacts: &[ContactGeom<f64>], v: &[f64], dt: 
         .collect()
 }
 
-/// The CCD impact g (§3.4): (bounce, impact set). The impact LCP holds the touching contacts (φ ≤ `touch`) when one
-/// of them approaches (u_k < −`touch_speed`); restitution on those approaching faster than the bounce threshold
-/// (ε > 0), plastic (b' = u) on the others. Decided on values; held fixed in the tangent passes.
-fn touching_impact_set(
+/// The CCD impact g (§3.4, D5): (bounce, impact set). A sub-step's contacts are touching (φ ≤ `touch`) or
+/// speculative (of a pair the CCD does not search: one already touching, or any once the impacts are capped); the
+/// impact LCP holds them all when a touching one approaches (u_k < −`touch_speed`) or a speculative one would cross
+/// within the rest of the step t_rem (u_k t_rem + φ_k < 0). Restitution on touching contacts approaching faster
+/// than the bounce threshold (ε > 0), plastic (b' = u) on the others. Decided on values; held fixed in the tangent
+/// passes.
+fn impact_set(
     pre: &Prelude<f64>,
     contacts: &[ContactGeom<f64>],
     v: &[f64],
+    rem: f64,
     o: &LcpOptions,
 ) -> (Vec<bool>, Vec<usize>) {
     let u = |k: usize| -> f64 { (0..v.len()).map(|j| pre.jn[(k, j)] * v[j]).sum() };
-    let touching: Vec<usize> = (0..contacts.len()).filter(|&k| contacts[k].distance <= o.ccd.touch).collect();
+    let touching = |k: usize| contacts[k].distance <= o.ccd.touch;
     let bounce = (0..contacts.len())
-        .map(|k| touching.contains(&k) && contacts[k].restitution > 0.0 && u(k) < -o.bounce_threshold)
+        .map(|k| touching(k) && contacts[k].restitution > 0.0 && u(k) < -o.bounce_threshold)
         .collect();
-    let struck = touching.iter().any(|&k| u(k) < -o.ccd.touch_speed);
-    (bounce, if struck { touching } else { vec![] })
+    let struck = (0..contacts.len()).any(|k| {
+        if touching(k) {
+            u(k) < -o.ccd.touch_speed
+        } else {
+            u(k) * rem + contacts[k].distance < 0.0
+        }
+    });
+    (bounce, if struck { (0..contacts.len()).collect() } else { vec![] })
 }
 
 /// The impact's offsets (§3.4 Eq. 7–8 with restitution on bouncing normals only): b'_n = (1 + ε) J_n v on bouncing
-/// normals, J_n v + φ⁺/h on the others (J_n v at h = 0), b'_t = J_t v; on any scalar.
+/// normals, J_n v + φ⁺/h on the others where `gap_row` (DCD: all; the CCD impact: its speculative rows, h = t_rem,
+/// D5), J_n v elsewhere and at h = 0; b'_t = J_t v; on any scalar.
 fn impact_offsets<T: Scalar>(
     pre: &Prelude<T>,
     contacts: &[ContactGeom<T>],
     v: &[T],
     h: T,
     bounce: &[bool],
+    gap_row: impl Fn(usize) -> bool,
 ) -> (Vec<T>, Vec<T>) {
     let dot = |j: &DMatrix<T>, r: usize| (0..v.len()).fold(T::zero(), |acc, k| acc + j[(r, k)] * v[k]);
     let bn = (0..contacts.len())
@@ -254,7 +270,7 @@ fn impact_offsets<T: Scalar>(
             let c = &contacts[k];
             if bounce[k] {
                 (T::one() + c.restitution) * u
-            } else if c.distance.re() > 0.0 && h.re() > 0.0 {
+            } else if c.distance.re() > 0.0 && h.re() > 0.0 && gap_row(k) {
                 u + c.distance / h
             } else {
                 u
@@ -369,8 +385,8 @@ impl LcpSolver {
         Ok(())
     }
 
-    /// The CCD impact g at (q, v), Δt = 0 (§3.4, Eq. 8), on the touching contacts (`touching_impact_set`): v⁺, and
-    /// the impact's LCP in `report` (v⁺ = v when nothing is struck).
+    /// The CCD impact g at (q, v), Δt = 0 (§3.4, Eq. 8), on the sub-step's contacts (`impact_set`; `rem`: the rest of the
+    /// step, t_rem): v⁺, and the impact's LCP in `report` (v⁺ = v when nothing is struck).
     #[allow(clippy::too_many_arguments)]
     fn impact_value(
         &self,
@@ -379,6 +395,7 @@ impl LcpSolver {
         q: &[f64],
         v: &[f64],
         u: &[f64],
+        rem: f64,
         contacts: &[ContactFrame],
         report: &mut LcpReport,
     ) -> Result<Vec<f64>, SolverError> {
@@ -394,12 +411,13 @@ impl LcpSolver {
         let LcpWorkspace { dm, d, body_joint, .. } = ws;
         let x = StepInputs { model, dm, body_joint, q, v, u, dt: 0.0, contacts: &geoms, o: &po };
         let pre = prelude_dt(&x, 0.0, d)?;
-        let (bounce, keep) = touching_impact_set(&pre, &geoms, v, o);
+        let (bounce, keep) = impact_set(&pre, &geoms, v, rem, o);
         report.bounce = bounce;
         if keep.is_empty() {
             return Ok(v.to_vec());
         }
-        let (bn, bt) = impact_offsets(&pre, &geoms, v, 0.0, &report.bounce);
+        let touch = o.ccd.touch;
+        let (bn, bt) = impact_offsets(&pre, &geoms, v, rem, &report.bounce, |k| geoms[k].distance > touch);
         let (a, b) = lcp_system(&pre, &bn, &bt);
         let (a, b) = restrict(&a, &b, &keep);
         let kept: Vec<ContactGeom<f64>> = keep.iter().map(|&k| geoms[k].clone()).collect();
@@ -440,7 +458,7 @@ impl LcpSolver {
             report.bounce =
                 if dcd_impact { bounce_set(&pre, &geoms, &s.v, h, o.bounce_threshold) } else { vec![false; nc] };
             if report.bounce.iter().any(|&b| b) {
-                let (bn, bt) = impact_offsets(&pre, &geoms, &s.v, h, &report.bounce);
+                let (bn, bt) = impact_offsets(&pre, &geoms, &s.v, h, &report.bounce, |_| true);
                 let (a, b) = lcp_system(&pre, &bn, &bt);
                 let imp = solve(BoxedLcp::new(a, b, contact_rows(&geoms)).map_err(lcp_err)?, &o.chain, "impact")?;
                 let (pn, pt) = split(imp.answer.solution.lambda.as_slice());
@@ -529,8 +547,6 @@ impl LcpSolver {
         let mut pairs = vec![];
         for k in 0..=o.max_impacts {
             self.detect(model, ws, &x.q, &x.warm)?;
-            // the touching contacts only: a gap that closes within the sub-step is the CCD's (an LCP row on it
-            // would sit at its mode switch, b ≈ 0, by construction of t*)
             // the impacting pair's closest contact is touching by construction of t* (φ := min(φ, 0): parry's
             // manifold distance of two polyhedra may exceed the TOI root's GJK distance)
             if let Some(&(a, b)) = pairs.last() {
@@ -542,10 +558,18 @@ impl LcpSolver {
                     ws.frames[i].distance = ws.frames[i].distance.min(0.0);
                 }
             }
-            ws.frames.retain(|c| c.distance <= o.touch);
+            // the touching contacts, and the speculative ones (D5): the others of a pair that touches (the CCD does
+            // not search it) or, once the impacts are capped, of every pair (the rest of the step is DCD). A gap of
+            // a searched pair is the CCD's (an LCP row on it would sit at its mode switch, b ≈ 0, by construction
+            // of t*)
+            let capped = k == o.max_impacts;
+            let LcpWorkspace { frames, touching_pairs, .. } = &mut *ws;
+            touching_pairs.clear();
+            touching_pairs.extend(frames.iter().filter(|c| c.distance <= o.touch).filter_map(|c| c.shapes));
+            frames.retain(|c| capped || c.distance <= o.touch || c.shapes.is_some_and(|p| touching_pairs.contains(&p)));
             let frames = std::mem::take(&mut ws.frames);
             let mut g = LcpReport::default();
-            let vs = self.impact_value(model, ws, &x.q, &x.v, u, &frames, &mut g);
+            let vs = self.impact_value(model, ws, &x.q, &x.v, u, t_rem, &frames, &mut g);
             let vs = match vs {
                 Ok(v) => v,
                 Err(e) => {
@@ -829,7 +853,9 @@ impl LcpSolver {
                             o: po,
                         };
                         let pre = prelude_dt(&x, zero, &mut d)?;
-                        let (bn, bt) = impact_offsets(&pre, &geoms, &v, zero, &seg.g.bounce);
+                        let (rem, touch) = (Dual64::from(dt) - used, o.ccd.touch);
+                        let speculative = |k: usize| seg.frames[k].distance > touch;
+                        let (bn, bt) = impact_offsets(&pre, &geoms, &v, rem, &seg.g.bounce, speculative);
                         let lambda = lcp_tangent(imp, &pre, &geoms, &bn, &bt, &seg.g.impact_set)?;
                         let (pn, pt) = expand(&lambda, &seg.g.impact_set, nc);
                         apply_impulses(&pre, &pn, &pt)
@@ -861,7 +887,7 @@ impl LcpSolver {
                 };
                 let mut pre = prelude_dt(&x, h, &mut d)?;
                 if let Some(imp) = &seg.f.impact {
-                    let (bn, bt) = impact_offsets(&pre, &geoms, &vs, h, &seg.f.bounce);
+                    let (bn, bt) = impact_offsets(&pre, &geoms, &vs, h, &seg.f.bounce, |_| true);
                     let lambda = lcp_tangent(imp, &pre, &geoms, &bn, &bt, &seg.f.impact_set)?;
                     let (pn, pt) = expand(&lambda, &seg.f.impact_set, nc);
                     pre.after_impact_dt(&x, h, &mut d, &pn, &pt)?;
@@ -980,6 +1006,7 @@ impl Solver for LcpSolver {
             report: LcpReport::default(),
             tape: vec![],
             ccd: CcdScratch::default(),
+            touching_pairs: vec![],
             poses: vec![],
             wrench: WrenchTerm::default(),
         })
