@@ -289,23 +289,9 @@ fn impact_set(
 
 /// The impact's offsets (§3.4 Eq. 7–8 with restitution on bouncing normals only): b'_n = (1 + ε) J_n v on bouncing
 /// normals, J_n v + φ⁺/h on the others where `gap_row` (DCD: all; the CCD impact: its speculative rows, h = t_rem,
-/// D5), J_n v elsewhere and at h = 0; b'_t = J_t v; on any scalar.
-fn impact_offsets<T: Scalar>(
-    pre: &Prelude<T>,
-    contacts: &[ContactGeom<T>],
-    v: &[T],
-    h: T,
-    bounce: &[bool],
-    gap_row: impl Fn(usize) -> bool,
-) -> (Vec<T>, Vec<T>) {
-    let (mut bn, mut bt) = (vec![], vec![]);
-    impact_offsets_into(pre, contacts, v, h, bounce, gap_row, &mut bn, &mut bt);
-    (bn, bt)
-}
-
-/// [`impact_offsets`] into (bn, bt), refilled in place.
+/// D5), J_n v elsewhere and at h = 0; b'_t = J_t v; on any scalar, into (bn, bt) (refilled in place).
 #[allow(clippy::too_many_arguments)]
-fn impact_offsets_into<T: Scalar>(
+fn impact_offsets<T: Scalar>(
     pre: &Prelude<T>,
     contacts: &[ContactGeom<T>],
     v: &[T],
@@ -550,7 +536,7 @@ impl LcpSolver {
             return Ok(());
         }
         let touch = o.ccd.touch;
-        impact_offsets_into(pre, geoms, v, rem, &report.bounce, |k| geoms[k].distance > touch, bn, bt);
+        impact_offsets(pre, geoms, v, rem, &report.bounce, |k| geoms[k].distance > touch, bn, bt);
         let imp = solve_contacts(pre, geoms, bn, bt, lcps, &o.chain, "impact")?;
         split_into(imp.answer.solution.lambda.as_slice(), ln, lt);
         report.impact = Some(imp);
@@ -592,7 +578,7 @@ impl LcpSolver {
                 report.bounce.resize(nc, false);
             }
             if report.bounce.iter().any(|&b| b) {
-                impact_offsets_into(pre, geoms, &s.v, h, &report.bounce, |_| true, bn, bt);
+                impact_offsets(pre, geoms, &s.v, h, &report.bounce, |_| true, bn, bt);
                 let imp = solve_contacts(pre, geoms, bn, bt, lcps, &o.chain, "impact")?;
                 split_into(imp.answer.solution.lambda.as_slice(), ln, lt);
                 pre.after_impact_dt(&x, h, d, ln, lt)?;
@@ -797,29 +783,12 @@ impl LcpSolver {
         Ok(())
     }
 
-    /// One DCD step with the given contacts and its transition Jacobians (rows: 2nv tangent coordinates): A
-    /// w.r.t. (q, v), B w.r.t. the nv generalized forces, C w.r.t. the selected parameters (dynamics parameters and
-    /// the contact materials `shape_friction[·]`, `shape_restitution[·]`, seeded on the contacts whose pair value
-    /// they supply, `pair_source`).
+    /// The step from `s` — with the given `contacts` (DCD, `step_with_contacts`), or None: from detection at `s.q`
+    /// (CCD as configured) — and its transition Jacobians (rows: 2nv tangent coordinates): A w.r.t. (q, v), B
+    /// w.r.t. the nv generalized forces, C w.r.t. the selected parameters (dynamics parameters and the contact
+    /// materials `shape_friction[·]`, `shape_restitution[·]`, seeded on the contacts whose pair value they supply,
+    /// `pair_source`).
     #[allow(clippy::too_many_arguments)]
-    pub fn jacobians_with_contacts(
-        &self,
-        model: &Model,
-        ws: &mut LcpWorkspace,
-        s: &GenState,
-        u: &[f64],
-        dt: f64,
-        contacts: &[ContactFrame],
-        sel: &ParamSelection,
-    ) -> Result<(StepJacobians, GenState), SolverError> {
-        let mut next = s.clone();
-        self.step_with_contacts(model, ws, s, u, dt, contacts, &mut next)?;
-        let jac = self.tape_jacobians(model, ws, s, u, dt, &next, sel)?;
-        Ok((jac, next))
-    }
-
-    /// The step from `s` (detection, CCD as configured) and its transition Jacobians (as
-    /// [`LcpSolver::jacobians_with_contacts`]).
     pub fn jacobians(
         &self,
         model: &Model,
@@ -827,10 +796,14 @@ impl LcpSolver {
         s: &GenState,
         u: &[f64],
         dt: f64,
+        contacts: Option<&[ContactFrame]>,
         sel: &ParamSelection,
     ) -> Result<(StepJacobians, GenState), SolverError> {
         let mut next = s.clone();
-        self.run_step(model, ws, s, u, dt, &mut next)?;
+        match contacts {
+            Some(c) => self.step_with_contacts(model, ws, s, u, dt, c, &mut next)?,
+            None => self.run_step(model, ws, s, u, dt, &mut next)?,
+        };
         let jac = self.tape_jacobians(model, ws, s, u, dt, &next, sel)?;
         Ok((jac, next))
     }
@@ -988,7 +961,8 @@ impl LcpSolver {
                         let pre = prelude_dt(&x, zero, &mut d)?;
                         let (rem, touch) = (Dual64::from(dt) - used, o.ccd.touch);
                         let speculative = |k: usize| seg.frames[k].distance > touch;
-                        let (bn, bt) = impact_offsets(&pre, &geoms, &v, rem, &seg.g.bounce, speculative);
+                        let (mut bn, mut bt) = (vec![], vec![]);
+                        impact_offsets(&pre, &geoms, &v, rem, &seg.g.bounce, speculative, &mut bn, &mut bt);
                         let (pn, pt) = split(&lcp_tangent(imp, &pre, &geoms, &bn, &bt)?);
                         apply_impulses(&pre, &pn, &pt)
                     }
@@ -1019,7 +993,8 @@ impl LcpSolver {
                 };
                 let mut pre = prelude_dt(&x, h, &mut d)?;
                 if let Some(imp) = &seg.f.impact {
-                    let (bn, bt) = impact_offsets(&pre, &geoms, &vs, h, &seg.f.bounce, |_| true);
+                    let (mut bn, mut bt) = (vec![], vec![]);
+                    impact_offsets(&pre, &geoms, &vs, h, &seg.f.bounce, |_| true, &mut bn, &mut bt);
                     let (pn, pt) = split(&lcp_tangent(imp, &pre, &geoms, &bn, &bt)?);
                     pre.after_impact_dt(&x, h, &mut d, &pn, &pt)?;
                 }
@@ -1189,7 +1164,7 @@ impl DiffSolver for LcpSolver {
     ) -> Result<(), SolverError> {
         let s = recorded(&rec.s, NAME)?;
         check_grad_sizes(NAME, model.nv(), g_u, sel, g_theta)?;
-        let (mut jac, next) = self.jacobians(model, ws, s, &rec.u, rec.dt, sel)?;
+        let (mut jac, next) = self.jacobians(model, ws, s, &rec.u, rec.dt, None, sel)?;
         ws.wrench.add_state_columns(&ws.dm, &mut ws.d, &s.q, &rec.wrench, &mut jac).map_err(dyn_err(NAME))?;
         transposed_jacobian_product(model, &s.q, &next.q, &jac, g_out, g_s, g_u, g_theta);
         Ok(())
@@ -1209,7 +1184,7 @@ impl DiffSolver for LcpSolver {
     ) -> Result<(), SolverError> {
         ws.cache.refresh(model, &mut ws.dm).map_err(dyn_err(NAME))?;
         let uj = ws.wrench.effective(&ws.dm, &mut ws.d, &s.q, u).map_err(dyn_err(NAME))?.to_vec();
-        out.assign(&self.jacobians(model, ws, s, &uj, dt, sel)?.0);
+        out.assign(&self.jacobians(model, ws, s, &uj, dt, None, sel)?.0);
         ws.wrench.add_state_columns(&ws.dm, &mut ws.d, &s.q, &u.body_wrench, out).map_err(dyn_err(NAME))?;
         Ok(())
     }
