@@ -30,6 +30,29 @@ pub struct PreludeOptions {
     pub baumgarte: f64,
 }
 
+/// A contact step's input sizes (q: nq, v: nv, nv generalized forces `u`), else the named solver's `BadInput`.
+pub fn check_sizes(
+    solver: &'static str,
+    nq: usize,
+    nv: usize,
+    q: &[f64],
+    v: &[f64],
+    u: &[f64],
+) -> Result<(), SolverError> {
+    if q.len() != nq || v.len() != nv || u.len() != nv {
+        return Err(SolverError::BadInput {
+            solver,
+            problem: format!(
+                "state (q {}, v {}) and controls ({}) must have nq = {nq}, nv = {nv}, nv entries",
+                q.len(),
+                v.len(),
+                u.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// A dynamics error as the named solver's.
 pub fn dyn_err(solver: &'static str) -> impl Fn(torsion_dynamics::DynError) -> SolverError {
     move |e| SolverError::Unsupported { solver, problem: e.to_string() }

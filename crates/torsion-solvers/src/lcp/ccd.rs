@@ -89,20 +89,25 @@ fn coll_err(e: torsion_collision::CollisionError) -> SolverError {
     SolverError::Unsupported { solver: "lcp", problem: format!("CCD: {e}") }
 }
 
-/// The poses at q(s) = q ⊕ s h v (the parallel position update) into `sc.poses`.
-fn poses_at(
-    model: &Model,
-    dm: &DynModel<f64>,
-    q: &[f64],
-    v: &[f64],
+/// A sub-step's position path q(s) = q ⊕ s h v (the parallel position update, D1) and the model and collision
+/// world that place its shapes.
+struct Path<'a> {
+    model: &'a Model,
+    world: &'a CollisionWorld,
+    dm: &'a DynModel<f64>,
+    q: &'a [f64],
+    v: &'a [f64],
     h: f64,
-    s: f64,
-    sc: &mut CcdScratch,
-) -> Result<(), SolverError> {
-    sc.q.resize(q.len(), 0.0);
-    sc.v1.resize(v.len(), 0.0);
-    advance_into(dm, q, v, s * h, &mut sc.q, &mut sc.v1);
-    model.forward_kinematics_into(&sc.q, &mut sc.poses, &mut sc.placed).map_err(fk_err)
+}
+
+impl Path<'_> {
+    /// The poses at q(s) into `sc.poses`.
+    fn poses_at(&self, s: f64, sc: &mut CcdScratch) -> Result<(), SolverError> {
+        sc.q.resize(self.q.len(), 0.0);
+        sc.v1.resize(self.v.len(), 0.0);
+        advance_into(self.dm, self.q, self.v, s * self.h, &mut sc.q, &mut sc.v1);
+        self.model.forward_kinematics_into(&sc.q, &mut sc.poses, &mut sc.placed).map_err(fk_err)
+    }
 }
 
 /// The first time of impact along q(s) = q ⊕ s h v, s ∈ (0, 1), over all shape pairs (None: no impact).
@@ -120,6 +125,7 @@ pub fn first_impact(
     if !model.contact_enabled || h <= 0.0 {
         return Ok(None);
     }
+    let path = Path { model, world, dm, q, v, h };
     world.shape_pairs_into(&mut sc.pairs);
     if sc.pairs.is_empty() {
         return Ok(None);
@@ -133,7 +139,7 @@ pub fn first_impact(
     sc.ang.resize(nb, 0.0);
     let n = o.samples.max(1);
     for i in 0..=n {
-        poses_at(model, dm, q, v, h, i as f64 / n as f64, sc)?;
+        path.poses_at(i as f64 / n as f64, sc)?;
         if i > 0 {
             for b in 0..nb {
                 let (p0, r0) = &sc.prev[b];
@@ -159,7 +165,7 @@ pub fn first_impact(
         if l.is_nan() || l <= 0.0 {
             continue; // no relative motion (or both fixed)
         }
-        if let Err(e) = poses_at(model, dm, q, v, h, 0.0, sc) {
+        if let Err(e) = path.poses_at(0.0, sc) {
             result = Err(e);
             break;
         }
@@ -177,7 +183,7 @@ pub fn first_impact(
         if f0 <= o.touch || f0 - gap >= l * s_max {
             continue; // touching, or cannot reach before the best impact so far
         }
-        match root(model, world, dm, q, v, h, (i, j), gap, f0 - gap, l, s_max, o, sc) {
+        match root(&path, (i, j), gap, f0 - gap, l, s_max, o, sc) {
             Ok(Some(s)) => best = Some(Impact { s, shapes: (i, j) }),
             Ok(None) => {}
             Err(e) => {
@@ -194,12 +200,7 @@ pub fn first_impact(
 /// The first root of φ(s) − gap on (0, s_max) given φ(0) − gap = f0 > 0 and |dφ/ds| ≤ l.
 #[allow(clippy::too_many_arguments)]
 fn root(
-    model: &Model,
-    world: &CollisionWorld,
-    dm: &DynModel<f64>,
-    q: &[f64],
-    v: &[f64],
-    h: f64,
+    path: &Path,
     (i, j): (usize, usize),
     gap: f64,
     f0: f64,
@@ -209,11 +210,11 @@ fn root(
     sc: &mut CcdScratch,
 ) -> Result<Option<f64>, SolverError> {
     let phi = |s: f64, sc: &mut CcdScratch| -> Result<f64, SolverError> {
-        poses_at(model, dm, q, v, h, s, sc)?;
+        path.poses_at(s, sc)?;
         sc.evaluations += 1;
-        Ok(world.signed_distance(i, j, &sc.poses).map_err(coll_err)? - gap)
+        Ok(path.world.signed_distance(i, j, &sc.poses).map_err(coll_err)? - gap)
     };
-    let name = |k: usize| model.shapes.get(k).map_or("?", |s| s.name.as_str()).to_string();
+    let name = |k: usize| path.model.shapes.get(k).map_or("?", |s| s.name.as_str()).to_string();
     let (mut s, mut f) = (0.0, f0);
     // conservative advancement, accelerated by a secant step once the gap closes at a steady rate
     let mut bracket = None;
@@ -341,7 +342,10 @@ mod tests {
             let imp = impact.expect("an impact");
             let (a, b) = imp.shapes;
             // the in-plane normal: ∂φ/∂(x, y)_A just before the impact (linear in the translation on one feature)
-            poses_at(&m, &dm, &q, &v, h, imp.s * (1.0 - 1e-4), &mut sc).unwrap();
+            let at = |s: f64, world: &CollisionWorld, sc: &mut CcdScratch| {
+                Path { model: &m, world, dm: &dm, q: &q, v: &v, h }.poses_at(s, sc).unwrap()
+            };
+            at(imp.s * (1.0 - 1e-4), &world, &mut sc);
             let body = world.shape_body(a).unwrap();
             let mut grad = Vec3::zeros();
             for k in 0..2 {
@@ -352,7 +356,7 @@ mod tests {
                 };
                 grad[k] = (phi(1e-7) - phi(-1e-7)) / 2e-7;
             }
-            poses_at(&m, &dm, &q, &v, h, imp.s, &mut sc).unwrap();
+            at(imp.s, &world, &mut sc);
             let mut c = Contacts::default();
             world.detect(&sc.poses, &mut c).unwrap();
             let pair: Vec<_> = c.between(a, b).collect();

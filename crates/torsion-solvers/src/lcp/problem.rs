@@ -3,6 +3,7 @@
 //! "Z" complementarity of Eq. 14. The validity checker (§3.3, `LCPUtils::isLCPSolutionValid` with scaled
 //! tolerances, docs/decisions.md spec 004 D10) runs on every solve. Assembly from the shared contact layer
 //! (`contact::Prelude`: G_n, G_t, G_nt and the offsets), two tangent rows per contact (D3).
+use crate::contact::buffers::reshape_zeroed;
 use crate::contact::prelude::Prelude;
 use crate::contact::ContactGeom;
 use nalgebra::{DMatrix, DVector};
@@ -42,6 +43,33 @@ pub struct BoxedLcp {
 impl BoxedLcp {
     /// Checks shapes, finiteness, μ ≥ 0 and that every findex names a normal row.
     pub fn new(a: DMatrix<f64>, b: DVector<f64>, rows: Vec<Row>) -> Result<Self, LcpError> {
+        let lcp = BoxedLcp { a, b, rows };
+        lcp.validate()?;
+        Ok(lcp)
+    }
+
+    /// The 0 × 0 LCP (storage for [`BoxedLcp::assign_contacts`]).
+    pub fn empty() -> Self {
+        BoxedLcp { a: DMatrix::zeros(0, 0), b: DVector::zeros(0), rows: vec![] }
+    }
+
+    /// The LCP of a contact set (`lcp_system`, `contact_rows`) from the prelude and the offsets into `self`,
+    /// reusing its storage (no heap allocation once it has held an LCP as large), checked as [`BoxedLcp::new`].
+    pub fn assign_contacts(
+        &mut self,
+        pre: &Prelude<f64>,
+        contacts: &[ContactGeom<f64>],
+        bn: &[f64],
+        bt: &[f64],
+    ) -> Result<(), LcpError> {
+        lcp_system_into(pre, bn, bt, &mut self.a, &mut self.b);
+        contact_rows_into(contacts, &mut self.rows);
+        self.validate()
+    }
+
+    /// The checks of [`BoxedLcp::new`].
+    fn validate(&self) -> Result<(), LcpError> {
+        let BoxedLcp { a, b, rows } = self;
         let m = b.len();
         if a.nrows() != m || a.ncols() != m {
             return Err(bad("A", format!("is {}×{}, b has {m} rows", a.nrows(), a.ncols())));
@@ -65,7 +93,7 @@ impl BoxedLcp {
                 }
             }
         }
-        Ok(BoxedLcp { a, b, rows })
+        Ok(())
     }
 
     pub fn len(&self) -> usize {
@@ -132,21 +160,41 @@ impl BoxedLcp {
 /// contact.
 pub fn contact_rows<T: Scalar>(contacts: &[ContactGeom<T>]) -> Vec<Row> {
     let mut rows = Vec::with_capacity(3 * contacts.len());
+    contact_rows_into(contacts, &mut rows);
+    rows
+}
+
+/// [`contact_rows`] into `rows` (refilled in place).
+pub fn contact_rows_into<T: Scalar>(contacts: &[ContactGeom<T>], rows: &mut Vec<Row>) {
+    rows.clear();
     for (i, c) in contacts.iter().enumerate() {
         rows.push(Row::Normal);
         rows.extend([Row::Friction { normal: 3 * i, mu: c.mu.re() }; 2]);
     }
-    rows
 }
 
 /// (A, b) of the boxed LCP on any scalar (f64 for the solve, duals for its tangents; spec 004 §3.3): per contact
 /// k the rows (n, t1, t2) at 3k, 3k + 1, 3k + 2, A from the prelude's G_n, G_nt, G_t (= J M⁻¹ Jᵀ), b from the
 /// given normal and tangent offsets.
 pub fn lcp_system<T: Scalar>(pre: &Prelude<T>, bn: &[T], bt: &[T]) -> (DMatrix<T>, DVector<T>) {
+    let (mut a, mut b) = (DMatrix::from_vec(0, 0, vec![]), DVector::from_vec(vec![]));
+    lcp_system_into(pre, bn, bt, &mut a, &mut b);
+    (a, b)
+}
+
+/// [`lcp_system`] into (a, b), reusing their storage (`contact::buffers::reshape_zeroed`).
+pub fn lcp_system_into<T: Scalar>(pre: &Prelude<T>, bn: &[T], bt: &[T], a: &mut DMatrix<T>, b: &mut DVector<T>) {
     let nc = bn.len();
     let m = 3 * nc;
-    let mut a = DMatrix::from_element(m, m, T::zero());
-    let mut b = DVector::from_element(m, T::zero());
+    reshape_zeroed(a, m, m);
+    if b.len() == m {
+        b.fill(T::zero());
+    } else {
+        let mut data: Vec<T> = std::mem::replace(b, DVector::from_vec(vec![])).data.into();
+        data.clear();
+        data.resize(m, T::zero());
+        *b = DVector::from_vec(data);
+    }
     for i in 0..nc {
         b[3 * i] = bn[i];
         for s in 0..2 {
@@ -163,7 +211,6 @@ pub fn lcp_system<T: Scalar>(pre: &Prelude<T>, bn: &[T], bt: &[T]) -> (DMatrix<T
             }
         }
     }
-    (a, b)
 }
 
 /// Which offsets of the prelude make b.

@@ -16,8 +16,10 @@
 //! geometry carried by `contact::anchor::Anchor` with the contact set held fixed.
 //!
 //! **CCD / TOI backtracking** (§3.5, §3.7; `LcpOptions::ccd`, on by default; D4–D6): a step is a chain of
-//! sub-steps. Each starts with collision detection and the impact g (Eq. 8, Δt = 0) on the *touching* contacts
-//! (φ ≤ `touch`) that approach (restitution on those faster than the bounce threshold, plastic below it), then
+//! sub-steps. Each starts with collision detection and the impact g (Eq. 8, Δt = 0) when a *touching* contact
+//! (φ ≤ `touch`) approaches (restitution on those faster than the bounce threshold, plastic below it) or a
+//! *speculative* one would cross within the step (the other contacts of a touching pair, which the CCD does not
+//! search, or of every pair once the impacts are capped: b = J_n v + φ/t_rem, D5), then
 //! `ccd::first_impact` searches the sub-step's position path q ⊕ s h v⁺ for the first time of impact t*; the smooth
 //! sub-step f (the DCD step above without its speculative bounce) runs to t* (the next sub-step starts in contact
 //! and strikes it) or to the step's end. At most `max_impacts` impacts per step, the rest by DCD; an impact within
@@ -29,12 +31,16 @@ use super::active_set::Class;
 use super::backward::{lcp_jvp, LcpTangent};
 use super::ccd::{first_impact, CcdOptions, CcdScratch};
 use super::pgs::PgsOptions;
-use super::problem::{contact_rows, lcp_system, BoxedLcp};
+use super::problem::{lcp_system, BoxedLcp};
 use super::solution::LcpSolverKind;
 use super::{solve_chain, ChainOptions, ChainSolution};
 use crate::contact::anchor::Anchor;
+use crate::contact::buffers::copy_matrix;
 use crate::contact::frames::{body_joints, detect_into, pair_source, ContactFrame, ContactGeom};
-use crate::contact::prelude::{apply_impulses, dyn_err, prelude_dt, Prelude, PreludeOptions, StepInputs};
+use crate::contact::prelude::{
+    apply_impulses, apply_impulses_into, check_sizes, dyn_err, prelude_dt, prelude_into_dt, Prelude, PreludeOptions,
+    StepInputs,
+};
 use crate::generalized::{
     dual_tangent, recorded, transposed_jacobian_product_with, wrench_vjp, ContactWarmStart, DynCache, GenState,
     ProductScratch, WarmImpulse, WrenchTerm,
@@ -127,7 +133,7 @@ pub struct LcpReport {
     pub contacts: usize,
     /// per contact: bounced in the impact
     pub bounce: Vec<bool>,
-    /// the contacts in the impact LCP (DCD: all when some bounce; CCD: the touching ones when some approach)
+    /// the contacts in the impact LCP (DCD: all when some bounce; CCD: the sub-step's, touching and speculative, when one is struck)
     pub impact_set: Vec<usize>,
     /// the impact's LCP (when some contact bounced)
     pub impact: Option<SolvedLcp>,
@@ -161,11 +167,39 @@ pub struct LcpWorkspace {
     poses: Vec<(Vec3, Quat)>,
     /// the body wrenches' generalized forces and their q-columns (`Control::body_wrench`)
     wrench: WrenchTerm,
+    buf: StepBuffers,
+}
+
+/// The buffers of `step` (design.md §7: no heap allocation in a step once they have grown to the largest contact
+/// set and sub-step count seen).
+#[derive(Default)]
+struct StepBuffers {
+    pre: Prelude<f64>,
+    geoms: Vec<ContactGeom<f64>>,
+    /// offsets, impulses (λ_n, λ_t) and v⁺ of a solve
+    bn: Vec<f64>,
+    bt: Vec<f64>,
+    ln: Vec<f64>,
+    lt: Vec<f64>,
+    vplus: Vec<f64>,
+    /// the generalized forces of the step (u + the body wrenches')
+    uj: Vec<f64>,
+    /// the state at a sub-step's start, after its impact, at its end
+    x: GenState,
+    start: GenState,
+    next: GenState,
+    /// the impacting pairs of the step
+    pairs: Vec<(usize, usize)>,
+    /// the shape pairs with a touching contact at a sub-step's start (their other contacts are speculative, D5)
+    touching_pairs: Vec<[usize; 2]>,
+    /// earlier steps' sub-steps and LCPs, kept for their storage
+    segments: Vec<Segment>,
+    lcps: Vec<BoxedLcp>,
 }
 
 /// One sub-step of a step (spec 004 §3.7), kept for its derivative: from (q, v) the impact g on touching contacts
 /// (CCD), then the smooth sub-step f of length h from (q, v⁺).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Segment {
     pub q: Vec<f64>,
     pub v: Vec<f64>,
@@ -210,81 +244,178 @@ fn lcp_err(e: super::problem::LcpError) -> SolverError {
 
 /// u_k = J_n(k) v and the bounce set of the DCD impact (see the module doc): ε > 0, u_k < −v_bounce, touching or
 /// closing within the step. Decided on values; held fixed in the tangent passes (docs/gradients.md).
-fn bounce_set(pre: &Prelude<f64>, contacts: &[ContactGeom<f64>], v: &[f64], dt: f64, threshold: f64) -> Vec<bool> {
-    (0..contacts.len())
-        .map(|k| {
-            let c = &contacts[k];
-            let u: f64 = (0..v.len()).map(|j| pre.jn[(k, j)] * v[j]).sum();
-            c.restitution > 0.0 && u < -threshold && (c.distance <= 0.0 || u * dt + c.distance <= 0.0)
-        })
-        .collect()
-}
-
-/// The CCD impact g (§3.4): (bounce, impact set). The impact LCP holds the touching contacts (φ ≤ `touch`) when one
-/// of them approaches (u_k < −`touch_speed`); restitution on those approaching faster than the bounce threshold
-/// (ε > 0), plastic (b' = u) on the others. Decided on values; held fixed in the tangent passes.
-fn touching_impact_set(
+fn bounce_set(
     pre: &Prelude<f64>,
     contacts: &[ContactGeom<f64>],
     v: &[f64],
+    dt: f64,
+    threshold: f64,
+    bounce: &mut Vec<bool>,
+) {
+    bounce.clear();
+    bounce.extend((0..contacts.len()).map(|k| {
+        let c = &contacts[k];
+        let u: f64 = (0..v.len()).map(|j| pre.jn[(k, j)] * v[j]).sum();
+        c.restitution > 0.0 && u < -threshold && (c.distance <= 0.0 || u * dt + c.distance <= 0.0)
+    }));
+}
+
+/// The CCD impact g (§3.4, D5): (bounce, impact set). A sub-step's contacts are touching (φ ≤ `touch`) or
+/// speculative (of a pair the CCD does not search: one already touching, or any once the impacts are capped); the
+/// impact LCP holds them all when a touching one approaches (u_k < −`touch_speed`) or a speculative one would cross
+/// within the rest of the step t_rem (u_k t_rem + φ_k < 0). Restitution on touching contacts approaching faster
+/// than the bounce threshold (ε > 0), plastic (b' = u) on the others. Decided on values; held fixed in the tangent
+/// passes.
+fn impact_set(
+    pre: &Prelude<f64>,
+    contacts: &[ContactGeom<f64>],
+    v: &[f64],
+    rem: f64,
     o: &LcpOptions,
-) -> (Vec<bool>, Vec<usize>) {
+    report: &mut LcpReport,
+) {
     let u = |k: usize| -> f64 { (0..v.len()).map(|j| pre.jn[(k, j)] * v[j]).sum() };
-    let touching: Vec<usize> = (0..contacts.len()).filter(|&k| contacts[k].distance <= o.ccd.touch).collect();
-    let bounce = (0..contacts.len())
-        .map(|k| touching.contains(&k) && contacts[k].restitution > 0.0 && u(k) < -o.bounce_threshold)
-        .collect();
-    let struck = touching.iter().any(|&k| u(k) < -o.ccd.touch_speed);
-    (bounce, if struck { touching } else { vec![] })
+    let touching = |k: usize| contacts[k].distance <= o.ccd.touch;
+    let nc = contacts.len();
+    report.bounce.clear();
+    report.bounce.extend((0..nc).map(|k| touching(k) && contacts[k].restitution > 0.0 && u(k) < -o.bounce_threshold));
+    let struck =
+        (0..nc).any(|k| if touching(k) { u(k) < -o.ccd.touch_speed } else { u(k) * rem + contacts[k].distance < 0.0 });
+    report.impact_set.clear();
+    if struck {
+        report.impact_set.extend(0..nc);
+    }
 }
 
 /// The impact's offsets (§3.4 Eq. 7–8 with restitution on bouncing normals only): b'_n = (1 + ε) J_n v on bouncing
-/// normals, J_n v + φ⁺/h on the others (J_n v at h = 0), b'_t = J_t v; on any scalar.
+/// normals, J_n v + φ⁺/h on the others where `gap_row` (DCD: all; the CCD impact: its speculative rows, h = t_rem,
+/// D5), J_n v elsewhere and at h = 0; b'_t = J_t v; on any scalar, into (bn, bt) (refilled in place).
+#[allow(clippy::too_many_arguments)]
 fn impact_offsets<T: Scalar>(
     pre: &Prelude<T>,
     contacts: &[ContactGeom<T>],
     v: &[T],
     h: T,
     bounce: &[bool],
-) -> (Vec<T>, Vec<T>) {
+    gap_row: impl Fn(usize) -> bool,
+    bn: &mut Vec<T>,
+    bt: &mut Vec<T>,
+) {
     let dot = |j: &DMatrix<T>, r: usize| (0..v.len()).fold(T::zero(), |acc, k| acc + j[(r, k)] * v[k]);
-    let bn = (0..contacts.len())
-        .map(|k| {
-            let u = dot(&pre.jn, k);
-            let c = &contacts[k];
-            if bounce[k] {
-                (T::one() + c.restitution) * u
-            } else if c.distance.re() > 0.0 && h.re() > 0.0 {
-                u + c.distance / h
-            } else {
-                u
-            }
-        })
-        .collect();
-    let bt = (0..2 * contacts.len()).map(|r| dot(&pre.jt, r)).collect();
-    (bn, bt)
-}
-
-/// The rows (n, t1, t2) of the contacts `keep` of a 3nc system, on any scalar.
-fn restrict<T: Scalar>(a: &DMatrix<T>, b: &DVector<T>, keep: &[usize]) -> (DMatrix<T>, DVector<T>) {
-    let idx: Vec<usize> = keep.iter().flat_map(|&k| [3 * k, 3 * k + 1, 3 * k + 2]).collect();
-    let n = idx.len();
-    (DMatrix::from_fn(n, n, |i, j| a[(idx[i], idx[j])]), DVector::from_fn(n, |i, _| b[idx[i]]))
-}
-
-/// λ of the contacts `keep` back in the layout of nc contacts (zeros elsewhere), split into (λ_n, λ_t).
-fn expand<T: Scalar>(lambda: &[T], keep: &[usize], nc: usize) -> (Vec<T>, Vec<T>) {
-    let mut full = vec![T::zero(); 3 * nc];
-    for (i, &k) in keep.iter().enumerate() {
-        full[3 * k..3 * k + 3].copy_from_slice(&lambda[3 * i..3 * i + 3]);
-    }
-    split(&full)
+    bn.clear();
+    bn.extend((0..contacts.len()).map(|k| {
+        let u = dot(&pre.jn, k);
+        let c = &contacts[k];
+        if bounce[k] {
+            (T::one() + c.restitution) * u
+        } else if c.distance.re() > 0.0 && h.re() > 0.0 && gap_row(k) {
+            u + c.distance / h
+        } else {
+            u
+        }
+    }));
+    bt.clear();
+    bt.extend((0..2 * contacts.len()).map(|r| dot(&pre.jt, r)));
 }
 
 /// (λ_n, λ_t) of a λ in the (n, t1, t2) layout, on any scalar.
 fn split<T: Scalar>(lambda: &[T]) -> (Vec<T>, Vec<T>) {
+    let (mut ln, mut lt) = (vec![], vec![]);
+    split_into(lambda, &mut ln, &mut lt);
+    (ln, lt)
+}
+
+/// [`split`] into (ln, lt), refilled in place.
+fn split_into<T: Scalar>(lambda: &[T], ln: &mut Vec<T>, lt: &mut Vec<T>) {
     let nc = lambda.len() / 3;
-    ((0..nc).map(|i| lambda[3 * i]).collect(), (0..2 * nc).map(|r| lambda[3 * (r / 2) + 1 + r % 2]).collect())
+    ln.clear();
+    ln.extend((0..nc).map(|i| lambda[3 * i]));
+    lt.clear();
+    lt.extend((0..2 * nc).map(|r| lambda[3 * (r / 2) + 1 + r % 2]));
+}
+
+/// `dst` ← `src`, reusing `dst`'s storage (a derived `clone_from` would allocate).
+fn copy_state(dst: &mut GenState, src: &GenState) {
+    dst.q.clone_from(&src.q);
+    dst.v.clone_from(&src.v);
+    dst.act.clone_from(&src.act);
+    dst.warm.fill(src.warm.as_slice().iter().copied());
+}
+
+/// An empty report of `nc` contacts; its LCPs' storage goes to `lcps` for reuse.
+fn reset_report(r: &mut LcpReport, nc: usize, lcps: &mut Vec<BoxedLcp>) {
+    r.contacts = nc;
+    r.bounce.clear();
+    r.impact_set.clear();
+    lcps.extend([r.impact.take(), r.step.take()].into_iter().flatten().map(|s| s.lcp));
+}
+
+/// The last step's report: the impact of `g` (CCD: the last sub-step's impact; DCD: the step's speculative one) and
+/// the step LCP of `f`, copied into `dst`'s storage.
+fn copy_report(dst: &mut LcpReport, g: &LcpReport, f: &LcpReport, lcps: &mut Vec<BoxedLcp>) {
+    dst.contacts = f.contacts;
+    dst.bounce.clone_from(&g.bounce);
+    dst.impact_set.clone_from(&g.impact_set);
+    copy_solved(&mut dst.impact, &g.impact, lcps);
+    copy_solved(&mut dst.step, &f.step, lcps);
+}
+
+/// The last step's sub-steps to the spare ones (their storage is reused).
+fn recycle_tape(ws: &mut LcpWorkspace) {
+    let LcpWorkspace { tape, buf, .. } = ws;
+    buf.segments.append(tape);
+}
+
+/// `dst` ← `src`, reusing `dst`'s storage.
+fn copy_vector(dst: &mut DVector<f64>, src: &DVector<f64>) {
+    if dst.len() == src.len() {
+        dst.copy_from(src);
+        return;
+    }
+    let mut data: Vec<f64> = std::mem::replace(dst, DVector::from_vec(vec![])).data.into();
+    data.clear();
+    data.extend_from_slice(src.as_slice());
+    *dst = DVector::from_vec(data);
+}
+
+/// `dst` ← a copy of `src`, reusing `dst`'s storage when it holds an LCP (an emptied one goes to `lcps`).
+fn copy_solved(dst: &mut Option<SolvedLcp>, src: &Option<SolvedLcp>, lcps: &mut Vec<BoxedLcp>) {
+    if let (Some(d), Some(s)) = (dst.as_mut(), src) {
+        copy_matrix(&mut d.lcp.a, &s.lcp.a);
+        copy_vector(&mut d.lcp.b, &s.lcp.b);
+        d.lcp.rows.clone_from(&s.lcp.rows);
+        let (da, sa) = (&mut d.answer, &s.answer);
+        da.failed.clone_from(&sa.failed);
+        da.min_norm = sa.min_norm;
+        let (x, y) = (&mut da.solution, &sa.solution);
+        copy_vector(&mut x.lambda, &y.lambda);
+        copy_vector(&mut x.w, &y.w);
+        x.classes.clone_from(&y.classes);
+        x.solver = y.solver;
+        x.iterations = y.iterations;
+        x.validity = y.validity.clone();
+        x.failure = y.failure.clone();
+        return;
+    }
+    match src {
+        Some(s) => *dst = Some(s.clone()),
+        None => lcps.extend(dst.take().map(|d| d.lcp)),
+    }
+}
+
+/// Assemble the LCP of `contacts` with offsets (bn, bt) in reused storage and solve it with the chain (`solve`).
+fn solve_contacts(
+    pre: &Prelude<f64>,
+    contacts: &[ContactGeom<f64>],
+    bn: &[f64],
+    bt: &[f64],
+    lcps: &mut Vec<BoxedLcp>,
+    o: &ChainOptions,
+    phase: &str,
+) -> Result<SolvedLcp, SolverError> {
+    let mut lcp = lcps.pop().unwrap_or_else(BoxedLcp::empty);
+    lcp.assign_contacts(pre, contacts, bn, bt).map_err(lcp_err)?;
+    solve(lcp, o, phase)
 }
 
 /// Solve an LCP with the chain; no valid answer is an error naming the phase and every attempt.
@@ -356,14 +487,7 @@ impl LcpSolver {
     fn check(&self, ws: &LcpWorkspace, s: &GenState, u: &[f64], dt: f64) -> Result<(), SolverError> {
         let (nq, nv) = (ws.dm.nq, ws.dm.nv);
         let bad = |problem: String| SolverError::BadInput { solver: NAME, problem };
-        if s.q.len() != nq || s.v.len() != nv || u.len() != nv {
-            return Err(bad(format!(
-                "state (q {}, v {}) and controls ({}) must have nq = {nq}, nv = {nv}, nv entries",
-                s.q.len(),
-                s.v.len(),
-                u.len()
-            )));
-        }
+        check_sizes(NAME, nq, nv, &s.q, &s.v, u)?;
         if !s.act.is_empty() {
             return Err(bad("actuator activations are not supported by the lcp stepper yet".into()));
         }
@@ -376,8 +500,8 @@ impl LcpSolver {
         Ok(())
     }
 
-    /// The CCD impact g at (q, v), Δt = 0 (§3.4, Eq. 8), on the touching contacts (`touching_impact_set`): v⁺, and
-    /// the impact's LCP in `report` (v⁺ = v when nothing is struck).
+    /// The CCD impact g at (q, v), Δt = 0 (§3.4, Eq. 8), on the sub-step's contacts (`impact_set`; `rem`: the rest of the
+    /// step, t_rem): v⁺, and the impact's LCP in `report` (v⁺ = v when nothing is struck).
     #[allow(clippy::too_many_arguments)]
     fn impact_value(
         &self,
@@ -386,36 +510,39 @@ impl LcpSolver {
         q: &[f64],
         v: &[f64],
         u: &[f64],
+        rem: f64,
         contacts: &[ContactFrame],
         report: &mut LcpReport,
-    ) -> Result<Vec<f64>, SolverError> {
+        vs: &mut Vec<f64>,
+    ) -> Result<(), SolverError> {
         let o = &self.options;
         let nc = contacts.len();
-        *report = LcpReport { contacts: nc, ..Default::default() };
+        reset_report(report, nc, &mut ws.buf.lcps);
+        vs.clear();
+        vs.extend_from_slice(v);
         if nc == 0 {
-            return Ok(v.to_vec());
+            return Ok(());
         }
         ws.dm.gravity = torsion_math::scalar::cv(&model.gravity);
-        let geoms: Vec<ContactGeom<f64>> = contacts.iter().map(ContactGeom::from_frame).collect();
         let po = self.prelude_options();
-        let LcpWorkspace { dm, d, body_joint, .. } = ws;
-        let x = StepInputs { model, dm, body_joint, q, v, u, dt: 0.0, contacts: &geoms, o: &po };
-        let pre = prelude_dt(&x, 0.0, d)?;
-        let (bounce, keep) = touching_impact_set(&pre, &geoms, v, o);
-        report.bounce = bounce;
-        if keep.is_empty() {
-            return Ok(v.to_vec());
+        let LcpWorkspace { dm, d, body_joint, buf, .. } = ws;
+        let StepBuffers { pre, geoms, bn, bt, ln, lt, lcps, .. } = buf;
+        geoms.clear();
+        geoms.extend(contacts.iter().map(ContactGeom::from_frame));
+        let x = StepInputs { model, dm, body_joint, q, v, u, dt: 0.0, contacts: geoms, o: &po };
+        prelude_into_dt(&x, 0.0, d, pre)?;
+        impact_set(pre, geoms, v, rem, o, report);
+        if report.impact_set.is_empty() {
+            return Ok(());
         }
-        let (bn, bt) = impact_offsets(&pre, &geoms, v, 0.0, &report.bounce);
-        let (a, b) = lcp_system(&pre, &bn, &bt);
-        let (a, b) = restrict(&a, &b, &keep);
-        let kept: Vec<ContactGeom<f64>> = keep.iter().map(|&k| geoms[k].clone()).collect();
-        let imp = solve(BoxedLcp::new(a, b, contact_rows(&kept)).map_err(lcp_err)?, &o.chain, "impact")?;
-        let (pn, pt) = expand(imp.answer.solution.lambda.as_slice(), &keep, nc);
+        let touch = o.ccd.touch;
+        impact_offsets(pre, geoms, v, rem, &report.bounce, |k| geoms[k].distance > touch, bn, bt);
+        let imp = solve_contacts(pre, geoms, bn, bt, lcps, &o.chain, "impact")?;
+        split_into(imp.answer.solution.lambda.as_slice(), ln, lt);
         report.impact = Some(imp);
-        report.impact_set = keep;
         // Δt = 0: v^p = v, so v⁺ = v + M⁻¹ Jᵀ λ
-        Ok(apply_impulses(&pre, &pn, &pt))
+        apply_impulses_into(pre, ln, lt, vs);
+        Ok(())
     }
 
     /// The smooth sub-step f from (s.q, s.v) over h with the given contacts (`dcd_impact`: with the DCD
@@ -435,30 +562,32 @@ impl LcpSolver {
     ) -> Result<(), SolverError> {
         let o = &self.options;
         ws.dm.gravity = torsion_math::scalar::cv(&model.gravity);
-        let geoms: Vec<ContactGeom<f64>> = contacts.iter().map(ContactGeom::from_frame).collect();
         let po = self.prelude_options();
-        let LcpWorkspace { dm, d, body_joint, .. } = ws;
-        let x = StepInputs { model, dm, body_joint, q: &s.q, v: &s.v, u, dt: h, contacts: &geoms, o: &po };
-        let mut pre = prelude_dt(&x, h, d)?;
         let nc = contacts.len();
-        *report = LcpReport { contacts: nc, ..Default::default() };
-        let mut vplus = pre.vp.clone();
+        reset_report(report, nc, &mut ws.buf.lcps);
+        let LcpWorkspace { dm, d, body_joint, buf, .. } = ws;
+        let StepBuffers { pre, geoms, bn, bt, ln, lt, vplus, lcps, .. } = buf;
+        geoms.clear();
+        geoms.extend(contacts.iter().map(ContactGeom::from_frame));
+        let x = StepInputs { model, dm, body_joint, q: &s.q, v: &s.v, u, dt: h, contacts: geoms, o: &po };
+        prelude_into_dt(&x, h, d, pre)?;
         if nc > 0 {
-            report.bounce =
-                if dcd_impact { bounce_set(&pre, &geoms, &s.v, h, o.bounce_threshold) } else { vec![false; nc] };
-            if report.bounce.iter().any(|&b| b) {
-                let (bn, bt) = impact_offsets(&pre, &geoms, &s.v, h, &report.bounce);
-                let (a, b) = lcp_system(&pre, &bn, &bt);
-                let imp = solve(BoxedLcp::new(a, b, contact_rows(&geoms)).map_err(lcp_err)?, &o.chain, "impact")?;
-                let (pn, pt) = split(imp.answer.solution.lambda.as_slice());
-                pre.after_impact_dt(&x, h, d, &pn, &pt)?;
-                report.impact = Some(imp);
-                report.impact_set = (0..nc).collect();
+            if dcd_impact {
+                bounce_set(pre, geoms, &s.v, h, o.bounce_threshold, &mut report.bounce);
+            } else {
+                report.bounce.resize(nc, false);
             }
-            let (a, b) = lcp_system(&pre, &pre.bn, &pre.bt);
-            let st = solve(BoxedLcp::new(a, b, contact_rows(&geoms)).map_err(lcp_err)?, &o.chain, "step")?;
-            let (ln, lt) = split(st.answer.solution.lambda.as_slice());
-            vplus = apply_impulses(&pre, &ln, &lt);
+            if report.bounce.iter().any(|&b| b) {
+                impact_offsets(pre, geoms, &s.v, h, &report.bounce, |_| true, bn, bt);
+                let imp = solve_contacts(pre, geoms, bn, bt, lcps, &o.chain, "impact")?;
+                split_into(imp.answer.solution.lambda.as_slice(), ln, lt);
+                pre.after_impact_dt(&x, h, d, ln, lt)?;
+                report.impact = Some(imp);
+                report.impact_set.extend(0..nc);
+            }
+            let st = solve_contacts(pre, geoms, &pre.bn, &pre.bt, lcps, &o.chain, "step")?;
+            split_into(st.answer.solution.lambda.as_slice(), ln, lt);
+            apply_impulses_into(pre, ln, lt, vplus);
             out.warm.fill(contacts.iter().enumerate().map(|(i, c)| WarmImpulse {
                 id: c.id,
                 normal: ln[i],
@@ -467,12 +596,13 @@ impl LcpSolver {
             }));
             report.step = Some(st);
         } else {
+            vplus.clone_from(&pre.vp);
             out.warm.clear();
         }
         out.q.resize(dm.nq, 0.0);
         out.v.resize(dm.nv, 0.0);
         out.act.clear();
-        advance(dm, o.position, &s.q, &s.v, &vplus, h, &mut out.q, &mut out.v);
+        advance(dm, o.position, &s.q, &s.v, vplus, h, &mut out.q, &mut out.v);
         if out.q.iter().chain(&out.v).any(|x| !x.is_finite()) {
             return Err(SolverError::NonFinite { solver: NAME, what: "(q or v)".into() });
         }
@@ -493,25 +623,25 @@ impl LcpSolver {
         out: &mut GenState,
     ) -> Result<StepInfo, SolverError> {
         self.check(ws, s, u, dt)?;
-        let mut f = LcpReport::default();
-        self.smooth_value(model, ws, s, u, dt, contacts, true, &mut f, out)?;
-        ws.tape.clear();
-        ws.tape.push(Segment {
-            q: s.q.clone(),
-            v: s.v.clone(),
-            v_struck: s.v.clone(),
-            frames: contacts.to_vec(),
-            g: LcpReport::default(),
-            f: f.clone(),
-            h: dt,
-            toi: None,
-        });
-        ws.report = f;
-        Ok(step_info(&ws.tape))
+        recycle_tape(ws);
+        let mut seg = ws.buf.segments.pop().unwrap_or_default();
+        self.smooth_value(model, ws, s, u, dt, contacts, true, &mut seg.f, out)?;
+        reset_report(&mut seg.g, 0, &mut ws.buf.lcps);
+        seg.q.clone_from(&s.q);
+        seg.v.clone_from(&s.v);
+        seg.v_struck.clone_from(&s.v);
+        seg.frames.clear();
+        seg.frames.extend_from_slice(contacts);
+        (seg.h, seg.toi) = (dt, None);
+        ws.tape.push(seg);
+        let LcpWorkspace { tape, report, buf, .. } = ws;
+        copy_report(report, &tape[0].f, &tape[0].f, &mut buf.lcps);
+        Ok(step_info(tape))
     }
 
-    /// One step with CCD / TOI backtracking (§3.7, see the module doc), detection at each sub-step's start.
-    fn step_ccd(
+    /// One step from collision detection at `s.q`: DCD (`ccd.enabled = false`) or with CCD / TOI backtracking
+    /// (§3.7, see the module doc), detection at each sub-step's start.
+    fn run_step(
         &self,
         model: &Model,
         ws: &mut LcpWorkspace,
@@ -520,8 +650,20 @@ impl LcpSolver {
         dt: f64,
         out: &mut GenState,
     ) -> Result<StepInfo, SolverError> {
+        if s.q.len() != model.nq() {
+            return Err(SolverError::BadInput {
+                solver: NAME,
+                problem: format!("state has nq {}, the model needs {}", s.q.len(), model.nq()),
+            });
+        }
+        if !self.options.ccd.enabled {
+            self.detect(model, ws, &s.q, &s.warm)?;
+            let frames = std::mem::take(&mut ws.frames);
+            let info = self.step_with_contacts(model, ws, s, u, dt, &frames, out);
+            ws.frames = frames;
+            return info;
+        }
         self.check(ws, s, u, dt)?;
-        let o = &self.options.ccd;
         if self.options.position != PositionUpdate::Parallel {
             return Err(SolverError::BadInput {
                 solver: NAME,
@@ -530,14 +672,40 @@ impl LcpSolver {
                     .into(),
             });
         }
-        ws.tape.clear();
-        let mut x = s.clone();
+        recycle_tape(ws);
+        let (mut x, mut next) = (std::mem::take(&mut ws.buf.x), std::mem::take(&mut ws.buf.next));
+        let mut pairs = std::mem::take(&mut ws.buf.pairs);
+        copy_state(&mut x, s);
+        pairs.clear();
+        let r = self.substeps(model, ws, &mut x, &mut next, &mut pairs, u, dt);
+        if r.is_ok() {
+            copy_state(out, &x);
+        }
+        (ws.buf.x, ws.buf.next, ws.buf.pairs) = (x, next, pairs);
+        r?;
+        let LcpWorkspace { tape, report, buf, .. } = ws;
+        let last = tape.last().expect("one segment");
+        copy_report(report, &last.g, &last.f, &mut buf.lcps);
+        Ok(step_info(tape))
+    }
+
+    /// The sub-steps of a CCD step from `x` (left at the step's end; `next`: a buffer), each impacting pair in
+    /// `pairs`, into `ws.tape`.
+    #[allow(clippy::too_many_arguments)]
+    fn substeps(
+        &self,
+        model: &Model,
+        ws: &mut LcpWorkspace,
+        x: &mut GenState,
+        next: &mut GenState,
+        pairs: &mut Vec<(usize, usize)>,
+        u: &[f64],
+        dt: f64,
+    ) -> Result<(), SolverError> {
+        let o = &self.options.ccd;
         let mut t_rem = dt;
-        let mut pairs = vec![];
         for k in 0..=o.max_impacts {
             self.detect(model, ws, &x.q, &x.warm)?;
-            // the touching contacts only: a gap that closes within the sub-step is the CCD's (an LCP row on it
-            // would sit at its mode switch, b ≈ 0, by construction of t*)
             // the impacting pair's closest contact is touching by construction of t* (φ := min(φ, 0): parry's
             // manifold distance of two polyhedra may exceed the TOI root's GJK distance)
             if let Some(&(a, b)) = pairs.last() {
@@ -549,42 +717,46 @@ impl LcpSolver {
                     ws.frames[i].distance = ws.frames[i].distance.min(0.0);
                 }
             }
-            ws.frames.retain(|c| c.distance <= o.touch);
+            // the touching contacts, and the speculative ones (D5): the others of a pair that touches (the CCD does
+            // not search it) or, once the impacts are capped, of every pair (the rest of the step is DCD). A gap of
+            // a searched pair is the CCD's (an LCP row on it would sit at its mode switch, b ≈ 0, by construction
+            // of t*)
+            let capped = k == o.max_impacts;
+            let LcpWorkspace { frames, buf, .. } = &mut *ws;
+            let touching = &mut buf.touching_pairs;
+            touching.clear();
+            touching.extend(frames.iter().filter(|c| c.distance <= o.touch).filter_map(|c| c.shapes));
+            frames.retain(|c| capped || c.distance <= o.touch || c.shapes.is_some_and(|p| touching.contains(&p)));
             let frames = std::mem::take(&mut ws.frames);
-            let mut g = LcpReport::default();
-            let vs = self.impact_value(model, ws, &x.q, &x.v, u, &frames, &mut g);
-            let vs = match vs {
-                Ok(v) => v,
+            let mut seg = ws.buf.segments.pop().unwrap_or_default();
+            let r = self.impact_value(model, ws, &x.q, &x.v, u, t_rem, &frames, &mut seg.g, &mut seg.v_struck);
+            let toi = match r {
+                Ok(()) if !capped => first_impact(model, &ws.world, &ws.dm, &x.q, &seg.v_struck, t_rem, o, &mut ws.ccd)
+                    .map(|t| t.filter(|i| (1.0 - i.s) * t_rem > o.min_substep)),
+                Ok(()) => Ok(None),
+                Err(e) => Err(e),
+            };
+            let toi = match toi {
+                Ok(t) => t,
                 Err(e) => {
                     ws.frames = frames;
                     return Err(e);
                 }
             };
-            let toi = if k < o.max_impacts {
-                first_impact(model, &ws.world, &ws.dm, &x.q, &vs, t_rem, o, &mut ws.ccd)?
-                    .filter(|i| (1.0 - i.s) * t_rem > o.min_substep)
-            } else {
-                None
-            };
             let h = toi.map_or(t_rem, |i| i.s * t_rem);
-            let mut start = x.clone();
-            start.v.clone_from(&vs);
-            let mut f = LcpReport::default();
-            let mut next = x.clone();
-            let r = self.smooth_value(model, ws, &start, u, h, &frames, false, &mut f, &mut next);
-            ws.tape.push(Segment {
-                q: std::mem::take(&mut x.q),
-                v: std::mem::take(&mut x.v),
-                v_struck: vs,
-                frames: frames.clone(),
-                g,
-                f,
-                h,
-                toi: None,
-            });
+            let mut start = std::mem::take(&mut ws.buf.start);
+            copy_state(&mut start, x);
+            start.v.clone_from(&seg.v_struck);
+            let r = self.smooth_value(model, ws, &start, u, h, &frames, false, &mut seg.f, next);
+            ws.buf.start = start;
+            seg.q.clone_from(&x.q);
+            seg.v.clone_from(&x.v);
+            seg.frames.clone_from(&frames);
+            (seg.h, seg.toi) = (h, None);
+            ws.tape.push(seg);
             ws.frames = frames;
             r?;
-            x = next;
+            std::mem::swap(x, next);
             match toi {
                 Some(i) => pairs.push(i.shapes),
                 None => break,
@@ -608,67 +780,15 @@ impl LcpSolver {
                 })?;
             ws.tape[k].toi = Some(Toi { shapes: (a, b), contact: c });
         }
-        out.clone_from(&x);
-        let last = ws.tape.last().expect("one segment");
-        ws.report = LcpReport {
-            contacts: last.f.contacts,
-            bounce: last.g.bounce.clone(),
-            impact_set: last.g.impact_set.clone(),
-            impact: last.g.impact.clone(),
-            step: last.f.step.clone(),
-        };
-        Ok(step_info(&ws.tape))
+        Ok(())
     }
 
-    /// One step from collision detection at `s.q`: CCD (default) or DCD (`ccd.enabled = false`).
-    fn run_step(
-        &self,
-        model: &Model,
-        ws: &mut LcpWorkspace,
-        s: &GenState,
-        u: &[f64],
-        dt: f64,
-        out: &mut GenState,
-    ) -> Result<StepInfo, SolverError> {
-        if s.q.len() != model.nq() {
-            return Err(SolverError::BadInput {
-                solver: NAME,
-                problem: format!("state has nq {}, the model needs {}", s.q.len(), model.nq()),
-            });
-        }
-        if self.options.ccd.enabled {
-            return self.step_ccd(model, ws, s, u, dt, out);
-        }
-        self.detect(model, ws, &s.q, &s.warm)?;
-        let frames = std::mem::take(&mut ws.frames);
-        let info = self.step_with_contacts(model, ws, s, u, dt, &frames, out);
-        ws.frames = frames;
-        info
-    }
-
-    /// One DCD step with the given contacts and its transition Jacobians (rows: 2nv tangent coordinates): A
-    /// w.r.t. (q, v), B w.r.t. the nv generalized forces, C w.r.t. the selected parameters (dynamics parameters and
-    /// the contact materials `shape_friction[·]`, `shape_restitution[·]`, seeded on the contacts whose pair value
-    /// they supply, `pair_source`).
+    /// The step from `s` — with the given `contacts` (DCD, `step_with_contacts`), or None: from detection at `s.q`
+    /// (CCD as configured) — and its transition Jacobians (rows: 2nv tangent coordinates): A w.r.t. (q, v), B
+    /// w.r.t. the nv generalized forces, C w.r.t. the selected parameters (dynamics parameters and the contact
+    /// materials `shape_friction[·]`, `shape_restitution[·]`, seeded on the contacts whose pair value they supply,
+    /// `pair_source`).
     #[allow(clippy::too_many_arguments)]
-    pub fn jacobians_with_contacts(
-        &self,
-        model: &Model,
-        ws: &mut LcpWorkspace,
-        s: &GenState,
-        u: &[f64],
-        dt: f64,
-        contacts: &[ContactFrame],
-        sel: &ParamSelection,
-    ) -> Result<(StepJacobians, GenState), SolverError> {
-        let mut next = s.clone();
-        self.step_with_contacts(model, ws, s, u, dt, contacts, &mut next)?;
-        let jac = self.tape_jacobians(model, ws, s, u, dt, &next, sel)?;
-        Ok((jac, next))
-    }
-
-    /// The step from `s` (detection, CCD as configured) and its transition Jacobians (as
-    /// [`LcpSolver::jacobians_with_contacts`]).
     pub fn jacobians(
         &self,
         model: &Model,
@@ -676,10 +796,14 @@ impl LcpSolver {
         s: &GenState,
         u: &[f64],
         dt: f64,
+        contacts: Option<&[ContactFrame]>,
         sel: &ParamSelection,
     ) -> Result<(StepJacobians, GenState), SolverError> {
         let mut next = s.clone();
-        self.run_step(model, ws, s, u, dt, &mut next)?;
+        match contacts {
+            Some(c) => self.step_with_contacts(model, ws, s, u, dt, c, &mut next)?,
+            None => self.run_step(model, ws, s, u, dt, &mut next)?,
+        };
         let jac = self.tape_jacobians(model, ws, s, u, dt, &next, sel)?;
         Ok((jac, next))
     }
@@ -819,7 +943,6 @@ impl LcpSolver {
                         g
                     })
                     .collect();
-                let nc = geoms.len();
                 // the impact g (Δt = 0)
                 let vs = match &seg.g.impact {
                     Some(imp) => {
@@ -836,9 +959,11 @@ impl LcpSolver {
                             o: po,
                         };
                         let pre = prelude_dt(&x, zero, &mut d)?;
-                        let (bn, bt) = impact_offsets(&pre, &geoms, &v, zero, &seg.g.bounce);
-                        let lambda = lcp_tangent(imp, &pre, &geoms, &bn, &bt, &seg.g.impact_set)?;
-                        let (pn, pt) = expand(&lambda, &seg.g.impact_set, nc);
+                        let (rem, touch) = (Dual64::from(dt) - used, o.ccd.touch);
+                        let speculative = |k: usize| seg.frames[k].distance > touch;
+                        let (mut bn, mut bt) = (vec![], vec![]);
+                        impact_offsets(&pre, &geoms, &v, rem, &seg.g.bounce, speculative, &mut bn, &mut bt);
+                        let (pn, pt) = split(&lcp_tangent(imp, &pre, &geoms, &bn, &bt)?);
                         apply_impulses(&pre, &pn, &pt)
                     }
                     None => v.clone(),
@@ -868,16 +993,14 @@ impl LcpSolver {
                 };
                 let mut pre = prelude_dt(&x, h, &mut d)?;
                 if let Some(imp) = &seg.f.impact {
-                    let (bn, bt) = impact_offsets(&pre, &geoms, &vs, h, &seg.f.bounce);
-                    let lambda = lcp_tangent(imp, &pre, &geoms, &bn, &bt, &seg.f.impact_set)?;
-                    let (pn, pt) = expand(&lambda, &seg.f.impact_set, nc);
+                    let (mut bn, mut bt) = (vec![], vec![]);
+                    impact_offsets(&pre, &geoms, &vs, h, &seg.f.bounce, |_| true, &mut bn, &mut bt);
+                    let (pn, pt) = split(&lcp_tangent(imp, &pre, &geoms, &bn, &bt)?);
                     pre.after_impact_dt(&x, h, &mut d, &pn, &pt)?;
                 }
                 let vplus = match &seg.f.step {
                     Some(st) => {
-                        let all: Vec<usize> = (0..nc).collect();
-                        let lambda = lcp_tangent(st, &pre, &geoms, &pre.bn, &pre.bt, &all)?;
-                        let (ln, lt) = split(&lambda);
+                        let (ln, lt) = split(&lcp_tangent(st, &pre, &geoms, &pre.bn, &pre.bt)?);
                         apply_impulses(&pre, &ln, &lt)
                     }
                     None => pre.vp.clone(),
@@ -921,7 +1044,7 @@ fn gap_along(
     an.geom(c, &d.o_m[c.body_a], &d.o_m[c.body_b]).distance
 }
 
-/// λ + ε dλ of a solved LCP (over the contacts `keep`) along the tangent carried by the dual parts of the
+/// λ + ε dλ of a solved LCP (over all the contacts: an impact set is all or none) along the tangent carried by the dual parts of the
 /// prelude, the offsets and μ (§3.6: the implicit derivative at the answer's active set, `backward::lcp_jvp`).
 fn lcp_tangent(
     solved: &SolvedLcp,
@@ -929,13 +1052,11 @@ fn lcp_tangent(
     geoms: &[ContactGeom<Dual64>],
     bn: &[Dual64],
     bt: &[Dual64],
-    keep: &[usize],
 ) -> Result<Vec<Dual64>, SolverError> {
     let (a, b) = lcp_system(pre, bn, bt);
-    let (a, b) = restrict(&a, &b, keep);
     let da = a.map(|x| x.eps);
     let db = b.map(|x| x.eps);
-    let dmu: Vec<f64> = (0..b.len()).map(|r| if r % 3 == 0 { 0.0 } else { geoms[keep[r / 3]].mu.eps }).collect();
+    let dmu: Vec<f64> = (0..b.len()).map(|r| if r % 3 == 0 { 0.0 } else { geoms[r / 3].mu.eps }).collect();
     let sol = &solved.answer.solution;
     let (dl, _, _) = lcp_jvp(&solved.lcp, &sol.lambda, &sol.classes, &LcpTangent { da: &da, db: &db, dmu: &dmu })
         .map_err(lcp_err)?;
@@ -987,6 +1108,7 @@ impl Solver for LcpSolver {
             report: LcpReport::default(),
             tape: vec![],
             ccd: CcdScratch::default(),
+            buf: StepBuffers::default(),
             poses: vec![],
             wrench: WrenchTerm::default(),
         })
@@ -1007,14 +1129,21 @@ impl Solver for LcpSolver {
         rec: Option<&mut LcpRecord>,
     ) -> Result<StepInfo, SolverError> {
         ws.cache.refresh(model, &mut ws.dm).map_err(dyn_err(NAME))?;
-        let uj = ws.wrench.effective(&ws.dm, &mut ws.d, &s.q, u).map_err(dyn_err(NAME))?.to_vec();
+        let mut uj = std::mem::take(&mut ws.buf.uj);
+        uj.clear();
+        uj.extend_from_slice(ws.wrench.effective(&ws.dm, &mut ws.d, &s.q, u).map_err(dyn_err(NAME))?);
         if let Some(r) = rec {
-            r.s = Some(s.clone());
+            match &mut r.s {
+                Some(x) => copy_state(x, s),
+                None => r.s = Some(s.clone()),
+            }
             r.u.clone_from(&uj);
             r.wrench.clone_from(&u.body_wrench);
             r.dt = dt;
         }
-        self.run_step(model, ws, s, &uj, dt, out)
+        let info = self.run_step(model, ws, s, &uj, dt, out);
+        ws.buf.uj = uj;
+        info
     }
 }
 
@@ -1035,7 +1164,7 @@ impl DiffSolver for LcpSolver {
     ) -> Result<(), SolverError> {
         let s = recorded(&rec.s, NAME)?;
         check_grad_sizes(NAME, model.nv(), g_u, sel, g_theta)?;
-        let (mut jac, next) = self.jacobians(model, ws, s, &rec.u, rec.dt, sel)?;
+        let (mut jac, next) = self.jacobians(model, ws, s, &rec.u, rec.dt, None, sel)?;
         ws.wrench.add_state_columns(&ws.dm, &mut ws.d, &s.q, &rec.wrench, &mut jac).map_err(dyn_err(NAME))?;
         let mut sc = ProductScratch::default();
         transposed_jacobian_product_with(model, &s.q, &next.q, &jac, g_out, g_s, g_u, g_theta, &mut sc);
@@ -1056,7 +1185,7 @@ impl DiffSolver for LcpSolver {
     ) -> Result<(), SolverError> {
         ws.cache.refresh(model, &mut ws.dm).map_err(dyn_err(NAME))?;
         let uj = ws.wrench.effective(&ws.dm, &mut ws.d, &s.q, u).map_err(dyn_err(NAME))?.to_vec();
-        out.assign(&self.jacobians(model, ws, s, &uj, dt, sel)?.0);
+        out.assign(&self.jacobians(model, ws, s, &uj, dt, None, sel)?.0);
         ws.wrench.add_state_columns(&ws.dm, &mut ws.d, &s.q, &u.body_wrench, out).map_err(dyn_err(NAME))?;
         Ok(())
     }

@@ -28,8 +28,8 @@ use super::tangent::TangentWorkspace;
 use crate::contact::buffers::{copy_matrix, reshape_zeroed};
 use crate::contact::frames::{body_joints, ContactFrame, ContactGeom};
 use crate::contact::prelude::{
-    apply_impulses_into, dyn_err as dyn_err_of, prelude_into, restitution_impulses_into, MassSolve, Prelude,
-    PreludeOptions, StepInputs,
+    apply_impulses_into, check_sizes, dyn_err as dyn_err_of, prelude_into, restitution_impulses_into, MassSolve,
+    Prelude, PreludeOptions, StepInputs,
 };
 use crate::generalized::{GenState, WarmImpulse};
 use crate::solver::SolverError;
@@ -335,15 +335,7 @@ impl NcpSolver {
         contacts: &[ContactFrame],
     ) -> Result<(), SolverError> {
         let bad = |problem: String| SolverError::BadInput { solver: "ncp", problem };
-        let (nq, nv) = (ws.dm.nq, ws.dm.nv);
-        if s.q.len() != nq || s.v.len() != nv || u.len() != nv {
-            return Err(bad(format!(
-                "state (q {}, v {}) and controls ({}) must have nq = {nq}, nv = {nv}, nv entries",
-                s.q.len(),
-                s.v.len(),
-                u.len()
-            )));
-        }
+        check_sizes("ncp", ws.dm.nq, ws.dm.nv, &s.q, &s.v, u)?;
         if !(dt > 0.0 && dt.is_finite()) {
             return Err(bad(format!("dt must be positive, got {dt}")));
         }
