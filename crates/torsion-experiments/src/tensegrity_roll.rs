@@ -243,6 +243,31 @@ impl Cost<Vec<f64>> for VelocityCost {
 
 const NO_JACOBIANS: &str = "tensegrity-roll's simulators are black boxes (the sampled iLQG needs no Jacobians)";
 
+/// The `Dynamics` items both simulators share (flat layout, actuated controls, no Jacobians).
+macro_rules! black_box_dynamics {
+    () => {
+        type State = Vec<f64>;
+        fn state_dim(&self) -> usize {
+            self.layout.tangent_len()
+        }
+        fn control_dim(&self) -> usize {
+            self.actuated.len()
+        }
+        fn jacobians(
+            &mut self,
+            _: &Vec<f64>,
+            _: &[f64],
+            _: &mut DMatrix<f64>,
+            _: &mut DMatrix<f64>,
+        ) -> Result<(), IlqrError> {
+            Err(IlqrError::BadInput(NO_JACOBIANS.into()))
+        }
+        fn diff(&mut self, x: &Vec<f64>, o: &Vec<f64>, out: &mut [f64]) {
+            self.layout.diff(x, o, out)
+        }
+    };
+}
+
 /// torsion's engine (Featherstone with the linear contact model) as iLQG dynamics: one call = `hold` steps with
 /// the controls held; u holds the actuated actuators' controls (the others stay 0).
 pub struct TorsionSim {
@@ -280,13 +305,7 @@ fn check_actuated(m: &Model, actuated: &[usize]) -> Result<(), ExperimentError> 
 }
 
 impl Dynamics for TorsionSim {
-    type State = Vec<f64>;
-    fn state_dim(&self) -> usize {
-        self.layout.tangent_len()
-    }
-    fn control_dim(&self) -> usize {
-        self.actuated.len()
-    }
+    black_box_dynamics!();
     fn step(&mut self, x: &Vec<f64>, u: &[f64], out: &mut Vec<f64>) -> Result<(), IlqrError> {
         for (k, &i) in self.actuated.iter().enumerate() {
             self.u.ctrl[i] = u[k];
@@ -303,24 +322,10 @@ impl Dynamics for TorsionSim {
         }
         Ok(())
     }
-    fn jacobians(
-        &mut self,
-        _: &Vec<f64>,
-        _: &[f64],
-        _: &mut DMatrix<f64>,
-        _: &mut DMatrix<f64>,
-    ) -> Result<(), IlqrError> {
-        Err(IlqrError::BadInput(NO_JACOBIANS.into()))
-    }
-    fn diff(&mut self, x: &Vec<f64>, o: &Vec<f64>, out: &mut [f64]) {
-        self.layout.diff(x, o, out)
-    }
 }
 
 fn le_f64(c: &[u8]) -> f64 {
-    let mut b = [0u8; 8];
-    b.copy_from_slice(c);
-    f64::from_le_bytes(b)
+    f64::from_bits(le_u64(c))
 }
 
 /// MuJoCo (pip `mujoco`) behind a pipe as iLQG dynamics: the server (bench/tensegrity/mj_server.py) loads the
@@ -385,7 +390,7 @@ impl MujocoSim {
         tx.write_all(&head).and_then(|_| tx.flush()).map_err(dead)?;
         let mut b = [0u8; 48];
         rx.read_exact(&mut b).map_err(dead)?;
-        let n: Vec<usize> = b[..40].chunks_exact(8).map(|c| le_f64_bits(c) as usize).collect();
+        let n: Vec<usize> = b[..40].chunks_exact(8).map(|c| le_u64(c) as usize).collect();
         let layout = Layout::new(model)?;
         if (n[0], n[1], n[2], n[3]) != (layout.nq, layout.nv, layout.na, model.nu()) {
             return Err(fail(format!(
@@ -421,7 +426,7 @@ impl MujocoSim {
     }
 }
 
-fn le_f64_bits(c: &[u8]) -> u64 {
+fn le_u64(c: &[u8]) -> u64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(c);
     u64::from_le_bytes(b)
@@ -435,13 +440,7 @@ impl Drop for MujocoSim {
 }
 
 impl Dynamics for MujocoSim {
-    type State = Vec<f64>;
-    fn state_dim(&self) -> usize {
-        self.layout.tangent_len()
-    }
-    fn control_dim(&self) -> usize {
-        self.actuated.len()
-    }
+    black_box_dynamics!();
     fn step(&mut self, x: &Vec<f64>, u: &[f64], out: &mut Vec<f64>) -> Result<(), IlqrError> {
         for (k, &i) in self.actuated.iter().enumerate() {
             self.ctrl[i] = u[k];
@@ -464,18 +463,6 @@ impl Dynamics for MujocoSim {
             return Err(IlqrError::BadInput("MuJoCo's state is not finite".into()));
         }
         Ok(())
-    }
-    fn jacobians(
-        &mut self,
-        _: &Vec<f64>,
-        _: &[f64],
-        _: &mut DMatrix<f64>,
-        _: &mut DMatrix<f64>,
-    ) -> Result<(), IlqrError> {
-        Err(IlqrError::BadInput(NO_JACOBIANS.into()))
-    }
-    fn diff(&mut self, x: &Vec<f64>, o: &Vec<f64>, out: &mut [f64]) {
-        self.layout.diff(x, o, out)
     }
 }
 
