@@ -8,7 +8,9 @@ steps the same XML with the same controls (applied as qfrc_applied on the base a
 otherwise (soft contacts, pyramidal cone, Euler), single thread: time per mj_step in a Python loop (the binding's
 call overhead included) and through mujoco.rollout is not used (the controls are state feedback). Slip and
 penetration (min contact dist after mj_forward) as the experiment measures them.
-Usage: python3 bench/jade_mujoco.py [--repeats N] [--profile release|test]
+Usage: python3 bench/jade_mujoco.py [--repeats N] [--profile release|test] [--no-build]
+(--no-build: run target/<profile dir>/jade_lcp as built, without cargo; build it first with
+`cargo build --release -p torsion-bench --bin jade_lcp`, which is slow on a loaded machine).
 """
 import argparse
 import json
@@ -57,17 +59,28 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--profile", default="release", help="cargo profile of the torsion binary (release; test: opt-level 2, no LTO)")
+    ap.add_argument("--no-build", action="store_true", help="run the built binary without cargo")
     a = ap.parse_args()
     env = dict(os.environ)
     cmd = ["cargo", "run", "--profile", a.profile, "-q", "-p", "torsion-bench", "--bin", "jade_lcp", "--", "--repeats", str(a.repeats)]
+    if a.no_build:
+        profile_dir = {"dev": "debug", "test": "debug"}.get(a.profile, a.profile)
+        cmd = [os.path.join(ROOT, "target", profile_dir, "jade_lcp"), "--repeats", str(a.repeats)]
     ours = json.loads(subprocess.run(["taskset", "-c", "0"] + cmd, cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout)
     mj = []
     for t in [0.02, 0.002]:
         for f in [1.0, 10.0]:
             r = mujoco_run(os.path.join(ROOT, "target", "bench", f"jade_thin_plate_t{t}.xml"), f, a.repeats)
             mj.append({"thickness_m": t, "force_n": f, **r})
-    res = {"torsion": ours, "torsion_profile": a.profile, "mujoco": mj, "mujoco_version": mujoco.__version__, "python": platform.python_version(),
+    res = {"torsion": ours, "torsion_profile": a.profile, "mujoco": mj, "loadavg": os.getloadavg(), "mujoco_version": mujoco.__version__, "python": platform.python_version(),
            "nproc": os.cpu_count(), "date": time.strftime("%Y-%m-%d")}
+    # within-run ratios (the machine is shared: absolute times move with its load, ratios much less)
+    res["ratios"] = {
+        "jade_over_baseline": [r["jade_dantzig_us"] / r["baseline_dantzig_us"] for r in ours["lcp_solvers"]],
+        "pgs_over_baseline": [r["pgs_us"] / r["baseline_dantzig_us"] for r in ours["lcp_solvers"]],
+        "ccd_over_dcd": [c["step_us"] / d["step_us"] for c, d in zip(ours["lcp_step_thin_plate"][0::2], ours["lcp_step_thin_plate"][1::2])],
+        "ccd_over_mujoco": [c["step_us"] / m["step_us"] for c, m in zip(ours["lcp_step_thin_plate"][0::2], mj)],
+    }
     os.makedirs(os.path.join(ROOT, "target", "bench"), exist_ok=True)
     with open(os.path.join(ROOT, "target", "bench", "jade_mujoco.json"), "w") as fh:
         json.dump(res, fh, indent=1)

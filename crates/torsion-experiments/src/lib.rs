@@ -8,6 +8,7 @@ pub mod jade_cube_push;
 pub mod jade_sliding_prisms;
 pub mod jade_thin_plate;
 pub mod jade_two_ball;
+pub mod jade_two_ball_facets;
 pub mod ncp_convergence;
 pub mod ncp_friction_id;
 pub mod ncp_joint_id;
