@@ -17,7 +17,8 @@ Usage: python3 bench/contact_scaling.py [--repeats N] [--sizes 1,5,10,20,50] [--
 Needs the torsion Python package (pip install ./crates/torsion-py) and mujoco.
 With `--torsion-bin target/release/contact_scaling` the torsion side is the Rust bench binary instead (the same
 scenes and phases through `Solver::step`, no Python package needed), run per scene just before MuJoCo's with
-`--compare`: "before" (10 fixed passes, factorising in every pass) and "after" (`NcpSolver` defaults) interleaved,
+`--compare`: "before" (`NcpOptions::direct` off: the ADMM passes with the residual stop, session 5) and "after"
+(`NcpSolver` defaults: the direct active-set solve first) interleaved,
 with one rest step's `step_vjp` up to 10 boxes; penetration / drift are then MuJoCo's only.
 """
 import argparse
@@ -179,7 +180,9 @@ def main_bin(args, sizes):
                   f"{a['rest_us']:8.1f}  MuJoCo {ref['drop_us']:7.1f} / {ref['rest_us']:7.1f} µs (drop / rest)  ratio "
                   f"before {r['ratio_drop_before']:5.1f}× / {r['ratio_rest_before']:5.1f}×  after "
                   f"{r['ratio_drop_after']:5.1f}× / {r['ratio_rest_after']:5.1f}×  passes/step after "
-                  f"{a['drop_passes_per_step']:.2f} / {a['rest_passes_per_step']:.2f}  checksum same: "
+                  f"{a['drop_passes_per_step']:.2f} / {a['rest_passes_per_step']:.2f}  direct/step after "
+                  f"{a['drop_direct_per_step']:.2f} / {a['rest_direct_per_step']:.2f}  fallbacks {a['drop_fallbacks']} / "
+                  f"{a['rest_fallbacks']}  checksum same: "
                   f"{a['final_checksum'] == b['final_checksum']}"
                   + (f"  step_vjp {b['step_vjp_us']:.0f} / {a['step_vjp_us']:.0f} µs" if "step_vjp_us" in a else "")
                   + (f"  MuJoCo transitionFD {ref['transitionFD_us']:.0f} µs" if "transitionFD_us" in ref else ""),

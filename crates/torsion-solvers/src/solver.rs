@@ -41,6 +41,9 @@ pub struct StepInfo {
     pub skipped_projections: usize,
     /// XPBD: limit projections applied
     pub active_limits: usize,
+    /// ncp: contact-island solves whose direct solve was rejected by its NCP check and answered by the ADMM passes
+    /// instead (`NcpReport::direct_rejected`; never silent); 0 for the other solvers
+    pub fallbacks: usize,
 }
 
 impl StepInfo {
@@ -54,6 +57,7 @@ impl StepInfo {
             converged: true,
             skipped_projections: 0,
             active_limits: 0,
+            fallbacks: 0,
         }
     }
 }

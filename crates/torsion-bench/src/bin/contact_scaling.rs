@@ -5,8 +5,9 @@
 //! `--repeats`. Also the growth slope of the rest-phase time vs N (log-log least squares), the final state's
 //! checksum (to compare builds bit for bit) and, per scene, one rest step's `step_vjp` (recorded step, all state
 //! and control gradients). Usage: cargo run --release -p torsion-bench --bin contact_scaling -- [--repeats N]
-//! [--sizes 1,5,10,20,50] [--layouts grid,stacks] [--vjp-max 10] [--compare] (`--compare`: also the step before
-//! issue 15 items 1 and 3, `config`, interleaved scene by scene; the rows name their configuration)
+//! [--sizes 1,5,10,20,50] [--layouts grid,stacks] [--vjp-max 10] [--compare] (`--compare`: also the step without
+//! the direct solve of issue 15 item 3, `config`, interleaved scene by scene; the rows name their configuration;
+//! each row counts the passes, the direct solves and their fallbacks per phase)
 use serde_json::json;
 use std::time::Instant;
 use torsion_bench::{loglog_slope as slope, median};
@@ -50,34 +51,45 @@ fn scene_xml(n: usize, layout: &str) -> String {
     )
 }
 
-/// Steps `steps` times from `s` (one workspace), returning the final state and the staggered passes made.
+/// What `roll` counts over its steps: staggered passes, island solves answered by the direct solve and those
+/// where it was rejected (`StepInfo::fallbacks`).
+#[derive(Default, Clone, Copy)]
+struct Counts {
+    passes: usize,
+    direct: usize,
+    fallbacks: usize,
+}
+
+/// Steps `steps` times from `s` (one workspace), returning the final state and the counts.
 fn roll(
     solver: &NcpSolver,
     m: &Model,
     ws: &mut <NcpSolver as Solver>::Workspace,
     s: &GenState,
     steps: usize,
-) -> (GenState, usize) {
+) -> (GenState, Counts) {
     let u = Control::from_torques(&vec![0.0; m.nv()]);
     let (mut a, mut b) = (s.clone(), s.clone());
-    let mut passes = 0;
+    let mut c = Counts::default();
     for _ in 0..steps {
-        passes += solver.step(m, &a, &u, DT, &mut b, ws, None).expect("step").iterations;
+        let info = solver.step(m, &a, &u, DT, &mut b, ws, None).expect("step");
+        c.passes += info.iterations;
+        c.fallbacks += info.fallbacks;
+        c.direct += ws.report.direct;
         std::mem::swap(&mut a, &mut b);
     }
-    (a, passes)
+    (a, c)
 }
 
-/// The solver and workspace of a configuration: "after" = `NcpSolver` defaults, "before" = the fixed 10 passes
-/// with every island's ADMM factorising in every pass (the step before issue 15 items 1 and 3).
+/// The solver and workspace of a configuration: "after" = `NcpSolver` defaults, "before" = the same without the
+/// direct solve (`NcpOptions::direct` off: the ADMM passes with the per-island residual stop, session 5's step).
 fn config(name: &str, m: &Model) -> (NcpSolver, <NcpSolver as Solver>::Workspace) {
     let mut o = NcpOptions::default();
     if name == "before" {
-        o.residual_tolerance = 0.0;
+        o.direct = false;
     }
     let solver = NcpSolver::new(o);
-    let mut ws = solver.workspace(m).expect("workspace");
-    ws.ncp.reuse_factors = name != "before";
+    let ws = solver.workspace(m).expect("workspace");
     (solver, ws)
 }
 
@@ -105,8 +117,8 @@ fn main() {
             for (ci, name) in configs.iter().enumerate() {
                 let (solver, mut ws) = config(name, &m);
                 let s0 = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
-                let (sr, drop_passes) = roll(&solver, &m, &mut ws, &s0, DROP);
-                let (end, rest_passes) = roll(&solver, &m, &mut ws, &sr, REST);
+                let (sr, drop_counts) = roll(&solver, &m, &mut ws, &s0, DROP);
+                let (end, rest_counts) = roll(&solver, &m, &mut ws, &sr, REST);
                 let (mut td, mut tr) = (vec![], vec![]);
                 for _ in 0..repeats {
                     let t = Instant::now();
@@ -124,8 +136,11 @@ fn main() {
                 let mut row = json!({
                     "config": name, "layout": layout, "n": n, "nv": m.nv(), "contacts": ws.frames.len(),
                     "drop_us": drop_us, "rest_us": rest_us,
-                    "drop_passes_per_step": drop_passes as f64 / DROP as f64,
-                    "rest_passes_per_step": rest_passes as f64 / REST as f64,
+                    "drop_passes_per_step": drop_counts.passes as f64 / DROP as f64,
+                    "rest_passes_per_step": rest_counts.passes as f64 / REST as f64,
+                    "drop_direct_per_step": drop_counts.direct as f64 / DROP as f64,
+                    "rest_direct_per_step": rest_counts.direct as f64 / REST as f64,
+                    "drop_fallbacks": drop_counts.fallbacks, "rest_fallbacks": rest_counts.fallbacks,
                     "final_checksum": format!("{checksum:.17e}"), "final_lowest_z": zmin,
                 });
                 if n <= vjp_max {

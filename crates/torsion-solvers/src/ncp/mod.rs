@@ -3,6 +3,7 @@
 pub mod admm;
 pub mod backward;
 pub mod chain;
+mod direct;
 pub mod exact;
 mod fixed_point;
 pub mod sets;

@@ -196,6 +196,7 @@ impl Solver for NcpSolver {
                 .max(r.residuals.mdp_sliding)
                 .max(r.residuals.mdp_sticking),
             converged: admm.all(|i| i.converged),
+            fallbacks: r.direct_rejected,
             ..StepInfo::new("ncp")
         })
     }

@@ -21,8 +21,10 @@
 //! (`GenState::warm`); the impact's is cold, and skipped when no contact approaches (every impact offset ≥ 0). Every step reports its ADMM results and the NCP residuals of §3.9;
 //! failures are reported, never hidden. Contacts sharing no moving body tree form independent problems
 //! (islands), solved one by one, each stopping on its own residual (an island's result does not depend on the
-//! others).
+//! others); an island whose contacts all stick or separate is answered by one direct solve on that active set
+//! (`direct.rs`, issue 15 item 3), checked against the same residual, the passes otherwise.
 use super::admm::{Admm, AdmmCache, AdmmInfo, AdmmOptions};
+use super::direct::{Blocks, Direct, DirectProblem, DirectSolve};
 use super::sets::{ConstraintSet, FrictionSet};
 use super::tangent::TangentWorkspace;
 use crate::contact::buffers::{copy_matrix, reshape_zeroed};
@@ -62,6 +64,11 @@ pub struct NcpOptions {
     pub collision: torsion_collision::CollisionOptions,
     /// how the step is differentiated (`tangent.rs`)
     pub gradient: NcpGradient,
+    /// try each island's direct solve first (`direct.rs`, issue 15 item 3: sticking / separating contacts by one
+    /// linear solve, checked against the NCP residual, the ADMM passes when it fails); only with the residual stop
+    /// (`residual_tolerance` > 0) and a derivative of the fixed point (not `NcpGradient::Cascade`, which
+    /// differentiates the passes as executed)
+    pub direct: bool,
     /// solve the contact islands in parallel (rayon, in the current thread pool; issue 15 item 5): the same
     /// result bit for bit as one by one. Off by default: rayon's job queues allocate (design.md §7)
     pub parallel: bool,
@@ -105,6 +112,7 @@ impl Default for NcpOptions {
             passive: true,
             collision: torsion_collision::CollisionOptions { margin: 0.01, ..Default::default() },
             gradient: NcpGradient::Auto,
+            direct: true,
             parallel: false,
         }
     }
@@ -129,7 +137,8 @@ pub struct NcpReport {
     pub contacts: usize,
     /// per staggered pass: the QP's and the QCQP's ADMM results (solved per contact island, each island making
     /// its own passes; pass p merges the islands that made it: iterations, residuals, ρ the maxima,
-    /// refactorisations the sum, converged / polished for all of them)
+    /// refactorisations the sum, converged / polished for all of them; an island answered by the direct solve
+    /// makes one pass, reported with its refinements as iterations, its factorisations and its NCP residual)
     pub qp: Vec<AdmmInfo>,
     pub qcqp: Vec<AdmmInfo>,
     /// max |Δλ| of the islands' last staggered passes (and the most passes an island made: `qp.len()`)
@@ -141,6 +150,10 @@ pub struct NcpReport {
     pub lambda_t: Vec<f64>,
     /// the impact, when a contact has ε > 0 (docs/decisions.md row 9a)
     pub impact: Option<ImpactReport>,
+    /// island solves (the impact's and the step's) answered by the direct solve (`NcpOptions::direct`), and those
+    /// where it was tried and rejected (then solved by the ADMM passes)
+    pub direct: usize,
+    pub direct_rejected: usize,
 }
 
 /// What the impact solve reports (compression from the pre-step velocity, then restitution).
@@ -255,6 +268,9 @@ struct Island {
     info: [AdmmInfo; 2],
     res: f64,
     change: f64,
+    /// the direct solve's buffers and what it did in this solve (None: not tried)
+    direct: DirectSolve,
+    outcome: Option<Direct>,
     /// no pass in this solve (an impact solve where none of the island's contacts approaches: zero impulses)
     skip: bool,
     /// the island's solve as executed (copied into the phase's tape at the end of the solve)
@@ -428,6 +444,8 @@ impl NcpSolver {
         report.qcqp.clear();
         report.last_change = 0.0;
         report.residuals = NcpResiduals::default();
+        report.direct = 0;
+        report.direct_rejected = 0;
         report.lambda_n.clear();
         report.lambda_t.clear();
         if let Some(imp) = report.impact.take() {
@@ -497,6 +515,9 @@ impl NcpSolver {
             passes.buf.lt.extend(contacts.iter().flat_map(|c| s.warm.get(c.id).map_or([0.0; 2], |w| w.tangent)));
             passes.run(pre, &pre.bn, &pre.bt, &mut tape.step, &mut report.qp, &mut report.qcqp)?;
             report.last_change = tape.step.last_change;
+            let phases = [Some(&tape.step), tape.has_impact.then_some(&tape.impact)];
+            report.direct = phases.iter().flatten().map(|p| p.direct).sum();
+            report.direct_rejected = phases.iter().flatten().map(|p| p.direct_rejected).sum();
             let (ln, lt) = (&tape.step.ln, &tape.step.lt);
             apply_impulses_into(pre, ln, lt, vplus);
             report.residuals = residuals(pre, vplus, ln, lt, &passes.buf.r, o, res);
@@ -556,32 +577,32 @@ struct Passes<'a> {
     buf: &'a mut StepBuffers,
 }
 
-/// One pass of one island on its own impulses (`Island::ln`, `lt`, warm on entry): its QP, then its QCQP, and
-/// the Signorini part of its NCP residual when `residual` (G: the island's blocks, or the dense G when whole).
-#[allow(clippy::too_many_arguments)]
-fn island_pass(
-    isl: &mut Island,
-    g: (&DMatrix<f64>, &DMatrix<f64>, &DMatrix<f64>),
-    bn: &[f64],
-    bt: &[f64],
-    contacts: &[ContactFrame],
-    o: &NcpOptions,
+/// What an island's solve reads besides the island: its blocks of G (or the dense G when whole), the phase's
+/// offsets (all contacts), the contacts, the options.
+#[derive(Clone, Copy)]
+struct IslandInputs<'a> {
+    g: Blocks<'a>,
+    bn: &'a [f64],
+    bt: &'a [f64],
+    contacts: &'a [ContactFrame],
+    o: &'a NcpOptions,
+    /// `NcpWorkspace::reuse_factors`
     reuse: bool,
+    /// the NCP residual stop is on (`NcpOptions::residual_tolerance` > 0)
     residual: bool,
-) -> Result<(), SolverError> {
-    let (gn, gt, gnt) = g;
-    let Island { idx, ln, lt, g_n, g_t, r, qp_cache, qcqp_cache, admm, info, res, change, .. } = isl;
-    let delta = |a: &[f64], b: &[f64]| a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
-    let (qp, qcqp) = admm.as_mut().expect("an island holds its ADMM solvers");
+}
+
+/// The QP's linear term g_n = b_n + G_nt λ_t over an island (G_nt is block diagonal over the islands: the
+/// island's rows from its block).
+fn qp_linear(g_n: &mut Vec<f64>, idx: &[usize], bn: &[f64], gnt: &DMatrix<f64>, lt: &[f64]) {
     let m = idx.len();
-    // QP: g_n = b_n + G_nt λ_t (G_nt is block diagonal over the islands: the island's rows from its block)
     g_n.clear();
     g_n.extend(idx.iter().enumerate().map(|(a, &i)| bn[i] + (0..2 * m).map(|k| gnt[(a, k)] * lt[k]).sum::<f64>()));
-    let cache = reuse.then_some(qp_cache);
-    info[0] = qp.solve_cached(gn, g_n, ConstraintSet::Nonneg, Some(ln), &o.admm, cache)?;
-    *change = delta(ln, qp.solution());
-    ln.copy_from_slice(qp.solution());
-    // QCQP: g_t = b_t + G_ntᵀ λ_n, disks of radius μ λ_n
+}
+
+/// The QCQP's linear term g_t = b_t + G_ntᵀ λ_n over an island.
+fn qcqp_linear(g_t: &mut Vec<f64>, idx: &[usize], bt: &[f64], gnt: &DMatrix<f64>, ln: &[f64]) {
+    let m = idx.len();
     g_t.clear();
     g_t.extend(
         idx.iter()
@@ -589,6 +610,23 @@ fn island_pass(
             .enumerate()
             .map(|(kk, k)| bt[k] + (0..m).map(|b| gnt[(b, kk)] * ln[b]).sum::<f64>()),
     );
+}
+
+/// One pass of one island on its own impulses (`Island::ln`, `lt`, warm on entry): its QP, then its QCQP, and
+/// the Signorini part of its NCP residual when the residual stop is on.
+fn island_pass(isl: &mut Island, x: IslandInputs) -> Result<(), SolverError> {
+    let IslandInputs { g: (gn, gt, gnt), bn, bt, contacts, o, reuse, residual } = x;
+    let Island { idx, ln, lt, g_n, g_t, r, qp_cache, qcqp_cache, admm, info, res, change, .. } = isl;
+    let delta = |a: &[f64], b: &[f64]| a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+    let (qp, qcqp) = admm.as_mut().expect("an island holds its ADMM solvers");
+    // QP: g_n = b_n + G_nt λ_t
+    qp_linear(g_n, idx, bn, gnt, lt);
+    let cache = reuse.then_some(qp_cache);
+    info[0] = qp.solve_cached(gn, g_n, ConstraintSet::Nonneg, Some(ln), &o.admm, cache)?;
+    *change = delta(ln, qp.solution());
+    ln.copy_from_slice(qp.solution());
+    // QCQP: g_t = b_t + G_ntᵀ λ_n, disks of radius μ λ_n
+    qcqp_linear(g_t, idx, bt, gnt, ln);
     r.clear();
     r.extend(idx.iter().zip(ln.iter()).map(|(&i, l)| contacts[i].mu * l));
     let set = ConstraintSet::Friction { kind: o.friction_set, r };
@@ -600,20 +638,69 @@ fn island_pass(
     Ok(())
 }
 
-/// One island's solve (spec 001 §3.5): up to `n_step` passes from its warm start (`Island::ln`, `lt`), stopping
-/// on its own Δλ and NCP residual (relative to its own impulses and offsets): the same numbers bit for bit
-/// whatever the other islands do or need (issue 15). Recorded on the island's tape.
-#[allow(clippy::too_many_arguments)]
-fn island_solve(
-    isl: &mut Island,
-    g: (&DMatrix<f64>, &DMatrix<f64>, &DMatrix<f64>),
-    bn: &[f64],
-    bt: &[f64],
-    contacts: &[ContactFrame],
-    o: &NcpOptions,
-    reuse: bool,
-    residual: bool,
-) -> Result<(), SolverError> {
+/// The island's direct solve (`direct.rs`) from its warm start (`Island::ln`, `lt`); when it is accepted, the
+/// island's impulses, linear terms, radii and reports as a pass at the fixed point would leave them (the
+/// sub-problems' KKT residuals: the NCP residual the solve was checked to). Returns whether it was accepted.
+fn island_direct(isl: &mut Island, x: IslandInputs, tol: f64) -> bool {
+    let IslandInputs { g, bn, bt, contacts, o, .. } = x;
+    let tp = &isl.tape;
+    let pb = DirectProblem {
+        g,
+        idx: &isl.idx,
+        contacts,
+        bn: &tp.bn,
+        bt: &tp.bt,
+        ln_warm: &isl.ln,
+        lt_warm: &isl.lt,
+        kind: o.friction_set,
+        tol,
+    };
+    let outcome = isl.direct.solve(&pb);
+    isl.outcome = Some(outcome);
+    let Direct::Solved { residual, sets, refinements } = outcome else { return false };
+    let d = &isl.direct;
+    let delta = |a: &[f64], b: &[f64]| a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+    isl.change = delta(&isl.ln, &d.ln).max(delta(&isl.lt, &d.lt));
+    isl.ln.copy_from_slice(&d.ln);
+    isl.lt.copy_from_slice(&d.lt);
+    let (idx, gnt) = (&isl.idx, g.2);
+    qp_linear(&mut isl.g_n, idx, bn, gnt, &isl.lt);
+    qcqp_linear(&mut isl.g_t, idx, bt, gnt, &isl.ln);
+    isl.r.clear();
+    isl.r.extend(idx.iter().zip(&isl.ln).map(|(&i, l)| contacts[i].mu * l));
+    let info = AdmmInfo {
+        iterations: refinements,
+        converged: true,
+        kkt_residual: residual,
+        refactorizations: sets,
+        ..Default::default()
+    };
+    isl.info = [info.clone(), info];
+    isl.res = residual;
+    true
+}
+
+/// Record the island's last pass (its linear terms, impulses, reports) as pass `n` of its tape.
+fn record_pass(isl: &mut Island, n: usize) {
+    let tp = &mut isl.tape;
+    if n == tp.passes.len() {
+        tp.passes.push(tp.spare.pop().unwrap_or_default());
+    }
+    let pass = &mut tp.passes[n];
+    pass.g_n.clone_from(&isl.g_n);
+    pass.lambda_n.clone_from(&isl.ln);
+    pass.g_t.clone_from(&isl.g_t);
+    pass.lambda_t.clone_from(&isl.lt);
+    pass.info.clone_from(&isl.info);
+    tp.last_change = isl.change;
+}
+
+/// One island's solve (spec 001 §3.5): its direct solve (`NcpOptions::direct`), else up to `n_step` passes from
+/// its warm start (`Island::ln`, `lt`), stopping on its own Δλ and NCP residual (relative to its own impulses
+/// and offsets): the same numbers bit for bit whatever the other islands do or need (issue 15). Recorded on the
+/// island's tape (an accepted direct solve as one pass at the fixed point).
+fn island_solve(isl: &mut Island, x: IslandInputs) -> Result<(), SolverError> {
+    let IslandInputs { bn, bt, o, residual, .. } = x;
     {
         let (tp, idx) = (&mut isl.tape, &isl.idx);
         tp.idx.clone_from(idx);
@@ -625,30 +712,29 @@ fn island_solve(
         tp.converged = false;
         tp.last_change = 0.0;
     }
+    isl.outcome = None;
     let bmax = isl.tape.bn.iter().fold(0.0f64, |m, b| m.max(b.abs()));
-    let passes = if isl.skip { 0 } else { o.n_step.max(1) };
+    let tol = o.residual_tolerance * (1.0 + bmax);
+    let mut passes = if isl.skip { 0 } else { o.n_step.max(1) };
     let mut npass = 0;
+    // the direct solve where its fixed point is what the step's derivative differentiates
+    if passes > 0 && residual && o.direct && o.gradient != NcpGradient::Cascade && island_direct(isl, x, tol) {
+        record_pass(isl, 0);
+        npass = 1;
+        passes = 0;
+        isl.tape.converged = true;
+    }
     for _ in 0..passes {
-        island_pass(isl, g, bn, bt, contacts, o, reuse, residual)?;
-        let tp = &mut isl.tape;
-        if npass == tp.passes.len() {
-            tp.passes.push(tp.spare.pop().unwrap_or_default());
-        }
-        let pass = &mut tp.passes[npass];
+        island_pass(isl, x)?;
+        record_pass(isl, npass);
         npass += 1;
-        pass.g_n.clone_from(&isl.g_n);
-        pass.lambda_n.clone_from(&isl.ln);
-        pass.g_t.clone_from(&isl.g_t);
-        pass.lambda_t.clone_from(&isl.lt);
-        pass.info.clone_from(&isl.info);
-        tp.last_change = isl.change;
         let lmax = isl.ln.iter().chain(&isl.lt).fold(0.0f64, |m, v| m.max(v.abs()));
         if o.tolerance > 0.0 && isl.change <= o.tolerance * (1.0 + lmax) {
             break;
         }
         let kkt = isl.info[0].kkt_residual.max(isl.info[1].kkt_residual);
-        if residual && kkt.max(isl.res) <= o.residual_tolerance * (1.0 + bmax) {
-            tp.converged = true;
+        if residual && kkt.max(isl.res) <= tol {
+            isl.tape.converged = true;
             break;
         }
     }
@@ -657,7 +743,7 @@ fn island_solve(
     tp.ln.clone_from(&isl.ln);
     tp.lt.clone_from(&isl.lt);
     // a skipped island holds its (zero) start: nothing to converge
-    tp.converged |= passes == 0;
+    tp.converged |= isl.skip;
     Ok(())
 }
 
@@ -699,16 +785,13 @@ impl Passes<'_> {
             isl.r.extend(isl.idx.iter().zip(&isl.ln).map(|(&i, l)| contacts[i].mu * l));
         }
         let residual = o.residual_tolerance > 0.0;
-        let g_of = |n: usize| island_blocks(pre, whole, n);
+        let x = |n: usize| IslandInputs { g: island_blocks(pre, whole, n), bn, bt, contacts, o, reuse, residual };
         if o.parallel && islands.len() > 1 {
             use rayon::prelude::*;
-            islands
-                .par_iter_mut()
-                .enumerate()
-                .try_for_each(|(n, isl)| island_solve(isl, g_of(n), bn, bt, contacts, o, reuse, residual))?;
+            islands.par_iter_mut().enumerate().try_for_each(|(n, isl)| island_solve(isl, x(n)))?;
         } else {
             for (n, isl) in islands.iter_mut().enumerate() {
-                island_solve(isl, g_of(n), bn, bt, contacts, o, reuse, residual)?;
+                island_solve(isl, x(n))?;
             }
         }
         // gather in island order (the same whatever ran them)
@@ -728,7 +811,14 @@ impl Passes<'_> {
         tape.n = islands.len();
         tape.last_change = 0.0;
         tape.converged = true;
+        tape.direct = 0;
+        tape.direct_rejected = 0;
         for (isl, it) in islands.iter_mut().zip(tape.islands.iter_mut()) {
+            match isl.outcome {
+                Some(Direct::Solved { .. }) => tape.direct += 1,
+                Some(Direct::Rejected { .. }) => tape.direct_rejected += 1,
+                None => {}
+            }
             for (a, &i) in isl.idx.iter().enumerate() {
                 buf.ln[i] = isl.ln[a];
                 buf.r[i] = isl.r[a];
@@ -799,6 +889,9 @@ pub(crate) struct PhaseTape {
     pub last_change: f64,
     /// every island stopped on the NCP residual (`NcpOptions::residual_tolerance`): at the fixed point
     pub converged: bool,
+    /// islands answered by the direct solve, and those where it was rejected (`NcpReport::direct`)
+    pub direct: usize,
+    pub direct_rejected: usize,
 }
 
 /// One island's solve as executed; vectors in the island's contact order (`idx`).
@@ -1161,5 +1254,98 @@ mod tests {
             }
         }
         assert!(serial.last().unwrap().warm.len() >= 28, "in contact");
+    }
+
+    /// Issue 15 item 3: a column of five boxes dropped 1 mm apart (bench/contact_scaling.py's stack), at rest
+    /// after 100 steps (one island of 16–20 redundant contacts, where the ADMM passes run to 8–10 per step,
+    /// printed below) is answered by the direct active-set solve, one pass per step and no fallback, at the NCP's
+    /// solution: residuals ≤ 1e-12 m/s, every box at rest.
+    #[test]
+    fn a_resting_column_is_solved_directly_in_one_pass() {
+        let m = boxes_at(&(0..5).map(|k| (0.0, 0.101 + 0.201 * k as f64)).collect::<Vec<_>>());
+        let solver = NcpSolver::default();
+        let mut ws = solver.workspace(&m).unwrap();
+        let u = Control::from_torques(&vec![0.0; m.nv()]);
+        let mut a = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
+        let mut b = a.clone();
+        let (mut worst_res, mut worst_v) = (0.0f64, 0.0f64);
+        for step in 0..120 {
+            let info = solver.step(&m, &a, &u, 0.005, &mut b, &mut ws, None).unwrap();
+            std::mem::swap(&mut a, &mut b);
+            if step >= 100 {
+                let (r, res) = (&ws.report, &ws.report.residuals);
+                assert!(r.contacts >= 16 && ws.ncp.island_count() == 1, "{} contacts", r.contacts);
+                assert!(
+                    info.iterations == 1 && r.direct == 1 && info.fallbacks == 0,
+                    "step {step}: {} passes, {} direct, {} fallbacks",
+                    info.iterations,
+                    r.direct,
+                    info.fallbacks
+                );
+                worst_res = worst_res.max(res.signorini).max(res.cone).max(res.mdp_sticking).max(res.mdp_sliding);
+                worst_v = a.v.iter().fold(worst_v, |m, v| m.max(v.abs()));
+            }
+        }
+        eprintln!("resting column: NCP residual {worst_res:.1e} m/s, max |v| {worst_v:.1e}");
+        assert!(worst_res < 1e-12 && worst_v < 1e-12, "residual {worst_res:e}, |v| {worst_v:e}");
+        // the same 120 steps without the direct solve (the ADMM passes, their own warm starts), then per pass of
+        // the last step the Signorini residual, the sub-problems' iterations and polish, how far λ_n and λ_t move
+        let off = NcpSolver::new(NcpOptions { direct: false, ..Default::default() });
+        let mut w = off.workspace(&m).unwrap();
+        let mut a = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
+        let mut info = off.step(&m, &a, &u, 0.005, &mut b, &mut w, None).unwrap();
+        for _ in 1..120 {
+            std::mem::swap(&mut a, &mut b);
+            info = off.step(&m, &a, &u, 0.005, &mut b, &mut w, None).unwrap();
+        }
+        let (it, blk) = (&w.ncp.tape.step.islands[0], &w.ncp.pre.blocks[0]);
+        let (mut ln, mut lt) = (vec![0.0; it.idx.len()], it.lt_warm.clone());
+        for (k, p) in it.passes.iter().enumerate() {
+            let d = |a: &[f64], b: &[f64]| a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+            let res = signorini(&blk.gn, &blk.gnt, &it.idx, &w.ncp.pre.bn, &p.lambda_n, &p.lambda_t);
+            eprintln!(
+                "  pass {k}: Signorini {res:.1e}, ADMM iterations {} / {}, polished {} / {}, |Δλ_n| {:.1e}, |Δλ_t| {:.1e}",
+                p.info[0].iterations,
+                p.info[1].iterations,
+                p.info[0].polished,
+                p.info[1].polished,
+                if k == 0 { f64::NAN } else { d(&ln, &p.lambda_n) },
+                d(&lt, &p.lambda_t),
+            );
+            ln.clone_from(&p.lambda_n);
+            lt.clone_from(&p.lambda_t);
+        }
+        eprintln!("  without the direct solve: {} passes", info.iterations);
+    }
+
+    /// Issue 15 item 3: where the direct solve does not hold (a box sliding on its four corners: the sticking
+    /// solution leaves the friction disk) the island falls back to the ADMM passes from the same warm start — the
+    /// step of `direct: false` bit for bit — and the step says so (`StepInfo::fallbacks`); once the box stops,
+    /// the direct solve answers.
+    #[test]
+    fn a_rejected_direct_solve_falls_back_to_the_same_passes() {
+        let m = boxes_at(&[(0.0, 0.0995)]);
+        let on = NcpSolver::default();
+        let off = NcpSolver::new(NcpOptions { direct: false, ..Default::default() });
+        let (mut w_on, mut w_off) = (on.workspace(&m).unwrap(), off.workspace(&m).unwrap());
+        let u = Control::from_torques(&[0.0; 6]);
+        let mut s = GenState::new(m.qpos0.clone(), vec![0.0; 6]);
+        s.v[3] = 0.4;
+        let (mut a, mut b) = (s.clone(), s.clone());
+        let (mut fallbacks, mut direct) = (0, 0);
+        for step in 0..40 {
+            let i = on.step(&m, &s, &u, 0.005, &mut a, &mut w_on, None).unwrap();
+            let j = off.step(&m, &s, &u, 0.005, &mut b, &mut w_off, None).unwrap();
+            assert_eq!(i.fallbacks, w_on.report.direct_rejected, "step {step}");
+            assert_eq!((j.fallbacks, w_off.report.direct), (0, 0), "step {step}: direct solve off");
+            if i.fallbacks > 0 {
+                assert!(a == b, "step {step}: the fallback differs from the passes");
+                fallbacks += 1;
+            }
+            direct += w_on.report.direct;
+            s = a.clone();
+        }
+        eprintln!("sliding box: {fallbacks} steps fell back, {direct} direct solves; x {:.4} m", s.q[0]);
+        assert!(fallbacks >= 10 && direct >= 10 && s.q[0] > 0.01, "{fallbacks} fallbacks, {direct} direct");
     }
 }

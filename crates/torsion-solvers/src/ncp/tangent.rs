@@ -140,7 +140,8 @@ fn eps_into(x: &DMatrix<Dual64>, m: &mut DMatrix<f64>) {
 }
 
 impl NcpSolver {
-    /// One step (as `step_with_contacts`, whose result it also returns) and its tangent Jacobians.
+    /// One step (as `step_with_contacts`, whose result it also returns) and its tangent Jacobians, every column
+    /// (`jacobians_into` with the per-contact `d_mu` / `d_restitution` directions).
     #[allow(clippy::too_many_arguments)]
     pub fn step_jacobians_with_contacts(
         &self,
@@ -152,25 +153,8 @@ impl NcpSolver {
         contacts: &[ContactFrame],
         sel: &ParamSelection,
     ) -> Result<(NcpJacobians, GenState, NcpReport), SolverError> {
-        self.jacobians(model, ws, s, u, dt, contacts, sel, true)
-    }
-
-    /// As `step_jacobians_with_contacts`; `per_contact` = false skips the `d_mu` / `d_restitution` directions
-    /// (left zero: the `DiffSolver` path reads only A, B, C).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn jacobians(
-        &self,
-        model: &Model,
-        ws: &mut NcpWorkspace,
-        s: &GenState,
-        u: &[f64],
-        dt: f64,
-        contacts: &[ContactFrame],
-        sel: &ParamSelection,
-        per_contact: bool,
-    ) -> Result<(NcpJacobians, GenState, NcpReport), SolverError> {
         let mut report = NcpReport::default();
-        self.jacobians_into(model, ws, s, u, dt, contacts, sel, per_contact, &mut report)?;
+        self.jacobians_into(model, ws, s, u, dt, contacts, sel, true, &mut report)?;
         let tan = ws.tangent();
         let (nv, ns, nc) = (ws.dm.nv, sel.len(), contacts.len());
         let (cols, ndir) = (&tan.cols, 3 * nv + ns + nc + 1);
@@ -185,7 +169,8 @@ impl NcpSolver {
     }
 
     /// The step (reported into `report`) and its tangent Jacobians into the workspace (`NcpWorkspace::tangent`:
-    /// `cols`, the output state `next`), without allocation once the workspace has grown.
+    /// `cols`, the output state `next`), without allocation once the workspace has grown; `per_contact` = false
+    /// skips the `d_mu` / `d_restitution` directions (left zero: the `DiffSolver` path reads only A, B, C).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn jacobians_into(
         &self,
