@@ -1,6 +1,7 @@
 //! The detected contact set of one step (design.md §1 `Contacts`), with spec 001 §3.1 conventions: the normal is
 //! unit and points from body B to body A, so a positive relative normal velocity of A w.r.t. B separates; (n, t1,
 //! t2) is a right-handed orthonormal frame; the distance is signed (negative = penetration).
+use parry3d_f64::shape::PackedFeatureId;
 use torsion_math::Vec3;
 
 /// Persistent contact identity across steps: the shape pair and the manifold's feature pair (parry's packed
@@ -11,6 +12,25 @@ pub struct ContactId {
     pub geom_b: usize,
     /// (feature id on A) << 32 | (feature id on B)
     pub feature: u64,
+}
+
+impl ContactId {
+    /// parry's packed feature ids of A's and B's touching features (2 header bits: vertex, edge, face; 0 unknown)
+    fn features(&self) -> [PackedFeatureId; 2] {
+        [PackedFeatureId((self.feature >> 32) as u32), PackedFeatureId(self.feature as u32)]
+    }
+
+    /// A vertex of B on a face of A (the normal is A's face's, the point B's vertex).
+    pub fn vertex_of_b_on_face_of_a(&self) -> bool {
+        let [a, b] = self.features();
+        a.is_face() && b.is_vertex()
+    }
+
+    /// A vertex of A on a face of B (the normal is B's face's, the point A's vertex).
+    pub fn vertex_of_a_on_face_of_b(&self) -> bool {
+        let [a, b] = self.features();
+        a.is_vertex() && b.is_face()
+    }
 }
 
 /// One contact point between shape `geom_a` (on `body_a`) and shape `geom_b` (on `body_b`). B is the plane if

@@ -10,7 +10,7 @@ pub mod rollout;
 
 pub use adjoint::{rollout_tape, rollout_vjp, tape_vjp, RolloutGrad, Tape};
 pub use gradcheck::{fd_gradient, fd_jacobian, gradcheck, rel_err, GradCheck};
-pub use jacobians::{forward_sensitivities, trajectory_jacobians};
+pub use jacobians::{forward_sensitivities, step_jacobians_fd, trajectory_jacobians};
 pub use rollout::{cable_controls, rollout, rollout_each, set_control_row};
 
 /// The unit tests' model: a two-link arm under gravity (links 0.8 m and 0.5 m, 1 kg, Δt 0.01 s).

@@ -178,28 +178,57 @@ fn surface_radius(kind: &torsion_model::ShapeKind) -> f64 {
 
 /// The contact frames of detected contacts, converted once (the frames every contact solver takes): the pair's μ
 /// and ε are the larger of the two shapes' values (`pair_source`), the id a persistent key (`contact_key`), the
-/// radii those of the shapes' surfaces (`surface_radius`).
+/// radii those of the shapes' surfaces (`surface_radius`). A polyhedral pair whose contacts are B's vertices on a
+/// face of A (parry's feature ids; `face_on_a`) is turned round — A and B, shapes and radii swapped, n and t2
+/// negated, t1 kept (the warm start's) — so the frame's B owns the face: its normal turns with B and the point is
+/// a vertex of A, as the Jacobians take it (`anchor::Anchor`, docs/gradients.md).
 pub fn frames_from_collision(model: &Model, contacts: &Contacts, frames: &mut Vec<ContactFrame>) {
     frames.clear();
-    for c in &contacts.contacts {
-        let (sa, sb) = (&model.shapes[c.geom_a], &model.shapes[c.geom_b]);
-        let shapes = [c.geom_a, c.geom_b];
+    let all = &contacts.contacts;
+    let mut start = 0;
+    while start < all.len() {
+        // one shape pair's contacts (its manifold: consecutive in the detection's output)
+        let pair = (all[start].geom_a, all[start].geom_b);
+        let run = &all[start..start + all[start..].iter().take_while(|c| (c.geom_a, c.geom_b) == pair).count()];
+        start += run.len();
+        let (sa, sb) = (&model.shapes[pair.0], &model.shapes[pair.1]);
+        let radius = [surface_radius(&sa.kind), surface_radius(&sb.kind)];
+        let flip = radius == [0.0; 2] && face_on_a(run);
+        let shapes = [pair.0, pair.1];
         let mu = model.shapes[pair_source(shapes, sa.friction[0], sb.friction[0])].friction[0];
         let restitution = model.shapes[pair_source(shapes, sa.restitution, sb.restitution)].restitution;
-        frames.push(ContactFrame {
-            body_a: c.body_a,
-            body_b: c.body_b,
-            point: c.point,
-            normal: c.normal,
-            tangents: c.tangents,
-            distance: c.distance,
-            mu,
-            restitution,
-            shapes: Some(shapes),
-            id: contact_key(&c.id),
-            radius: [surface_radius(&sa.kind), surface_radius(&sb.kind)],
-        });
+        for c in run {
+            let mut f = ContactFrame {
+                body_a: c.body_a,
+                body_b: c.body_b,
+                point: c.point,
+                normal: c.normal,
+                tangents: c.tangents,
+                distance: c.distance,
+                mu,
+                restitution,
+                shapes: Some(shapes),
+                id: contact_key(&c.id),
+                radius,
+            };
+            if flip {
+                std::mem::swap(&mut f.body_a, &mut f.body_b);
+                f.normal = -f.normal;
+                f.tangents[1] = -f.tangents[1];
+                f.shapes = Some([pair.1, pair.0]);
+                f.radius = [radius[1], radius[0]];
+            }
+            frames.push(f);
+        }
     }
+}
+
+/// Whether a pair's contacts (one manifold) put the normal on a face of A: some are B's vertices on A's face and
+/// none A's vertices on B's face. Its other contacts (edge crossings, the closest points parry adds) share that
+/// normal. Both kinds (two faces of one size overlapping: the face is chosen by rounding, a non-smooth point) or
+/// neither: left as detected.
+fn face_on_a(run: &[torsion_collision::Contact]) -> bool {
+    run.iter().any(|c| c.id.vertex_of_b_on_face_of_a()) && !run.iter().any(|c| c.id.vertex_of_a_on_face_of_b())
 }
 
 /// A collision failure as the named solver reports it.
