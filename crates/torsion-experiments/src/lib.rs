@@ -26,6 +26,7 @@ pub mod scene;
 pub mod stay_still;
 pub mod sysid_arm;
 pub mod sysid_contact;
+pub mod tensegrity_3bar;
 pub mod tensegrity_contact_id;
 pub mod tensegrity_net;
 pub mod tensegrity_noncontact_id;
