@@ -34,7 +34,7 @@ use torsion_solvers::ncp::{NcpOptions, NcpSolver};
 use torsion_solvers::{FeatherstoneSolver, Solver};
 
 /// The unchanged model file (spec 003 §4.0; ../shared/models/superball.xml).
-const MODEL_XML: &str = include_str!("../../torsion-model/tests/data/mjcf/superball.xml");
+pub(crate) const MODEL_XML: &str = include_str!("../../torsion-model/tests/data/mjcf/superball.xml");
 /// The committed quick set (gt.py --throw-quick-set): one-step pairs of the 5 training throws, the 10 tests'
 /// first states and CoM checkpoints.
 const QUICK_NPZ: &[u8] = include_bytes!("../../../tests/data/tensegrity/throw_quick.npz");

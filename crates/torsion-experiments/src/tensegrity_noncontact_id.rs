@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use torsion_diff::{gradcheck::XorShift, rollout_each};
 use torsion_math::{Quat, Vec3};
 use torsion_model::{Control, GenState, JointType, Model, ParamKind, ParamSelection};
-use torsion_opt::{gauss_newton, GnOptions};
+use torsion_opt::{gauss_newton, GnOptions, GnReport};
 use torsion_solvers::{DiffSolver, FeatherstoneSolver, Solver, StepJacobians};
 
 /// The unchanged model file (spec 003 §4.0–4.1; ../shared/models/superball_air.xml).
@@ -414,22 +414,27 @@ pub(crate) fn vmax(v: &[f64]) -> f64 {
     v.iter().copied().fold(0.0, f64::max)
 }
 
-pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
-    let t0 = std::time::Instant::now();
-    let m0 = superball_air()?;
-    let solver = FeatherstoneSolver::default();
-    let (quick_train, every, steps, sets) = quick_set(&m0)?;
-    let (train, val) =
-        if quick { (quick_train, None) } else { (full_set(&m0, "air_h1_train")?, Some(full_set(&m0, "air_h1_val")?)) };
-    // the controls are the seeded sequence (gt.py and TensegrityRng agree bit for bit)
-    if train.ctrl[..] != controls(&m0, train.steps(), 1, 1000)[..] {
-        return Err(ExperimentError::Failed(
-            "training controls differ from TensegrityRng(1000): gt.py and the Rust generator disagree".into(),
-        ));
-    }
-    let map = Mapping::new(&m0, train.dt)?;
+/// The fit of the shared ratios (module doc) on `train`: Gauss–Newton on z = y / y₀ from `X_INIT`.
+pub struct RatioFit {
+    /// (k/m, c/m, a, b)
+    pub x: [f64; 4],
+    /// `Mapping`'s y = (k/m, c/m, a, b·k/m)
+    pub y: [f64; 4],
+    pub rep: GnReport,
+    /// the MSE of the velocity residuals at each linearisation, then at the end
+    pub curve: Vec<f64>,
+}
+
+/// Fit the ratios on all of `train`'s steps; `on_jac` runs once per Jacobian evaluation (a progress bar).
+/// tensegrity-roll reuses this output (spec 003 §4.5: the engine identified from 1 + 1 trajectories).
+pub fn fit_ratios(
+    solver: &FeatherstoneSolver,
+    m0: &Model,
+    map: &Mapping,
+    train: &AirData,
+    on_jac: impl Fn(),
+) -> Result<RatioFit, ExperimentError> {
     let n = train.steps();
-    let pb = bar("tensegrity-noncontact-id", ITERS + 2 * sets.len() * 10 + 10);
     // Gauss–Newton on z = x / x₀; the loss curve = MSE of the velocity residuals at each linearisation
     // y = (k/m, c/m, a, g/m), g = b·k (`Mapping::theta`)
     let y0 = [X_INIT[0], X_INIT[1], X_INIT[2], X_INIT[3] * X_INIT[0]];
@@ -447,20 +452,39 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
             if z.iter().any(|v| *v <= 0.0) {
                 return Ok::<_, ExperimentError>(f64::INFINITY);
             }
-            Ok(one_step_residuals(&solver, &m0, &map, &train, n, &to_x(z), false)
+            Ok(one_step_residuals(solver, m0, map, train, n, &to_x(z), false)
                 .map_or(f64::INFINITY, |r| r.0.norm_squared() * scale))
         },
         |c, z| {
-            let (r, j) = one_step_residuals(&solver, &m0, &map, &train, n, &to_x(z), true)?;
+            let (r, j) = one_step_residuals(solver, m0, map, train, n, &to_x(z), true)?;
             c.push(r.norm_squared() * scale);
-            pb.inc(1);
+            on_jac();
             let j = j.unwrap_or_default() * DMatrix::from_diagonal(&DVector::from_column_slice(&y0));
             Ok((r * scale.sqrt(), j * scale.sqrt()))
         },
     )?;
     curve.push(rep.loss);
     let y = to_x(&rep.x);
-    let x = [y[0], y[1], y[2], y[3] / y[0]];
+    Ok(RatioFit { x: [y[0], y[1], y[2], y[3] / y[0]], y, rep, curve })
+}
+
+pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
+    let t0 = std::time::Instant::now();
+    let m0 = superball_air()?;
+    let solver = FeatherstoneSolver::default();
+    let (quick_train, every, steps, sets) = quick_set(&m0)?;
+    let (train, val) =
+        if quick { (quick_train, None) } else { (full_set(&m0, "air_h1_train")?, Some(full_set(&m0, "air_h1_val")?)) };
+    // the controls are the seeded sequence (gt.py and TensegrityRng agree bit for bit)
+    if train.ctrl[..] != controls(&m0, train.steps(), 1, 1000)[..] {
+        return Err(ExperimentError::Failed(
+            "training controls differ from TensegrityRng(1000): gt.py and the Rust generator disagree".into(),
+        ));
+    }
+    let map = Mapping::new(&m0, train.dt)?;
+    let n = train.steps();
+    let pb = bar("tensegrity-noncontact-id", ITERS + 2 * sets.len() * 10 + 10);
+    let RatioFit { x, y, rep, curve } = fit_ratios(&solver, &m0, &map, &train, || pb.inc(1))?;
     let rel: Vec<f64> = x.iter().zip(&train.truth).map(|(a, b)| ((a - b) / b).abs()).collect();
     let val_loss = match &val {
         Some(v) => Some(
