@@ -326,4 +326,17 @@ mod tests {
         eprintln!("{}", serde_json::to_string_pretty(&r.metrics).unwrap());
         assert!(r.passed(), "{:?}", r.checks);
     }
+
+    /// A reduced full run: the paper's 15 s horizon, 1 seed, 3 iterations × 40 samples (the figures in
+    /// docs/EXPERIMENTS.md): `cargo test -p torsion-experiments --lib tensegrity_3bar::tests::reduced -- --ignored
+    /// --nocapture`.
+    #[test]
+    #[ignore]
+    fn reduced_full_horizon_run() {
+        let mut cfg = config(false).unwrap();
+        (cfg.seeds, cfg.iterations) = (vec![1], 3);
+        let r = run_transfer(&cfg, &roll::identify(true).unwrap()).unwrap();
+        eprintln!("{}", r.summary());
+        eprintln!("{}", serde_json::to_string_pretty(&r.metrics).unwrap());
+    }
 }
