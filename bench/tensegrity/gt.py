@@ -39,8 +39,13 @@ training throw and the first NET_QUICK_VAL of the validation throw, for tensegri
 Extra throws (`--net-throws N`, not committed): throw_net00..NN.npz with seeds SEED_NET + i, for the residual
 network's 30- and 50-throw runs (H5's late drift).
 
+3-bar set (`--bar3-quick-set`, committed at tests/data/tensegrity/bar3_quick.npz; spec 003 §4.6, decisions.md "The
+3-bar"): tensegrity_3bar.xml (0.1 g) dropped from 0.2 m above its file pose, settled from the file pose, and driven
+from that rest by `controls` (seed BAR3_SEED, 100 ms holds) × BAR3_SCALE; qpos every CHECK_EVERY steps
+(`bar3_quick_set`).
+
 Usage: python3 bench/tensegrity/gt.py [--out DIR] [--quick-set FILE] [--throw-quick-set FILE] [--net-quick-set FILE]
-       [--net-throws N] [--calibrate N]
+       [--bar3-quick-set FILE] [--net-throws N] [--calibrate N]
 """
 import argparse, os, sys
 
@@ -50,6 +55,7 @@ import mujoco
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MJCF = os.path.join(ROOT, "crates", "torsion-model", "tests", "data", "mjcf")
 AIR, BALL = os.path.join(MJCF, "superball_air.xml"), os.path.join(MJCF, "superball.xml")
+BAR3 = os.path.join(MJCF, "tensegrity_3bar.xml")
 STEPS = 5000
 M64 = (1 << 64) - 1
 # seeds: air train / val (1 ms), air tests 1 ms and 100 ms, throws
@@ -64,6 +70,9 @@ THROW_PAIR_STRIDE, THROW_EVAL, SCENE_EVERY = 125, 4000, 20
 SETTLE_TOL, SETTLE_MAX = 1e-5, 20000
 # the network quick set's consecutive steps (train, val) and the extra throws' first seed
 NET_QUICK_TRAIN, NET_QUICK_VAL, SEED_NET = 500, 200, 5000
+# the 3-bar set: drop height (m) and steps; the actuated run's seed, hold (100 ms), control scale and steps
+BAR3_DROP, BAR3_DROP_STEPS = 0.2, 3000
+BAR3_SEED, BAR3_HOLD, BAR3_SCALE, BAR3_ACT_STEPS = 6000, 100, 0.1, 2000
 
 
 def splitmix64(x):
@@ -238,12 +247,40 @@ def net_quick_set(path):
     return out
 
 
+def bar3_quick_set(path):
+    """The 3-bar's set (spec 003 §4.6, tests/data/tensegrity/bar3_quick.npz, < 100 KB): tensegrity_3bar.xml
+    (1) dropped from its file pose raised by BAR3_DROP m, zero controls, BAR3_DROP_STEPS steps: qpos every
+    CHECK_EVERY steps; (2) settled from the file pose (rest_qpos / rest_qvel / rest_act, settle_steps);
+    (3) an actuated run from that rest: the 3 motors' controls from `controls` (seed BAR3_SEED, held BAR3_HOLD
+    steps) times BAR3_SCALE, BAR3_ACT_STEPS steps: qpos every CHECK_EVERY steps."""
+    m = mujoco.MjModel.from_xml_path(BAR3)
+    out = dict(model="tensegrity_3bar.xml", check_every=CHECK_EVERY, drop_height=BAR3_DROP, drop_steps=BAR3_DROP_STEPS,
+               act_seed=BAR3_SEED, act_hold=BAR3_HOLD, act_scale=BAR3_SCALE, act_steps=BAR3_ACT_STEPS, **constants(m))
+    d = mujoco.MjData(m)
+    for j in range(m.njnt):
+        d.qpos[7 * j + 2] += BAR3_DROP
+    q, _, _ = simulate(m, d, np.zeros((BAR3_DROP_STEPS, m.nu)))
+    out["drop_qpos"] = q[::CHECK_EVERY]
+    rest, n_settle = settle(m)
+    out.update(rest_qpos=rest.qpos.copy(), rest_qvel=rest.qvel.copy(), rest_act=rest.act.copy(), settle_steps=n_settle)
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.act[:] = rest.qpos, rest.qvel, rest.act
+    mujoco.mj_forward(m, d)
+    ctrl = controls(m, BAR3_ACT_STEPS, BAR3_HOLD, BAR3_SEED) * BAR3_SCALE
+    q, _, _ = simulate(m, d, ctrl)
+    out["act_qpos"] = q[::CHECK_EVERY]
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    np.savez_compressed(path, **out)
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "tensegrity", "data"))
     ap.add_argument("--quick-set", default=None, help="write only the quick set to this .npz")
     ap.add_argument("--throw-quick-set", default=None, help="write only the contact quick set to this .npz")
     ap.add_argument("--net-quick-set", default=None, help="write only the network quick set to this .npz")
+    ap.add_argument("--bar3-quick-set", default=None, help="write only the 3-bar set to this .npz")
     ap.add_argument("--net-throws", type=int, default=0, help="write only N extra throws throw_net00.. to --out")
     ap.add_argument("--calibrate", type=int, default=0, help="throw N times and print the CoM statistics")
     a = ap.parse_args(argv)
@@ -254,6 +291,10 @@ def main(argv=None):
     if a.throw_quick_set:
         throw_quick_set(a.throw_quick_set)
         print(f"wrote {a.throw_quick_set}")
+        return
+    if a.bar3_quick_set:
+        bar3_quick_set(a.bar3_quick_set)
+        print(f"wrote {a.bar3_quick_set}")
         return
     if a.net_quick_set:
         net_quick_set(a.net_quick_set)

@@ -69,6 +69,22 @@ def test_net_quick_set_regenerates_bit_for_bit():
     assert np.array_equal(q["train_qpos"][0], t["pair_qpos"][0])  # throw "train", step 0
 
 
+def test_bar3_quick_set_regenerates_bit_for_bit():
+    # the 3-bar's set (tests/data/tensegrity/bar3_quick.npz, gt.py --bar3-quick-set): drop, rest, actuated run
+    committed = os.path.join(ROOT, "tests", "data", "tensegrity", "bar3_quick.npz")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "b.npz")
+        gt.bar3_quick_set(path)
+        new, old = np.load(path), np.load(committed)
+        assert sorted(new.files) == sorted(old.files)
+        for k in old.files:
+            a, b = old[k], new[k]
+            assert a.shape == b.shape and (np.array_equal(a, b) if a.dtype.kind in "fiu" else (a == b).all()), k
+    q = np.load(committed)
+    assert q["drop_qpos"].shape == (gt.BAR3_DROP_STEPS // gt.CHECK_EVERY + 1, 21)
+    assert q["gravity"][2] == -0.981 and q["rest_act"].shape == (3,)
+
+
 def test_xorshift_matches_the_rust_generator():
     # splitmix64(1000) then xorshift64 (13, 7, 17); values printed by TensegrityRng's Rust test
     r = gt.XorShift(1000)

@@ -27,6 +27,7 @@ pub mod scene;
 pub mod stay_still;
 pub mod sysid_arm;
 pub mod sysid_contact;
+pub mod tensegrity_3bar;
 pub mod tensegrity_contact_id;
 pub mod tensegrity_net;
 pub mod tensegrity_noncontact_id;
@@ -132,6 +133,12 @@ pub fn registry() -> Vec<Experiment> {
         spec: "003 §4.5 Exp. E (Figs. 10-11), H8/H6",
         description: "SUPERball rolling to CoM velocity [10, 0, 0]: open-loop controls (100 ms) from the sampled iLQG trained 5x in torsion's engine identified from 1 + 1 MuJoCo trajectories and 5x in MuJoCo (same code through a pipe), both executed in MuJoCo; x-velocity and cost ratios, ground-truth steps, training wall-clocks",
         run: tensegrity_roll::run,
+    },
+    Experiment {
+        name: "tensegrity-3bar",
+        spec: "003 §4.6 Exp. F (Figs. 12-13), H7/H9",
+        description: "the unseen 3-bar prism at 0.1 g (tensegrity_3bar.xml, 3 side cables every 100 ms, 15 s) with SUPERball's identified parameters unchanged: the sampled iLQG trained 5x in torsion and 5x in MuJoCo (tensegrity-roll's pipeline), both run open-loop in MuJoCo; x-velocity and cost ratios, gt-steps accounting (10k vs 12M)",
+        run: tensegrity_3bar::run,
     },
     Experiment {
         name: "sysid-arm",

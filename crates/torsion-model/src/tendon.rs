@@ -406,6 +406,53 @@ mod tests {
         assert_eq!(ParamSelection::by_prefix(&g, "contact_").len(), 5);
     }
 
+    /// The 3-bar file (spec 003 §4.6, decisions.md "The 3-bar"): 3 free rods, 9 cables with SUPERball's
+    /// constants, 3 filter motors on the side cables, gravity 0.1 g from the file; at the file pose every cable is
+    /// stretched (pretension) and the cable forces alone balance on every rod (the 150° prism's self-stress).
+    #[test]
+    fn three_bar_file_loads_pretensioned_in_equilibrium() {
+        let m = superball("tensegrity_3bar.xml");
+        assert_eq!((m.joint_count(), m.nv(), m.cables.len(), m.nu(), m.na()), (3, 18, 9, 3, 3));
+        assert_eq!(m.gravity, torsion_math::Vec3::new(0.0, 0.0, -0.981));
+        let driven: Vec<_> = m.cable_actuators.iter().map(|a| m.cables[a.cable().unwrap()].name.as_str()).collect();
+        assert_eq!(driven, ["c6", "c7", "c8"]);
+        let sb = superball("superball.xml");
+        let a = &m.cable_actuators[0];
+        assert_eq!((a.gain, a.timeconst, a.ctrlrange), (1000.0, Some(1.0), Some((-100.0, 100.0))));
+        assert_eq!(m.body_mass[1..], sb.body_mass[1..4]);
+        assert_eq!(m.shapes.len(), 4);
+        let pose = m.forward_kinematics(&m.qpos0).unwrap();
+        let (mut force, mut torque) = (vec![torsion_math::Vec3::zeros(); 4], vec![torsion_math::Vec3::zeros(); 4]);
+        for c in &m.cables {
+            assert_eq!((c.stiffness, c.damping), (10000.0, 1000.0), "{}", c.name);
+            let arm = |e: usize| pose[c.body[e]].1.rotate(&c.site[e]);
+            let x = |e: usize| pose[c.body[e]].0 + arm(e);
+            let d = x(1) - x(0);
+            let stretch = d.norm() - c.springlength.0;
+            assert!(stretch > 0.04, "{}: stretch {stretch}", c.name);
+            // tension pulls end 0 towards end 1 and back
+            let f = d.normalize() * (c.stiffness * stretch);
+            for (e, fe) in [(0, f), (1, -f)] {
+                force[c.body[e]] += fe;
+                torque[c.body[e]] += arm(e).cross(&fe);
+            }
+        }
+        for b in 1..4 {
+            eprintln!("rod {b}: net cable force {:.1e} N, torque {:.1e} N m", force[b].norm(), torque[b].norm());
+            assert!(force[b].norm() < 1e-6 && torque[b].norm() < 1e-6, "rod {b}: {} {}", force[b], torque[b]);
+        }
+        // the bottom caps touch the floor
+        let low = (1..4).map(|b| pose[b].0.z - pose[b].1.rotate(&m.cables[0].site[0]).z.abs()).fold(f64::MAX, f64::min);
+        assert!((low - 0.02).abs() < 1e-9, "{low}");
+        // a cable to a missing node: an error naming the file, the line and the site
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/mjcf/tensegrity_3bar.xml");
+        let bad = std::fs::read_to_string(p)
+            .unwrap()
+            .replace(r#"<site site="n3"/></spatial>"#, r#"<site site="n9"/></spatial>"#);
+        let e = load_mjcf_str(&bad, "tensegrity_3bar.xml", None).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("tensegrity_3bar.xml") && e.contains("line") && e.contains("'n9'"), "{e}");
+    }
+
     /// The 3-bar prism: 9 pretensioned cables (every one longer than its rest length), 3 filter actuators.
     #[test]
     fn prism_is_pretensioned() {

@@ -168,6 +168,10 @@ pub const MODELS: &[ModelEntry] = &[
     builtin("tensegrity_prism", "3-bar tensegrity prism: 3 rods, 9 cables, 3 filter motors (spec 003 §4.0)"),
     builtin("superball", "NASA SUPERball tensegrity resting on a floor: 6 rods, 24 actuated cables (MJCF)"),
     builtin("superball_air", "SUPERball with one rod welded in the air, rod-rod contact off (MJCF)"),
+    builtin(
+        "tensegrity_3bar",
+        "3-bar prism tensegrity at 0.1 g standing on a floor: SUPERball's rods and cables, 3 actuated (MJCF)",
+    ),
     erd("panda", "panda_description/urdf/panda.urdf", "Franka Emika Panda arm with its gripper"),
     erd("baxter", "baxter_description/urdf/baxter.urdf", "Rethink Baxter, both arms and grippers"),
     builtin("baxter_left_arm", "Baxter left arm chain torso→left_hand_link, off-chain links welded in"),
@@ -201,6 +205,7 @@ pub const MODELS: &[ModelEntry] = &[
 
 const SUPERBALL_XML: &str = include_str!("../../tests/data/mjcf/superball.xml");
 const SUPERBALL_AIR_XML: &str = include_str!("../../tests/data/mjcf/superball_air.xml");
+const TENSEGRITY_3BAR_XML: &str = include_str!("../../tests/data/mjcf/tensegrity_3bar.xml");
 
 /// A model by its registered name (see [`MODELS`]; `dm_control/NAME` also reaches suite files not listed).
 /// Unknown names are an error listing the known ones; a missing pip package is an error naming it.
@@ -214,6 +219,7 @@ pub fn load_model(name: &str) -> Result<Model, ModelError> {
             "tensegrity_prism" => Ok(crate::builder::tensegrity_prism()),
             "superball" => load_mjcf_str(SUPERBALL_XML, "superball.xml (built in)", None),
             "superball_air" => load_mjcf_str(SUPERBALL_AIR_XML, "superball_air.xml (built in)", None),
+            "tensegrity_3bar" => load_mjcf_str(TENSEGRITY_3BAR_XML, "tensegrity_3bar.xml (built in)", None),
             "baxter_left_arm" => baxter_left_arm(),
             _ => Err(ModelError::Invalid(format!("built-in model '{name}' has no loader (a torsion bug)"))),
         },
