@@ -1,5 +1,6 @@
 //! Small dense factorisations shared by the dynamics (M⁻¹ in the ABA derivatives) and the contact solvers
-//! (ADMM, KKT systems): Cholesky in place, solves, inverse. Generic over the scalar; no allocation.
+//! (ADMM, KKT systems): Cholesky in place, solves, inverse, and the profile (envelope) Cholesky of the ncp direct
+//! solve. Generic over the scalar (the profile variant: f64); no allocation.
 //!
 //! The factor keeps 1/L_jj on its diagonal (the solves and the inverse multiply instead of dividing); the slice
 //! forms work on the leading n × n block of a column-major buffer, so a workspace can reuse one buffer for
@@ -93,6 +94,52 @@ pub fn cholesky_solve_in_place<T: Scalar>(l: &DMatrix<T>, b: &mut [T]) {
     cholesky_solve(l.as_slice(), l.nrows(), b);
 }
 
+/// The profile (envelope) variant for a row-major symmetric matrix whose rows start late (a column of boxes:
+/// block-tridiagonal), used by the ncp direct solve (`ncp/direct.rs`).
+/// A = L Lᵀ for the symmetric positive definite n × n `a` (row-major, lower triangle read), L's rows over
+/// their profile: `first[i]` = the first non-zero column of row i, below which L's row is zero too (no fill
+/// outside the profile), so a banded or block-tridiagonal G (a column of boxes) costs its band only. L
+/// overwrites the lower triangle row by row (contiguous dot products), its diagonal stored as 1/L_ii. False if a
+/// pivot is not positive.
+pub fn profile_cholesky(a: &mut [f64], n: usize, first: &mut Vec<usize>) -> bool {
+    first.clear();
+    first.extend((0..n).map(|i| (0..i).find(|&j| a[i * n + j] != 0.0).unwrap_or(i)));
+    for i in 0..n {
+        let fi = first[i];
+        for j in fi..=i {
+            let k0 = fi.max(first[j]);
+            let (ri, rj) = (i * n, j * n);
+            let dot = (k0..j).map(|k| a[ri + k] * a[rj + k]).sum::<f64>();
+            let s = a[ri + j] - dot;
+            if j < i {
+                a[ri + j] = s * a[rj + j];
+            } else if s > 0.0 && s.is_finite() {
+                a[ri + i] = 1.0 / s.sqrt();
+            } else {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Solve L Lᵀ x = b in place for the factor of [`profile_cholesky`].
+pub fn profile_solve(l: &[f64], n: usize, first: &[usize], b: &mut [f64]) {
+    for i in 0..n {
+        let r = i * n;
+        let dot = (first[i]..i).map(|k| l[r + k] * b[k]).sum::<f64>();
+        b[i] = (b[i] - dot) * l[r + i];
+    }
+    for i in (0..n).rev() {
+        let r = i * n;
+        b[i] *= l[r + i];
+        let xi = b[i];
+        for k in first[i]..i {
+            b[k] -= l[r + k] * xi;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,5 +176,30 @@ mod tests {
         cholesky_solve(&buf, 2, &mut x);
         assert!((4.0 * x[0] + x[1] - 1.0).abs() < 1e-15 && (x[0] + 3.0 * x[1] - 2.0).abs() < 1e-15);
         assert_eq!(x[2], 9.0);
+    }
+
+    #[test]
+    fn profile_cholesky_solves_a_banded_system_and_rejects_an_indefinite_one() {
+        // a tridiagonal SPD matrix with a zero-profile row start (rows 2.. begin at i−1): the profile factor's
+        // solve equals the dense one's
+        let n = 6;
+        let mut a = vec![0.0; n * n];
+        for i in 0..n {
+            a[i * n + i] = 4.0 + i as f64;
+            if i > 0 {
+                a[i * n + i - 1] = -1.0;
+                a[(i - 1) * n + i] = -1.0;
+            }
+        }
+        let dense = DMatrix::from_row_slice(n, n, &a);
+        let b: Vec<f64> = (0..n).map(|i| 1.0 - 0.3 * i as f64).collect();
+        let (mut l, mut first, mut x) = (a.clone(), vec![], b.clone());
+        assert!(profile_cholesky(&mut l, n, &mut first));
+        assert_eq!(first, vec![0, 0, 1, 2, 3, 4]);
+        profile_solve(&l, n, &first, &mut x);
+        let r = &dense * nalgebra::DVector::from_column_slice(&x) - nalgebra::DVector::from_column_slice(&b);
+        assert!(r.amax() < 1e-14, "{}", r.amax());
+        let mut bad = vec![1.0, 2.0, 2.0, 1.0];
+        assert!(!profile_cholesky(&mut bad, 2, &mut first));
     }
 }

@@ -20,6 +20,7 @@
 use super::sets::{friction_gauge, FrictionSet};
 use crate::contact::ContactFrame;
 use nalgebra::DMatrix;
+use torsion_math::linalg::{profile_cholesky, profile_solve};
 
 /// Active sets tried per solve (each one factorisation).
 const MAX_SETS: usize = 3;
@@ -248,49 +249,5 @@ impl DirectSolve {
             };
         }
         Direct::Rejected { sets: MAX_SETS }
-    }
-}
-
-/// A = L Lᵀ for the symmetric positive definite n × n `a` (row-major, lower triangle read), L's rows over
-/// their profile: `first[i]` = the first non-zero column of row i, below which L's row is zero too (no fill
-/// outside the profile), so a banded or block-tridiagonal G (a column of boxes) costs its band only. L
-/// overwrites the lower triangle row by row (contiguous dot products), its diagonal stored as 1/L_ii. False if a
-/// pivot is not positive.
-fn profile_cholesky(a: &mut [f64], n: usize, first: &mut Vec<usize>) -> bool {
-    first.clear();
-    first.extend((0..n).map(|i| (0..i).find(|&j| a[i * n + j] != 0.0).unwrap_or(i)));
-    for i in 0..n {
-        let fi = first[i];
-        for j in fi..=i {
-            let k0 = fi.max(first[j]);
-            let (ri, rj) = (i * n, j * n);
-            let dot = (k0..j).map(|k| a[ri + k] * a[rj + k]).sum::<f64>();
-            let s = a[ri + j] - dot;
-            if j < i {
-                a[ri + j] = s * a[rj + j];
-            } else if s > 0.0 && s.is_finite() {
-                a[ri + i] = 1.0 / s.sqrt();
-            } else {
-                return false;
-            }
-        }
-    }
-    true
-}
-
-/// Solve L Lᵀ x = b in place for the factor of [`profile_cholesky`].
-fn profile_solve(l: &[f64], n: usize, first: &[usize], b: &mut [f64]) {
-    for i in 0..n {
-        let r = i * n;
-        let dot = (first[i]..i).map(|k| l[r + k] * b[k]).sum::<f64>();
-        b[i] = (b[i] - dot) * l[r + i];
-    }
-    for i in (0..n).rev() {
-        let r = i * n;
-        b[i] *= l[r + i];
-        let xi = b[i];
-        for k in first[i]..i {
-            b[k] -= l[r + k] * xi;
-        }
     }
 }
