@@ -236,6 +236,8 @@ pub fn config(quick: bool) -> Result<TransferConfig, ExperimentError> {
             "ilqg": {"iterations": 20, "samples": 40, "steps": 15_000, "controls": 450, "kl_weight": 0.005},
             "target": "H9: as H8 on the 3-bar; H7: 10k vs 12M",
         }),
+        paper_gt_steps: [roll::PAPER_ENGINE_STEPS, PAPER_MUJOCO_STEPS],
+        hypotheses: ["H9", "H7"],
         quick,
     })
 }
