@@ -622,7 +622,7 @@ impl FeatherstoneSolver {
     /// Models with cables or the linear contact model, and the integrators other than Euler (`euler_like`):
     /// every column by dual passes (`jacobian_dual`; docs/gradients.md).
     fn jacobian(&self, at: StepPoint, sel: &ParamSelection) -> Result<(DMatrix<f64>, Vec<f64>), SolverError> {
-        let StepPoint { model, s, u, .. } = at;
+        let StepPoint { model, u, .. } = at;
         if !model.cables.is_empty()
             || model.na() > 0
             || model.tensegrity_contact.is_some()
