@@ -6,7 +6,7 @@ use crate::arrays::{mat2, out, vec1};
 use crate::guard;
 use crate::model::PyModel;
 use crate::solvers::{solver_ref, SolverRef};
-use crate::sysid::{fit_dict, rows, scalar_spec, sysid_err};
+use crate::sysid::{fit_dict, recording_dt, rows, sysid_err, LmArgs, RecordingArgs, ScalarArgs};
 use numpy::PyArrayDyn;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -105,20 +105,9 @@ impl PyShootingProblem {
         out(py, &[p.len()], p)
     }
 
-    /// Parameter `name` (one of `names`): start `value`, `transform`, bounds, Gaussian `prior`, `fixed`.
-    #[pyo3(signature = (name, value, transform="identity", lower=f64::NEG_INFINITY, upper=f64::INFINITY, prior=None, fixed=false))]
-    #[allow(clippy::too_many_arguments)]
-    fn set_param(
-        &mut self,
-        name: &str,
-        value: f64,
-        transform: &str,
-        lower: f64,
-        upper: f64,
-        prior: Option<(f64, f64)>,
-        fixed: bool,
-    ) -> PyResult<()> {
-        let spec = scalar_spec(name, value, transform, (lower, upper), prior, fixed)?;
+    /// Parameter `name` (one of `names`): its `spec` ([`ScalarArgs`]).
+    fn set_param(&mut self, name: &str, spec: ScalarArgs) -> PyResult<()> {
+        let spec = spec.spec(name)?;
         each!(&mut self.inner, |pb| {
             let k = pb.names.iter().position(|n| n == name).ok_or_else(|| {
                 PyValueError::new_err(format!("unknown parameter '{name}' (expected one of: {})", pb.names.join(", ")))
@@ -128,47 +117,32 @@ impl PyShootingProblem {
         })
     }
 
-    /// Add a recording: `q` (T + 1, nq), `v` (T + 1, nv) recorded states, `u` (T, control_dim) the controls
-    /// applied over each step (generalized forces), `dt` the step (s), `name` for error messages.
-    #[pyo3(signature = (name, dt, q, v, u))]
-    fn add_recording(
-        &mut self,
-        name: String,
-        dt: f64,
-        q: &Bound<'_, PyAny>,
-        v: &Bound<'_, PyAny>,
-        u: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        if !(dt > 0.0 && dt.is_finite()) {
-            return Err(PyValueError::new_err(format!("recording '{name}': dt must be > 0, got {dt}")));
-        }
+    /// Add a recording ([`RecordingArgs`]): `q` (T + 1, nq), `v` (T + 1, nv) recorded states (`v` required),
+    /// `tau` (T, control_dim) the controls applied over each step (generalized forces), `dt` the step (s).
+    fn add_recording(&mut self, rec: RecordingArgs<'_>) -> PyResult<()> {
+        let RecordingArgs { name, dt, q, tau: u, v } = rec;
+        let dt = recording_dt(&name, dt)?;
+        let v = v.ok_or_else(|| PyValueError::new_err(format!("recording '{name}': the shooting residual needs v")))?;
         each!(&mut self.inner, |pb| {
             let (nq, nv, nu) = (pb.model.nq(), pb.model.nv(), pb.solver.control_dim(&pb.model));
-            let (n, qd) = mat2(q, &format!("recording '{name}' q"), None, nq)?;
+            let (n, qd) = mat2(&q, &format!("recording '{name}' q"), None, nq)?;
             if n < 2 {
                 return Err(PyValueError::new_err(format!("recording '{name}': q needs ≥ 2 rows, got {n}")));
             }
-            let (_, vd) = mat2(v, &format!("recording '{name}' v"), Some(n), nv)?;
-            let (_, ud) = mat2(u, &format!("recording '{name}' u (one row fewer than q)"), Some(n - 1), nu)?;
+            let (_, vd) = mat2(&v, &format!("recording '{name}' v"), Some(n), nv)?;
+            let (_, ud) = mat2(&u, &format!("recording '{name}' u (one row fewer than q)"), Some(n - 1), nu)?;
             let (q, v, u) = (rows(qd, nq), rows(vd, nv), rows(ud, nu));
             pb.recordings.push(Trajectory { name, dt, q, v, u, wrench: vec![] });
             Ok(())
         })
     }
 
-    /// Fit (bounded Levenberg–Marquardt on JᵀJ with the exact Jacobian: `max_iter`, `lambda0`, `ftol`;
+    /// Fit (bounded Levenberg–Marquardt on JᵀJ with the exact Jacobian and the settings of `lm` ([`LmArgs`]);
     /// `progress`: a bar on stderr). GIL released. Returns a dict: names, p, std_errors, sigma2, history, path,
     /// iterations, rmse (unweighted q error of the windows), time_solve_s (the fit's wall time).
-    #[pyo3(signature = (max_iter=100, lambda0=1e-3, ftol=1e-12, progress=false))]
-    fn fit<'py>(
-        &self,
-        py: Python<'py>,
-        max_iter: usize,
-        lambda0: f64,
-        ftol: f64,
-        progress: bool,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        let lm = LmOptions { max_iter, lambda0, ftol };
+    #[pyo3(signature = (lm, progress=false))]
+    fn fit<'py>(&self, py: Python<'py>, lm: LmArgs, progress: bool) -> PyResult<Bound<'py, PyDict>> {
+        let lm = LmOptions::from(lm);
         let inner = &self.inner;
         let fit = py.detach(|| guard(|| each!(inner, |pb| pb.fit(&lm, progress)).map_err(sysid_err)))?;
         let d =

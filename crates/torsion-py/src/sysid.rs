@@ -34,28 +34,77 @@ fn transform(name: &str, what: &str) -> PyResult<Param> {
     })
 }
 
-/// A scalar parameter's spec, checked (errors name the parameter): start `value`, `transform`, `bounds` on the
-/// physical value, Gaussian `prior` (mean, sigma), `fixed`.
-pub(crate) fn scalar_spec(
-    name: &str,
+/// A scalar parameter's spec as `torsion.sysid.Problem` declares it, a dict read by key: start `value`,
+/// `transform` ("identity", "log", "softplus", "sigmoid"), bounds `lower` / `upper` on the physical value,
+/// Gaussian `prior` (mean, sigma) or None, `fixed` (kept at `value`). Taken by `_ArmProblem.set_scalar` and
+/// `_ShootingProblem.set_param`; [`ScalarArgs::spec`] checks it.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub(crate) struct ScalarArgs {
     value: f64,
-    transform: &str,
-    (lower, upper): (f64, f64),
+    #[pyo3(default = "identity".to_string())]
+    transform: String,
+    #[pyo3(default = f64::NEG_INFINITY)]
+    lower: f64,
+    #[pyo3(default = f64::INFINITY)]
+    upper: f64,
+    #[pyo3(default)]
     prior: Option<(f64, f64)>,
+    #[pyo3(default)]
     fixed: bool,
-) -> PyResult<ScalarSpec> {
-    let t = self::transform(transform, name)?;
-    if !value.is_finite() || lower.is_nan() || upper.is_nan() || lower > upper {
-        return Err(PyValueError::new_err(format!(
-            "'{name}': value {value} must be finite and bounds [{lower}, {upper}] ordered"
-        )));
-    }
-    if let Some((_, sd)) = prior {
-        if sd.is_nan() || sd <= 0.0 {
-            return Err(PyValueError::new_err(format!("'{name}': prior sigma must be > 0, got {sd}")));
+}
+
+impl ScalarArgs {
+    /// The spec of parameter `name`, checked (errors name the parameter).
+    pub(crate) fn spec(&self, name: &str) -> PyResult<ScalarSpec> {
+        let ScalarArgs { value, lower, upper, prior, fixed, .. } = *self;
+        let t = transform(&self.transform, name)?;
+        if !value.is_finite() || lower.is_nan() || upper.is_nan() || lower > upper {
+            return Err(PyValueError::new_err(format!(
+                "'{name}': value {value} must be finite and bounds [{lower}, {upper}] ordered"
+            )));
         }
+        if let Some((_, sd)) = prior {
+            if sd.is_nan() || sd <= 0.0 {
+                return Err(PyValueError::new_err(format!("'{name}': prior sigma must be > 0, got {sd}")));
+            }
+        }
+        Ok(ScalarSpec { value, transform: t, lower, upper, prior, fixed })
     }
-    Ok(ScalarSpec { value, transform: t, lower, upper, prior, fixed })
+}
+
+/// A recording as `torsion.sysid.Problem` holds it (`_Recording`), read by attribute: `name` (for error
+/// messages), `dt` the step / sample period (s), `q`, `tau` (measured torques, or the controls applied over each
+/// step for the shooting residual), `v` or None. Taken by both problems' `add_recording`.
+#[derive(FromPyObject)]
+pub(crate) struct RecordingArgs<'py> {
+    pub name: String,
+    pub dt: f64,
+    pub q: Bound<'py, PyAny>,
+    pub tau: Bound<'py, PyAny>,
+    pub v: Option<Bound<'py, PyAny>>,
+}
+
+/// `dt` of recording `name`, checked: > 0 and finite.
+pub(crate) fn recording_dt(name: &str, dt: f64) -> PyResult<f64> {
+    if !(dt > 0.0 && dt.is_finite()) {
+        return Err(PyValueError::new_err(format!("recording '{name}': dt must be > 0, got {dt}")));
+    }
+    Ok(dt)
+}
+
+/// The fit's settings as `torsion.sysid.LevenbergMarquardt` holds them, read by attribute.
+#[derive(FromPyObject)]
+pub(crate) struct LmArgs {
+    max_iter: usize,
+    lambda0: f64,
+    ftol: f64,
+}
+
+impl From<LmArgs> for LmOptions {
+    fn from(LmArgs { max_iter, lambda0, ftol }: LmArgs) -> Self {
+        LmOptions { max_iter, lambda0, ftol }
+    }
 }
 
 pub(crate) fn rows(data: Vec<f64>, cols: usize) -> Vec<Vec<f64>> {
@@ -176,21 +225,8 @@ impl PyArmProblem {
         Ok(())
     }
 
-    /// The scalar parameter `name` ("damping[J]" or "coulomb[J]"): start `value`, `transform` ("identity", "log",
-    /// "softplus", "sigmoid"), bounds `lower` / `upper` on the physical value, Gaussian `prior` (mean, sigma) or
-    /// None, `fixed` (kept at `value`).
-    #[pyo3(signature = (name, value, transform="identity", lower=f64::NEG_INFINITY, upper=f64::INFINITY, prior=None, fixed=false))]
-    #[allow(clippy::too_many_arguments)]
-    fn set_scalar(
-        &mut self,
-        name: &str,
-        value: f64,
-        transform: &str,
-        lower: f64,
-        upper: f64,
-        prior: Option<(f64, f64)>,
-        fixed: bool,
-    ) -> PyResult<()> {
+    /// The scalar parameter `name` ("damping[J]" or "coulomb[J]"): its `spec` ([`ScalarArgs`]).
+    fn set_scalar(&mut self, name: &str, spec: ScalarArgs) -> PyResult<()> {
         let names = self.inner.names();
         let off = N_INERTIAL * self.inner.bodies.len();
         let nv = self.inner.nv();
@@ -200,7 +236,7 @@ impl PyArmProblem {
                 names[off..].join(", ")
             ))
         })?;
-        let spec = scalar_spec(name, value, transform, (lower, upper), prior, fixed)?;
+        let spec = spec.spec(name)?;
         if i < nv {
             self.inner.damping[i] = spec;
         } else {
@@ -209,27 +245,18 @@ impl PyArmProblem {
         Ok(())
     }
 
-    /// Add a recording: `q` (T, nq), `tau` (T, nv) measured joint torques, `dt` its sample period (s), `v` (T, nv)
-    /// measured velocities or None (the derivative of the filtered q), `name` for error messages.
-    #[pyo3(signature = (name, dt, q, tau, v=None))]
-    fn add_recording(
-        &mut self,
-        name: String,
-        dt: f64,
-        q: &Bound<'_, PyAny>,
-        tau: &Bound<'_, PyAny>,
-        v: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
+    /// Add a recording ([`RecordingArgs`]): `q` (T, nq), `tau` (T, nv) measured joint torques, `dt` its sample
+    /// period (s), `v` (T, nv) measured velocities or None (the derivative of the filtered q).
+    fn add_recording(&mut self, rec: RecordingArgs<'_>) -> PyResult<()> {
+        let RecordingArgs { name, dt, q, tau, v } = rec;
         let nv = self.inner.nv();
-        let (t_len, qd) = mat2(q, &format!("recording '{name}' q"), None, nv)?;
-        let (_, td) = mat2(tau, &format!("recording '{name}' tau"), Some(t_len), nv)?;
+        let (t_len, qd) = mat2(&q, &format!("recording '{name}' q"), None, nv)?;
+        let (_, td) = mat2(&tau, &format!("recording '{name}' tau"), Some(t_len), nv)?;
         let vd = match v {
-            Some(v) => Some(rows(mat2(v, &format!("recording '{name}' v"), Some(t_len), nv)?.1, nv)),
+            Some(v) => Some(rows(mat2(&v, &format!("recording '{name}' v"), Some(t_len), nv)?.1, nv)),
             None => None,
         };
-        if !(dt > 0.0 && dt.is_finite()) {
-            return Err(PyValueError::new_err(format!("recording '{name}': dt must be > 0, got {dt}")));
-        }
+        let dt = recording_dt(&name, dt)?;
         self.inner.recordings.push(Recording { name, dt, q: rows(qd, nv), v: vd, tau: rows(td, nv) });
         Ok(())
     }
@@ -248,21 +275,19 @@ impl PyArmProblem {
         gram_out(py, &g)
     }
 
-    /// Fit (Levenberg–Marquardt on the normal equations: `max_iter`, `lambda0`, `ftol`; `progress`: a progress
-    /// bar on stderr). `gram`: a list of (G, b, c, rows) pieces to fit on instead of this problem's recordings
-    /// (the Ray driver). GIL released. Returns a dict: names, p, std_errors, sigma2, history, path, iterations,
-    /// rmse, time_stack_s, time_solve_s, warm_started_bodies, gram (the summed (G, b, c, rows)).
-    #[pyo3(signature = (max_iter=100, lambda0=1e-3, ftol=1e-12, progress=false, gram=None))]
+    /// Fit (Levenberg–Marquardt on the normal equations with the settings of `lm` ([`LmArgs`]); `progress`: a
+    /// progress bar on stderr). `gram`: a list of (G, b, c, rows) pieces to fit on instead of this problem's
+    /// recordings (the Ray driver). GIL released. Returns a dict: names, p, std_errors, sigma2, history, path,
+    /// iterations, rmse, time_stack_s, time_solve_s, warm_started_bodies, gram (the summed (G, b, c, rows)).
+    #[pyo3(signature = (lm, progress=false, gram=None))]
     fn fit<'py>(
         &self,
         py: Python<'py>,
-        max_iter: usize,
-        lambda0: f64,
-        ftol: f64,
+        lm: LmArgs,
         progress: bool,
         gram: Option<Vec<GramIn<'py>>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let lm = LmOptions { max_iter, lambda0, ftol };
+        let lm = LmOptions::from(lm);
         let np = self.inner.np();
         let shards = match gram {
             None => None,
@@ -317,7 +342,8 @@ impl PyArmProblem {
         let pv = vec1(p, "p", self.inner.np())?;
         let mut tmp = PyArmProblem { inner: self.inner.clone() };
         tmp.inner.recordings.clear();
-        tmp.add_recording("evaluate".into(), dt, q, tau, v)?;
+        let (q, tau, v) = (q.clone(), tau.clone(), v.cloned());
+        tmp.add_recording(RecordingArgs { name: "evaluate".into(), dt, q, tau, v })?;
         let pb = &tmp.inner;
         let nv = pb.nv();
         let (rmse, kept, pred) = py.detach(|| {

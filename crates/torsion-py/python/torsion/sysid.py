@@ -139,14 +139,10 @@ def log_cholesky_params(theta):
 
 
 class _Recording:
+    """A recording as both Rust problems' `add_recording` read it (by attribute: name, dt, q, tau, v)."""
+
     def __init__(self, name, dt, q, tau, v):
         self.name, self.dt, self.q, self.tau, self.v = name, dt, q, tau, v
-
-    def add_to(self, core, shooting):
-        if shooting:
-            core.add_recording(self.name, self.dt, self.q, self.v, self.tau)
-        else:
-            core.add_recording(self.name, self.dt, self.q, self.tau, self.v)
 
 
 def _f64(x, name):
@@ -182,7 +178,7 @@ class Problem:
         self.residual = residual
         self.solver = solver
         self._bodies = {}  # body name -> dict(transform, value, prior)
-        self._scalars = {}  # parameter name -> kwargs of _ArmProblem.set_scalar
+        self._scalars = {}  # parameter name -> spec dict of _ArmProblem.set_scalar / _ShootingProblem.set_param
         self._recordings = []
         self._built = None
         core = self._core()
@@ -318,7 +314,7 @@ class Problem:
         rec = _Recording(name or f"recording {len(self._recordings)}", float(dt), _f64(q, "q"), _f64(tau, "tau"),
                          None if v is None else _f64(v, "v"))
         core = self._core()
-        rec.add_to(core, self._shooting)  # checks shapes now, naming the recording
+        core.add_recording(rec)  # checks shapes now, naming the recording
         self._recordings.append(rec)
         return self
 
@@ -335,9 +331,9 @@ class Problem:
         if self._shooting:
             core = self.residual._core(self.model, list(self._scalars))
             for n, kw in self._scalars.items():
-                core.set_param(n, **kw)
+                core.set_param(n, kw)
             for r in self._recordings:
-                r.add_to(core, True)
+                core.add_recording(r)
             self._built = core
             return core
         core = self.residual._core(self.model)
@@ -346,9 +342,9 @@ class Problem:
             pm, ps = spec["prior"] if spec["prior"] is not None else (None, None)
             core.set_body(names.index(n), spec["transform"], spec["value"], pm, ps)
         for n, kw in self._scalars.items():
-            core.set_scalar(n, **kw)
+            core.set_scalar(n, kw)
         for r in self._recordings:
-            core.add_recording(r.name, r.dt, r.q, r.tau, r.v)
+            core.add_recording(r)
         self._built = core
         return core
 
@@ -397,12 +393,11 @@ class Problem:
         if self._shooting:
             if not self._names:
                 raise ValueError("fit: no parameter is free (declare them with param(name, ...))")
-            d = self._core().fit(max_iter=s.max_iter, lambda0=s.lambda0, ftol=s.ftol, progress=bool(progress))
+            d = self._core().fit(s, progress=bool(progress))
             r = self._recordings[0]
             q_hat = self._core().predict(d["p"])[0]
             return Result(d, {"recording": r.name, "dt": r.dt, "tau": r.q, "tau_hat": q_hat, "what": "q"})
-        d = self._core().fit(max_iter=s.max_iter, lambda0=s.lambda0, ftol=s.ftol, progress=bool(progress),
-                             gram=pieces)
+        d = self._core().fit(s, progress=bool(progress), gram=pieces)
         fit_vs_data = None
         if self._recordings:
             r = self._recordings[0]
