@@ -18,7 +18,7 @@
 //! Integrators (`FeatherstoneOptions::integrator`, `integrators.rs`): this Euler step (default), RK4 and
 //! implicitfast from the same acceleration kernel; their derivatives by dual passes (docs/decisions.md).
 use crate::generalized::{
-    dual_tangent, dyn_model_f64, dyn_params, transposed_jacobian_product_with, wrench_vjp, ProductScratch,
+    dual_tangent, dyn_model_f64, transposed_jacobian_product_with, wrench_vjp, DynCache, ProductScratch,
 };
 use crate::integrators::{rk4_step_into, Rk4Scratch};
 use crate::joint_friction::{FrictionMode, JointFriction};
@@ -46,7 +46,7 @@ use torsion_model::joint_maps::{ambient_to_tangent_into, tangent_to_ambient_into
 use torsion_model::params::{ParamKind, INERTIA_IDX};
 /// the state space (`torsion_model::GenState`), re-exported where callers found it before it moved
 pub use torsion_model::{ContactWarmStart, GenState, WarmImpulse};
-use torsion_model::{Control, Integrator, JointType, Model, ParamSelection, ParamTable, Transmission};
+use torsion_model::{Control, Integrator, JointType, Model, ParamSelection, Transmission};
 
 #[derive(Clone, Debug)]
 pub struct FeatherstoneOptions {
@@ -75,11 +75,8 @@ pub struct FeatherstoneSolver {
 pub struct FeatherstoneWorkspace {
     dm: DynModel<f64>,
     data: DynData<f64>,
-    /// the parameters `DynModel::build` reads, without the name table
-    table: ParamTable,
-    /// θ the model was built from, and the buffer refreshed each step
-    theta: Vec<f64>,
-    theta_now: Vec<f64>,
+    /// θ `dm` was built from, compared with the model's at each step (the contact steppers' `DynCache`)
+    cache: DynCache,
     passive: Passive,
     /// the step's τ, q̈, dry-friction solve and RK4 stages (the generic step's scratch)
     sc: StepScratch<f64>,
@@ -115,19 +112,8 @@ impl FeatherstoneWorkspace {
     /// Bring the dynamics model and the passive terms up to date with `model` (allocates only when θ
     /// changed since the last call).
     fn refresh(&mut self, model: &Model, damping: bool) -> Result<(), torsion_dynamics::DynError> {
-        let mut changed = false;
-        let mut i = 0;
-        let theta = &mut self.theta_now;
-        dyn_params(model, |_, v| {
-            changed |= theta[i] != v;
-            theta[i] = v;
-            i += 1;
-        });
-        if changed {
+        if self.cache.refresh(model, &mut self.dm)? {
             self.factor.valid = false;
-            self.dm = DynModel::build(model, &self.table, &self.theta_now)?;
-            std::mem::swap(&mut self.theta, &mut self.theta_now);
-            self.theta_now.copy_from_slice(&self.theta);
         }
         self.dm.gravity = cv(&model.gravity);
         self.dm.set_joint_passive(model);
@@ -1422,16 +1408,14 @@ impl Solver for FeatherstoneSolver {
     }
     fn workspace(&self, model: &Model) -> Result<FeatherstoneWorkspace, SolverError> {
         self.check_integrator(model)?;
-        let (dm, table, theta) = dyn_model_f64(model).map_err(Self::dyn_err)?;
+        let (dm, _, _) = dyn_model_f64(model).map_err(Self::dyn_err)?;
         let data = DynData::new(&dm);
         let adj = AdjointScratch::new(model, &dm);
         let nv = model.nv();
         Ok(FeatherstoneWorkspace {
             dm,
             data,
-            table,
-            theta_now: theta.clone(),
-            theta,
+            cache: DynCache::new(model),
             passive: self.damping(model),
             sc: StepScratch::new(model.nq(), nv, model.na()),
             adj,
@@ -1469,7 +1453,7 @@ impl Solver for FeatherstoneSolver {
         mut rec: Option<&mut FeatherstoneRecord>,
     ) -> Result<StepInfo, SolverError> {
         self.check(model, s, u, dt)?;
-        if ws.theta.len() != ws.table.kinds.len() || ws.sc.tau.len() != model.nv() {
+        if ws.sc.tau.len() != model.nv() {
             return Err(SolverError::BadInput {
                 solver: "featherstone",
                 problem: "workspace built for a different model".into(),

@@ -43,8 +43,9 @@ pub(crate) fn dyn_param_table(model: &Model) -> ParamTable {
 }
 
 /// A stepper's f64 dynamics model kept at the model's current parameter values: θ (`dyn_params`) is compared at
-/// every `refresh` and the model rebuilt only when it changed (allocates then only). The contact steppers call it
-/// at each step, so a `params_set` after their workspace was built reaches the step (issue 13).
+/// every `refresh` and the model rebuilt only when it changed (allocates then only); a model with another
+/// parameter count is an error. The one θ comparison of Featherstone and the contact steppers, each calling it at
+/// each step, so a `params_set` after their workspace was built reaches the step (issue 13).
 pub(crate) struct DynCache {
     theta: Vec<f64>,
 }

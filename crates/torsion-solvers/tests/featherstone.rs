@@ -206,3 +206,36 @@ fn contact_warm_start_is_ignored_and_cleared() {
     assert_eq!(b.warm, ContactWarmStart::default());
     assert!(a.warm.is_empty());
 }
+
+/// A pendulum of one hinge; `welded`: a second body fixed to the first (no DoF, seven more parameters).
+fn pendulum(welded: bool) -> Model {
+    use torsion_math::{Quat, Vec3};
+    use torsion_model::builder::{JointDesc, ModelBuilder};
+    let mut b = ModelBuilder::new("pendulum");
+    let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
+    let rod = b.add_body("rod", 1.0, common::inertia(0.02, 0.02, 0.001, 0.0, 0.0, 0.0));
+    b.add_joint(JointDesc::hinge("hinge", w, rod, Vec3::zeros(), Vec3::new(0.0, 0.0, 0.3), Vec3::x()));
+    if welded {
+        let bob = b.add_body("bob", 0.5, common::inertia(0.001, 0.001, 0.001, 0.0, 0.0, 0.0));
+        let mut weld = JointDesc::hinge("weld", rod, bob, Vec3::new(0.0, 0.0, -0.3), Vec3::zeros(), Vec3::x());
+        weld.kind = torsion_model::JointType::Fixed;
+        b.add_joint(weld);
+    }
+    b.build().unwrap()
+}
+
+/// A workspace holds its model's θ (`DynCache`, issue 13): stepping a model of the same nv but another parameter
+/// table with it is an error naming the mismatch, not an index panic.
+#[test]
+fn a_workspace_for_another_parameter_table_is_an_error() {
+    let (a, b) = (pendulum(false), pendulum(true));
+    assert_eq!(a.nv(), b.nv());
+    let solver = FeatherstoneSolver::default();
+    let mut ws = solver.workspace(&a).unwrap();
+    let s = GenState::new(vec![0.3], vec![0.1]);
+    let mut out = s.clone();
+    let e = solver.step(&b, &s, &Control::zeros(1), 0.01, &mut out, &mut ws, None).unwrap_err();
+    assert!(e.to_string().contains("workspace was built for another model"), "{e}");
+    // the workspace's own model still steps
+    solver.step(&a, &s, &Control::zeros(1), 0.01, &mut out, &mut ws, None).unwrap();
+}
