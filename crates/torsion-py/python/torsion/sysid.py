@@ -145,6 +145,20 @@ class _Recording:
         self.name, self.dt, self.q, self.tau, self.v = name, dt, q, tau, v
 
 
+def _scalar_spec(value, transform, bounds, prior, fixed):
+    """A scalar parameter's spec dict, as `_ArmProblem.set_scalar` / `_ShootingProblem.set_param` read it
+    (`ScalarArgs` in sysid.rs); `bounds` (lower, upper), None for no bound on a side."""
+    lo, hi = (None, None) if bounds is None else bounds
+    return {
+        "value": float(value),
+        "transform": transform or "identity",
+        "lower": -np.inf if lo is None else float(lo),
+        "upper": np.inf if hi is None else float(hi),
+        "prior": None if prior is None else (float(prior[0]), float(prior[1])),
+        "fixed": bool(fixed),
+    }
+
+
 def _f64(x, name):
     a = np.asarray(x)
     if a.dtype.kind != "f":
@@ -255,17 +269,9 @@ class Problem:
         if not names or any(n not in scalars for n in names):
             raise ValueError(f"name: unknown parameter '{name}' (expected one of {scalars}, or damping[*] / "
                              "coulomb[*])")
-        lo, hi = (None, None) if bounds is None else bounds
         old = dict(self._scalars)
         for n in names:
-            self._scalars[n] = {
-                "value": 0.0 if value is None else float(value),
-                "transform": transform or "identity",
-                "lower": -np.inf if lo is None else float(lo),
-                "upper": np.inf if hi is None else float(hi),
-                "prior": None if prior is None else (float(prior[0]), float(prior[1])),
-                "fixed": bool(fixed),
-            }
+            self._scalars[n] = _scalar_spec(0.0 if value is None else value, transform, bounds, prior, fixed)
         return self._rebuild("_scalars", old)
 
     def _shooting_param(self, name, value, transform, bounds, prior, fixed):
@@ -274,18 +280,10 @@ class Problem:
         if not names or any(n not in all_names for n in names):
             raise ValueError(f"name: unknown parameter '{name}' (model.param_names lists them; 'PREFIX[*]' selects "
                              "a family, e.g. 'joint_damping[*]')")
-        lo, hi = (None, None) if bounds is None else bounds
         old = dict(self._scalars)
         current = dict(zip(all_names, values))
         for n in names:
-            self._scalars[n] = {
-                "value": current[n] if value is None else float(value),
-                "transform": transform or "identity",
-                "lower": -np.inf if lo is None else float(lo),
-                "upper": np.inf if hi is None else float(hi),
-                "prior": None if prior is None else (float(prior[0]), float(prior[1])),
-                "fixed": bool(fixed),
-            }
+            self._scalars[n] = _scalar_spec(current[n] if value is None else value, transform, bounds, prior, fixed)
         self._rebuild("_scalars", old)
         self._names = list(self._scalars)
         return self
