@@ -421,6 +421,12 @@ pub fn run_mlp(quick: bool) -> Result<ExperimentResult, ExperimentError> {
 /// The full run's training-throw counts (`TORSION_RESIDUAL_THROWS`, a subset of 5,30,50; default all three) and
 /// the 30- / 50-throw pair stride (`TORSION_RESIDUAL_MANY_STRIDE`, default [`MANY_STRIDE`]).
 fn full_sizes() -> Result<(Vec<usize>, usize), ExperimentError> {
+    let var = |k: &str| std::env::var(k).ok();
+    parse_sizes(var("TORSION_RESIDUAL_THROWS").as_deref(), var("TORSION_RESIDUAL_MANY_STRIDE").as_deref())
+}
+
+/// [`full_sizes`] on the two variables' values.
+fn parse_sizes(throws: Option<&str>, stride: Option<&str>) -> Result<(Vec<usize>, usize), ExperimentError> {
     let bad = |k: &str, v: &str| {
         ExperimentError::Failed(format!(
             "{k}='{v}': {}",
@@ -430,26 +436,26 @@ fn full_sizes() -> Result<(Vec<usize>, usize), ExperimentError> {
             }
         ))
     };
-    let throws = match std::env::var("TORSION_RESIDUAL_THROWS") {
-        Ok(v) => {
+    let throws = match throws {
+        Some(v) => {
             let mut n: Vec<usize> = v
                 .split(',')
-                .map(|x| x.trim().parse().map_err(|_| bad("TORSION_RESIDUAL_THROWS", &v)))
+                .map(|x| x.trim().parse().map_err(|_| bad("TORSION_RESIDUAL_THROWS", v)))
                 .collect::<Result<_, _>>()?;
             if n.is_empty() || n.iter().any(|x| ![5, 30, 50].contains(x)) {
-                return Err(bad("TORSION_RESIDUAL_THROWS", &v));
+                return Err(bad("TORSION_RESIDUAL_THROWS", v));
             }
             n.sort_unstable();
             n.dedup();
             n
         }
-        Err(_) => vec![5, 30, 50],
+        None => vec![5, 30, 50],
     };
-    let stride = match std::env::var("TORSION_RESIDUAL_MANY_STRIDE") {
-        Ok(v) => {
-            v.trim().parse().ok().filter(|&s: &usize| s > 0).ok_or_else(|| bad("TORSION_RESIDUAL_MANY_STRIDE", &v))?
+    let stride = match stride {
+        Some(v) => {
+            v.trim().parse().ok().filter(|&s: &usize| s > 0).ok_or_else(|| bad("TORSION_RESIDUAL_MANY_STRIDE", v))?
         }
-        Err(_) => MANY_STRIDE,
+        None => MANY_STRIDE,
     };
     Ok((throws, stride))
 }
@@ -592,6 +598,21 @@ mod tests {
     /// The full tensegrity-residual run (bench/tensegrity/data with gt.py --net-throws 45; TORSION_RESIDUAL_THROWS
     /// and TORSION_RESIDUAL_MANY_STRIDE size it): `cargo test -p torsion-experiments --lib
     /// tensegrity_net::tests::residual_full_run -- --ignored --nocapture` (writes results/tensegrity-residual.*).
+    /// The full run's throw counts and stride: defaults, a sorted subset, errors naming the variable.
+    #[test]
+    fn residual_sizes_parse_and_reject() {
+        assert_eq!(parse_sizes(None, None).unwrap(), (vec![5, 30, 50], MANY_STRIDE));
+        assert_eq!(parse_sizes(Some("50, 30"), Some("125")).unwrap(), (vec![30, 50], 125));
+        for (t, s, var) in [
+            (Some("7"), None, "TORSION_RESIDUAL_THROWS"),
+            (Some("5,x"), None, "TORSION_RESIDUAL_THROWS"),
+            (None, Some("0"), "TORSION_RESIDUAL_MANY_STRIDE"),
+        ] {
+            let e = parse_sizes(t, s).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains(var), "{t:?} {s:?}: {e}");
+        }
+    }
+
     #[test]
     #[ignore]
     fn residual_full_run() {

@@ -555,6 +555,9 @@ pub struct TransferConfig {
     pub quick: bool,
 }
 
+/// The environment variable that sizes a full transfer run.
+pub const SIZE_VAR: &str = "TORSION_TRANSFER_SIZE";
+
 impl TransferConfig {
     pub fn interval_s(&self, dt: f64) -> f64 {
         self.hold as f64 * dt
@@ -562,10 +565,14 @@ impl TransferConfig {
     /// A full run's size from `TORSION_TRANSFER_SIZE` = "seeds,iterations,samples,horizon" (seeds 1..=seeds,
     /// horizon in control intervals; docs/EXPERIMENTS.md: the paper's is 5,20,40,50 for SUPERball and 5,20,40,150
     /// for the 3-bar); unset or quick: unchanged.
-    pub fn sized_from_env(mut self) -> Result<Self, ExperimentError> {
-        const VAR: &str = "TORSION_TRANSFER_SIZE";
-        let Some(s) = std::env::var_os(VAR).filter(|_| !self.quick) else { return Ok(self) };
-        let s = s.to_string_lossy();
+    pub fn sized_from_env(self) -> Result<Self, ExperimentError> {
+        let var = std::env::var_os(SIZE_VAR).filter(|_| !self.quick);
+        self.sized(var.as_ref().map(|s| s.to_string_lossy()).as_deref())
+    }
+    /// [`TransferConfig::sized_from_env`] on the variable's value `spec` (None: unchanged).
+    pub fn sized(mut self, spec: Option<&str>) -> Result<Self, ExperimentError> {
+        const VAR: &str = SIZE_VAR;
+        let Some(s) = spec else { return Ok(self) };
         let n: Vec<usize> = s.split(',').map(|x| x.trim().parse::<usize>()).collect::<Result<_, _>>().map_err(|e| {
             fail(format!("{VAR}='{s}': {e} (expected four positive integers seeds,iterations,samples,horizon)"))
         })?;
@@ -980,6 +987,28 @@ mod tests {
         eprintln!("cost derivatives vs central FD: lx {ex:.1e}, lu {eu:.1e}, lxx {eh:.1e}");
         assert!(ex < 1e-6 && eu < 1e-6 && eh < 1e-6, "{ex:e} {eu:e} {eh:e}");
         assert!(d.lxx.amax() > 0.0 && d.lx.amax() > 0.0);
+    }
+
+    /// `TORSION_TRANSFER_SIZE` sets seeds, iterations, samples and horizon; malformed values are errors naming the
+    /// variable; the quick run ignores it (`sized_from_env`).
+    #[test]
+    fn transfer_size_parses_and_rejects() {
+        let cfg = superball_config(false).unwrap();
+        let c = cfg.clone().sized(Some("2, 20,40,150")).unwrap();
+        assert_eq!((c.seeds, c.iterations, c.samples, c.horizon), (vec![1, 2], 20, 40, 150));
+        let c = cfg.clone().sized(None).unwrap();
+        assert_eq!((c.seeds.len(), c.iterations, c.horizon), (5, PAPER_ITERATIONS, FULL_HORIZON));
+        for bad in ["2,20,40", "2,20,1,150", "0,20,40,150", "a,20,40,150", ""] {
+            let e = cfg.clone().sized(Some(bad)).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains(SIZE_VAR) && e.contains(bad), "'{bad}': {e}");
+        }
+    }
+
+    /// The quick identification is computed once per process and shared.
+    #[test]
+    fn quick_identification_is_shared() {
+        let (a, b) = (identify_quick().unwrap(), identify_quick().unwrap());
+        assert_eq!((a.contact, a.ratios, a.wall_s), (b.contact, b.ratios, b.wall_s));
     }
 
     /// Identical flat states give identical next states through torsion's wrapper and the solver's own rollout
