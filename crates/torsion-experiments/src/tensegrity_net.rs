@@ -521,6 +521,9 @@ pub fn run_residual(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         by_n.insert(key.clone(), s);
         curves_json.insert(key, json!(mean_curve(&r.0, tests.every)));
     }
+    if !runs.is_empty() {
+        curves_json.insert("linear".into(), json!(mean_curve(lin_errs, tests.every)));
+    }
     let five_run = by_n.get("5_throws").cloned().unwrap_or(serde_json::Value::Null);
     let e5 = five_run["mean"].as_f64().unwrap_or(f64::NAN);
     let div5 = five_run["diverged"].as_u64().unwrap_or(1);
@@ -568,7 +571,9 @@ pub fn run_residual(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     rollout = rollout.refs(Reference::paper_point(4000.0, PAPER_RESIDUAL_COM, "paper: 0.5 m (5 throws)"));
     let labels: Vec<String> = runs.iter().map(|(n, ..)| format!("{n} throws")).collect();
     let loss_curves: Vec<(&str, &Curves)> = runs.iter().zip(&labels).map(|((_, c, ..), l)| (l.as_str(), c)).collect();
-    let panels = vec![loss_panel("one-step loss (residual)", &loss_curves, lin5), rollout];
+    // the linear model's training MSE on the first run's data (the 5 throws', else the 30's)
+    let lin_ref = runs.first().map_or(f64::NAN, |r| r.3);
+    let panels = vec![loss_panel("one-step loss (residual)", &loss_curves, lin_ref), rollout];
     let bound = if quick { e_lin } else { PAPER_RESIDUAL_COM };
     if first.is_none() {
         // the curves alone (TORSION_RESIDUAL_THROWS without 5): H5's figures are the 5-throw run's
