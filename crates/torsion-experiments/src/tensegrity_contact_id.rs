@@ -608,6 +608,21 @@ pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     })
 }
 
+/// The tensegrity experiments' run tests: the summary and the metrics printed, the checks held.
+#[cfg(test)]
+pub(crate) fn check_run(r: &ExperimentResult) {
+    eprintln!("{}", r.summary());
+    eprintln!("{}", serde_json::to_string_pretty(&r.metrics).unwrap());
+    assert!(r.passed(), "{:?}", r.checks);
+}
+
+/// A full run's test: as [`check_run`], the result written to results/ first.
+#[cfg(test)]
+pub(crate) fn check_full_run(r: &ExperimentResult) {
+    r.write(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results")).unwrap();
+    check_run(r);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -679,9 +694,6 @@ mod tests {
     #[test]
     #[ignore]
     fn full_run_meets_its_targets() {
-        let r = run(false).unwrap();
-        r.write(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results")).unwrap();
-        eprintln!("{}", serde_json::to_string_pretty(&r.metrics).unwrap());
-        assert!(r.passed(), "{:?}", r.checks);
+        check_full_run(&run(false).unwrap());
     }
 }

@@ -418,6 +418,48 @@ pub fn run_mlp(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     Ok(ExperimentResult::from_panels("tensegrity-mlp", metrics, paper, settings, panels, 2).with_checks(checks))
 }
 
+/// The full run's training-throw counts (`TORSION_RESIDUAL_THROWS`, a subset of 5,30,50; default all three) and
+/// the 30- / 50-throw pair stride (`TORSION_RESIDUAL_MANY_STRIDE`, default [`MANY_STRIDE`]).
+fn full_sizes() -> Result<(Vec<usize>, usize), ExperimentError> {
+    let var = |k: &str| std::env::var(k).ok();
+    parse_sizes(var("TORSION_RESIDUAL_THROWS").as_deref(), var("TORSION_RESIDUAL_MANY_STRIDE").as_deref())
+}
+
+/// [`full_sizes`] on the two variables' values.
+fn parse_sizes(throws: Option<&str>, stride: Option<&str>) -> Result<(Vec<usize>, usize), ExperimentError> {
+    let bad = |k: &str, v: &str| {
+        ExperimentError::Failed(format!(
+            "{k}='{v}': {}",
+            match k {
+                "TORSION_RESIDUAL_THROWS" => "expected a comma-separated subset of 5,30,50",
+                _ => "expected a positive integer",
+            }
+        ))
+    };
+    let throws = match throws {
+        Some(v) => {
+            let mut n: Vec<usize> = v
+                .split(',')
+                .map(|x| x.trim().parse().map_err(|_| bad("TORSION_RESIDUAL_THROWS", v)))
+                .collect::<Result<_, _>>()?;
+            if n.is_empty() || n.iter().any(|x| ![5, 30, 50].contains(x)) {
+                return Err(bad("TORSION_RESIDUAL_THROWS", v));
+            }
+            n.sort_unstable();
+            n.dedup();
+            n
+        }
+        None => vec![5, 30, 50],
+    };
+    let stride = match stride {
+        Some(v) => {
+            v.trim().parse().ok().filter(|&s: &usize| s > 0).ok_or_else(|| bad("TORSION_RESIDUAL_MANY_STRIDE", v))?
+        }
+        None => MANY_STRIDE,
+    };
+    Ok((throws, stride))
+}
+
 /// `tensegrity-residual` (H5): the network on top of the frozen linear model (fitted on the same throws), 5
 /// training throws (the quick set: one throw's first 500 steps); in the full run also 30 and 50 throws (gt.py
 /// --net-throws 45) for the late drift, when their data are there.
@@ -440,13 +482,12 @@ pub fn run_residual(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let mut sizes: Vec<(usize, Vec<String>)> = vec![(5, five.clone())];
-    if !quick {
-        for n in [30usize, 50] {
-            let extra: Vec<String> = (0..n - 5).map(|i| format!("throw_net{i:02}")).collect();
-            if full_set(&m0, extra.last().map_or("", |s| s.as_str())).is_ok() {
-                sizes.push((n, [five.clone(), extra].concat()));
-            }
+    let (throws, many_stride) = if quick { (vec![5], MANY_STRIDE) } else { full_sizes()? };
+    let mut sizes: Vec<(usize, Vec<String>)> = vec![];
+    for n in throws {
+        let extra: Vec<String> = (0..n - 5).map(|i| format!("throw_net{i:02}")).collect();
+        if n == 5 || full_set(&m0, extra.last().map_or("", |s| s.as_str())).is_ok() {
+            sizes.push((n, [five.clone(), extra].concat()));
         }
     }
     let pb = bar("tensegrity-residual", sizes.len());
@@ -455,7 +496,7 @@ pub fn run_residual(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         let data = if quick {
             quick_data(&m0, QUICK_STRIDE)?
         } else {
-            full_data(&m0, names, if *n > 5 { MANY_STRIDE } else { FULL_STRIDE })?
+            full_data(&m0, names, if *n > 5 { many_stride } else { FULL_STRIDE })?
         };
         let mut os_lin = OneStep::new(&m_lin, &zero)?;
         let lin_train = mse(&mut os_lin, &m_lin, &zero, &data.train, data.stride)?;
@@ -480,16 +521,21 @@ pub fn run_residual(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         by_n.insert(key.clone(), s);
         curves_json.insert(key, json!(mean_curve(&r.0, tests.every)));
     }
-    let e5 = by_n["5_throws"]["mean"].as_f64().unwrap_or(f64::NAN);
-    let div5 = by_n["5_throws"]["diverged"].as_u64().unwrap_or(1);
+    if !runs.is_empty() {
+        curves_json.insert("linear".into(), json!(mean_curve(lin_errs, tests.every)));
+    }
+    let five_run = by_n.get("5_throws").cloned().unwrap_or(serde_json::Value::Null);
+    let e5 = five_run["mean"].as_f64().unwrap_or(f64::NAN);
+    let div5 = five_run["diverged"].as_u64().unwrap_or(1);
     let e_lin = s_lin["mean"].as_f64().unwrap_or(f64::NAN);
-    let (train5, lin5) = (runs[0].1.train.last().copied().unwrap_or(f64::NAN), runs[0].3);
+    let first = runs.first().filter(|r| r.0 == 5);
+    let (train5, lin5) = first.map_or((f64::NAN, f64::NAN), |r| (r.1.train.last().copied().unwrap_or(f64::NAN), r.3));
     let metrics = json!({
-        "com_error_4000": by_n["5_throws"].clone(),
+        "com_error_4000": five_run,
         "com_error_4000_by_throws": by_n,
         "com_error_curves": curves_json,
         "com_error_4000_linear": s_lin,
-        "train_loss": runs[0].1.train, "val_loss": runs[0].1.val, "train_loss_linear": lin5,
+        "train_loss": first.map(|r| &r.1.train), "val_loss": first.map(|r| &r.1.val), "train_loss_linear": lin5,
         "linear_params": p_lin,
         "tests": n_tests, "mean_path_mujoco": mean_path,
         "wall_clock_s": t0.elapsed().as_secs_f64(),
@@ -503,7 +549,7 @@ pub fn run_residual(quick: bool) -> Result<ExperimentResult, ExperimentError> {
         "quick": quick,
         "network": "29 → 100 → 100 → 100 → 6, tanh, hidden layers Glorot (seed 19), output layer zero (training starts at the linear model), no input normalisation",
         "schedule": format!("{:?} (the paper states only the 15 epochs)", if quick { QUICK_RESIDUAL_SCHEDULE } else { RESIDUAL_SCHEDULE }),
-        "data": if quick { "tests/data/tensegrity/net_quick.npz: the training throw's first 500 steps (every 2nd pair), validation 200 (one throw: the quick set)" } else { "bench/tensegrity/data: throw_train, train1..4, every 5th pair (+ throw_net00.. for 30 / 50 throws, every 25th pair); throw_val" },
+        "data": if quick { "tests/data/tensegrity/net_quick.npz: the training throw's first 500 steps (every 2nd pair), validation 200 (one throw: the quick set)".to_string() } else { format!("bench/tensegrity/data: throw_train, train1..4, every 5th pair (+ throw_net00.. for 30 / 50 throws, every {many_stride}th pair); throw_val; throw counts run: {:?}", runs.iter().map(|r| r.0).collect::<Vec<_>>()) },
         "linear": "frozen at the LM fit (tensegrity-contact-id) on the 5 training throws' one-step pairs",
         "tests": format!("{n_tests} test throws, {EVAL_STEPS} steps from MuJoCo's first state, zero controls"),
     });
@@ -525,8 +571,18 @@ pub fn run_residual(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     rollout = rollout.refs(Reference::paper_point(4000.0, PAPER_RESIDUAL_COM, "paper: 0.5 m (5 throws)"));
     let labels: Vec<String> = runs.iter().map(|(n, ..)| format!("{n} throws")).collect();
     let loss_curves: Vec<(&str, &Curves)> = runs.iter().zip(&labels).map(|((_, c, ..), l)| (l.as_str(), c)).collect();
-    let panels = vec![loss_panel("one-step loss (residual)", &loss_curves, lin5), rollout];
+    // the linear model's training MSE on the first run's data (the 5 throws', else the 30's)
+    let lin_ref = runs.first().map_or(f64::NAN, |r| r.3);
+    let panels = vec![loss_panel("one-step loss (residual)", &loss_curves, lin_ref), rollout];
     let bound = if quick { e_lin } else { PAPER_RESIDUAL_COM };
+    if first.is_none() {
+        // the curves alone (TORSION_RESIDUAL_THROWS without 5): H5's figures are the 5-throw run's
+        let drift = runs.iter().all(|r| r.2 .1.iter().all(Option::is_none));
+        let checks = vec![Check::holds("no test rollout diverged (30 / 50 throws)", drift)
+            .note("curves only: the 5-throw run (H5) was not part of this run")];
+        return Ok(ExperimentResult::from_panels("tensegrity-residual", metrics, paper, settings, panels, 2)
+            .with_checks(checks));
+    }
     let checks = vec![
         Check::le("com_error_4000, 5 throws, mean (m)", e5, bound).note(if quick {
             "quick: one throw's first 500 steps; held to the frozen linear model's error"
@@ -543,6 +599,30 @@ pub fn run_residual(quick: bool) -> Result<ExperimentResult, ExperimentError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The full tensegrity-residual run (bench/tensegrity/data with gt.py --net-throws 45; TORSION_RESIDUAL_THROWS
+    /// and TORSION_RESIDUAL_MANY_STRIDE size it): `cargo test -p torsion-experiments --lib
+    /// tensegrity_net::tests::residual_full_run -- --ignored --nocapture` (writes results/tensegrity-residual.*).
+    /// The full run's throw counts and stride: defaults, a sorted subset, errors naming the variable.
+    #[test]
+    fn residual_sizes_parse_and_reject() {
+        assert_eq!(parse_sizes(None, None).unwrap(), (vec![5, 30, 50], MANY_STRIDE));
+        assert_eq!(parse_sizes(Some("50, 30"), Some("125")).unwrap(), (vec![30, 50], 125));
+        for (t, s, var) in [
+            (Some("7"), None, "TORSION_RESIDUAL_THROWS"),
+            (Some("5,x"), None, "TORSION_RESIDUAL_THROWS"),
+            (None, Some("0"), "TORSION_RESIDUAL_MANY_STRIDE"),
+        ] {
+            let e = parse_sizes(t, s).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains(var), "{t:?} {s:?}: {e}");
+        }
+    }
+
+    #[test]
+    #[ignore]
+    fn residual_full_run() {
+        tci::check_full_run(&run_residual(false).unwrap());
+    }
 
     /// Strided sequences keep each pair's (t, t + 1) and the clock of every step in between: the samples at a kept
     /// start equal those of the unstrided sequence at the same step.

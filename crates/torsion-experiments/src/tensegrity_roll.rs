@@ -28,6 +28,7 @@ use nalgebra::{DMatrix, DVector};
 use serde_json::{json, Value};
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::OnceLock;
 use std::time::Instant;
 use torsion_math::{Quat, Vec3};
 use torsion_model::{Control, GenState, JointType, LinearContact, Model};
@@ -493,6 +494,13 @@ impl Identified {
     }
 }
 
+/// [`identify`] on the committed quick sets, computed once per process: tensegrity-roll and tensegrity-3bar (and
+/// their CI tests, which run in one test binary) share it; `wall_s` is the one identification's.
+pub fn identify_quick() -> Result<Identified, ExperimentError> {
+    static ID: OnceLock<Result<Identified, String>> = OnceLock::new();
+    ID.get_or_init(|| identify(true).map_err(|e| e.to_string())).clone().map_err(fail)
+}
+
 pub fn identify(quick: bool) -> Result<Identified, ExperimentError> {
     let t0 = Instant::now();
     let solver = FeatherstoneSolver::default();
@@ -532,6 +540,8 @@ pub struct TransferConfig {
     pub iterations: usize,
     pub samples: usize,
     pub kl_weight: f64,
+    /// Some(ε): the KL bound (`SampledOptions::kl_bound`, w chosen per iteration; `kl_weight` its first guess)
+    pub kl_bound: Option<f64>,
     /// the first iteration's exploration standard deviation per control
     pub init_sigma: f64,
     /// MuJoCo's settling from qpos0 under zero controls: max |qvel| tolerance, steps at most
@@ -545,9 +555,37 @@ pub struct TransferConfig {
     pub quick: bool,
 }
 
+/// The environment variable that sizes a full transfer run.
+pub const SIZE_VAR: &str = "TORSION_TRANSFER_SIZE";
+
 impl TransferConfig {
     pub fn interval_s(&self, dt: f64) -> f64 {
         self.hold as f64 * dt
+    }
+    /// A full run's size from `TORSION_TRANSFER_SIZE` = "seeds,iterations,samples,horizon" (seeds 1..=seeds,
+    /// horizon in control intervals; docs/EXPERIMENTS.md: the paper's is 5,20,40,50 for SUPERball and 5,20,40,150
+    /// for the 3-bar); unset or quick: unchanged.
+    pub fn sized_from_env(self) -> Result<Self, ExperimentError> {
+        let var = std::env::var_os(SIZE_VAR).filter(|_| !self.quick);
+        self.sized(var.as_ref().map(|s| s.to_string_lossy()).as_deref())
+    }
+    /// [`TransferConfig::sized_from_env`] on the variable's value `spec` (None: unchanged).
+    pub fn sized(mut self, spec: Option<&str>) -> Result<Self, ExperimentError> {
+        const VAR: &str = SIZE_VAR;
+        let Some(s) = spec else { return Ok(self) };
+        let n: Vec<usize> = s.split(',').map(|x| x.trim().parse::<usize>()).collect::<Result<_, _>>().map_err(|e| {
+            fail(format!("{VAR}='{s}': {e} (expected four positive integers seeds,iterations,samples,horizon)"))
+        })?;
+        match n[..] {
+            [seeds, iterations, samples, horizon] if seeds > 0 && iterations > 0 && samples >= 2 && horizon > 0 => {
+                (self.seeds, self.iterations, self.samples, self.horizon) =
+                    ((1..=seeds as u64).collect(), iterations, samples, horizon);
+                Ok(self)
+            }
+            _ => Err(fail(format!(
+                "{VAR}='{s}': expected seeds,iterations,samples,horizon (seeds, iterations, horizon ≥ 1, samples ≥ 2)"
+            ))),
+        }
     }
 }
 
@@ -586,6 +624,7 @@ pub fn train<D: Dynamics<State = Vec<f64>>>(
         iterations: cfg.iterations,
         samples: cfg.samples,
         kl_weight: cfg.kl_weight,
+        kl_bound: cfg.kl_bound,
         init_sigma: cfg.init_sigma,
         seed,
         ..SampledOptions::default()
@@ -825,7 +864,7 @@ pub fn run_transfer(cfg: &TransferConfig, id: &Identified) -> Result<ExperimentR
 }
 
 /// The SUPERball task (spec 003 §4.5): 24 actuators, 100 ms control interval (the 3-bar's; the 6-bar's is not
-/// stated), full: 5 seeds of 5 iterations × 40 samples over 2 s; quick: 1 seed, 2 × 8 over 0.5 s.
+/// stated), full: the paper's 5 seeds of 20 iterations × 40 samples over 5 s; quick: 1 seed, 2 × 8 over 0.5 s.
 pub fn superball_config(quick: bool) -> Result<TransferConfig, ExperimentError> {
     let m = cid::superball()?;
     Ok(TransferConfig {
@@ -839,9 +878,10 @@ pub fn superball_config(quick: bool) -> Result<TransferConfig, ExperimentError> 
         weights: [1.0, 0.5, 0.1],
         horizon: if quick { 5 } else { FULL_HORIZON },
         seeds: if quick { vec![1] } else { (1..=5).collect() },
-        iterations: if quick { 2 } else { FULL_ITERATIONS },
+        iterations: if quick { 2 } else { PAPER_ITERATIONS },
         samples: if quick { 8 } else { 40 },
         kl_weight: 0.005,
+        kl_bound: None,
         init_sigma: INIT_SIGMA,
         settle: (1e-5, 20_000),
         paper: json!({
@@ -858,17 +898,17 @@ pub fn superball_config(quick: bool) -> Result<TransferConfig, ExperimentError> 
     })
 }
 
-/// The full run's size (docs/EXPERIMENTS.md: the paper's 20 × 40 × 5000 does not fit this machine's session).
-pub const FULL_HORIZON: usize = 20;
-pub const FULL_ITERATIONS: usize = 5;
+/// The full run's size: the paper's 20 iterations (× 40 samples) over 5 s (50 intervals of 100 ms);
+/// `TORSION_TRANSFER_SIZE` runs less (docs/EXPERIMENTS.md: the sizes run).
+pub const FULL_HORIZON: usize = 50;
+pub const PAPER_ITERATIONS: usize = 20;
 /// The first iteration's exploration σ per control (the ctrlrange is ±100).
 pub const INIT_SIGMA: f64 = 20.0;
 
 pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
     // both runs identify on the committed quick subsets of the 1 + 1 trajectories (300 air steps, 40 pairs of the
     // throw): the full sets' 5000-step cable fit takes ~10 min on this machine and gives the same ratios (H1)
-    let id = identify(true)?;
-    run_transfer(&superball_config(quick)?, &id)
+    run_transfer(&superball_config(quick)?.sized_from_env()?, &identify_quick()?)
 }
 
 #[cfg(test)]
@@ -949,6 +989,28 @@ mod tests {
         assert!(d.lxx.amax() > 0.0 && d.lx.amax() > 0.0);
     }
 
+    /// `TORSION_TRANSFER_SIZE` sets seeds, iterations, samples and horizon; malformed values are errors naming the
+    /// variable; the quick run ignores it (`sized_from_env`).
+    #[test]
+    fn transfer_size_parses_and_rejects() {
+        let cfg = superball_config(false).unwrap();
+        let c = cfg.clone().sized(Some("2, 20,40,150")).unwrap();
+        assert_eq!((c.seeds, c.iterations, c.samples, c.horizon), (vec![1, 2], 20, 40, 150));
+        let c = cfg.clone().sized(None).unwrap();
+        assert_eq!((c.seeds.len(), c.iterations, c.horizon), (5, PAPER_ITERATIONS, FULL_HORIZON));
+        for bad in ["2,20,40", "2,20,1,150", "0,20,40,150", "a,20,40,150", ""] {
+            let e = cfg.clone().sized(Some(bad)).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains(SIZE_VAR) && e.contains(bad), "'{bad}': {e}");
+        }
+    }
+
+    /// The quick identification is computed once per process and shared.
+    #[test]
+    fn quick_identification_is_shared() {
+        let (a, b) = (identify_quick().unwrap(), identify_quick().unwrap());
+        assert_eq!((a.contact, a.ratios, a.wall_s), (b.contact, b.ratios, b.wall_s));
+    }
+
     /// Identical flat states give identical next states through torsion's wrapper and the solver's own rollout
     /// (hold steps with the controls held).
     #[test]
@@ -984,13 +1046,11 @@ mod tests {
     #[test]
     fn quick_run_meets_its_targets() {
         let r = run(true).unwrap();
-        eprintln!("{}", r.summary());
-        eprintln!("{}", serde_json::to_string_pretty(&r.metrics).unwrap());
         let g = &r.metrics["gt_steps"]["mujoco_trained"];
         // per seed: the initial nominal, then samples × T and the line search's rollouts per iteration
         let per_seed = g["per_seed"][0].as_f64().unwrap();
         assert!(per_seed >= g["iterations_x_samples_x_steps"].as_f64().unwrap(), "{g}");
-        assert!(r.passed(), "{:?}", r.checks);
+        cid::check_run(&r);
     }
 
     /// The full run: `cargo test --release -p torsion-experiments --lib tensegrity_roll::tests::full_run --
@@ -998,9 +1058,6 @@ mod tests {
     #[test]
     #[ignore]
     fn full_run_meets_its_targets() {
-        let r = run(false).unwrap();
-        r.write(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results")).unwrap();
-        eprintln!("{}", r.summary());
-        assert!(r.passed(), "{:?}", r.checks);
+        cid::check_full_run(&run(false).unwrap());
     }
 }
