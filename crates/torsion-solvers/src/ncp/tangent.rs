@@ -26,6 +26,7 @@ use crate::solver::SolverError;
 use nalgebra::DMatrix;
 use num_dual::Dual64;
 use torsion_dynamics::joints::{advance_into, integrate_scaled_into};
+use torsion_dynamics::ltl::NO_DOF;
 use torsion_dynamics::{forward_kinematics, DynData, DynModel};
 use torsion_model::params::ParamKind;
 use torsion_model::{Model, ParamSelection, ParamTable, Shape};
@@ -93,6 +94,106 @@ pub(crate) struct TangentWorkspace {
     jvp: JvpScratch,
     /// ∂(q⁺, v⁺) per direction: state (2nv), controls (nv), selected parameters, μ per contact, ε
     pub(crate) cols: DMatrix<f64>,
+    /// group the state / control directions by component (default; off only to compare, `set_grouped_tangents`)
+    group: bool,
+    groups: Groups,
+    /// the dual passes of the last call
+    passes: usize,
+}
+
+/// The DoFs' components for one step: trees (λ) joined by a contact. A direction seeded at a DoF changes only
+/// its component's rows this step (the contact islands are independent problems, M is block diagonal over
+/// trees), so one dual pass seeds one direction in every component, and `3 n_max` passes give every state /
+/// control column (n_max: the largest component's DoF count) instead of `3 nv`.
+#[derive(Default)]
+struct Groups {
+    /// each DoF's component (a representative DoF) and its rank in it
+    comp: Vec<usize>,
+    rank: Vec<usize>,
+    /// the DoFs of each rank (ascending): `dofs[start[r]..start[r + 1]]`
+    start: Vec<usize>,
+    dofs: Vec<usize>,
+    n_max: usize,
+    /// the direction a pass seeds in each component (`usize::MAX`: none)
+    dir_of: Vec<usize>,
+    /// scratch: the union-find over tree roots, each component's size
+    up: Vec<usize>,
+    size: Vec<usize>,
+}
+
+impl Groups {
+    /// The components of the step's prelude (`pre.lambda`, the contacts' `pattern.roots`); one component of every
+    /// DoF unless `split`.
+    fn fill(&mut self, pre: &Prelude<f64>, nv: usize, split: bool) {
+        let split = split && pre.lambda.len() == nv;
+        let (up, comp) = (&mut self.up, &mut self.comp);
+        up.clear();
+        up.extend(0..nv);
+        fn find(up: &mut [usize], mut x: usize) -> usize {
+            while up[x] != x {
+                up[x] = up[up[x]];
+                x = up[x];
+            }
+            x
+        }
+        comp.clear();
+        if split {
+            // each DoF's tree root (λ(k) < k), then the roots a contact joins
+            for k in 0..nv {
+                let p = pre.lambda[k];
+                comp.push(if p == NO_DOF { k } else { comp[p] });
+            }
+            for r in pre.pattern.roots.iter().filter(|r| r[0] != NO_DOF && r[1] != NO_DOF) {
+                let (x, y) = (find(up, r[0]), find(up, r[1]));
+                up[x.max(y)] = x.min(y);
+            }
+            for k in 0..nv {
+                comp[k] = find(up, comp[k]);
+            }
+        } else {
+            comp.resize(nv, 0);
+        }
+        self.size.clear();
+        self.size.resize(nv, 0);
+        self.rank.clear();
+        for &c in comp.iter() {
+            self.rank.push(self.size[c]);
+            self.size[c] += 1;
+        }
+        self.n_max = self.size.iter().copied().max().unwrap_or(0);
+        // the DoFs by rank (a counting sort)
+        self.start.clear();
+        self.start.resize(self.n_max + 1, 0);
+        self.rank.iter().for_each(|&r| self.start[r + 1] += 1);
+        for r in 0..self.n_max {
+            self.start[r + 1] += self.start[r];
+        }
+        self.dofs.clear();
+        self.dofs.resize(nv, 0);
+        self.size.iter_mut().for_each(|n| *n = 0);
+        for k in 0..nv {
+            let r = self.rank[k];
+            self.dofs[self.start[r] + self.size[r]] = k;
+            self.size[r] += 1;
+        }
+        self.dir_of.clear();
+        self.dir_of.resize(nv, usize::MAX);
+    }
+}
+
+impl NcpWorkspace {
+    /// Group the tangent Jacobians' state / control directions by component (`Groups`; the default) or run one
+    /// dual pass per direction (off: only to compare or time the two; the same Jacobians to round-off).
+    pub fn set_grouped_tangents(&mut self, on: bool) {
+        if let Some(t) = self.tan.as_mut() {
+            t.group = on;
+        }
+    }
+
+    /// The dual passes of the last tangent Jacobians (`3 n_max` + the parameter / per-contact directions).
+    pub fn tangent_passes(&self) -> usize {
+        self.tan.as_ref().map_or(0, |t| t.passes)
+    }
 }
 
 impl TangentWorkspace {
@@ -129,6 +230,9 @@ impl TangentWorkspace {
             step: PhaseJvp::default(),
             jvp: JvpScratch::default(),
             cols: e(),
+            group: true,
+            groups: Groups::default(),
+            passes: 0,
         }
     }
 }
@@ -275,14 +379,26 @@ impl NcpSolver {
         base_dm.gravity = torsion_math::scalar::cv(&model.gravity);
         let base_dm = tw.base_dm.as_ref().expect("built above");
         let d = tw.d.get_or_insert_with(|| DynData::new(base_dm));
-        let ndir = 3 * nv + sel.len() + nc + 1;
+        let (ns, ndir) = (sel.len(), 3 * nv + sel.len() + nc + 1);
         reshape_zeroed(&mut tw.cols, 2 * nv, ndir);
         lift_into(&s.q, &mut tw.q0);
-        for dir in 0..ndir {
-            if !per_contact && dir >= 3 * nv + sel.len() {
-                break;
+        // the state / control directions grouped by component: one pass per rank seeds a direction in every
+        // component at once (their columns' rows are disjoint), the other directions one pass each
+        let mut gr = std::mem::take(&mut tw.groups);
+        gr.fill(&ws.pre, nv, tw.group && !whole);
+        let grouped = 3 * gr.n_max;
+        tw.passes = grouped + if per_contact { ndir - 3 * nv } else { ns };
+        for pass in 0..tw.passes {
+            // kind 0..3: q, v, u seeded at the rank's DoFs; else one direction (`all`) writing every row
+            let (kind, seeds, all) = if pass < grouped {
+                (pass / gr.n_max, &gr.dofs[gr.start[pass % gr.n_max]..gr.start[pass % gr.n_max + 1]], None)
+            } else {
+                (3, &[][..], Some(3 * nv + pass - grouped))
+            };
+            for &k in seeds {
+                gr.dir_of[gr.comp[k]] = kind * nv + k;
             }
-            let param = (3 * nv..3 * nv + sel.len()).contains(&dir).then(|| sel.indices[dir - 3 * nv]);
+            let param = all.filter(|d| (3 * nv..3 * nv + ns).contains(d)).map(|d| sel.indices[d - 3 * nv]);
             // a contact-material parameter: seeds μ / ε below, the dynamics model is the base one
             let mat = param.map(|i| table.kinds[i]).filter(|k| k.is_contact_material());
             let dm = match param {
@@ -294,24 +410,19 @@ impl NcpSolver {
                 _ => base_dm,
             };
             let q = &mut tw.q;
-            if dir < nv {
+            q.clone_from(&tw.q0);
+            if kind == 0 {
                 tw.e.clear();
                 tw.e.resize(nv, Dual64::from(0.0));
-                tw.e[dir].eps = 1.0;
-                q.clone_from(&tw.q0);
+                seeds.iter().for_each(|&k| tw.e[k].eps = 1.0);
                 integrate_scaled_into(dm, &tw.q0, &tw.e, Dual64::from(1.0), q);
-            } else {
-                q.clone_from(&tw.q0);
             }
             lift_into(&s.v, &mut tw.v);
-            if (nv..2 * nv).contains(&dir) {
-                tw.v[dir - nv].eps = 1.0;
-            }
             lift_into(u, &mut tw.u);
-            if (2 * nv..3 * nv).contains(&dir) {
-                tw.u[dir - 2 * nv].eps = 1.0;
-            }
-            let mu_dir = (3 * nv + sel.len()..3 * nv + sel.len() + nc).contains(&dir).then(|| dir - 3 * nv - sel.len());
+            let x = if kind == 1 { Some(&mut tw.v) } else { (kind == 2).then_some(&mut tw.u) };
+            x.map(|x| seeds.iter().for_each(|&k| x[k].eps = 1.0));
+            let mu_dir = all.filter(|d| (3 * nv + ns..3 * nv + ns + nc).contains(d)).map(|d| d - 3 * nv - ns);
+            let eps_dir = all == Some(ndir - 1);
             forward_kinematics(dm, q, d);
             tw.geoms.clear();
             for (i, (c, an)) in contacts.iter().zip(&tw.anchors).enumerate() {
@@ -319,7 +430,7 @@ impl NcpSolver {
                 if mu_dir == Some(i) || (mat.is_some() && mat == tw.mu_src[i]) {
                     g.mu.eps = 1.0;
                 }
-                if dir == ndir - 1 || (mat.is_some() && mat == tw.eps_src[i]) {
+                if eps_dir || (mat.is_some() && mat == tw.eps_src[i]) {
                     g.restitution.eps = 1.0;
                 }
                 tw.geoms.push(g);
@@ -360,18 +471,27 @@ impl NcpSolver {
             tw.q1.clone_from(q);
             tw.v1.clone_from(vplus);
             advance_into(dm, q, vplus, Dual64::from(dt), &mut tw.q1, &mut tw.v1);
+            // each row into the column of the direction seeded in its component (every row: `all`)
+            let col = |k: usize| all.unwrap_or(gr.dir_of[gr.comp[k]]);
             let next = &tw.next;
             for j in 0..dm.parent.len() {
                 let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
+                if jm.nv == 0 || col(vs) == usize::MAX {
+                    continue;
+                }
                 let t = dual_tangent(jm.kind, &next.q[qs..qs + jm.nq], &tw.q1[qs..qs + jm.nq]);
                 for r in 0..jm.nv {
-                    tw.cols[(vs + r, dir)] = t[r];
+                    tw.cols[(vs + r, col(vs))] = t[r];
                 }
             }
-            for k in 0..nv {
-                tw.cols[(nv + k, dir)] = tw.v1[k].eps;
+            for k in (0..nv).filter(|&k| col(k) != usize::MAX) {
+                tw.cols[(nv + k, col(k))] = tw.v1[k].eps;
+            }
+            for &k in seeds {
+                gr.dir_of[gr.comp[k]] = usize::MAX;
             }
         }
+        tw.groups = gr;
         Ok(())
     }
 }
@@ -589,6 +709,64 @@ mod tests {
     use torsion_math::{Mat3, Quat, Vec3};
     use torsion_model::builder::{JointDesc, ModelBuilder};
     use torsion_model::JointType;
+
+    /// The grouped dual passes (`Groups`: one direction per component and pass) give the Jacobians of one pass
+    /// per direction to round-off, on two stacks, tilted boxes landing on the floor and on each other, a box in
+    /// free flight; with 3 × 6 × (the tallest stack) passes for the state and controls instead of 3 nv.
+    #[test]
+    fn grouped_tangent_passes_match_one_pass_per_direction() {
+        use crate::solver::{DiffSolver, Solver, StepJacobians};
+        use torsion_model::Control;
+        let bx = |x: f64, y: f64, z: f64, e: (f64, f64)| {
+            format!(
+                r#"<body pos="{x} {y} {z}" euler="{} {} 0"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1"
+                friction="0.5"/></body>"#,
+                e.0, e.1
+            )
+        };
+        let mut bodies: Vec<String> = (0..3).map(|k| bx(0.0, 0.0, 0.1005 + 0.201 * k as f64, (0.0, 0.0))).collect();
+        bodies.extend((0..2).map(|k| bx(0.6, 0.0, 0.1005 + 0.201 * k as f64, (0.0, 3.0))));
+        // tilted: one edge first on the floor, one on another tilted box, one falling free of everything
+        bodies.push(bx(1.2, 0.0, 0.13, (10.0, 5.0)));
+        bodies.push(bx(1.8, 0.0, 0.14, (0.0, 12.0)));
+        bodies.push(bx(1.83, 0.02, 0.38, (20.0, 0.0)));
+        bodies.push(bx(2.6, 0.0, 1.0, (30.0, 10.0)));
+        let xml = format!(
+            r#"<mujoco><option timestep="0.005"/><worldbody><geom type="plane" size="9 9 0.1" friction="0.5"/>{}
+            </worldbody></mujoco>"#,
+            bodies.concat()
+        );
+        let m = torsion_model::io::mjcf::load_mjcf_str(&xml, "jumbled.xml", None).unwrap();
+        let nv = m.nv();
+        let solver = NcpSolver::new(NcpOptions::default());
+        let mut ws = Solver::workspace(&solver, &m).unwrap();
+        let mut s = GenState::new(m.qpos0.clone(), vec![0.0; nv]);
+        let u = Control::from_torques(&(0..nv).map(|k| 0.1 * (k % 5) as f64 - 0.2).collect::<Vec<_>>());
+        for _ in 0..12 {
+            let mut o = s.clone();
+            solver.step(&m, &s, &u, 0.005, &mut o, &mut ws, None).unwrap();
+            s = o;
+        }
+        let masses = ParamSelection::by_prefix(&m, "body_mass[").indices;
+        let sel = ParamSelection { indices: vec![masses[0], masses[6]] };
+        let mut jac = [StepJacobians::zeros(0, 0, 0), StepJacobians::zeros(0, 0, 0)];
+        for (grouped, j) in [true, false].into_iter().zip(jac.iter_mut()) {
+            ws.ncp.set_grouped_tangents(grouped);
+            solver.step_jacobians_into(&m, &s, &u, 0.005, &sel, &mut ws, j).unwrap();
+            let passes = ws.ncp.tangent_passes();
+            assert_eq!(passes, if grouped { 3 * 18 + 2 } else { 3 * nv + 2 }, "dual passes (grouped: {grouped})");
+        }
+        let islands = ws.ncp.island_count();
+        assert!(islands >= 4, "contact islands: {islands}");
+        // the tilted box on the other: in contact with it (one island of two boxes)
+        assert!(ws.frames.iter().any(|c| c.body_a.min(c.body_b) == 7 && c.body_a.max(c.body_b) == 8), "no box-box");
+        for (name, g, f) in [("A", &jac[0].a, &jac[1].a), ("B", &jac[0].b, &jac[1].b), ("C", &jac[0].c, &jac[1].c)] {
+            let scale = f.amax().max(1e-300);
+            let err = (g - f).amax() / scale;
+            assert!(err <= 1e-12, "{name}: grouped vs one pass per direction {err:e} (max |{name}| {scale:e})");
+            assert!(f.iter().all(|x| x.is_finite()) && scale > 0.0, "{name} is zero or not finite");
+        }
+    }
 
     /// ∂v⁺/∂u and ∂v⁺/∂μ of a box sliding on three contacts against central differences (the full set of
     /// checks — state, parameters, restitution, impacts — is in tests/ncp_gradients.rs).
