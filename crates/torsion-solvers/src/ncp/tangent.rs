@@ -19,6 +19,7 @@ use super::staggered::{
 };
 use crate::contact::anchor::Anchor;
 use crate::contact::buffers::reshape_zeroed;
+use crate::contact::delassus::uf_root;
 use crate::contact::frames::{pair_source, ContactFrame, ContactGeom};
 use crate::contact::prelude::{apply_impulses_into, prelude_into, restitution_impulses_into, Prelude, StepInputs};
 use crate::generalized::{dual_tangent, GenState};
@@ -150,6 +151,16 @@ impl<T: Scalar> Default for PassBufs<T> {
             v1: vec![],
         }
     }
+}
+
+/// One contact step's inputs: the state, nv generalized forces, the contacts (from collision detection at `s.q`).
+#[derive(Clone, Copy)]
+pub(crate) struct ContactStep<'a> {
+    pub model: &'a Model,
+    pub s: &'a GenState,
+    pub u: &'a [f64],
+    pub dt: f64,
+    pub contacts: &'a [ContactFrame],
 }
 
 /// What every pass of one call reads.
@@ -358,13 +369,6 @@ impl Groups {
         let (up, comp) = (&mut self.up, &mut self.comp);
         up.clear();
         up.extend(0..nv);
-        fn find(up: &mut [usize], mut x: usize) -> usize {
-            while up[x] != x {
-                up[x] = up[up[x]];
-                x = up[x];
-            }
-            x
-        }
         comp.clear();
         if split {
             // each DoF's tree root (λ(k) < k), then the roots a contact joins
@@ -373,11 +377,11 @@ impl Groups {
                 comp.push(if p == NO_DOF { k } else { comp[p] });
             }
             for r in pre.pattern.roots.iter().filter(|r| r[0] != NO_DOF && r[1] != NO_DOF) {
-                let (x, y) = (find(up, r[0]), find(up, r[1]));
+                let (x, y) = (uf_root(up, r[0]), uf_root(up, r[1]));
                 up[x.max(y)] = x.min(y);
             }
             for k in 0..nv {
-                comp[k] = find(up, comp[k]);
+                comp[k] = uf_root(up, comp[k]);
             }
         } else {
             comp.resize(nv, 0);
@@ -480,7 +484,7 @@ impl NcpSolver {
         sel: &ParamSelection,
     ) -> Result<(NcpJacobians, GenState, NcpReport), SolverError> {
         let mut report = NcpReport::default();
-        self.jacobians_into(model, ws, s, u, dt, contacts, sel, true, &mut report)?;
+        self.jacobians_into(&ContactStep { model, s, u, dt, contacts }, ws, sel, true, &mut report)?;
         let tan = ws.tangent();
         let (nv, ns, nc) = (ws.dm.nv, sel.len(), contacts.len());
         let (cols, ndir) = (&tan.cols, 3 * nv + ns + nc + 1);
@@ -500,18 +504,14 @@ impl NcpSolver {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn jacobians_into(
         &self,
-        model: &Model,
+        x: &ContactStep,
         ws: &mut NcpWorkspace,
-        s: &GenState,
-        u: &[f64],
-        dt: f64,
-        contacts: &[ContactFrame],
         sel: &ParamSelection,
         per_contact: bool,
         report: &mut NcpReport,
     ) -> Result<(), SolverError> {
-        let mut tan = ws.tan.take().unwrap_or_else(|| Box::new(TangentWorkspace::new(model)));
-        let r = self.jacobians_in(model, ws, &mut tan, s, u, dt, contacts, sel, per_contact, report);
+        let mut tan = ws.tan.take().unwrap_or_else(|| Box::new(TangentWorkspace::new(x.model)));
+        let r = self.jacobians_in(x, ws, &mut tan, sel, per_contact, report);
         ws.tan = Some(tan);
         r
     }
@@ -519,17 +519,14 @@ impl NcpSolver {
     #[allow(clippy::too_many_arguments)]
     fn jacobians_in(
         &self,
-        model: &Model,
+        x: &ContactStep,
         ws: &mut NcpWorkspace,
         tw: &mut TangentWorkspace,
-        s: &GenState,
-        u: &[f64],
-        dt: f64,
-        contacts: &[ContactFrame],
         sel: &ParamSelection,
         per_contact: bool,
         report: &mut NcpReport,
     ) -> Result<(), SolverError> {
+        let ContactStep { model, s, u, dt, contacts } = *x;
         let next = &mut tw.next;
         next.q.clone_from(&s.q);
         next.v.clone_from(&s.v);
