@@ -4,7 +4,7 @@
 //! per scene: "drop" = steps 0–100, "rest" = steps 100–300, per-step time = phase wall time / steps, median of
 //! `--repeats`. Also the growth slope of the rest-phase time vs N (log-log least squares), the final state's
 //! checksum (to compare builds bit for bit) and, per scene, one rest step's `step_vjp` (recorded step, all state
-//! and control gradients). Usage: cargo run --release -p torsion-bench --bin contact_scaling -- [--repeats N]
+//! and control gradients; also with one dual pass per direction, `step_vjp_ungrouped_us`) and `step_jacobians_into`. Usage: cargo run --release -p torsion-bench --bin contact_scaling -- [--repeats N]
 //! [--sizes 1,5,10,20,50] [--layouts grid,stacks] [--vjp-max 10] [--compare] (`--compare`: also the step without
 //! the direct solve of issue 15 item 3, `config`, interleaved scene by scene; the rows name their configuration;
 //! each row counts the passes, the direct solves and their fallbacks per phase)
@@ -14,7 +14,7 @@ use torsion_bench::{loglog_slope as slope, median};
 use torsion_model::io::mjcf::load_mjcf_str;
 use torsion_model::{Control, Model, ParamSelection};
 use torsion_solvers::ncp::{NcpOptions, NcpSolver};
-use torsion_solvers::{DiffSolver, GenState, Solver};
+use torsion_solvers::{DiffSolver, GenState, Solver, StepJacobians};
 
 const H: f64 = 0.1;
 const DT: f64 = 0.005;
@@ -103,7 +103,7 @@ fn main() {
     let sizes: Vec<usize> =
         arg(&args, "--sizes").unwrap_or("1,5,10,20,50").split(',').map(|s| s.parse().expect("--sizes 1,5,…")).collect();
     let layouts: Vec<&str> = arg(&args, "--layouts").unwrap_or("grid,stacks").split(',').collect();
-    // step_vjp (2 nv dual passes, each over all contacts) grows as N³: timed up to this many boxes
+    // step_vjp / step_jacobians: 3 n_max dual passes (n_max: the largest component's DoFs), each over every contact
     let vjp_max: usize = arg(&args, "--vjp-max").map_or(10, |s| s.parse().expect("--vjp-max N"));
     // --compare: "before" and "after" interleaved scene by scene (one binary, one run)
     let configs: Vec<&str> =
@@ -151,13 +151,26 @@ fn main() {
                     let g = GenState::new(vec![0.0; m.nq()], vec![1.0; m.nv()]);
                     let (mut gs, mut gu, mut gth) = (sr.clone(), vec![0.0; m.nv()], vec![]);
                     let sel = ParamSelection::none();
-                    let mut tv = vec![];
+                    // grouped dual passes (the default) and one pass per direction (`set_grouped_tangents`),
+                    // interleaved; then the workspace Jacobians
+                    let (mut tv, mut tu, mut tj) = (vec![], vec![], vec![]);
+                    let mut jac = StepJacobians::for_solver(&solver, &m, &sel);
                     for _ in 0..repeats {
-                        let t = Instant::now();
-                        solver.step_vjp(&m, &rec, &g, &mut gs, &mut gu, &sel, &mut gth, &mut ws).expect("vjp");
-                        tv.push(t.elapsed().as_secs_f64() * 1e6);
+                        for (grouped, t) in [(true, &mut tv), (false, &mut tu)] {
+                            ws.ncp.set_grouped_tangents(grouped);
+                            let t0 = Instant::now();
+                            solver.step_vjp(&m, &rec, &g, &mut gs, &mut gu, &sel, &mut gth, &mut ws).expect("vjp");
+                            t.push(t0.elapsed().as_secs_f64() * 1e6);
+                        }
+                        ws.ncp.set_grouped_tangents(true);
+                        let t0 = Instant::now();
+                        solver.step_jacobians_into(&m, &sr, &u, DT, &sel, &mut ws, &mut jac).expect("jacobians");
+                        tj.push(t0.elapsed().as_secs_f64() * 1e6);
                     }
                     row["step_vjp_us"] = json!(median(&tv));
+                    row["step_vjp_ungrouped_us"] = json!(median(&tu));
+                    row["step_jacobians_us"] = json!(median(&tj));
+                    row["tangent_passes"] = json!(ws.ncp.tangent_passes());
                 }
                 eprintln!("{row}");
                 rows.push(row);

@@ -2,8 +2,7 @@
 //! by the contact steppers' forward-mode Jacobians (ncp's `tangent.rs`, the LCP stepper): the contact set is held
 //! fixed, its anchors are read at the base state and carried by dual-number poses.
 use super::frames::{ContactFrame, ContactGeom};
-use num_dual::Dual64;
-use torsion_math::Vec3;
+use torsion_math::{Scalar, Vec3};
 
 /// How a contact's geometry moves with the bodies (spec 001 §3.10: J(q) through collision detection, to first
 /// order with the contact set held fixed). Flat / vertex contacts: the point is a material point of A, the
@@ -47,14 +46,14 @@ impl Anchor {
         }
     }
 
-    pub fn geom(
+    pub fn geom<T: Scalar>(
         &self,
         c: &ContactFrame,
-        xa: &torsion_math::spatial::Se3<Dual64>,
-        xb: &torsion_math::spatial::Se3<Dual64>,
-    ) -> ContactGeom<Dual64> {
-        let lift3 = |x: &Vec3| x.map(Dual64::from);
-        let [ra, rb] = c.radius.map(Dual64::from);
+        xa: &torsion_math::spatial::Se3<T>,
+        xb: &torsion_math::spatial::Se3<T>,
+    ) -> ContactGeom<T> {
+        let lift3 = |x: &Vec3| x.map(T::c);
+        let [ra, rb] = c.radius.map(T::c);
         let (ca, cb) = (xa.act_point(&lift3(&self.a)), xb.act_point(&lift3(&self.b)));
         let (n, t) = if c.radius[0] > 0.0 && c.radius[1] > 0.0 {
             let d = ca - cb;
@@ -75,9 +74,9 @@ impl Anchor {
                 point: ca,
                 normal: n,
                 tangents: t,
-                distance: Dual64::from(c.distance) + n.dot(&(ca - cb)),
-                mu: Dual64::from(c.mu),
-                restitution: Dual64::from(c.restitution),
+                distance: T::c(c.distance) + n.dot(&(ca - cb)),
+                mu: T::c(c.mu),
+                restitution: T::c(c.restitution),
             };
         }
         let pa = if c.radius[0] > 0.0 { ca - n * ra } else { ca };
@@ -86,12 +85,12 @@ impl Anchor {
         ContactGeom {
             body_a: c.body_a,
             body_b: c.body_b,
-            point: pa - n * (distance * 0.5),
+            point: pa - n * (distance * T::c(0.5)),
             normal: n,
             tangents: t,
             distance,
-            mu: Dual64::from(c.mu),
-            restitution: Dual64::from(c.restitution),
+            mu: T::c(c.mu),
+            restitution: T::c(c.restitution),
         }
     }
 }

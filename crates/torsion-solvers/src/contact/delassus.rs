@@ -33,6 +33,15 @@ pub struct ContactPattern {
     island_of_root: Vec<usize>,
 }
 
+/// The root of x in the union-find forest `up` (path halving).
+pub(crate) fn uf_root(up: &mut [usize], mut x: usize) -> usize {
+    while up[x] != x {
+        up[x] = up[up[x]];
+        x = up[x];
+    }
+    x
+}
+
 impl ContactPattern {
     /// From λ (`ltl::dof_parents`) and the joint moving each body (`kinematics::body_joints`).
     pub fn new<T: Scalar>(
@@ -111,16 +120,9 @@ impl ContactPattern {
         let up = &mut pat.up;
         up.clear();
         up.extend(0..nv);
-        fn find(up: &mut [usize], mut x: usize) -> usize {
-            while up[x] != x {
-                up[x] = up[up[x]];
-                x = up[x];
-            }
-            x
-        }
         for r in &pat.roots {
             if r[0] != NO_DOF && r[1] != NO_DOF {
-                let (x, y) = (find(up, r[0]), find(up, r[1]));
+                let (x, y) = (uf_root(up, r[0]), uf_root(up, r[1]));
                 up[x.max(y)] = x.min(y);
             }
         }
@@ -136,7 +138,7 @@ impl ContactPattern {
                 pat.islands.push(isl);
                 continue;
             }
-            let k = find(up, any);
+            let k = uf_root(up, any);
             if island_of_root[k] == usize::MAX {
                 island_of_root[k] = pat.islands.len();
                 pat.islands.push(pat.spare.pop().unwrap_or_default());

@@ -7,6 +7,7 @@
 //! start (impulses and tangent t1 by contact id) is `GenState::warm`: read from the input state (the tangents
 //! continue from its t1), written to the output — nothing carries over in the workspace (design.md §3).
 use super::staggered::{NcpReport, NcpSolver, NcpWorkspace};
+use super::tangent::ContactStep;
 use crate::contact::frames::{detect_into, ContactFrame};
 use crate::generalized::{
     recorded, transposed_jacobian_product_with, wrench_vjp, ContactWarmStart, GenState, ProductScratch, WrenchTerm,
@@ -219,7 +220,8 @@ impl DiffSolver for NcpSolver {
     ) -> Result<(), SolverError> {
         let s = recorded(&rec.s, "ncp")?;
         check_grad_sizes("ncp", model.nv(), g_u, sel, g_theta)?;
-        self.jacobians_into(model, &mut ws.ncp, s, &rec.u, rec.dt, &rec.frames, sel, false, &mut ws.vjp_report)?;
+        let x = ContactStep { model, s, u: &rec.u, dt: rec.dt, contacts: &rec.frames };
+        self.jacobians_into(&x, &mut ws.ncp, sel, false, &mut ws.vjp_report)?;
         let tan = ws.ncp.tangent();
         copy_jacobians(&tan.cols, model.nv(), sel.len(), &mut ws.vjp_jac);
         let n = &mut ws.ncp;
@@ -248,7 +250,7 @@ impl DiffSolver for NcpSolver {
         let NcpSimWorkspace { ncp, frames, report, wrench, .. } = ws;
         let uj = wrench.effective(&ncp.dm, &mut ncp.d, &s.q, u).map_err(dyn_err)?;
         // `uj` borrows `wrench`'s buffer: the Jacobians read a copy-free slice, then the q-columns are added
-        self.jacobians_into(model, ncp, s, uj, dt, frames, sel, false, report)?;
+        self.jacobians_into(&ContactStep { model, s, u: uj, dt, contacts: frames }, ncp, sel, false, report)?;
         copy_jacobians(&ncp.tangent().cols, model.nv(), sel.len(), out);
         wrench.add_state_columns(&ncp.dm, &mut ncp.d, &s.q, &u.body_wrench, out).map_err(dyn_err)?;
         Ok(())

@@ -19,14 +19,17 @@ use super::staggered::{
 };
 use crate::contact::anchor::Anchor;
 use crate::contact::buffers::reshape_zeroed;
+use crate::contact::delassus::uf_root;
 use crate::contact::frames::{pair_source, ContactFrame, ContactGeom};
 use crate::contact::prelude::{apply_impulses_into, prelude_into, restitution_impulses_into, Prelude, StepInputs};
 use crate::generalized::{dual_tangent, GenState};
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
-use num_dual::Dual64;
+use num_dual::{Derivative, Dual64, DualSVec64};
 use torsion_dynamics::joints::{advance_into, integrate_scaled_into};
+use torsion_dynamics::ltl::NO_DOF;
 use torsion_dynamics::{forward_kinematics, DynData, DynModel};
+use torsion_math::Scalar;
 use torsion_model::params::ParamKind;
 use torsion_model::{Model, ParamSelection, ParamTable, Shape};
 
@@ -45,72 +48,93 @@ pub struct NcpJacobians {
     pub d_restitution: Vec<f64>,
 }
 
-fn lift(x: &[f64]) -> Vec<Dual64> {
-    x.iter().map(|&v| Dual64::from(v)).collect()
+fn lift<T: Scalar>(x: &[f64]) -> Vec<T> {
+    x.iter().map(|&v| T::c(v)).collect()
 }
 
 /// `out` ← `x` lifted to duals with zero tangents (refilled in place).
-fn lift_into(x: &[f64], out: &mut Vec<Dual64>) {
+fn lift_into<T: Scalar>(x: &[f64], out: &mut Vec<T>) {
     out.clear();
-    out.extend(x.iter().map(|&v| Dual64::from(v)));
+    out.extend(x.iter().map(|&v| T::c(v)));
 }
 
-/// The buffers of the tangent Jacobians, reused from call to call (design.md §7: no heap allocation once the
-/// workspace has seen the step's contact count). The dual dynamics models are built once per parameter values:
-/// the base one (θ lifted) and, per selected non-material parameter, one with that parameter's tangent seeded
-/// (kept, one per parameter; rebuilt only when the model's parameter values change).
-pub(crate) struct TangentWorkspace {
-    table: ParamTable,
-    theta: Vec<f64>,
-    /// θ of the dual models below
-    built_theta: Vec<f64>,
-    base_dm: Option<DynModel<Dual64>>,
-    param_dm: Vec<Option<DynModel<Dual64>>>,
-    d: Option<DynData<Dual64>>,
-    pre: Prelude<Dual64>,
-    /// the step's output state
-    pub(crate) next: GenState,
-    anchors: Vec<Anchor>,
-    mu: Vec<f64>,
-    mu_src: Vec<Option<ParamKind>>,
-    eps_src: Vec<Option<ParamKind>>,
-    q0: Vec<Dual64>,
-    q: Vec<Dual64>,
-    e: Vec<Dual64>,
-    v: Vec<Dual64>,
-    u: Vec<Dual64>,
-    geoms: Vec<ContactGeom<Dual64>>,
+/// The forward-mode scalars of the tangent passes: `LANES` directions per pass (Dual64: one; `Vector`: the
+/// grouped state / control directions, whose real parts a pass then computes once for all its lanes).
+trait Lanes: Scalar {
+    fn lane(&self, j: usize) -> f64;
+    fn set_lane(&mut self, j: usize, v: f64);
+}
+
+impl Lanes for Dual64 {
+    fn lane(&self, _: usize) -> f64 {
+        self.eps
+    }
+    fn set_lane(&mut self, _: usize, v: f64) {
+        self.eps = v;
+    }
+}
+
+impl<const N: usize> Lanes for DualSVec64<N> {
+    fn lane(&self, j: usize) -> f64 {
+        self.eps.0.as_ref().map_or(0.0, |e| e[j])
+    }
+    fn set_lane(&mut self, j: usize, v: f64) {
+        match self.eps.0.as_mut() {
+            Some(e) => e[j] = v,
+            None => {
+                let mut e = nalgebra::SVector::<f64, N>::zeros();
+                e[j] = v;
+                self.eps = Derivative::some(e);
+            }
+        }
+    }
+}
+
+/// The grouped passes' scalar: `LANES` directions each (measured: BENCHMARKS.md, "ncp tangent passes").
+type Vector = DualSVec64<LANES>;
+const LANES: usize = 8;
+
+/// What one lane of a pass seeds: `kind` 0, 1, 2 (q, v, u) at `seeds` (one DoF per component; rows to the
+/// column of their component's seed), or kind 3, one direction `all` (every row): a parameter (its dynamics
+/// model is the pass's; a contact material seeds μ / ε of the contacts it supplies, `mat`), a contact's μ, ε.
+#[derive(Clone, Copy)]
+struct Lane<'a> {
+    kind: usize,
+    seeds: &'a [usize],
+    all: Option<usize>,
+    mat: Option<ParamKind>,
+    mu: Option<usize>,
+    eps: bool,
+}
+
+const NO_LANE: Lane<'static> = Lane { kind: 3, seeds: &[], all: None, mat: None, mu: None, eps: false };
+
+/// A pass's buffers on the scalar T.
+struct PassBufs<T: Scalar> {
+    d: Option<DynData<T>>,
+    pre: Prelude<T>,
+    q0: Vec<T>,
+    q: Vec<T>,
+    e: Vec<T>,
+    v: Vec<T>,
+    u: Vec<T>,
+    geoms: Vec<ContactGeom<T>>,
+    /// μ's tangents, lane by lane: `dmu[j nc + i]`
     dmu: Vec<f64>,
-    ln: Vec<Dual64>,
-    lt: Vec<Dual64>,
-    pn: Vec<Dual64>,
-    pt: Vec<Dual64>,
-    vplus: Vec<Dual64>,
-    q1: Vec<Dual64>,
-    v1: Vec<Dual64>,
-    impact: PhaseJvp,
-    step: PhaseJvp,
-    jvp: JvpScratch,
-    /// ∂(q⁺, v⁺) per direction: state (2nv), controls (nv), selected parameters, μ per contact, ε
-    pub(crate) cols: DMatrix<f64>,
+    ln: Vec<T>,
+    lt: Vec<T>,
+    pn: Vec<T>,
+    pt: Vec<T>,
+    vplus: Vec<T>,
+    q1: Vec<T>,
+    v1: Vec<T>,
 }
 
-impl TangentWorkspace {
-    pub(crate) fn new(model: &Model) -> Self {
-        let e = || DMatrix::from_vec(0, 0, Vec::new());
-        TangentWorkspace {
-            table: model.param_table(),
-            theta: vec![],
-            built_theta: vec![],
-            base_dm: None,
-            param_dm: vec![],
+impl<T: Scalar> Default for PassBufs<T> {
+    fn default() -> Self {
+        PassBufs {
             d: None,
             pre: Prelude::default(),
-            next: GenState::new(vec![], vec![]),
-            anchors: vec![],
-            mu: vec![],
-            mu_src: vec![],
-            eps_src: vec![],
             q0: vec![],
             q: vec![],
             e: vec![],
@@ -125,18 +149,324 @@ impl TangentWorkspace {
             vplus: vec![],
             q1: vec![],
             v1: vec![],
-            impact: PhaseJvp::default(),
-            step: PhaseJvp::default(),
-            jvp: JvpScratch::default(),
-            cols: e(),
         }
     }
 }
 
-/// `m` ← the tangents of `x` (reusing `m`'s storage).
-fn eps_into(x: &DMatrix<Dual64>, m: &mut DMatrix<f64>) {
+/// One contact step's inputs: the state, nv generalized forces, the contacts (from collision detection at `s.q`).
+#[derive(Clone, Copy)]
+pub(crate) struct ContactStep<'a> {
+    pub model: &'a Model,
+    pub s: &'a GenState,
+    pub u: &'a [f64],
+    pub dt: f64,
+    pub contacts: &'a [ContactFrame],
+}
+
+/// What every pass of one call reads.
+struct PassCtx<'a> {
+    model: &'a Model,
+    s: &'a GenState,
+    u: &'a [f64],
+    dt: f64,
+    contacts: &'a [ContactFrame],
+    anchors: &'a [Anchor],
+    mu_src: &'a [Option<ParamKind>],
+    eps_src: &'a [Option<ParamKind>],
+    body_joint: &'a [usize],
+    mass_solve: crate::contact::prelude::MassSolve,
+    /// the step's prelude (f64) and tape, the solves' derivatives
+    g: &'a Prelude<f64>,
+    tape: &'a super::staggered::Tape,
+    whole: bool,
+    po: &'a crate::contact::prelude::PreludeOptions,
+    impact: &'a PhaseJvp,
+    step: &'a PhaseJvp,
+    /// the step's output state, each DoF's component
+    next: &'a GenState,
+    comp: &'a [usize],
+}
+
+/// One tangent pass on T (its lanes: `lanes`, at most T's): the smooth code on T, the solves' tangents
+/// lane by lane, the integration; each lane's rows into `cols` (`dir_of`: scratch, `LANES` × nv, all
+/// `usize::MAX` between passes).
+fn run_pass<T: Lanes>(
+    c: &PassCtx,
+    dm: &DynModel<T>,
+    b: &mut PassBufs<T>,
+    sc: &mut JvpScratch,
+    lanes: &[Lane],
+    dir_of: &mut [usize],
+    cols: &mut DMatrix<f64>,
+) -> Result<(), SolverError> {
+    let (nv, nc) = (dm.nv, c.contacts.len());
+    for (j, l) in lanes.iter().enumerate() {
+        for &k in l.seeds {
+            dir_of[j * nv + c.comp[k]] = l.kind * nv + k;
+        }
+    }
+    lift_into(&c.s.q, &mut b.q0);
+    b.q.clone_from(&b.q0);
+    if lanes.iter().any(|l| l.kind == 0) {
+        b.e.clear();
+        b.e.resize(nv, T::zero());
+        for (j, l) in lanes.iter().enumerate().filter(|(_, l)| l.kind == 0) {
+            l.seeds.iter().for_each(|&k| b.e[k].set_lane(j, 1.0));
+        }
+        integrate_scaled_into(dm, &b.q0, &b.e, T::one(), &mut b.q);
+    }
+    lift_into(&c.s.v, &mut b.v);
+    lift_into(c.u, &mut b.u);
+    for (j, l) in lanes.iter().enumerate() {
+        let x = match l.kind {
+            1 => &mut b.v,
+            2 => &mut b.u,
+            _ => continue,
+        };
+        l.seeds.iter().for_each(|&k| x[k].set_lane(j, 1.0));
+    }
+    let d = b.d.get_or_insert_with(|| DynData::new(dm));
+    forward_kinematics(dm, &b.q, d);
+    b.geoms.clear();
+    for (i, (ct, an)) in c.contacts.iter().zip(c.anchors).enumerate() {
+        let mut g = an.geom(ct, &d.o_m[ct.body_a], &d.o_m[ct.body_b]);
+        for (j, l) in lanes.iter().enumerate() {
+            if l.mu == Some(i) || (l.mat.is_some() && l.mat == c.mu_src[i]) {
+                g.mu.set_lane(j, 1.0);
+            }
+            if l.eps || (l.mat.is_some() && l.mat == c.eps_src[i]) {
+                g.restitution.set_lane(j, 1.0);
+            }
+        }
+        b.geoms.push(g);
+    }
+    let x = StepInputs {
+        model: c.model,
+        dm,
+        body_joint: c.body_joint,
+        q: &b.q,
+        v: &b.v,
+        u: &b.u,
+        dt: c.dt,
+        contacts: &b.geoms,
+        o: c.po,
+    };
+    let pre = &mut b.pre;
+    // the islands' blocks only (the dense G when the islands are not split)
+    pre.dense = c.whole;
+    pre.mass_solve = c.mass_solve;
+    prelude_into(&x, d, pre)?;
+    b.dmu.clear();
+    for j in 0..lanes.len() {
+        b.dmu.extend(b.geoms.iter().map(|g| g.mu.lane(j)));
+    }
+    let nl = lanes.len();
+    if c.tape.has_impact {
+        // the impact's impulses and restitution, then the step from S(v + M⁻¹ Jᵀ P)
+        let g = PhaseGrads { contacts: c.contacts, g: c.g, dg: pre, whole: c.whole, dmu: &b.dmu };
+        c.impact.jvp(&c.tape.impact, &g, &pre.bn_impact, &pre.bt_impact, nl, sc, &mut b.ln, &mut b.lt);
+        restitution_impulses_into(&b.geoms, &b.ln, &b.lt, &mut b.pn, &mut b.pt);
+        pre.after_impact(&x, d, &b.pn, &b.pt)?;
+    }
+    let g = PhaseGrads { contacts: c.contacts, g: c.g, dg: pre, whole: c.whole, dmu: &b.dmu };
+    c.step.jvp(&c.tape.step, &g, &pre.bn, &pre.bt, nl, sc, &mut b.ln, &mut b.lt);
+    if nc > 0 {
+        apply_impulses_into(pre, &b.ln, &b.lt, &mut b.vplus);
+    } else {
+        b.vplus.clone_from(&pre.vp);
+    }
+    b.q1.clone_from(&b.q);
+    b.v1.clone_from(&b.vplus);
+    advance_into(dm, &b.q, &b.vplus, T::c(c.dt), &mut b.q1, &mut b.v1);
+    // each lane's rows into the column of the direction seeded in their component (every row: `all`)
+    for (j, l) in lanes.iter().enumerate() {
+        let col = |k: usize| l.all.unwrap_or(dir_of[j * nv + c.comp[k]]);
+        for jt in 0..dm.parent.len() {
+            let (qs, vs, jm) = (dm.q_start[jt], dm.v_start[jt], &dm.joint[jt]);
+            if jm.nv == 0 || col(vs) == usize::MAX {
+                continue;
+            }
+            let x: [Dual64; 7] = std::array::from_fn(|i| match b.q1.get(qs + i).filter(|_| i < jm.nq) {
+                Some(x) => Dual64::new(x.re(), x.lane(j)),
+                None => Dual64::from(0.0),
+            });
+            let t = dual_tangent(jm.kind, &c.next.q[qs..qs + jm.nq], &x[..jm.nq]);
+            for r in 0..jm.nv {
+                cols[(vs + r, col(vs))] = t[r];
+            }
+        }
+        for k in (0..nv).filter(|&k| col(k) != usize::MAX) {
+            cols[(nv + k, col(k))] = b.v1[k].lane(j);
+        }
+    }
+    for (j, l) in lanes.iter().enumerate() {
+        for &k in l.seeds {
+            dir_of[j * nv + c.comp[k]] = usize::MAX;
+        }
+    }
+    Ok(())
+}
+
+/// The buffers of the tangent Jacobians, reused from call to call (design.md §7: no heap allocation once the
+/// workspace has seen the step's contact count). The dual dynamics models are built once per parameter values:
+/// the base one (θ lifted) and, per selected non-material parameter, one with that parameter's tangent seeded
+/// (kept, one per parameter; rebuilt only when the model's parameter values change).
+pub(crate) struct TangentWorkspace {
+    table: ParamTable,
+    theta: Vec<f64>,
+    /// θ of the dual models below
+    built_theta: Vec<f64>,
+    base_dm: Option<DynModel<Dual64>>,
+    param_dm: Vec<Option<DynModel<Dual64>>>,
+    /// the base model on the grouped passes' scalar (θ lifted)
+    vec_dm: Option<DynModel<Vector>>,
+    /// the passes' buffers: one direction (Dual64), `LANES` directions (`Vector`)
+    one: PassBufs<Dual64>,
+    lanes: PassBufs<Vector>,
+    /// the step's output state
+    pub(crate) next: GenState,
+    anchors: Vec<Anchor>,
+    mu: Vec<f64>,
+    mu_src: Vec<Option<ParamKind>>,
+    eps_src: Vec<Option<ParamKind>>,
+    impact: PhaseJvp,
+    step: PhaseJvp,
+    jvp: JvpScratch,
+    /// ∂(q⁺, v⁺) per direction: state (2nv), controls (nv), selected parameters, μ per contact, ε
+    pub(crate) cols: DMatrix<f64>,
+    /// group the state / control directions by component (default; off only to compare, `set_grouped_tangents`)
+    group: bool,
+    groups: Groups,
+    /// the dual passes of the last call
+    passes: usize,
+}
+
+/// The DoFs' components for one step: trees (λ) joined by a contact. A direction seeded at a DoF changes only
+/// its component's rows this step (the contact islands are independent problems, M is block diagonal over
+/// trees), so one dual pass seeds one direction in every component, and `3 n_max` passes give every state /
+/// control column (n_max: the largest component's DoF count) instead of `3 nv`.
+#[derive(Default)]
+struct Groups {
+    /// each DoF's component (a representative DoF) and its rank in it
+    comp: Vec<usize>,
+    rank: Vec<usize>,
+    /// the DoFs of each rank (ascending): `dofs[start[r]..start[r + 1]]`
+    start: Vec<usize>,
+    dofs: Vec<usize>,
+    n_max: usize,
+    /// the direction a pass seeds in each component, lane by lane: `dir_of[j nv + comp]` (`usize::MAX`: none)
+    dir_of: Vec<usize>,
+    /// scratch: the union-find over tree roots, each component's size
+    up: Vec<usize>,
+    size: Vec<usize>,
+}
+
+impl Groups {
+    /// The components of the step's prelude (`pre.lambda`, the contacts' `pattern.roots`); one component of every
+    /// DoF unless `split`.
+    fn fill(&mut self, pre: &Prelude<f64>, nv: usize, split: bool) {
+        let split = split && pre.lambda.len() == nv;
+        let (up, comp) = (&mut self.up, &mut self.comp);
+        up.clear();
+        up.extend(0..nv);
+        comp.clear();
+        if split {
+            // each DoF's tree root (λ(k) < k), then the roots a contact joins
+            for k in 0..nv {
+                let p = pre.lambda[k];
+                comp.push(if p == NO_DOF { k } else { comp[p] });
+            }
+            for r in pre.pattern.roots.iter().filter(|r| r[0] != NO_DOF && r[1] != NO_DOF) {
+                let (x, y) = (uf_root(up, r[0]), uf_root(up, r[1]));
+                up[x.max(y)] = x.min(y);
+            }
+            for k in 0..nv {
+                comp[k] = uf_root(up, comp[k]);
+            }
+        } else {
+            comp.resize(nv, 0);
+        }
+        self.size.clear();
+        self.size.resize(nv, 0);
+        self.rank.clear();
+        for &c in comp.iter() {
+            self.rank.push(self.size[c]);
+            self.size[c] += 1;
+        }
+        self.n_max = self.size.iter().copied().max().unwrap_or(0);
+        // the DoFs by rank (a counting sort)
+        self.start.clear();
+        self.start.resize(self.n_max + 1, 0);
+        self.rank.iter().for_each(|&r| self.start[r + 1] += 1);
+        for r in 0..self.n_max {
+            self.start[r + 1] += self.start[r];
+        }
+        self.dofs.clear();
+        self.dofs.resize(nv, 0);
+        self.size.iter_mut().for_each(|n| *n = 0);
+        for k in 0..nv {
+            let r = self.rank[k];
+            self.dofs[self.start[r] + self.size[r]] = k;
+            self.size[r] += 1;
+        }
+        self.dir_of.clear();
+        self.dir_of.resize(LANES * nv, usize::MAX);
+    }
+}
+
+impl NcpWorkspace {
+    /// Group the tangent Jacobians' state / control directions by component (`Groups`; the default) or run one
+    /// dual pass per direction (off: only to compare or time the two; the same Jacobians to round-off).
+    pub fn set_grouped_tangents(&mut self, on: bool) {
+        if let Some(t) = self.tan.as_mut() {
+            t.group = on;
+        }
+    }
+
+    /// The dual passes of the last tangent Jacobians (`3 n_max` + the parameter / per-contact directions).
+    pub fn tangent_passes(&self) -> usize {
+        self.tan.as_ref().map_or(0, |t| t.passes)
+    }
+}
+
+impl TangentWorkspace {
+    pub(crate) fn new(model: &Model) -> Self {
+        let e = || DMatrix::from_vec(0, 0, Vec::new());
+        TangentWorkspace {
+            table: model.param_table(),
+            theta: vec![],
+            built_theta: vec![],
+            base_dm: None,
+            param_dm: vec![],
+            vec_dm: None,
+            one: PassBufs::default(),
+            lanes: PassBufs::default(),
+            next: GenState::new(vec![], vec![]),
+            anchors: vec![],
+            mu: vec![],
+            mu_src: vec![],
+            eps_src: vec![],
+            impact: PhaseJvp::default(),
+            step: PhaseJvp::default(),
+            jvp: JvpScratch::default(),
+            cols: e(),
+            group: true,
+            groups: Groups::default(),
+            passes: 0,
+        }
+    }
+}
+
+/// `m` ← lane j of the tangents of `x` (reusing `m`'s storage).
+fn eps_into<T: Lanes>(x: &DMatrix<T>, j: usize, m: &mut DMatrix<f64>) {
     reshape_zeroed(m, x.nrows(), x.ncols());
-    m.zip_apply(x, |a, b| *a = b.eps);
+    m.zip_apply(x, |a, b| *a = b.lane(j));
+}
+
+/// A dual dynamics model with the model's gravity.
+fn with_gravity<T: Scalar>(mut dm: DynModel<T>, model: &Model) -> DynModel<T> {
+    dm.gravity = torsion_math::scalar::cv(&model.gravity);
+    dm
 }
 
 impl NcpSolver {
@@ -154,7 +484,7 @@ impl NcpSolver {
         sel: &ParamSelection,
     ) -> Result<(NcpJacobians, GenState, NcpReport), SolverError> {
         let mut report = NcpReport::default();
-        self.jacobians_into(model, ws, s, u, dt, contacts, sel, true, &mut report)?;
+        self.jacobians_into(&ContactStep { model, s, u, dt, contacts }, ws, sel, true, &mut report)?;
         let tan = ws.tangent();
         let (nv, ns, nc) = (ws.dm.nv, sel.len(), contacts.len());
         let (cols, ndir) = (&tan.cols, 3 * nv + ns + nc + 1);
@@ -174,18 +504,14 @@ impl NcpSolver {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn jacobians_into(
         &self,
-        model: &Model,
+        x: &ContactStep,
         ws: &mut NcpWorkspace,
-        s: &GenState,
-        u: &[f64],
-        dt: f64,
-        contacts: &[ContactFrame],
         sel: &ParamSelection,
         per_contact: bool,
         report: &mut NcpReport,
     ) -> Result<(), SolverError> {
-        let mut tan = ws.tan.take().unwrap_or_else(|| Box::new(TangentWorkspace::new(model)));
-        let r = self.jacobians_in(model, ws, &mut tan, s, u, dt, contacts, sel, per_contact, report);
+        let mut tan = ws.tan.take().unwrap_or_else(|| Box::new(TangentWorkspace::new(x.model)));
+        let r = self.jacobians_in(x, ws, &mut tan, sel, per_contact, report);
         ws.tan = Some(tan);
         r
     }
@@ -193,17 +519,14 @@ impl NcpSolver {
     #[allow(clippy::too_many_arguments)]
     fn jacobians_in(
         &self,
-        model: &Model,
+        x: &ContactStep,
         ws: &mut NcpWorkspace,
         tw: &mut TangentWorkspace,
-        s: &GenState,
-        u: &[f64],
-        dt: f64,
-        contacts: &[ContactFrame],
         sel: &ParamSelection,
         per_contact: bool,
         report: &mut NcpReport,
     ) -> Result<(), SolverError> {
+        let ContactStep { model, s, u, dt, contacts } = *x;
         let next = &mut tw.next;
         next.q.clone_from(&s.q);
         next.v.clone_from(&s.v);
@@ -253,37 +576,75 @@ impl NcpSolver {
         tw.eps_src.extend(
             contacts.iter().map(|c| source(c, |s| s.restitution, c.restitution).map(ParamKind::ShapeRestitution)),
         );
-        let with_gravity = |mut dm: DynModel<Dual64>| {
-            dm.gravity = torsion_math::scalar::cv(&model.gravity);
-            dm
-        };
         // the dual models: rebuilt when θ changed since they were built (allocates), reused otherwise
-        if tw.base_dm.is_none() || tw.built_theta != tw.theta {
-            tw.base_dm = Some(with_gravity(DynModel::build(model, table, &lift(&tw.theta)).map_err(dyn_err)?));
+        if tw.base_dm.is_none() || tw.vec_dm.is_none() || tw.built_theta != tw.theta {
+            tw.base_dm = Some(with_gravity(DynModel::build(model, table, &lift(&tw.theta)).map_err(dyn_err)?, model));
+            tw.vec_dm = Some(with_gravity(DynModel::build(model, table, &lift(&tw.theta)).map_err(dyn_err)?, model));
             tw.param_dm.clear();
             tw.param_dm.resize_with(table.len(), || None);
             tw.built_theta.clone_from(&tw.theta);
         }
         for &i in &sel.indices {
             if tw.param_dm[i].is_none() && !table.kinds[i].is_contact_material() {
-                let mut th = lift(&tw.theta);
+                let mut th: Vec<Dual64> = lift(&tw.theta);
                 th[i].eps = 1.0;
-                tw.param_dm[i] = Some(with_gravity(DynModel::build(model, table, &th).map_err(dyn_err)?));
+                tw.param_dm[i] = Some(with_gravity(DynModel::build(model, table, &th).map_err(dyn_err)?, model));
             }
         }
         let base_dm = tw.base_dm.as_mut().expect("built above");
         base_dm.gravity = torsion_math::scalar::cv(&model.gravity);
-        let base_dm = tw.base_dm.as_ref().expect("built above");
-        let d = tw.d.get_or_insert_with(|| DynData::new(base_dm));
-        let ndir = 3 * nv + sel.len() + nc + 1;
+        let vec_dm = tw.vec_dm.as_mut().expect("built above");
+        vec_dm.gravity = torsion_math::scalar::cv(&model.gravity);
+        let (ns, ndir) = (sel.len(), 3 * nv + sel.len() + nc + 1);
         reshape_zeroed(&mut tw.cols, 2 * nv, ndir);
-        lift_into(&s.q, &mut tw.q0);
-        for dir in 0..ndir {
-            if !per_contact && dir >= 3 * nv + sel.len() {
-                break;
+        // the state / control directions grouped by component: one lane seeds a direction in every component
+        // at once (their columns' rows are disjoint), `LANES` lanes a pass; the other directions one pass each
+        let mut gr = std::mem::take(&mut tw.groups);
+        gr.fill(&ws.pre, nv, tw.group && !whole);
+        let grouped = 3 * gr.n_max;
+        // (not grouped: one Dual64 pass per direction, the Jacobians' first form, to compare)
+        let (vec_passes, rest) = (grouped.div_ceil(LANES), if per_contact { ndir - 3 * nv } else { ns });
+        tw.passes = if tw.group { vec_passes } else { grouped } + rest;
+        let c = PassCtx {
+            model,
+            s,
+            u,
+            dt,
+            contacts,
+            anchors: &tw.anchors,
+            mu_src: &tw.mu_src,
+            eps_src: &tw.eps_src,
+            body_joint: &ws.body_joint,
+            mass_solve: ws.mass_solve,
+            g: &ws.pre,
+            tape,
+            whole,
+            po: &po,
+            impact: &tw.impact,
+            step: &tw.step,
+            next: &tw.next,
+            comp: &gr.comp,
+        };
+        let vec_dm = tw.vec_dm.as_ref().expect("built above");
+        let rank = |t: usize| (t / gr.n_max, &gr.dofs[gr.start[t % gr.n_max]..gr.start[t % gr.n_max + 1]]);
+        for t in (0..grouped).filter(|_| !tw.group) {
+            let (kind, seeds) = rank(t);
+            let (dm, lane) = (tw.base_dm.as_ref().expect("built above"), Lane { kind, seeds, ..NO_LANE });
+            run_pass(&c, dm, &mut tw.one, &mut tw.jvp, &[lane], &mut gr.dir_of, &mut tw.cols)?;
+        }
+        for p in (0..vec_passes).filter(|_| tw.group) {
+            // lane j: kind t / n_max (q, v, u) at the DoFs of rank t % n_max, t = LANES p + j
+            let mut lanes = [NO_LANE; LANES];
+            let n = (grouped - LANES * p).min(LANES);
+            for (j, l) in lanes[..n].iter_mut().enumerate() {
+                let (kind, seeds) = rank(LANES * p + j);
+                *l = Lane { kind, seeds, ..NO_LANE };
             }
-            let param = (3 * nv..3 * nv + sel.len()).contains(&dir).then(|| sel.indices[dir - 3 * nv]);
-            // a contact-material parameter: seeds μ / ε below, the dynamics model is the base one
+            run_pass(&c, vec_dm, &mut tw.lanes, &mut tw.jvp, &lanes[..n], &mut gr.dir_of, &mut tw.cols)?;
+        }
+        for dir in 3 * nv..3 * nv + rest {
+            let param = (dir < 3 * nv + ns).then(|| sel.indices[dir - 3 * nv]);
+            // a contact-material parameter: seeds μ / ε, the dynamics model is the base one
             let mat = param.map(|i| table.kinds[i]).filter(|k| k.is_contact_material());
             let dm = match param {
                 Some(i) if mat.is_none() => {
@@ -291,99 +652,26 @@ impl NcpSolver {
                     dm.gravity = torsion_math::scalar::cv(&model.gravity);
                     &*dm
                 }
-                _ => base_dm,
+                _ => tw.base_dm.as_ref().expect("built above"),
             };
-            let q = &mut tw.q;
-            if dir < nv {
-                tw.e.clear();
-                tw.e.resize(nv, Dual64::from(0.0));
-                tw.e[dir].eps = 1.0;
-                q.clone_from(&tw.q0);
-                integrate_scaled_into(dm, &tw.q0, &tw.e, Dual64::from(1.0), q);
-            } else {
-                q.clone_from(&tw.q0);
-            }
-            lift_into(&s.v, &mut tw.v);
-            if (nv..2 * nv).contains(&dir) {
-                tw.v[dir - nv].eps = 1.0;
-            }
-            lift_into(u, &mut tw.u);
-            if (2 * nv..3 * nv).contains(&dir) {
-                tw.u[dir - 2 * nv].eps = 1.0;
-            }
-            let mu_dir = (3 * nv + sel.len()..3 * nv + sel.len() + nc).contains(&dir).then(|| dir - 3 * nv - sel.len());
-            forward_kinematics(dm, q, d);
-            tw.geoms.clear();
-            for (i, (c, an)) in contacts.iter().zip(&tw.anchors).enumerate() {
-                let mut g = an.geom(c, &d.o_m[c.body_a], &d.o_m[c.body_b]);
-                if mu_dir == Some(i) || (mat.is_some() && mat == tw.mu_src[i]) {
-                    g.mu.eps = 1.0;
-                }
-                if dir == ndir - 1 || (mat.is_some() && mat == tw.eps_src[i]) {
-                    g.restitution.eps = 1.0;
-                }
-                tw.geoms.push(g);
-            }
-            let x = StepInputs {
-                model,
-                dm,
-                body_joint: &ws.body_joint,
-                q,
-                v: &tw.v,
-                u: &tw.u,
-                dt,
-                contacts: &tw.geoms,
-                o: &po,
-            };
-            let pre = &mut tw.pre;
-            // the islands' blocks only (the dense G when the islands are not split)
-            pre.dense = whole;
-            pre.mass_solve = ws.mass_solve;
-            prelude_into(&x, d, pre)?;
-            tw.dmu.clear();
-            tw.dmu.extend(tw.geoms.iter().map(|g| g.mu.eps));
-            if tape.has_impact {
-                // the impact's impulses and restitution, then the step from S(v + M⁻¹ Jᵀ P)
-                let g = PhaseGrads { contacts, g: &ws.pre, dg: pre, whole, dmu: &tw.dmu };
-                tw.impact.jvp(&tape.impact, &g, &pre.bn_impact, &pre.bt_impact, &mut tw.jvp, &mut tw.ln, &mut tw.lt);
-                restitution_impulses_into(&tw.geoms, &tw.ln, &tw.lt, &mut tw.pn, &mut tw.pt);
-                pre.after_impact(&x, d, &tw.pn, &tw.pt)?;
-            }
-            let g = PhaseGrads { contacts, g: &ws.pre, dg: pre, whole, dmu: &tw.dmu };
-            tw.step.jvp(&tape.step, &g, &pre.bn, &pre.bt, &mut tw.jvp, &mut tw.ln, &mut tw.lt);
-            if nc > 0 {
-                apply_impulses_into(pre, &tw.ln, &tw.lt, &mut tw.vplus);
-            } else {
-                tw.vplus.clone_from(&pre.vp);
-            }
-            let vplus = &tw.vplus;
-            tw.q1.clone_from(q);
-            tw.v1.clone_from(vplus);
-            advance_into(dm, q, vplus, Dual64::from(dt), &mut tw.q1, &mut tw.v1);
-            let next = &tw.next;
-            for j in 0..dm.parent.len() {
-                let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
-                let t = dual_tangent(jm.kind, &next.q[qs..qs + jm.nq], &tw.q1[qs..qs + jm.nq]);
-                for r in 0..jm.nv {
-                    tw.cols[(vs + r, dir)] = t[r];
-                }
-            }
-            for k in 0..nv {
-                tw.cols[(nv + k, dir)] = tw.v1[k].eps;
-            }
+            let mu = (3 * nv + ns..3 * nv + ns + nc).contains(&dir).then(|| dir - 3 * nv - ns);
+            let lane = Lane { all: Some(dir), mat, mu, eps: dir == ndir - 1, ..NO_LANE };
+            run_pass(&c, dm, &mut tw.one, &mut tw.jvp, &[lane], &mut gr.dir_of, &mut tw.cols)?;
         }
+        tw.groups = gr;
         Ok(())
     }
 }
 
 /// What a solve's tangents need beside its tape: the contacts, the step's prelude (f64: the islands' blocks)
 /// and the direction's (duals: the blocks' tangents), the μ tangents.
-struct PhaseGrads<'a> {
+struct PhaseGrads<'a, T: Scalar> {
     contacts: &'a [ContactFrame],
     g: &'a Prelude<f64>,
-    dg: &'a Prelude<Dual64>,
+    dg: &'a Prelude<T>,
     /// the islands not split (`NcpWorkspace::split_islands` off): one island, the dense G
     whole: bool,
+    /// lane by lane, as `PassBufs::dmu`
     dmu: &'a [f64],
 }
 
@@ -452,41 +740,44 @@ impl PhaseJvp {
     }
 
     /// The impulses with their tangents (into `ln_out`, `lt_out`, all contacts) for the offsets' tangents (dual
-    /// `bn`, `bt`), island by island.
+    /// `bn`, `bt`), island by island, lane by lane (`nl` lanes).
     #[allow(clippy::too_many_arguments)]
-    fn jvp(
+    fn jvp<T: Lanes>(
         &self,
         ph: &PhaseTape,
-        g: &PhaseGrads,
-        bn: &[Dual64],
-        bt: &[Dual64],
+        g: &PhaseGrads<T>,
+        bn: &[T],
+        bt: &[T],
+        nl: usize,
         sc: &mut JvpScratch,
-        ln_out: &mut Vec<Dual64>,
-        lt_out: &mut Vec<Dual64>,
+        ln_out: &mut Vec<T>,
+        lt_out: &mut Vec<T>,
     ) {
         let nc = g.contacts.len();
         ln_out.clear();
-        ln_out.extend((0..nc).map(|i| Dual64::from(ph.ln.get(i).copied().unwrap_or(0.0))));
+        ln_out.extend((0..nc).map(|i| T::c(ph.ln.get(i).copied().unwrap_or(0.0))));
         lt_out.clear();
-        lt_out.extend((0..2 * nc).map(|k| Dual64::from(ph.lt.get(k).copied().unwrap_or(0.0))));
+        lt_out.extend((0..2 * nc).map(|k| T::c(ph.lt.get(k).copied().unwrap_or(0.0))));
         for (k, (ij, it)) in self.islands[..self.n].iter().zip(&ph.islands).enumerate() {
             let gnt = island_blocks(g.g, g.whole, k).2;
             let (dgn, dgt, dgnt) = island_blocks(g.dg, g.whole, k);
-            eps_into(dgn, &mut sc.dgn);
-            eps_into(dgt, &mut sc.dgt);
-            eps_into(dgnt, &mut sc.dgnt);
             let idx = &it.idx;
-            sc.dbn.clear();
-            sc.dbn.extend(idx.iter().map(|&i| bn[i].eps));
-            sc.dbt.clear();
-            sc.dbt.extend(idx.iter().flat_map(|&i| [bt[2 * i].eps, bt[2 * i + 1].eps]));
-            sc.dmu.clear();
-            sc.dmu.extend(idx.iter().map(|&i| g.dmu[i]));
-            ij.jvp(it, gnt, sc);
-            for (a, &i) in idx.iter().enumerate() {
-                ln_out[i].eps = sc.dln[a];
-                lt_out[2 * i].eps = sc.dlt[2 * a];
-                lt_out[2 * i + 1].eps = sc.dlt[2 * a + 1];
+            for j in 0..nl {
+                eps_into(dgn, j, &mut sc.dgn);
+                eps_into(dgt, j, &mut sc.dgt);
+                eps_into(dgnt, j, &mut sc.dgnt);
+                sc.dbn.clear();
+                sc.dbn.extend(idx.iter().map(|&i| bn[i].lane(j)));
+                sc.dbt.clear();
+                sc.dbt.extend(idx.iter().flat_map(|&i| [bt[2 * i].lane(j), bt[2 * i + 1].lane(j)]));
+                sc.dmu.clear();
+                sc.dmu.extend(idx.iter().map(|&i| g.dmu[j * nc + i]));
+                ij.jvp(it, gnt, sc);
+                for (a, &i) in idx.iter().enumerate() {
+                    ln_out[i].set_lane(j, sc.dln[a]);
+                    lt_out[2 * i].set_lane(j, sc.dlt[2 * a]);
+                    lt_out[2 * i + 1].set_lane(j, sc.dlt[2 * a + 1]);
+                }
             }
         }
     }
@@ -589,6 +880,67 @@ mod tests {
     use torsion_math::{Mat3, Quat, Vec3};
     use torsion_model::builder::{JointDesc, ModelBuilder};
     use torsion_model::JointType;
+
+    /// The grouped dual passes (`Groups`: one direction per component and pass) give the Jacobians of one pass
+    /// per direction to round-off, on two stacks, tilted boxes landing on the floor and on each other, a box in
+    /// free flight; with 3 × 6 × (the tallest stack) directions for the state and controls, `LANES` a pass, instead
+    /// of one Dual64 pass for each of the 3 nv.
+    #[test]
+    fn grouped_tangent_passes_match_one_pass_per_direction() {
+        use crate::solver::{DiffSolver, Solver, StepJacobians};
+        use torsion_model::Control;
+        let bx = |x: f64, y: f64, z: f64, e: (f64, f64)| {
+            format!(
+                r#"<body pos="{x} {y} {z}" euler="{} {} 0"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1"
+                friction="0.5"/></body>"#,
+                e.0, e.1
+            )
+        };
+        let mut bodies: Vec<String> = (0..3).map(|k| bx(0.0, 0.0, 0.1005 + 0.201 * k as f64, (0.0, 0.0))).collect();
+        bodies.extend((0..2).map(|k| bx(0.6, 0.0, 0.1005 + 0.201 * k as f64, (0.0, 3.0))));
+        // tilted: one edge first on the floor, one on another tilted box, one falling free of everything
+        bodies.push(bx(1.2, 0.0, 0.13, (10.0, 5.0)));
+        bodies.push(bx(1.8, 0.0, 0.14, (0.0, 12.0)));
+        bodies.push(bx(1.83, 0.02, 0.38, (20.0, 0.0)));
+        bodies.push(bx(2.6, 0.0, 1.0, (30.0, 10.0)));
+        let xml = format!(
+            r#"<mujoco><option timestep="0.005"/><worldbody><geom type="plane" size="9 9 0.1" friction="0.5"/>{}
+            </worldbody></mujoco>"#,
+            bodies.concat()
+        );
+        let m = torsion_model::io::mjcf::load_mjcf_str(&xml, "jumbled.xml", None).unwrap();
+        let nv = m.nv();
+        let solver = NcpSolver::new(NcpOptions::default());
+        let mut ws = Solver::workspace(&solver, &m).unwrap();
+        let mut s = GenState::new(m.qpos0.clone(), vec![0.0; nv]);
+        let u = Control::from_torques(&(0..nv).map(|k| 0.1 * (k % 5) as f64 - 0.2).collect::<Vec<_>>());
+        for _ in 0..12 {
+            let mut o = s.clone();
+            solver.step(&m, &s, &u, 0.005, &mut o, &mut ws, None).unwrap();
+            s = o;
+        }
+        let masses = ParamSelection::by_prefix(&m, "body_mass[").indices;
+        let sel = ParamSelection { indices: vec![masses[0], masses[6]] };
+        let mut jac = [StepJacobians::zeros(0, 0, 0), StepJacobians::zeros(0, 0, 0)];
+        for (grouped, j) in [true, false].into_iter().zip(jac.iter_mut()) {
+            ws.ncp.set_grouped_tangents(grouped);
+            solver.step_jacobians_into(&m, &s, &u, 0.005, &sel, &mut ws, j).unwrap();
+            let passes = ws.ncp.tangent_passes();
+            let expected = if grouped { (3 * 18usize).div_ceil(LANES) + 2 } else { 3 * nv + 2 };
+            assert_eq!(passes, expected, "dual passes (grouped: {grouped})");
+        }
+        let islands = ws.ncp.island_count();
+        assert!(islands >= 4, "contact islands: {islands}");
+        // the tilted box on the other: in contact with it (one island of two boxes)
+        assert!(ws.frames.iter().any(|c| c.body_a.min(c.body_b) == 7 && c.body_a.max(c.body_b) == 8), "no box-box");
+        for (name, g, f) in [("A", &jac[0].a, &jac[1].a), ("B", &jac[0].b, &jac[1].b), ("C", &jac[0].c, &jac[1].c)] {
+            let scale = f.amax().max(1e-300);
+            let err = (g - f).amax() / scale;
+            eprintln!("{name}: grouped vs one pass per direction {err:.2e} (max |{name}| {scale:.2e})");
+            assert!(err <= 1e-12, "{name}: grouped vs one pass per direction {err:e} (max |{name}| {scale:e})");
+            assert!(f.iter().all(|x| x.is_finite()) && scale > 0.0, "{name} is zero or not finite");
+        }
+    }
 
     /// ∂v⁺/∂u and ∂v⁺/∂μ of a box sliding on three contacts against central differences (the full set of
     /// checks — state, parameters, restitution, impacts — is in tests/ncp_gradients.rs).
