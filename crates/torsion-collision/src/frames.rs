@@ -8,17 +8,35 @@ const DEGENERATE: f64 = 1e-6;
 /// Deterministic tangent for a new contact: the world axis least aligned with `n` (first one on ties),
 /// projected onto the tangent plane and normalised. For n = +z this gives t1 = +x, t2 = +y.
 pub fn default_tangent(n: &Vec3) -> Vec3 {
+    let e = least_aligned_axis(n);
+    let t = e - n * n.dot(&e);
+    // |t|² = 1 − (n·e)² ≥ 2/3 for the least-aligned axis of a unit n: never degenerate
+    t / t.norm().max(DEGENERATE)
+}
+
+/// The fixed world vector r whose projection on the tangent plane of `n` gave the first tangent `t1` (`t1` =
+/// normalize(r − n (n · r))): the [`default_tangent`]'s axis when `t1` is that tangent (bit for bit: a new contact,
+/// either normal sign), otherwise `t1` itself (a contact continued from a previous t1, taken as lying in this
+/// tangent plane; the previous t1 is not kept). The Jacobians move the tangents with the normal through this rule
+/// (docs/gradients.md).
+pub fn tangent_reference(n: &Vec3, t1: &Vec3) -> Vec3 {
+    if default_tangent(n) == *t1 {
+        least_aligned_axis(n)
+    } else {
+        *t1
+    }
+}
+
+/// The world axis least aligned with `n` (first one on ties).
+fn least_aligned_axis(n: &Vec3) -> Vec3 {
     let a = n.abs();
-    let e = if a.x <= a.y && a.x <= a.z {
+    if a.x <= a.y && a.x <= a.z {
         Vec3::x()
     } else if a.y <= a.z {
         Vec3::y()
     } else {
         Vec3::z()
-    };
-    let t = e - n * n.dot(&e);
-    // |t|² = 1 − (n·e)² ≥ 2/3 for the least-aligned axis of a unit n: never degenerate
-    t / t.norm().max(DEGENERATE)
+    }
 }
 
 /// Tangents for normal `n` (unit). With the previous step's t1 of the same contact, t1 is that vector projected on
@@ -49,6 +67,22 @@ mod tests {
         assert!(n.dot(&t[0]).abs() < 1e-12 && n.dot(&t[1]).abs() < 1e-12 && t[0].dot(&t[1]).abs() < 1e-12);
         // right-handed: n × t1 = t2 and t1 × t2 = n
         assert!((t[0].cross(&t[1]) - n).norm() < 1e-12);
+    }
+
+    /// The reference reproduces t1 through the projection rule, for a new contact (the axis, either normal sign)
+    /// and a continued one (t1 itself).
+    #[test]
+    fn tangent_reference_reproduces_t1() {
+        let n = Vec3::new(0.3, -0.5, 0.8).normalize();
+        let proj = |r: Vec3, n: &Vec3| (r - n * n.dot(&r)).normalize();
+        for n in [n, -n] {
+            let t1 = tangent_frame(&n, None)[0];
+            let r = tangent_reference(&n, &t1);
+            assert_eq!(r, Vec3::x());
+            assert!((proj(r, &n) - t1).norm() < 1e-15);
+            let warm = tangent_frame(&n, Some(&Vec3::new(0.2, 1.0, 0.1)))[0];
+            assert_eq!(tangent_reference(&n, &warm), warm);
+        }
     }
 
     #[test]

@@ -27,6 +27,6 @@ pub mod world;
 pub use broad_phase::BroadPhase;
 pub use contact::{Contact, ContactId, Contacts};
 pub use error::CollisionError;
-pub use frames::tangent_frame;
+pub use frames::{tangent_frame, tangent_reference};
 pub use mesh::MeshPolicy;
 pub use world::{CollisionOptions, CollisionWorld};

@@ -86,9 +86,12 @@ fn jacobians_vs_fd<S: DiffSolver<State = GenState>>(solver: &S, m: &Model, s: &G
 /// The Jacobians may not depend on the bodies' order in the model: with the slab first, its face is body A's and
 /// the prism's vertices B's (collision detection orders a pair by shape index), so before `frames_from_collision`
 /// turned such pairs round the normal turned with the prism — A vs FD 4.0e-3 (ncp) / 5.5e-3 (lcp) against
-/// 1.1e-4 / 2.4e-3 with the prism first, and the two orders' A differed. The FD figures of both orders are
-/// printed; the rest they share (1.1e-4 / 2.4e-3) comes from parry's extra closest-point contact, a duplicate of
-/// the lowest vertex's (redundant rows; docs/gradients.md), left open.
+/// 1.1e-4 / 2.4e-3 with the prism first, and the two orders' A differed. Both orders then shared 1.1e-4 / 2.4e-3,
+/// constant in h (1e-4 … 1e-7), from the anchors (`contact::anchor`): the contact point was a material point of
+/// the prism at the midpoint of the witness points, 0.5 mm off its vertex across the gap (ncp: the slab's normal
+/// velocity column), and the tangents turned with the slab where detection projects a fixed reference on the
+/// tangent plane (lcp's box friction: the slab's tilt and spin columns). Parry's extra closest-point contact, a
+/// duplicate of the lowest vertex's, is not the cause: dropping it left both figures unchanged.
 #[test]
 fn prism_on_slab_jacobians_follow_the_face_owner() {
     let dir = std::env::temp_dir().join(format!("torsion-contact-normals-{}", std::process::id()));
@@ -119,6 +122,7 @@ fn prism_on_slab_jacobians_follow_the_face_owner() {
         let (la, lb) = jacobians_vs_fd(&lcp, &m, &s);
         let face = if prism_first { "B" } else { "A" };
         eprintln!("face on {face}: vs FD ncp A {ea:.1e} B {eb:.1e}; lcp A {la:.1e} B {lb:.1e}");
+        assert!(ea.max(eb).max(la).max(lb) < 1e-6, "face on {face}: ncp {ea:e} {eb:e}, lcp {la:e} {lb:e}");
         let u = Control::zeros(m.nv());
         let sel = ParamSelection::none();
         jacs.push([
