@@ -286,7 +286,7 @@ impl DirectSolve {
                     (u[1] / slip, u[2] / slip)
                 } else {
                     let l = l1.hypot(l2);
-                    if !(l > 0.0) {
+                    if l.is_nan() || l <= 0.0 {
                         return None;
                     }
                     (-l1 / l, -l2 / l)
