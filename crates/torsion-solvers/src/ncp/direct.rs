@@ -14,16 +14,27 @@
 //! when it satisfies the NCP to the passes' own stop (the NCP residual ≤ `residual_tolerance` (1 + max |b_n|)):
 //! it is then the staggered passes' fixed point, differentiated as such (`NcpGradient::Auto`: the fixed point's
 //! derivative).
-//! Otherwise — a sliding contact (λ_t on the boundary), a set not found in [`MAX_SETS`] tries, a residual left —
-//! the island runs the ADMM passes from the same warm start, and the rejection is reported
-//! (`NcpReport::direct_rejected`, `StepInfo::fallbacks`).
+//! A sticking contact found outside its disk (exact cone) is made sliding — u_n = 0, λ_t = −μ λ_n u_t / ‖u_t‖
+//! (maximal dissipation) — and a set with sliding contacts is solved by regularised Gauss–Newton
+//! (`solve_newton`), accepted at the same residual. Where the passes stop at their cap short of the NCP
+//! tolerance, the solve is tried again from their result, contacts on the disk's boundary sliding
+//! (`DirectProblem::slide_from_warm`): accepted, the island is answered at the fixed point (and differentiated
+//! there: without it the step's Jacobian is the fixed point's while the step is the truncated iteration's, 0.82
+//! off central differences on contact-compare's stack). Otherwise — a set not found in [`MAX_SETS`] tries, a
+//! residual left — the island keeps the ADMM passes' result, and the rejection is reported
+//! (`NcpReport::direct_rejected`, `direct_polished`, `StepInfo::fallbacks`).
 use super::sets::{friction_gauge, FrictionSet};
 use crate::contact::ContactFrame;
 use nalgebra::DMatrix;
 use torsion_math::linalg::{profile_cholesky, profile_solve};
 
 /// Active sets tried per solve (each one factorisation).
-const MAX_SETS: usize = 3;
+const MAX_SETS: usize = 6;
+/// Gauss–Newton steps per set with sliding contacts.
+const MAX_NEWTON: usize = 20;
+/// A slip below this multiple of the NCP tolerance (1e-9 (1 + max |b_n|) m/s at the default) is round-off: a
+/// sliding contact's direction is undefined there (it sticks).
+const SLIP_MIN_REL: f64 = 1e6;
 /// Refinements per set (each: G_SS λ_S and two triangular solves).
 const MAX_REFINE: usize = 12;
 /// The Tikhonov shift ε relative to G_SS's largest diagonal entry: small enough that the refinement converges in
@@ -50,6 +61,8 @@ pub(crate) struct DirectProblem<'a> {
     pub kind: FrictionSet,
     /// the accepted NCP residual (m/s)
     pub tol: f64,
+    /// the warm start's contacts on their friction disk's boundary start as sliding (the passes' result)
+    pub slide_from_warm: bool,
 }
 
 /// What a direct solve did.
@@ -65,7 +78,7 @@ pub(crate) enum Direct {
 /// problem's warm start).
 #[derive(Default)]
 pub(crate) struct DirectSolve {
-    stick: Vec<bool>,
+    mode: Vec<Mode>,
     /// the sticking contacts (island order), 3 unknowns each
     set: Vec<usize>,
     /// G_SS, G_SS + εI and its factor, b_S, the profile of the factor
@@ -81,6 +94,20 @@ pub(crate) struct DirectSolve {
     pub ln: Vec<f64>,
     pub lt: Vec<f64>,
     u: Vec<f64>,
+    /// the Newton solve's residual F, Jacobian J (row-major) and JᵀJ + εI (sliding sets)
+    f: Vec<f64>,
+    jac: Vec<f64>,
+}
+
+/// A contact's role in an active set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// λ = 0, u_n ≥ 0
+    Open,
+    /// u = 0 (all three components), λ_t strictly inside the disk
+    Stick,
+    /// u_n = 0, λ_t = −μ λ_n u_t / ‖u_t‖ (on the disk's boundary, opposing the slip: maximal dissipation)
+    Slide,
 }
 
 /// G_SS's entry (contact a, component p; contact b, component q); component 0 normal, 1 and 2 the tangents.
@@ -128,19 +155,37 @@ impl DirectSolve {
         }
     }
 
-    /// The largest |u| over the sticking contacts' components.
-    fn stick_residual(&self) -> f64 {
-        self.set.iter().flat_map(|&a| &self.u[3 * a..3 * a + 3]).fold(0.0f64, |m, v| m.max(v.abs()))
+    /// The set's residual (m/s): |u| of a sticking contact's components; a sliding one's |u_n| and its maximal
+    /// dissipation in velocity units, ‖u_t + ‖u_t‖ λ_t / (μ λ_n)‖ (zero iff λ_t = −μ λ_n u_t / ‖u_t‖ for u_t ≠ 0).
+    fn set_residual(&self, pb: &DirectProblem) -> f64 {
+        let mut res = 0.0f64;
+        for &a in &self.set {
+            let u = &self.u[3 * a..3 * a + 3];
+            res = res.max(u[0].abs());
+            if self.mode[a] == Mode::Slide {
+                let (slip, r) = (u[1].hypot(u[2]), pb.contacts[pb.idx[a]].mu * self.ln[a]);
+                let (l1, l2) = (self.lt[2 * a], self.lt[2 * a + 1]);
+                res = res.max((u[1] + slip * l1 / r).hypot(u[2] + slip * l2 / r));
+            } else {
+                res = res.max(u[1].abs()).max(u[2].abs());
+            }
+        }
+        res
+    }
+
+    /// `x` from the warm start (3 per contact of the set: λ_n ≥ 0, λ_t).
+    fn warm_x(&mut self, pb: &DirectProblem) {
+        self.x.clear();
+        for &a in &self.set {
+            self.x.extend([pb.ln_warm[a].max(0.0), pb.lt_warm[2 * a], pb.lt_warm[2 * a + 1]]);
+        }
     }
 
     /// Solve on one set from the warm start: factorise G_SS + εI, refine. Returns the refinements made, or None
     /// when the shifted matrix does not factorise. Leaves the contact velocities of the result in `u`.
     fn solve_set(&mut self, pb: &DirectProblem) -> Option<usize> {
         let n = 3 * self.set.len();
-        self.x.clear();
-        for &a in &self.set {
-            self.x.extend([pb.ln_warm[a].max(0.0), pb.lt_warm[2 * a], pb.lt_warm[2 * a + 1]]);
-        }
+        self.warm_x(pb);
         if n == 0 {
             self.scatter();
             self.velocities(pb);
@@ -202,6 +247,108 @@ impl DirectSolve {
         Some(it)
     }
 
+    /// Solve on a set with sliding contacts (disk friction) from the warm start by regularised Gauss–Newton on
+    /// F(λ_S) = 0: a sticking contact's rows u = G λ + b; a sliding one's u_n and λ_t + μ λ_n ŝ, ŝ = u_t / ‖u_t‖,
+    /// with J = ∂F/∂λ_S (the sliding rows: I, μ ŝ on λ_n, μ λ_n (I − ŝŝᵀ) G_t / ‖u_t‖); each step solves
+    /// (JᵀJ + εI) δ = −JᵀF (ε as `EPS_REL`: redundant contacts keep the warm start's split). While a slip is
+    /// round-off its direction is frozen at −λ_t / ‖λ_t‖. Returns the steps made, None when a factorisation
+    /// fails or a slip direction is undefined; leaves `u` at the result.
+    fn solve_newton(&mut self, pb: &DirectProblem) -> Option<usize> {
+        let n = 3 * self.set.len();
+        self.warm_x(pb);
+        let slip_min = SLIP_MIN_REL * pb.tol;
+        let (mut prev, mut it) = (f64::INFINITY, 0);
+        loop {
+            self.scatter();
+            self.velocities(pb);
+            self.f.clear();
+            self.jac.clear();
+            self.jac.resize(n * n, 0.0);
+            let mut frozen = false;
+            for (s, &a) in self.set.iter().enumerate() {
+                for p in 0..3 {
+                    for (t, &b) in self.set.iter().enumerate() {
+                        for q in 0..3 {
+                            self.jac[(3 * s + p) * n + 3 * t + q] = entry(pb.g, a, p, b, q);
+                        }
+                    }
+                }
+                let u = &self.u[3 * a..3 * a + 3];
+                if self.mode[a] == Mode::Stick {
+                    self.f.extend_from_slice(u);
+                    continue;
+                }
+                let mu = pb.contacts[pb.idx[a]].mu;
+                let (ln, l1, l2) = (self.ln[a], self.lt[2 * a], self.lt[2 * a + 1]);
+                let slip = u[1].hypot(u[2]);
+                let live = slip > slip_min;
+                let (s1, s2) = if live {
+                    (u[1] / slip, u[2] / slip)
+                } else {
+                    let l = l1.hypot(l2);
+                    if l.is_nan() || l <= 0.0 {
+                        return None;
+                    }
+                    (-l1 / l, -l2 / l)
+                };
+                frozen |= !live;
+                self.f.extend([u[0], l1 + mu * ln * s1, l2 + mu * ln * s2]);
+                let (r1, r2) = ((3 * s + 1) * n, (3 * s + 2) * n);
+                let c = if live { mu * ln / slip } else { 0.0 };
+                for col in 0..n {
+                    let (g1, g2) = (self.jac[r1 + col], self.jac[r2 + col]);
+                    self.jac[r1 + col] = c * ((1.0 - s1 * s1) * g1 - s1 * s2 * g2);
+                    self.jac[r2 + col] = c * ((1.0 - s2 * s2) * g2 - s1 * s2 * g1);
+                }
+                self.jac[r1 + 3 * s] += mu * s1;
+                self.jac[r2 + 3 * s] += mu * s2;
+                self.jac[r1 + 3 * s + 1] += 1.0;
+                self.jac[r2 + 3 * s + 2] += 1.0;
+            }
+            let res = self.set_residual(pb);
+            if !frozen && (res <= 0.1 * pb.tol || (res > 0.5 * prev && prev <= SLIP_MIN_REL * pb.tol)) {
+                break;
+            }
+            if it == MAX_NEWTON {
+                break;
+            }
+            prev = if frozen { f64::INFINITY } else { res };
+            // K = JᵀJ + εI, d = −JᵀF
+            self.k.clear();
+            self.k.resize(n * n, 0.0);
+            self.d.clear();
+            self.d.resize(n, 0.0);
+            for r in 0..n {
+                let row = &self.jac[r * n..(r + 1) * n];
+                for (i, &ji) in row.iter().enumerate().filter(|(_, v)| **v != 0.0) {
+                    self.d[i] -= ji * self.f[r];
+                    for (j, &jj) in row.iter().enumerate().take(i + 1) {
+                        self.k[i * n + j] += ji * jj;
+                    }
+                }
+            }
+            for i in 0..n {
+                for j in 0..i {
+                    self.k[j * n + i] = self.k[i * n + j];
+                }
+            }
+            let dmax = (0..n).fold(0.0f64, |m, i| m.max(self.k[i * (n + 1)]));
+            if !(dmax > 0.0 && dmax.is_finite()) {
+                return None;
+            }
+            for i in 0..n {
+                self.k[i * (n + 1)] += EPS_REL * dmax;
+            }
+            if !profile_cholesky(&mut self.k, n, &mut self.first) {
+                return None;
+            }
+            profile_solve(&self.k, n, &self.first, &mut self.d);
+            self.x.iter_mut().zip(&self.d).for_each(|(x, d)| *x += d);
+            it += 1;
+        }
+        Some(it)
+    }
+
     /// The direct solve of `pb` into `ln`, `lt` (island order; meaningful when `Solved`).
     pub(crate) fn solve(&mut self, pb: &DirectProblem) -> Direct {
         let m = pb.idx.len();
@@ -210,38 +357,72 @@ impl DirectSolve {
         self.ln.resize(m, 0.0);
         self.lt.clear();
         self.lt.resize(2 * m, 0.0);
-        self.stick.clear();
-        self.stick.extend(pb.ln_warm.iter().map(|&l| l > 0.0));
+        self.mode.clear();
+        let slides = pb.slide_from_warm && pb.kind == FrictionSet::Cone;
+        self.mode.extend((0..m).map(|a| {
+            let (l, g) = (pb.ln_warm[a], friction_gauge(pb.kind, pb.lt_warm[2 * a], pb.lt_warm[2 * a + 1]));
+            match l > 0.0 {
+                false => Mode::Open,
+                true if slides && g >= mu(a) * l * (1.0 - STICK_MARGIN) => Mode::Slide,
+                true => Mode::Stick,
+            }
+        }));
         let mut refinements = 0;
+        let slip_min = SLIP_MIN_REL * pb.tol;
         for sets in 1..=MAX_SETS {
             self.set.clear();
-            self.set.extend((0..m).filter(|&a| self.stick[a]));
+            self.set.extend((0..m).filter(|&a| self.mode[a] != Mode::Open));
             // a frictionless contact cannot stick (its λ_t is 0 and u_t free): the passes solve it
             if self.set.iter().any(|&a| mu(a) <= 0.0) {
                 return Direct::Rejected { sets: sets - 1 };
             }
-            let Some(r) = self.solve_set(pb) else { return Direct::Rejected { sets } };
+            let sliding = self.set.iter().any(|&a| self.mode[a] == Mode::Slide);
+            let r = if sliding { self.solve_newton(pb) } else { self.solve_set(pb) };
+            let Some(r) = r else { return Direct::Rejected { sets } };
             refinements += r;
-            // the set's corrections: release a sticking λ_n ≤ 0, take in a separating contact with u_n < 0
+            // the set's corrections: release a λ_n ≤ 0, take in a separating contact with u_n < 0, a sliding
+            // contact whose slip vanished sticks
             let mut changed = false;
             for a in 0..m {
-                let flip = if self.stick[a] { self.ln[a] <= 0.0 } else { self.u[3 * a] < -pb.tol };
-                if flip {
-                    self.stick[a] = !self.stick[a];
-                    changed = true;
+                let to = match self.mode[a] {
+                    Mode::Open if self.u[3 * a] < -pb.tol => Mode::Stick,
+                    Mode::Stick | Mode::Slide if self.ln[a] <= 0.0 => Mode::Open,
+                    Mode::Slide if self.u[3 * a + 1].hypot(self.u[3 * a + 2]) <= slip_min => Mode::Stick,
+                    same => same,
+                };
+                changed |= to != self.mode[a];
+                self.mode[a] = to;
+            }
+            // a sticking contact outside (or on) its disk slides (the exact cone only); from the passes' result in
+            // the same correction as the others (their set is near the solution's), else once the rest holds
+            let outside = |a: usize, d: &Self| {
+                d.mode[a] == Mode::Stick
+                    && d.set.contains(&a)
+                    && friction_gauge(pb.kind, d.lt[2 * a], d.lt[2 * a + 1]) >= mu(a) * d.ln[a] * (1.0 - STICK_MARGIN)
+            };
+            if changed && slides {
+                for a in 0..m {
+                    if outside(a, self) {
+                        self.mode[a] = Mode::Slide;
+                    }
                 }
             }
             if changed {
                 continue;
             }
-            let inside = self.set.iter().all(|&a| {
-                friction_gauge(pb.kind, self.lt[2 * a], self.lt[2 * a + 1]) < mu(a) * self.ln[a] * (1.0 - STICK_MARGIN)
-            });
-            if !inside {
-                return Direct::Rejected { sets };
+            if (0..m).any(|a| outside(a, self)) {
+                if pb.kind != FrictionSet::Cone {
+                    return Direct::Rejected { sets };
+                }
+                for a in 0..m {
+                    if outside(a, self) {
+                        self.mode[a] = Mode::Slide;
+                    }
+                }
+                continue;
             }
-            let open = (0..m).filter(|&a| !self.stick[a]).fold(0.0f64, |r, a| r.max(-self.u[3 * a]));
-            let residual = self.stick_residual().max(open);
+            let open = (0..m).filter(|&a| self.mode[a] == Mode::Open).fold(0.0f64, |r, a| r.max(-self.u[3 * a]));
+            let residual = self.set_residual(pb).max(open);
             return if residual <= pb.tol {
                 Direct::Solved { residual, sets, refinements }
             } else {

@@ -154,6 +154,9 @@ pub struct NcpReport {
     /// where it was tried and rejected (then solved by the ADMM passes)
     pub direct: usize,
     pub direct_rejected: usize,
+    /// of the rejected, those whose passes stopped short of the NCP tolerance and were then brought to the fixed
+    /// point by the direct solve on the active set the passes identified (sliding contacts included)
+    pub direct_polished: usize,
 }
 
 /// What the impact solve reports (compression from the pre-step velocity, then restitution).
@@ -271,6 +274,8 @@ struct Island {
     /// the direct solve's buffers and what it did in this solve (None: not tried)
     direct: DirectSolve,
     outcome: Option<Direct>,
+    /// the passes' result was brought to the fixed point by the direct solve (`island_solve`)
+    polished: bool,
     /// no pass in this solve (an impact solve where none of the island's contacts approaches: zero impulses)
     skip: bool,
     /// the island's solve as executed (copied into the phase's tape at the end of the solve)
@@ -446,6 +451,7 @@ impl NcpSolver {
         report.residuals = NcpResiduals::default();
         report.direct = 0;
         report.direct_rejected = 0;
+        report.direct_polished = 0;
         report.lambda_n.clear();
         report.lambda_t.clear();
         if let Some(imp) = report.impact.take() {
@@ -518,6 +524,7 @@ impl NcpSolver {
             let phases = [Some(&tape.step), tape.has_impact.then_some(&tape.impact)];
             report.direct = phases.iter().flatten().map(|p| p.direct).sum();
             report.direct_rejected = phases.iter().flatten().map(|p| p.direct_rejected).sum();
+            report.direct_polished = phases.iter().flatten().map(|p| p.direct_polished).sum();
             let (ln, lt) = (&tape.step.ln, &tape.step.lt);
             apply_impulses_into(pre, ln, lt, vplus);
             report.residuals = residuals(pre, vplus, ln, lt, &passes.buf.r, o, res);
@@ -641,7 +648,8 @@ fn island_pass(isl: &mut Island, x: IslandInputs) -> Result<(), SolverError> {
 /// The island's direct solve (`direct.rs`) from its warm start (`Island::ln`, `lt`); when it is accepted, the
 /// island's impulses, linear terms, radii and reports as a pass at the fixed point would leave them (the
 /// sub-problems' KKT residuals: the NCP residual the solve was checked to). Returns whether it was accepted.
-fn island_direct(isl: &mut Island, x: IslandInputs, tol: f64) -> bool {
+/// `from_passes`: the start is the passes' result, its contacts on the friction boundary taken as sliding.
+fn island_direct(isl: &mut Island, x: IslandInputs, tol: f64, from_passes: bool) -> bool {
     let IslandInputs { g, bn, bt, contacts, o, .. } = x;
     let tp = &isl.tape;
     let pb = DirectProblem {
@@ -654,9 +662,14 @@ fn island_direct(isl: &mut Island, x: IslandInputs, tol: f64) -> bool {
         lt_warm: &isl.lt,
         kind: o.friction_set,
         tol,
+        slide_from_warm: from_passes,
     };
     let outcome = isl.direct.solve(&pb);
-    isl.outcome = Some(outcome);
+    if from_passes {
+        isl.polished = matches!(outcome, Direct::Solved { .. });
+    } else {
+        isl.outcome = Some(outcome);
+    }
     let Direct::Solved { residual, sets, refinements } = outcome else { return false };
     let d = &isl.direct;
     let delta = |a: &[f64], b: &[f64]| a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
@@ -710,19 +723,22 @@ fn island_solve(isl: &mut Island, x: IslandInputs) -> Result<(), SolverError> {
         tp.bt.clear();
         tp.bt.extend(idx.iter().flat_map(|&i| [bt[2 * i], bt[2 * i + 1]]));
         tp.converged = false;
+        tp.direct = false;
         tp.last_change = 0.0;
     }
     isl.outcome = None;
+    isl.polished = false;
     let bmax = isl.tape.bn.iter().fold(0.0f64, |m, b| m.max(b.abs()));
     let tol = o.residual_tolerance * (1.0 + bmax);
     let mut passes = if isl.skip { 0 } else { o.n_step.max(1) };
     let mut npass = 0;
     // the direct solve where its fixed point is what the step's derivative differentiates
-    if passes > 0 && residual && o.direct && o.gradient != NcpGradient::Cascade && island_direct(isl, x, tol) {
+    if passes > 0 && residual && o.direct && o.gradient != NcpGradient::Cascade && island_direct(isl, x, tol, false) {
         record_pass(isl, 0);
         npass = 1;
         passes = 0;
         isl.tape.converged = true;
+        isl.tape.direct = true;
     }
     for _ in 0..passes {
         island_pass(isl, x)?;
@@ -737,6 +753,15 @@ fn island_solve(isl: &mut Island, x: IslandInputs) -> Result<(), SolverError> {
             isl.tape.converged = true;
             break;
         }
+    }
+    // the passes stopped short of the NCP tolerance (at the cap): the direct solve from their result, on the
+    // active set they identified, answers the island at the fixed point where it holds (then differentiated there)
+    let tried = residual && o.direct && o.gradient != NcpGradient::Cascade;
+    if npass > 0 && tried && !isl.tape.converged && island_direct(isl, x, tol, true) {
+        record_pass(isl, npass);
+        npass += 1;
+        isl.tape.converged = true;
+        isl.tape.direct = true;
     }
     let tp = &mut isl.tape;
     tp.recycle(npass);
@@ -813,12 +838,14 @@ impl Passes<'_> {
         tape.converged = true;
         tape.direct = 0;
         tape.direct_rejected = 0;
+        tape.direct_polished = 0;
         for (isl, it) in islands.iter_mut().zip(tape.islands.iter_mut()) {
             match isl.outcome {
                 Some(Direct::Solved { .. }) => tape.direct += 1,
                 Some(Direct::Rejected { .. }) => tape.direct_rejected += 1,
                 None => {}
             }
+            tape.direct_polished += usize::from(isl.polished);
             for (a, &i) in isl.idx.iter().enumerate() {
                 buf.ln[i] = isl.ln[a];
                 buf.r[i] = isl.r[a];
@@ -892,6 +919,7 @@ pub(crate) struct PhaseTape {
     /// islands answered by the direct solve, and those where it was rejected (`NcpReport::direct`)
     pub direct: usize,
     pub direct_rejected: usize,
+    pub direct_polished: usize,
 }
 
 /// One island's solve as executed; vectors in the island's contact order (`idx`).
@@ -911,6 +939,8 @@ pub(crate) struct IslandTape {
     pub last_change: f64,
     /// the passes stopped on the NCP residual: at the fixed point
     pub converged: bool,
+    /// answered by the direct solve (`direct.rs`): at the fixed point, sliding contacts included
+    pub direct: bool,
     /// passes' buffers beyond the last solve's count, kept for reuse
     spare: Vec<Pass>,
 }
@@ -926,6 +956,7 @@ impl IslandTape {
         self.lt.clone_from(&src.lt);
         self.last_change = src.last_change;
         self.converged = src.converged;
+        self.direct = src.direct;
         self.recycle(src.passes.len());
         while self.passes.len() < src.passes.len() {
             self.passes.push(self.spare.pop().unwrap_or_default());

@@ -817,7 +817,8 @@ impl IslandJvp {
                 // where both agree and it is cheaper (converged passes, unique impulses); the cascade otherwise
                 // (redundant sliding impulses: the executed passes choose among equivalent λ_n, and so must
                 // their derivative)
-                let use_fp = if k.rank_deficient { k.sticking } else { converged };
+                // (and, sliding or not, where the direct solve answered: the passes' choice is not at stake)
+                let use_fp = it.direct || if k.rank_deficient { k.sticking } else { converged };
                 grad == NcpGradient::FixedPoint || use_fp
             }
         };
