@@ -45,6 +45,22 @@ const EPS_REL: f64 = 1e-9;
 /// `may_stick`): on the boundary the contact may slide, which this solve does not model.
 const STICK_MARGIN: f64 = 1e-6;
 
+/// Whether an island's impulses (`ln`, `lt`: island order; `idx`: the island's contacts) hold a sticking contact
+/// (λ_n > 0 strictly inside its friction set). The retry after capped passes runs only then: an island that only
+/// slides or separates (a box sliding on four corners: redundant λ_n) keeps the passes' result and their cascade
+/// derivative, whose choice among equivalent λ_n is the executed one (docs/gradients.md).
+pub(crate) fn any_sticking(
+    kind: FrictionSet,
+    contacts: &[ContactFrame],
+    idx: &[usize],
+    ln: &[f64],
+    lt: &[f64],
+) -> bool {
+    idx.iter().enumerate().any(|(a, &i)| {
+        ln[a] > 0.0 && friction_gauge(kind, lt[2 * a], lt[2 * a + 1]) < contacts[i].mu * ln[a] * (1.0 - STICK_MARGIN)
+    })
+}
+
 /// The island's Delassus blocks G_n (m × m), G_t (2m × 2m), G_nt (m × 2m).
 pub(crate) type Blocks<'a> = (&'a DMatrix<f64>, &'a DMatrix<f64>, &'a DMatrix<f64>);
 

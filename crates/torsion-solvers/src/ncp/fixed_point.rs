@@ -250,18 +250,16 @@ mod tests {
     }
 
     /// A step answered at the fixed point by the direct solve (first try, or from the passes' result, sliding
-    /// contacts included) is differentiated there: error ≤ 1e-6 (`fd_error`) for a box at rest, a box sliding on
-    /// its four corners (from the passes' result), and contact-compare's 3-cube stack (the top cube from 0.5 m/s)
+    /// contacts included) is differentiated there: error ≤ 1e-6 (`fd_error`) for a box at rest and contact-compare's
+    /// 3-cube stack (the top cube from 0.5 m/s; a box sliding alone on four corners is not retried: `any_sticking`)
     /// at each of its first 12 steps that is answered at the fixed point (before the sliding direct solve: the
     /// passes stopped at their cap, contact-compare's figure 0.82).
     #[test]
     fn directly_solved_steps_match_central_differences() {
         let dt = 0.01;
-        for (name, z, vx, steps) in [
-            ("resting box", vec![0.1], (0, 0.0), 20..21),
-            ("sliding box", vec![0.1], (0, 1.0), 10..11),
-            ("stack, top sliding", vec![0.1, 0.3, 0.5], (2, 0.5), 1..12),
-        ] {
+        for (name, z, vx, steps) in
+            [("resting box", vec![0.1], (0, 0.0), 20..21), ("stack, top sliding", vec![0.1, 0.3, 0.5], (2, 0.5), 1..12)]
+        {
             let m = cubes(&z);
             let nv = m.nv();
             let solver = NcpSolver::new(NcpOptions::default());

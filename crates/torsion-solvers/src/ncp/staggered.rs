@@ -24,7 +24,7 @@
 //! others); an island whose contacts all stick or separate is answered by one direct solve on that active set
 //! (`direct.rs`, issue 15 item 3), checked against the same residual, the passes otherwise.
 use super::admm::{Admm, AdmmCache, AdmmInfo, AdmmOptions};
-use super::direct::{Blocks, Direct, DirectProblem, DirectSolve};
+use super::direct::{any_sticking, Blocks, Direct, DirectProblem, DirectSolve};
 use super::sets::{ConstraintSet, FrictionSet};
 use super::tangent::TangentWorkspace;
 use crate::contact::buffers::{copy_matrix, reshape_zeroed};
@@ -757,7 +757,8 @@ fn island_solve(isl: &mut Island, x: IslandInputs) -> Result<(), SolverError> {
     // the passes stopped short of the NCP tolerance (at the cap): the direct solve from their result, on the
     // active set they identified, answers the island at the fixed point where it holds (then differentiated there)
     let tried = residual && o.direct && o.gradient != NcpGradient::Cascade;
-    if npass > 0 && tried && !isl.tape.converged && island_direct(isl, x, tol, true) {
+    let sticks = || any_sticking(o.friction_set, x.contacts, &isl.idx, &isl.ln, &isl.lt);
+    if npass > 0 && tried && !isl.tape.converged && sticks() && island_direct(isl, x, tol, true) {
         record_pass(isl, npass);
         npass += 1;
         isl.tape.converged = true;

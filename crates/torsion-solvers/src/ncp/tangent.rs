@@ -817,10 +817,9 @@ impl IslandJvp {
                 // where both agree and it is cheaper (converged passes, unique impulses); the cascade otherwise
                 // (redundant sliding impulses: the executed passes choose among equivalent λ_n, and so must
                 // their derivative)
-                // (and where the direct solve answered unique impulses; a redundant sliding island polished by the
-                // direct solve keeps the cascade: the polish starts from the passes' λ and stays nearest to it, so
-                // the passes' choice among equivalent λ_n is still the executed one, docs/gradients.md)
-                let use_fp = if k.rank_deficient { k.sticking } else { converged || it.direct };
+                // (and, sliding or not, where the direct solve answered: its result is not a pass of the cascade; the
+                // retry after capped passes runs only on islands that hold a sticking contact, `direct::any_sticking`)
+                let use_fp = it.direct || if k.rank_deficient { k.sticking } else { converged };
                 grad == NcpGradient::FixedPoint || use_fp
             }
         };
