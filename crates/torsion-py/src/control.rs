@@ -89,16 +89,13 @@ fn bound(v: Option<Vec<f64>>, name: &str, nu: usize) -> PyResult<Option<Vec<f64>
     }
 }
 
-/// The problem as read from Python, before the solver is known to be generalized.
-struct Args {
-    x0: Vec<f64>,
-    x_ref: Vec<Vec<f64>>,
-    u_ref: Vec<Vec<f64>>,
-    u_init: Vec<Vec<f64>>,
-    q: DMatrix<f64>,
-    r: DMatrix<f64>,
-    qf: DMatrix<f64>,
-    horizon: usize,
+/// The problem as read from Python, in torsion_opt's own types: every generalized solver shares the [q, v, act]
+/// state layout, so the states and the cost are decoded once, before the solver is dispatched.
+struct Problem<'m> {
+    x0: GenState,
+    cost: QuadraticTracking<'m>,
+    /// the initial guess, one control per step
+    u_init: Vec<DVector<f64>>,
     dt: f64,
     options: IlqrOptions,
     sampled: Option<SampledOptions>,
@@ -126,20 +123,14 @@ fn stop_name(s: IlqrStop) -> &'static str {
     }
 }
 
-fn solve<S: Codec<State = GenState>>(s: &S, m: &Model, a: &Args) -> Result<Outcome, IlqrError> {
-    let mut dynamics = SolverDynamics::new(s, m, a.dt)?;
+fn solve<S: Codec<State = GenState>>(s: &S, m: &Model, p: &mut Problem<'_>) -> Result<Outcome, IlqrError> {
+    let mut dynamics = SolverDynamics::new(s, m, p.dt)?;
     let (nt, nu) = (s.tangent_dim(m), s.control_dim(m));
-    let x0 = s.decode(m, &a.x0);
-    let mut cost = QuadraticTracking::diagonal(m, x0.clone(), &vec![0.0; nt], &vec![0.0; nu], &vec![0.0; nt]);
-    cost.x_ref = a.x_ref.iter().map(|x| s.decode(m, x)).collect();
-    cost.u_ref = a.u_ref.iter().map(|u| DVector::from_column_slice(u)).collect();
-    (cost.q, cost.r, cost.qf) = (a.q.clone(), a.r.clone(), a.qf.clone());
-    let u_init: Vec<DVector<f64>> =
-        (0..a.horizon).map(|t| DVector::from_column_slice(&a.u_init[t.min(a.u_init.len() - 1)])).collect();
-    let mut il = Ilqr::new(nt, nu, a.horizon, &x0, a.options.clone())?;
-    Ok(match &a.sampled {
+    let mut il = Ilqr::new(nt, nu, p.u_init.len(), &p.x0, p.options.clone())?;
+    let (x0, u_init, cost) = (&p.x0, &p.u_init, &mut p.cost);
+    Ok(match &p.sampled {
         None => {
-            let r = il.solve(&mut dynamics, &mut cost, &x0, &u_init)?;
+            let r = il.solve(&mut dynamics, cost, x0, u_init)?;
             Outcome {
                 controls: r.controls,
                 states: r.states,
@@ -153,7 +144,7 @@ fn solve<S: Codec<State = GenState>>(s: &S, m: &Model, a: &Args) -> Result<Outco
             }
         }
         Some(so) => {
-            let r = il.solve_sampled(&mut dynamics, &mut cost, &x0, &u_init, so)?;
+            let r = il.solve_sampled(&mut dynamics, cost, x0, u_init, so)?;
             Outcome {
                 iterations: so.iterations,
                 controls: r.controls,
@@ -274,27 +265,22 @@ fn ilqr<'py>(
             })
         })
         .transpose()?;
-    let args = Args {
-        x0,
-        x_ref,
-        u_ref,
-        u_init,
-        q: weight(q, "q", nt, 0.0)?,
-        r: weight(r, "r", nu, 1e-3)?,
-        qf: weight(qf, "qf", nt, 1.0)?,
-        horizon,
-        dt,
-        options,
-        sampled,
-    };
+    let (q, r, qf) = (weight(q, "q", nt, 0.0)?, weight(r, "r", nu, 1e-3)?, weight(qf, "qf", nt, 1.0)?);
+    let x0 = fs.decode(m, &x0);
+    let mut cost = QuadraticTracking::diagonal(m, x0.clone(), &vec![0.0; nt], &vec![0.0; nu], &vec![0.0; nt]);
+    cost.x_ref = x_ref.iter().map(|x| fs.decode(m, x)).collect();
+    cost.u_ref = u_ref.iter().map(|u| DVector::from_column_slice(u)).collect();
+    (cost.q, cost.r, cost.qf) = (q, r, qf);
+    let u_init = (0..horizon).map(|t| DVector::from_column_slice(&u_init[t.min(u_init.len() - 1)])).collect();
+    let mut pb = Problem { x0, cost, u_init, dt, options, sampled };
     let o = py.detach(|| {
         guard(|| {
             let res = match sref {
-                SolverRef::Fs(p) => solve(&p.solver, m, &args),
-                SolverRef::Ncp(p) => solve(&p.solver, m, &args),
-                SolverRef::Lcp(p) => solve(&p.solver, m, &args),
-                SolverRef::Tens(p) => solve(&p.solver, m, &args),
-                SolverRef::TensNcp(_, s) => solve(s, m, &args),
+                SolverRef::Fs(p) => solve(&p.solver, m, &mut pb),
+                SolverRef::Ncp(p) => solve(&p.solver, m, &mut pb),
+                SolverRef::Lcp(p) => solve(&p.solver, m, &mut pb),
+                SolverRef::Tens(p) => solve(&p.solver, m, &mut pb),
+                SolverRef::TensNcp(_, s) => solve(s, m, &mut pb),
                 SolverRef::Xpbd(_) => unreachable!("refused above"),
             };
             res.map_err(ilqr_err)
