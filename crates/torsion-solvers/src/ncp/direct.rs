@@ -133,15 +133,30 @@ enum Mode {
     Slide,
 }
 
-/// G_SS's entry (contact a, component p; contact b, component q); component 0 normal, 1 and 2 the tangents.
-#[inline]
-fn entry(g: Blocks, a: usize, p: usize, b: usize, q: usize) -> f64 {
-    let (gn, gt, gnt) = g;
-    match (p, q) {
-        (0, 0) => gn[(a, b)],
-        (0, q) => gnt[(a, 2 * b + q - 1)],
-        (p, 0) => gnt[(b, 2 * a + p - 1)],
-        (p, q) => gt[(2 * a + p - 1, 2 * b + q - 1)],
+/// G_SS (n × n, n = 3 |S|, row-major; symmetric) gathered from the island's blocks (column-major storage):
+/// contact a's component p (0 normal, 1 and 2 the tangents) against contact b's component q, G_n, G_nt (and
+/// its transpose) and G_t read directly from their storage.
+fn gather(g: Blocks, set: &[usize], out: &mut Vec<f64>) {
+    let m = g.0.nrows();
+    let (gn, gt, gnt) = (g.0.as_slice(), g.1.as_slice(), g.2.as_slice());
+    let n = 3 * set.len();
+    out.clear();
+    out.resize(n * n, 0.0);
+    for (s, &a) in set.iter().enumerate() {
+        for (t, &b) in set.iter().enumerate() {
+            let o = 3 * s * n + 3 * t;
+            out[o] = gn[b * m + a];
+            for q in 1..3 {
+                out[o + q] = gnt[(2 * b + q - 1) * m + a];
+            }
+            for p in 1..3 {
+                let r = o + p * n;
+                out[r] = gnt[(2 * a + p - 1) * m + b];
+                for q in 1..3 {
+                    out[r + q] = gt[(2 * b + q - 1) * 2 * m + 2 * a + p - 1];
+                }
+            }
+        }
     }
 }
 
@@ -219,19 +234,9 @@ impl DirectSolve {
             return Some(0);
         }
         // G_SS (symmetric: row-major = column-major) and the offsets b_S
-        self.gss.clear();
-        self.gss.resize(n * n, 0.0);
+        gather(pb.g, &self.set, &mut self.gss);
         self.bs.clear();
-        for (s, &a) in self.set.iter().enumerate() {
-            self.bs.extend([pb.bn[a], pb.bt[2 * a], pb.bt[2 * a + 1]]);
-            for (t, &b) in self.set.iter().enumerate() {
-                for p in 0..3 {
-                    for q in 0..3 {
-                        self.gss[(3 * s + p) * n + 3 * t + q] = entry(pb.g, a, p, b, q);
-                    }
-                }
-            }
-        }
+        self.bs.extend(self.set.iter().flat_map(|&a| [pb.bn[a], pb.bt[2 * a], pb.bt[2 * a + 1]]));
         let dmax = (0..n).fold(0.0f64, |m, i| m.max(self.gss[i * (n + 1)]));
         if !(dmax > 0.0 && dmax.is_finite()) {
             return None;
@@ -286,17 +291,9 @@ impl DirectSolve {
             self.scatter();
             self.velocities(pb);
             self.f.clear();
-            self.jac.clear();
-            self.jac.resize(n * n, 0.0);
+            gather(pb.g, &self.set, &mut self.jac);
             let mut frozen = false;
             for (s, &a) in self.set.iter().enumerate() {
-                for p in 0..3 {
-                    for (t, &b) in self.set.iter().enumerate() {
-                        for q in 0..3 {
-                            self.jac[(3 * s + p) * n + 3 * t + q] = entry(pb.g, a, p, b, q);
-                        }
-                    }
-                }
                 let u = &self.u[3 * a..3 * a + 3];
                 if self.mode[a] == Mode::Stick {
                     self.f.extend_from_slice(u);

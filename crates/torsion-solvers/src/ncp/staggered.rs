@@ -409,9 +409,26 @@ impl NcpSolver {
         report: &mut NcpReport,
     ) -> Result<(), SolverError> {
         self.check(ws, s, u, dt, contacts)?;
+        ws.cache.refresh(model, &mut ws.dm).map_err(dyn_err)?;
+        self.step_refreshed(model, ws, s, u, dt, contacts, out, report)
+    }
+
+    /// [`NcpSolver::step_with_contacts_into`] once `ws`'s dynamics model is at the model's parameters (θ
+    /// compared once per step: `Solver::step`'s `detect` refreshed it) and the inputs are checked.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn step_refreshed(
+        &self,
+        model: &Model,
+        ws: &mut NcpWorkspace,
+        s: &GenState,
+        u: &[f64],
+        dt: f64,
+        contacts: &[ContactFrame],
+        out: &mut GenState,
+        report: &mut NcpReport,
+    ) -> Result<(), SolverError> {
         let o = &self.options;
         let nq = ws.dm.nq;
-        ws.cache.refresh(model, &mut ws.dm).map_err(dyn_err)?;
         ws.dm.gravity = torsion_math::scalar::cv(&model.gravity);
         let po = o.prelude();
         let NcpWorkspace {
