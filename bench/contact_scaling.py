@@ -18,7 +18,8 @@ Needs the torsion Python package (pip install ./crates/torsion-py) and mujoco.
 With `--torsion-bin target/release/contact_scaling` the torsion side is the Rust bench binary instead (the same
 scenes and phases through `Solver::step`, no Python package needed), run per scene just before MuJoCo's with
 `--compare`: "before" (`NcpOptions::direct` off: the ADMM passes with the residual stop, session 5) and "after"
-(`NcpSolver` defaults: the direct active-set solve first) interleaved,
+(`NcpSolver` defaults: the direct active-set solve first) interleaved, and with `--baseline-bin` another build's
+defaults (e.g. main's binary) as "baseline" right after,
 with one rest step's `step_vjp` up to 10 boxes; penetration / drift are then MuJoCo's only.
 """
 import argparse
@@ -154,10 +155,11 @@ def run_mujoco(xml, n, layout, repeats, grads):
     return r
 
 
-def run_torsion_bin(binary, n, layout, repeats):
-    """The Rust bench binary on one scene, both configurations: {config: row} (its JSON rows)."""
-    out = subprocess.run([binary, "--sizes", str(n), "--layouts", layout, "--repeats", str(repeats), "--compare",
-                          "--vjp-max", "10"], check=True, capture_output=True, text=True).stdout
+def run_torsion_bin(binary, n, layout, repeats, compare=True):
+    """The Rust bench binary on one scene, both configurations (`compare`; else "after" alone): {config: row}."""
+    out = subprocess.run([binary, "--sizes", str(n), "--layouts", layout, "--repeats", str(repeats)]
+                         + (["--compare"] if compare else []) + ["--vjp-max", "10" if compare else "0"],
+                         check=True, capture_output=True, text=True).stdout
     return {r["config"]: r for r in json.loads(out)["contact_scaling"]}
 
 
@@ -169,6 +171,9 @@ def main_bin(args, sizes):
                 continue
             xml = scene_xml(n, layout)
             ours = run_torsion_bin(args.torsion_bin, n, layout, args.repeats)
+            if args.baseline_bin:
+                # another build's defaults (e.g. main's binary), run right after: its "after" row as "baseline"
+                ours["baseline"] = run_torsion_bin(args.baseline_bin, n, layout, args.repeats, False)["after"]
             ref = run_mujoco(xml, n, layout, args.repeats, n in (1, 10))
             r = dict(layout=layout, n=n, torsion=ours, mujoco=ref)
             for c in ours:
@@ -185,13 +190,16 @@ def main_bin(args, sizes):
                   f"{a['rest_fallbacks']}  checksum same: "
                   f"{a['final_checksum'] == b['final_checksum']}"
                   + (f"  step_vjp {b['step_vjp_us']:.0f} / {a['step_vjp_us']:.0f} µs" if "step_vjp_us" in a else "")
-                  + (f"  MuJoCo transitionFD {ref['transitionFD_us']:.0f} µs" if "transitionFD_us" in ref else ""),
+                  + (f"  MuJoCo transitionFD {ref['transitionFD_us']:.0f} µs" if "transitionFD_us" in ref else "")
+                  + (f"  baseline {ours['baseline']['drop_us']:.1f} / {ours['baseline']['rest_us']:.1f} µs, ratio "
+                     f"{r['ratio_drop_baseline']:.1f}× / {r['ratio_rest_baseline']:.1f}×, fallbacks "
+                     f"{ours['baseline']['rest_fallbacks']}" if "baseline" in ours else ""),
                   flush=True)
     slopes = {}
     for layout in ("grid", "stacks"):
         rs = [r for r in rows if r["layout"] == layout]
         ns = [r["n"] for r in rs]
-        slopes[layout] = {c: slope(ns, [r["torsion"][c]["rest_us"] for r in rs]) for c in ("before", "after")}
+        slopes[layout] = {c: slope(ns, [r["torsion"][c]["rest_us"] for r in rs]) for c in rs[0]["torsion"]}
         slopes[layout]["mujoco"] = slope(ns, [r["mujoco"]["rest_us"] for r in rs])
         print(f"{layout}: rest-phase growth slope before {slopes[layout]['before']:.2f}, after "
               f"{slopes[layout]['after']:.2f}, MuJoCo {slopes[layout]['mujoco']:.2f}")
@@ -209,6 +217,8 @@ def main():
     ap.add_argument("--sizes", default="1,5,10,20,50")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "bench", "contact_scaling.json"))
     ap.add_argument("--torsion-bin", default=None, help="the Rust bench binary (torsion-bench contact_scaling)")
+    ap.add_argument("--baseline-bin", default=None, help="with --torsion-bin: another build of that binary (e.g. "
+                    "main's), its defaults run per scene right after as \"baseline\"")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.torsion_bin:

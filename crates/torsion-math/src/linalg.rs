@@ -94,6 +94,27 @@ pub fn cholesky_solve_in_place<T: Scalar>(l: &DMatrix<T>, b: &mut [T]) {
     cholesky_solve(l.as_slice(), l.nrows(), b);
 }
 
+/// Σ a_k b_k over the shorter length in four interleaved partial sums (k mod 4), added pairwise at the end: a
+/// fixed order (deterministic), and four independent add chains instead of one (a sequential sum waits on each
+/// add: the profile factor's and the ncp direct solve's dot products were latency-bound).
+#[inline]
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut s = [0.0f64; 4];
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for k in 0..4 {
+            s[k] += x[k] * y[k];
+        }
+    }
+    for (k, (x, y)) in ra.iter().zip(rb).enumerate() {
+        s[k] += x * y;
+    }
+    (s[0] + s[2]) + (s[1] + s[3])
+}
+
 /// The profile (envelope) variant for a row-major symmetric matrix whose rows start late (a column of boxes:
 /// block-tridiagonal), used by the ncp direct solve (`ncp/direct.rs`).
 /// A = L Lᵀ for the symmetric positive definite n × n `a` (row-major, lower triangle read), L's rows over
@@ -109,8 +130,7 @@ pub fn profile_cholesky(a: &mut [f64], n: usize, first: &mut Vec<usize>) -> bool
         for j in fi..=i {
             let k0 = fi.max(first[j]);
             let (ri, rj) = (i * n, j * n);
-            let dot = (k0..j).map(|k| a[ri + k] * a[rj + k]).sum::<f64>();
-            let s = a[ri + j] - dot;
+            let s = a[ri + j] - dot(&a[ri + k0..ri + j], &a[rj + k0..rj + j]);
             if j < i {
                 a[ri + j] = s * a[rj + j];
             } else if s > 0.0 && s.is_finite() {
@@ -127,8 +147,7 @@ pub fn profile_cholesky(a: &mut [f64], n: usize, first: &mut Vec<usize>) -> bool
 pub fn profile_solve(l: &[f64], n: usize, first: &[usize], b: &mut [f64]) {
     for i in 0..n {
         let r = i * n;
-        let dot = (first[i]..i).map(|k| l[r + k] * b[k]).sum::<f64>();
-        b[i] = (b[i] - dot) * l[r + i];
+        b[i] = (b[i] - dot(&l[r + first[i]..r + i], &b[first[i]..i])) * l[r + i];
     }
     for i in (0..n).rev() {
         let r = i * n;
@@ -143,6 +162,18 @@ pub fn profile_solve(l: &[f64], n: usize, first: &[usize], b: &mut [f64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `dot`'s four partial sums: every length's remainder (0–3 past the chunks) and the shorter slice's length.
+    #[test]
+    fn dot_sums_the_products_of_the_shorter_length() {
+        for n in 0..11 {
+            let a: Vec<f64> = (0..n).map(|k| 1.0 + 0.5 * k as f64).collect();
+            let b: Vec<f64> = (0..n + 2).map(|k| 2.0 - 0.25 * k as f64).collect();
+            let naive: f64 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            assert!((dot(&a, &b) - naive).abs() <= 1e-14 * (1.0 + naive.abs()), "n {n}: {} vs {naive}", dot(&a, &b));
+            assert_eq!(dot(&a, &b), dot(&b, &a));
+        }
+    }
 
     #[test]
     fn cholesky_inverse_of_a_known_matrix() {

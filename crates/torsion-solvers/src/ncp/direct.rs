@@ -14,9 +14,11 @@
 //! when it satisfies the NCP to the passes' own stop (the NCP residual ≤ `residual_tolerance` (1 + max |b_n|)):
 //! it is then the staggered passes' fixed point, differentiated as such (`NcpGradient::Auto`: the fixed point's
 //! derivative).
-//! A sticking contact found outside its disk (exact cone) is made sliding — u_n = 0, λ_t = −μ λ_n u_t / ‖u_t‖
+//! A sticking contact found outside its disk by more than the tolerance (exact cone) is made sliding — u_n = 0, λ_t = −μ λ_n u_t / ‖u_t‖
 //! (maximal dissipation) — and a set with sliding contacts is solved by regularised Gauss–Newton
-//! (`solve_newton`), accepted at the same residual. Where the passes stop at their cap short of the NCP
+//! (`solve_newton`), accepted at the same residual; a sliding contact whose slip vanishes sticks again, the next
+//! set solved from that result (`DirectSolve::restart`: from the warm start, the nearest sticking solution left the
+//! disk again, a stick ↔ slide cycle to the set cap on resting stacks). Where the passes stop at their cap short of the NCP
 //! tolerance, the solve is tried again from their result, contacts on the disk's boundary sliding
 //! (`DirectProblem::slide_from_warm`): accepted, the island is answered at the fixed point (and differentiated
 //! there: without it the step's Jacobian is the fixed point's while the step is the truncated iteration's, 0.82
@@ -26,7 +28,7 @@
 use super::sets::{friction_gauge, FrictionSet};
 use crate::contact::ContactFrame;
 use nalgebra::DMatrix;
-use torsion_math::linalg::{profile_cholesky, profile_solve};
+use torsion_math::linalg::{dot, profile_cholesky, profile_solve};
 
 /// Active sets tried per solve (each one factorisation).
 const MAX_SETS: usize = 6;
@@ -41,8 +43,9 @@ const MAX_REFINE: usize = 12;
 /// a few steps (rate ε / σ per step for G's singular values σ), large enough above round-off (1e-16) that the
 /// shifted matrix factorises.
 const EPS_REL: f64 = 1e-9;
-/// A sticking contact's friction impulse must lie this far (relative) inside its set (as `tangent.rs`'s
-/// `may_stick`): on the boundary the contact may slide, which this solve does not model.
+/// Within this (relative) of its disk's boundary a contact counts as possibly sliding (as `tangent.rs`'s
+/// `may_stick`): for the retry's start (`slide_from_warm`) and `any_sticking`. The solve's own stick test is the
+/// disk itself (to the tolerance): u = 0 on the boundary is an NCP solution.
 const STICK_MARGIN: f64 = 1e-6;
 
 /// Whether an island's impulses (`ln`, `lt`: island order; `idx`: the island's contacts) hold a sticking contact
@@ -113,6 +116,10 @@ pub(crate) struct DirectSolve {
     /// the Newton solve's residual F, Jacobian J (row-major) and JᵀJ + εI (sliding sets)
     f: Vec<f64>,
     jac: Vec<f64>,
+    /// the next set's solve starts from the last result (`ln`, `lt`) instead of the warm start: a sliding
+    /// contact whose slip vanished sticks on its disk's boundary, where the warm start's nearest sticking solution
+    /// left it (its stick ↔ slide cycle, issue 15)
+    restart: bool,
 }
 
 /// A contact's role in an active set.
@@ -126,36 +133,54 @@ enum Mode {
     Slide,
 }
 
-/// G_SS's entry (contact a, component p; contact b, component q); component 0 normal, 1 and 2 the tangents.
-#[inline]
-fn entry(g: Blocks, a: usize, p: usize, b: usize, q: usize) -> f64 {
-    let (gn, gt, gnt) = g;
-    match (p, q) {
-        (0, 0) => gn[(a, b)],
-        (0, q) => gnt[(a, 2 * b + q - 1)],
-        (p, 0) => gnt[(b, 2 * a + p - 1)],
-        (p, q) => gt[(2 * a + p - 1, 2 * b + q - 1)],
+/// G_SS (n × n, n = 3 |S|, row-major; symmetric) gathered from the island's blocks (column-major storage):
+/// contact a's component p (0 normal, 1 and 2 the tangents) against contact b's component q, G_n, G_nt (and
+/// its transpose) and G_t read directly from their storage.
+fn gather(g: Blocks, set: &[usize], out: &mut Vec<f64>) {
+    let m = g.0.nrows();
+    let (gn, gt, gnt) = (g.0.as_slice(), g.1.as_slice(), g.2.as_slice());
+    let n = 3 * set.len();
+    out.clear();
+    out.resize(n * n, 0.0);
+    for (s, &a) in set.iter().enumerate() {
+        for (t, &b) in set.iter().enumerate() {
+            let o = 3 * s * n + 3 * t;
+            out[o] = gn[b * m + a];
+            for q in 1..3 {
+                out[o + q] = gnt[(2 * b + q - 1) * m + a];
+            }
+            for p in 1..3 {
+                let r = o + p * n;
+                out[r] = gnt[(2 * a + p - 1) * m + b];
+                for q in 1..3 {
+                    out[r + q] = gt[(2 * b + q - 1) * 2 * m + 2 * a + p - 1];
+                }
+            }
+        }
     }
 }
 
 impl DirectSolve {
-    /// u = G λ + b for every contact of the island at (`ln`, `lt`).
+    /// u = G λ + b for every contact of the island at (`ln`, `lt`), over contiguous columns (G_n and G_t are
+    /// symmetric; G_nt's rows are accumulated column by column).
     fn velocities(&mut self, pb: &DirectProblem) {
-        let (gn, gt, gnt) = pb.g;
+        // column-major storage: column j of an r-row block is `[j r..(j + 1) r]`
+        let (gn, gt, gnt) = (pb.g.0.as_slice(), pb.g.1.as_slice(), pb.g.2.as_slice());
         let m = pb.idx.len();
         let (ln, lt) = (&self.ln, &self.lt);
         self.u.clear();
+        self.u.resize(3 * m, 0.0);
+        for (col, l) in gnt.chunks_exact(m.max(1)).zip(lt) {
+            for (a, g) in col.iter().enumerate() {
+                self.u[3 * a] += g * l;
+            }
+        }
         for a in 0..m {
-            let un = pb.bn[a]
-                + (0..m).map(|b| gn[(a, b)] * ln[b]).sum::<f64>()
-                + (0..2 * m).map(|k| gnt[(a, k)] * lt[k]).sum::<f64>();
-            self.u.push(un);
+            self.u[3 * a] += pb.bn[a] + dot(&gn[a * m..(a + 1) * m], ln);
             for t in 0..2 {
                 let k = 2 * a + t;
-                let ut = pb.bt[k]
-                    + (0..m).map(|b| gnt[(b, k)] * ln[b]).sum::<f64>()
-                    + (0..2 * m).map(|l| gt[(k, l)] * lt[l]).sum::<f64>();
-                self.u.push(ut);
+                let (cnt, ct) = (&gnt[k * m..(k + 1) * m], &gt[k * 2 * m..(k + 1) * 2 * m]);
+                self.u[3 * a + 1 + t] = pb.bt[k] + dot(cnt, ln) + dot(ct, lt);
             }
         }
     }
@@ -192,8 +217,9 @@ impl DirectSolve {
     /// `x` from the warm start (3 per contact of the set: λ_n ≥ 0, λ_t).
     fn warm_x(&mut self, pb: &DirectProblem) {
         self.x.clear();
+        let (ln, lt) = if self.restart { (&self.ln[..], &self.lt[..]) } else { (pb.ln_warm, pb.lt_warm) };
         for &a in &self.set {
-            self.x.extend([pb.ln_warm[a].max(0.0), pb.lt_warm[2 * a], pb.lt_warm[2 * a + 1]]);
+            self.x.extend([ln[a].max(0.0), lt[2 * a], lt[2 * a + 1]]);
         }
     }
 
@@ -208,19 +234,9 @@ impl DirectSolve {
             return Some(0);
         }
         // G_SS (symmetric: row-major = column-major) and the offsets b_S
-        self.gss.clear();
-        self.gss.resize(n * n, 0.0);
+        gather(pb.g, &self.set, &mut self.gss);
         self.bs.clear();
-        for (s, &a) in self.set.iter().enumerate() {
-            self.bs.extend([pb.bn[a], pb.bt[2 * a], pb.bt[2 * a + 1]]);
-            for (t, &b) in self.set.iter().enumerate() {
-                for p in 0..3 {
-                    for q in 0..3 {
-                        self.gss[(3 * s + p) * n + 3 * t + q] = entry(pb.g, a, p, b, q);
-                    }
-                }
-            }
-        }
+        self.bs.extend(self.set.iter().flat_map(|&a| [pb.bn[a], pb.bt[2 * a], pb.bt[2 * a + 1]]));
         let dmax = (0..n).fold(0.0f64, |m, i| m.max(self.gss[i * (n + 1)]));
         if !(dmax > 0.0 && dmax.is_finite()) {
             return None;
@@ -237,10 +253,7 @@ impl DirectSolve {
         loop {
             // r = −(G_SS x + b_S), the sticking contacts' velocities negated
             self.d.clear();
-            self.d.extend((0..n).map(|i| {
-                let row = &self.gss[i * n..(i + 1) * n];
-                -(self.bs[i] + row.iter().zip(&self.x).map(|(g, x)| g * x).sum::<f64>())
-            }));
+            self.d.extend((0..n).map(|i| -(self.bs[i] + dot(&self.gss[i * n..(i + 1) * n], &self.x))));
             let res = self.d.iter().fold(0.0f64, |m, v| m.max(v.abs()));
             if res > prev {
                 // the last refinement met round-off and made it worse: undone
@@ -278,17 +291,9 @@ impl DirectSolve {
             self.scatter();
             self.velocities(pb);
             self.f.clear();
-            self.jac.clear();
-            self.jac.resize(n * n, 0.0);
+            gather(pb.g, &self.set, &mut self.jac);
             let mut frozen = false;
             for (s, &a) in self.set.iter().enumerate() {
-                for p in 0..3 {
-                    for (t, &b) in self.set.iter().enumerate() {
-                        for q in 0..3 {
-                            self.jac[(3 * s + p) * n + 3 * t + q] = entry(pb.g, a, p, b, q);
-                        }
-                    }
-                }
                 let u = &self.u[3 * a..3 * a + 3];
                 if self.mode[a] == Mode::Stick {
                     self.f.extend_from_slice(u);
@@ -374,6 +379,7 @@ impl DirectSolve {
         self.lt.clear();
         self.lt.resize(2 * m, 0.0);
         self.mode.clear();
+        self.restart = false;
         let slides = pb.slide_from_warm && pb.kind == FrictionSet::Cone;
         self.mode.extend((0..m).map(|a| {
             let (l, g) = (pb.ln_warm[a], friction_gauge(pb.kind, pb.lt_warm[2 * a], pb.lt_warm[2 * a + 1]));
@@ -403,18 +409,24 @@ impl DirectSolve {
                 let to = match self.mode[a] {
                     Mode::Open if self.u[3 * a] < -pb.tol => Mode::Stick,
                     Mode::Stick | Mode::Slide if self.ln[a] <= 0.0 => Mode::Open,
-                    Mode::Slide if self.u[3 * a + 1].hypot(self.u[3 * a + 2]) <= slip_min => Mode::Stick,
+                    Mode::Slide if self.u[3 * a + 1].hypot(self.u[3 * a + 2]) <= slip_min => {
+                        // sticks on the boundary: the next solve from this result (`restart`)
+                        self.restart = true;
+                        Mode::Stick
+                    }
                     same => same,
                 };
                 changed |= to != self.mode[a];
                 self.mode[a] = to;
             }
-            // a sticking contact outside (or on) its disk slides (the exact cone only); from the passes' result in
-            // the same correction as the others (their set is near the solution's), else once the rest holds
+            // a sticking contact outside its disk (beyond the tolerance, in N·s) slides (the exact cone only); from
+            // the passes' result in the same correction as the others (their set is near the solution's), else
+            // once the rest holds. On the boundary it sticks: u = 0 there is an NCP solution (a contact whose slip
+            // vanished comes back here, from its sliding result: no stick ↔ slide cycle)
             let outside = |a: usize, d: &Self| {
                 d.mode[a] == Mode::Stick
                     && d.set.contains(&a)
-                    && friction_gauge(pb.kind, d.lt[2 * a], d.lt[2 * a + 1]) >= mu(a) * d.ln[a] * (1.0 - STICK_MARGIN)
+                    && friction_gauge(pb.kind, d.lt[2 * a], d.lt[2 * a + 1]) > mu(a) * d.ln[a] + pb.tol
             };
             if changed && slides {
                 for a in 0..m {

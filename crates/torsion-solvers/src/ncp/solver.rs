@@ -183,7 +183,9 @@ impl Solver for NcpSolver {
             r.dt = dt;
             r.frames.clone_from(frames);
         }
-        self.step_with_contacts_into(model, ncp, s, uj, dt, frames, out, report)?;
+        // `detect` refreshed `ncp.dm` (θ compared once per step, issue 13)
+        self.check(ncp, s, uj, dt, frames)?;
+        self.step_refreshed(model, ncp, s, uj, dt, frames, out, report)?;
         let r = &*report;
         let passes = r.qp.len() + r.impact.as_ref().map_or(0, |i| i.qp.len());
         let mut admm = r.qp.iter().chain(&r.qcqp).chain(r.impact.iter().flat_map(|i| i.qp.iter().chain(&i.qcqp)));
