@@ -167,10 +167,28 @@ pub(crate) fn transposed_jacobian_product_with(
     tmul(&jac.a, &sc.g, &mut sc.ra);
     tmul(&jac.b, &sc.g, &mut sc.rb);
     tmul(&jac.c, &sc.g, &mut sc.rc);
-    let (ra, rb, rc) = (&sc.ra, &sc.rb, &sc.rc);
-    sc.gq_in.resize(q.len(), 0.0);
-    tangent_to_ambient_into(model, q, &ra[..nv], &mut sc.gq_in);
-    for (a, b) in g_s.q.iter_mut().zip(&sc.gq_in) {
+    add_input_cotangents(model, q, &sc.ra, &sc.rb, &sc.rc, g_s, g_u, g_theta, &mut sc.gq_in);
+}
+
+/// ḡ_in += the row products ḡᵀA (`ra`: the state's tangent q, v, then the activations), ḡᵀB (`rb`), ḡᵀC (`rc`)
+/// of a step, the q part taken back to ambient at q (`gq_in`: scratch). The tail of
+/// [`transposed_jacobian_product_with`]; the contact stepper's reverse mode computes the row products directly.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn add_input_cotangents(
+    model: &Model,
+    q: &[f64],
+    ra: &[f64],
+    rb: &[f64],
+    rc: &[f64],
+    g_s: &mut GenState,
+    g_u: &mut [f64],
+    g_theta: &mut [f64],
+    gq_in: &mut Vec<f64>,
+) {
+    let nv = model.nv();
+    gq_in.resize(q.len(), 0.0);
+    tangent_to_ambient_into(model, q, &ra[..nv], gq_in);
+    for (a, b) in g_s.q.iter_mut().zip(gq_in.iter()) {
         *a += b;
     }
     for i in 0..nv {
@@ -246,6 +264,31 @@ impl WrenchTerm {
         forward_kinematics(dm, q, d);
         torsion_dynamics::external::wrench_forces_into(dm, d, &u.body_wrench, &mut self.u_eff)?;
         Ok(&self.u_eff)
+    }
+
+    /// ḡᵀA[:, q] += (ḡᵀB) ∂τ_ext/∂q: the reverse of [`WrenchTerm::add_state_columns`] for the row products `rb`
+    /// into `ra` (its first nv entries; nothing without wrenches).
+    pub(crate) fn add_state_vjp(
+        &mut self,
+        dm: &DynModel<f64>,
+        d: &mut DynData<f64>,
+        q: &[f64],
+        w: &[f64],
+        rb: &[f64],
+        ra: &mut [f64],
+    ) -> Result<(), torsion_dynamics::DynError> {
+        if w.is_empty() {
+            return Ok(());
+        }
+        dm.check_q(q)?;
+        forward_kinematics(dm, q, d);
+        self.row.clear();
+        self.row.resize(dm.nv, 0.0);
+        torsion_dynamics::external::wrench_state_vjp_into(dm, d, w, &rb[..dm.nv], &mut self.row)?;
+        for (a, r) in ra.iter_mut().zip(&self.row) {
+            *a += r;
+        }
+        Ok(())
     }
 
     /// A[:, q] += B ∂τ_ext/∂q for the wrenches `w` at q (nothing without wrenches): row i of ∂τ_ext/∂q is

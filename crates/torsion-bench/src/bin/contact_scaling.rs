@@ -4,7 +4,7 @@
 //! per scene: "drop" = steps 0–100, "rest" = steps 100–300, per-step time = phase wall time / steps, median of
 //! `--repeats`. Also the growth slope of the rest-phase time vs N (log-log least squares), the final state's
 //! checksum (to compare builds bit for bit) and, per scene, one rest step's `step_vjp` (recorded step, all state
-//! and control gradients; also with one dual pass per direction, `step_vjp_ungrouped_us`) and `step_jacobians_into`. Usage: cargo run --release -p torsion-bench --bin contact_scaling -- [--repeats N]
+//! and control gradients, by reverse mode; also by the forward Jacobians, `step_vjp_forward_us`) and `step_jacobians_into`. Usage: cargo run --release -p torsion-bench --bin contact_scaling -- [--repeats N]
 //! [--sizes 1,5,10,20,50] [--layouts grid,stacks] [--vjp-max 10] [--compare] (`--compare`: also the step without
 //! the direct solve of issue 15 item 3, `config`, interleaved scene by scene; the rows name their configuration;
 //! each row counts the passes, the direct solves and their fallbacks per phase)
@@ -151,24 +151,24 @@ fn main() {
                     let g = GenState::new(vec![0.0; m.nq()], vec![1.0; m.nv()]);
                     let (mut gs, mut gu, mut gth) = (sr.clone(), vec![0.0; m.nv()], vec![]);
                     let sel = ParamSelection::none();
-                    // grouped dual passes (the default) and one pass per direction (`set_grouped_tangents`),
-                    // interleaved; then the workspace Jacobians
-                    let (mut tv, mut tu, mut tj) = (vec![], vec![], vec![]);
+                    // reverse mode (the default) and the forward Jacobians' product (`set_reverse_vjp(false)`:
+                    // session 7's step_vjp), interleaved; then the workspace Jacobians
+                    let (mut tv, mut tf, mut tj) = (vec![], vec![], vec![]);
                     let mut jac = StepJacobians::for_solver(&solver, &m, &sel);
                     for _ in 0..repeats {
-                        for (grouped, t) in [(true, &mut tv), (false, &mut tu)] {
-                            ws.ncp.set_grouped_tangents(grouped);
+                        for (reverse, t) in [(true, &mut tv), (false, &mut tf)] {
+                            ws.ncp.set_reverse_vjp(reverse);
                             let t0 = Instant::now();
                             solver.step_vjp(&m, &rec, &g, &mut gs, &mut gu, &sel, &mut gth, &mut ws).expect("vjp");
                             t.push(t0.elapsed().as_secs_f64() * 1e6);
                         }
-                        ws.ncp.set_grouped_tangents(true);
+                        ws.ncp.set_reverse_vjp(true);
                         let t0 = Instant::now();
                         solver.step_jacobians_into(&m, &sr, &u, DT, &sel, &mut ws, &mut jac).expect("jacobians");
                         tj.push(t0.elapsed().as_secs_f64() * 1e6);
                     }
                     row["step_vjp_us"] = json!(median(&tv));
-                    row["step_vjp_ungrouped_us"] = json!(median(&tu));
+                    row["step_vjp_forward_us"] = json!(median(&tf));
                     row["step_jacobians_us"] = json!(median(&tj));
                     row["tangent_passes"] = json!(ws.ncp.tangent_passes());
                 }

@@ -84,6 +84,9 @@ pub struct Prelude<T: Scalar> {
     /// also fill the dense `jn`, `jt`, `gn`, `gt`, `gnt` (default true); false: they are left 0 × 0 and nothing
     /// of size nc × nv or nc × nc is touched (per-island work only, issue 15 item 2)
     pub dense: bool,
+    /// assemble the Delassus blocks (default true); false: `blocks` (and the dense G) are left as they were —
+    /// the reverse-mode passes read only M, v^p, the rows and the offsets (`ncp::adjoint`)
+    pub delassus: bool,
     /// how M⁻¹ is applied (default `Auto`)
     pub mass_solve: MassSolve,
     /// this step applies M⁻¹ by the articulated-body solve (`l` is then 0 × 0, `minv_jt` holds M⁻¹ Jᵀ)
@@ -141,6 +144,7 @@ impl<T: Scalar> Default for Prelude<T> {
         let e = || DMatrix::from_vec(0, 0, Vec::new());
         Prelude {
             dense: true,
+            delassus: true,
             mass_solve: MassSolve::Auto,
             aba: false,
             l: e(),
@@ -266,7 +270,7 @@ pub fn prelude_into_dt<T: Scalar>(
         reshape_zeroed(&mut pre.gt, gr, gr);
         reshape_zeroed(&mut pre.gnt, gr, gr);
     }
-    let Prelude { aba, dense, l, lambda, rows, pattern, blocks, gn, gt, gnt, minv_jt, scratch, .. } = pre;
+    let Prelude { aba, dense, delassus, l, lambda, rows, pattern, blocks, gn, gt, gnt, minv_jt, scratch, .. } = pre;
     let full = if *dense { Some((gn, gt, gnt)) } else { None };
     if *aba {
         // M⁻¹ J_rᵀ per contact row by the articulated-body solve (O(nv) each), G = J (M⁻¹ Jᵀ) on the islands
@@ -288,8 +292,10 @@ pub fn prelude_into_dt<T: Scalar>(
                 sup.iter().for_each(|&k| w[k] = T::zero());
             }
         }
-        assemble_from_columns(rows, pattern, minv_jt, nv, blocks, full);
-    } else {
+        if *delassus {
+            assemble_from_columns(rows, pattern, minv_jt, nv, blocks, full);
+        }
+    } else if *delassus {
         // Y = L⁻ᵀ Jᵀ on each contact's DoFs, G = YᵀY on the pairs sharing a tree: M⁻¹ is never formed (spec 001
         // §3.1)
         assemble_with(l, lambda, rows, pattern, blocks, full, &mut scratch.delassus);

@@ -361,16 +361,10 @@ impl ReducedKkt {
 
     /// Reverse mode: given z̄, accumulate q̄ (n), P̄ (n × n) and r̄ (one per contact; empty for the orthant).
     pub fn vjp(&self, z_bar: &[f64], q_bar: &mut [f64], p_bar: Option<&mut DMatrix<f64>>, r_bar: &mut [f64]) {
-        let nf = self.free.len();
-        let mut rhs = vec![0.0; nf + self.active.len()];
-        for (a, &j) in self.free.iter().enumerate() {
-            rhs[a] = z_bar[j];
-        }
-        let b = self.solve(&rhs);
-        let mut bz = vec![0.0; self.n];
-        for (a, &j) in self.free.iter().enumerate() {
-            bz[j] = b[a];
-            q_bar[j] -= b[a];
+        let mut bz = vec![];
+        self.vjp_into(z_bar, &mut bz, r_bar, &mut KktScratch::default());
+        for (q, b) in q_bar.iter_mut().zip(&bz) {
+            *q -= b;
         }
         if let Some(pb) = p_bar {
             for i in 0..self.n {
@@ -379,8 +373,39 @@ impl ReducedKkt {
                 }
             }
         }
+    }
+
+    /// [`ReducedKkt::vjp`] without allocation (reused scratch) and without forming P̄: `y` ← b_z (n entries, 0
+    /// where pinned), so that q̄ = −y, P̄ = −y zᵀ, i.e. z̄ᵀdz = −yᵀ(dP z + dq) + r̄ᵀdr; r̄ accumulated into
+    /// `r_bar`.
+    pub fn vjp_into(&self, z_bar: &[f64], y: &mut Vec<f64>, r_bar: &mut [f64], sc: &mut KktScratch) {
+        let nf = self.free.len();
+        sc.rhs.clear();
+        sc.rhs.resize(self.m(), 0.0);
+        for (a, &j) in self.free.iter().enumerate() {
+            sc.rhs[a] = z_bar[j];
+        }
+        self.solve_scratch(sc, y);
         for (c, act) in self.active.iter().enumerate() {
-            r_bar[act.index] -= b[nf + c] * act.d_dr;
+            r_bar[act.index] -= sc.x[nf + c] * act.d_dr;
+        }
+    }
+
+    /// x ← K⁻¹ rhs in `sc`, and its free part scattered into `dz` (n entries, 0 where pinned).
+    fn solve_scratch(&self, sc: &mut KktScratch, dz: &mut Vec<f64>) {
+        let (nf, m) = (self.free.len(), self.m());
+        let KktScratch { rhs, x, r, hu } = sc;
+        for b in [&mut *x, &mut *r] {
+            b.clear();
+            b.resize(m, 0.0);
+        }
+        hu.clear();
+        hu.resize(nf, 0.0);
+        self.solve_into(rhs, x, r, hu);
+        dz.clear();
+        dz.resize(self.n, 0.0);
+        for (a, &j) in self.free.iter().enumerate() {
+            dz[j] = x[a];
         }
     }
 
@@ -394,10 +419,9 @@ impl ReducedKkt {
     /// [`ReducedKkt::jvp`] into `dz` with reused scratch (no allocation once the buffers have grown).
     pub fn jvp_into(&self, dp: Option<&DMatrix<f64>>, dq: &[f64], dr: &[f64], dz: &mut Vec<f64>, sc: &mut KktScratch) {
         let nf = self.free.len();
-        let m = nf + self.active.len();
-        let KktScratch { rhs, x, r, hu } = sc;
+        let rhs = &mut sc.rhs;
         rhs.clear();
-        rhs.resize(m, 0.0);
+        rhs.resize(self.m(), 0.0);
         for (a, &j) in self.free.iter().enumerate() {
             let dpz = dp.map(|d| (0..self.n).map(|t| d[(j, t)] * self.z[t]).sum::<f64>()).unwrap_or(0.0);
             rhs[a] = -(dpz + dq[j]);
@@ -405,18 +429,7 @@ impl ReducedKkt {
         for (c, act) in self.active.iter().enumerate() {
             rhs[nf + c] = -act.d_dr * dr[act.index];
         }
-        for b in [&mut *x, &mut *r] {
-            b.clear();
-            b.resize(m, 0.0);
-        }
-        hu.clear();
-        hu.resize(nf, 0.0);
-        self.solve_into(rhs, x, r, hu);
-        dz.clear();
-        dz.resize(self.n, 0.0);
-        for (a, &j) in self.free.iter().enumerate() {
-            dz[j] = x[a];
-        }
+        self.solve_scratch(sc, dz);
     }
 
     /// The KKT equations of the current active set at the build point (used by the ADMM polish): writes the

@@ -188,6 +188,41 @@ impl FixedPointKkt {
     }
 }
 
+impl FixedPointKkt {
+    /// Reverse mode of [`FixedPointKkt::jvp_into`]: for λ̄ = (λ̄_n, λ̄_t), w = pinvᵀ λ̄ (on the free coordinates)
+    /// gives λ̄ᵀdλ = −y_nᵀ(dG_n λ_n + dG_nt λ_t + db_n) − y_tᵀ(dG_t λ_t + dG_ntᵀ λ_n + db_t) + μ̄ᵀdμ: `yn`, `yt` ←
+    /// w's parts (0 off the free coordinates), μ̄ accumulated into `mu_bar`; `x`: scratch (no allocation once
+    /// grown).
+    pub fn vjp_into(
+        &self,
+        ln_bar: &[f64],
+        lt_bar: &[f64],
+        yn: &mut Vec<f64>,
+        yt: &mut Vec<f64>,
+        mu_bar: &mut [f64],
+        x: &mut Vec<f64>,
+    ) {
+        let (nc, nfn, nft) = (self.ln.len(), self.free_n.len(), self.free_t.len());
+        x.clear();
+        x.extend(self.free_n.iter().map(|&i| ln_bar[i]).chain(self.free_t.iter().map(|&k| lt_bar[k])));
+        // w_j = Σ_a pinv[(a, j)] x_a (λ̄ has no ν part)
+        let w = |j: usize| (0..x.len()).map(|a| self.pinv[(a, j)] * x[a]).sum::<f64>();
+        yn.clear();
+        yn.resize(nc, 0.0);
+        yt.clear();
+        yt.resize(2 * nc, 0.0);
+        for (a, &i) in self.free_n.iter().enumerate() {
+            yn[i] = w(a);
+        }
+        for (b, &k) in self.free_t.iter().enumerate() {
+            yt[k] = w(nfn + b);
+        }
+        for (c, act) in self.active.iter().enumerate() {
+            mu_bar[act.index] -= w(nfn + nft + c) * act.d_dr * self.ln[act.index];
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::ncp::{NcpOptions, NcpSolver};

@@ -10,7 +10,8 @@ use super::staggered::{NcpReport, NcpSolver, NcpWorkspace};
 use super::tangent::ContactStep;
 use crate::contact::frames::{detect_into, ContactFrame};
 use crate::generalized::{
-    recorded, transposed_jacobian_product_with, wrench_vjp, ContactWarmStart, GenState, ProductScratch, WrenchTerm,
+    add_input_cotangents, recorded, transposed_jacobian_product_with, wrench_vjp, ContactWarmStart, GenState,
+    ProductScratch, WrenchTerm,
 };
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use torsion_collision::{CollisionWorld, Contacts};
@@ -31,6 +32,9 @@ pub struct NcpSimWorkspace {
     vjp_report: NcpReport,
     vjp_jac: StepJacobians,
     vjp_product: ProductScratch,
+    /// the reverse mode's row products ḡᵀ[A B C] and its ambient q scratch
+    vjp_rows: Vec<f64>,
+    vjp_gq: Vec<f64>,
     /// the body wrenches' generalized forces and their q-columns (`Control::body_wrench`)
     wrench: WrenchTerm,
 }
@@ -138,6 +142,8 @@ impl Solver for NcpSolver {
             vjp_report: NcpReport::default(),
             vjp_jac: StepJacobians::zeros(0, 0, 0),
             vjp_product: ProductScratch::default(),
+            vjp_rows: vec![],
+            vjp_gq: vec![],
             wrench: WrenchTerm::default(),
         })
     }
@@ -206,8 +212,10 @@ impl Solver for NcpSolver {
 }
 
 impl DiffSolver for NcpSolver {
-    /// Jᵀ ḡ with J from the forward-mode Jacobians (`tangent.rs`; one tangent pass per input and per *selected*
-    /// parameter), at the recorded contact frames and the input state's warm start.
+    /// ḡᵀ [A B C] by reverse mode (`adjoint.rs`: one adjoint sweep through the island solves, the smooth part's
+    /// gradient by the grouped dual passes without the Delassus blocks), at the recorded contact frames and the
+    /// input state's warm start; a step with an impact, or with the reverse mode off
+    /// (`NcpWorkspace::set_reverse_vjp`), multiplies the forward-mode Jacobians (`tangent.rs`) instead.
     #[allow(clippy::too_many_arguments)]
     fn step_vjp(
         &self,
@@ -223,9 +231,25 @@ impl DiffSolver for NcpSolver {
         let s = recorded(&rec.s, "ncp")?;
         check_grad_sizes("ncp", model.nv(), g_u, sel, g_theta)?;
         let x = ContactStep { model, s, u: &rec.u, dt: rec.dt, contacts: &rec.frames };
-        self.jacobians_into(&x, &mut ws.ncp, sel, false, &mut ws.vjp_report)?;
+        let nv = model.nv();
+        if ws.ncp.reverse_vjp() && self.vjp_rows_into(&x, &mut ws.ncp, sel, g_out, &mut ws.vjp_report)? {
+            let rows = &mut ws.vjp_rows;
+            rows.clear();
+            rows.extend_from_slice(ws.ncp.vjp_rows());
+            let (ra, rest) = rows.split_at_mut(2 * nv);
+            let (rb, rc) = rest.split_at(nv);
+            let n = &mut ws.ncp;
+            ws.wrench.add_state_vjp(&n.dm, &mut n.d, &s.q, &rec.wrench, rb, ra).map_err(dyn_err)?;
+            add_input_cotangents(model, &s.q, ra, rb, rc, g_s, g_u, g_theta, &mut ws.vjp_gq);
+            return Ok(());
+        }
+        if ws.ncp.reverse_vjp() {
+            // an impact: `vjp_rows_into` left the forward Jacobians
+        } else {
+            self.jacobians_into(&x, &mut ws.ncp, sel, false, &mut ws.vjp_report)?;
+        }
         let tan = ws.ncp.tangent();
-        copy_jacobians(&tan.cols, model.nv(), sel.len(), &mut ws.vjp_jac);
+        copy_jacobians(&tan.cols, nv, sel.len(), &mut ws.vjp_jac);
         let n = &mut ws.ncp;
         ws.wrench.add_state_columns(&n.dm, &mut n.d, &s.q, &rec.wrench, &mut ws.vjp_jac).map_err(dyn_err)?;
         let tan = ws.ncp.tangent();

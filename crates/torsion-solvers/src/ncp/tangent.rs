@@ -21,9 +21,12 @@ use crate::contact::anchor::Anchor;
 use crate::contact::buffers::reshape_zeroed;
 use crate::contact::delassus::uf_root;
 use crate::contact::frames::{pair_source, ContactFrame, ContactGeom};
-use crate::contact::prelude::{apply_impulses_into, prelude_into, restitution_impulses_into, Prelude, StepInputs};
+use crate::contact::prelude::{
+    apply_impulses_into, prelude_into, restitution_impulses_into, Prelude, PreludeOptions, StepInputs,
+};
 use crate::generalized::{dual_tangent, GenState};
 use crate::solver::SolverError;
+use adjoint::Terms;
 use nalgebra::DMatrix;
 use num_dual::{Derivative, Dual64, DualSVec64};
 use torsion_dynamics::joints::{advance_into, integrate_scaled_into};
@@ -32,6 +35,9 @@ use torsion_dynamics::{forward_kinematics, DynData, DynModel};
 use torsion_math::Scalar;
 use torsion_model::params::ParamKind;
 use torsion_model::{Model, ParamSelection, ParamTable, Shape};
+
+#[path = "adjoint.rs"]
+mod adjoint;
 
 /// ∂(q⁺, v⁺)/∂(·) in tangent coordinates (rows: 2nv).
 #[derive(Clone, Debug)]
@@ -128,6 +134,8 @@ struct PassBufs<T: Scalar> {
     vplus: Vec<T>,
     q1: Vec<T>,
     v1: Vec<T>,
+    /// the reverse mode's velocity of one residual term (`adjoint.rs`)
+    vt: Vec<T>,
 }
 
 impl<T: Scalar> Default for PassBufs<T> {
@@ -149,6 +157,7 @@ impl<T: Scalar> Default for PassBufs<T> {
             vplus: vec![],
             q1: vec![],
             v1: vec![],
+            vt: vec![],
         }
     }
 }
@@ -200,6 +209,59 @@ fn run_pass<T: Lanes>(
     cols: &mut DMatrix<f64>,
 ) -> Result<(), SolverError> {
     let (nv, nc) = (dm.nv, c.contacts.len());
+    seed_pass(c, dm, b, lanes, dir_of, true)?;
+    let d = b.d.as_mut().expect("seeded");
+    let x = StepInputs {
+        model: c.model,
+        dm,
+        body_joint: c.body_joint,
+        q: &b.q,
+        v: &b.v,
+        u: &b.u,
+        dt: c.dt,
+        contacts: &b.geoms,
+        o: c.po,
+    };
+    let pre = &mut b.pre;
+    let nl = lanes.len();
+    if c.tape.has_impact {
+        // the impact's impulses and restitution, then the step from S(v + M⁻¹ Jᵀ P)
+        let g = PhaseGrads { contacts: c.contacts, g: c.g, dg: pre, whole: c.whole, dmu: &b.dmu };
+        c.impact.jvp(&c.tape.impact, &g, &pre.bn_impact, &pre.bt_impact, nl, sc, &mut b.ln, &mut b.lt);
+        restitution_impulses_into(&b.geoms, &b.ln, &b.lt, &mut b.pn, &mut b.pt);
+        pre.after_impact(&x, d, &b.pn, &b.pt)?;
+    }
+    let g = PhaseGrads { contacts: c.contacts, g: c.g, dg: pre, whole: c.whole, dmu: &b.dmu };
+    c.step.jvp(&c.tape.step, &g, &pre.bn, &pre.bt, nl, sc, &mut b.ln, &mut b.lt);
+    if nc > 0 {
+        apply_impulses_into(pre, &b.ln, &b.lt, &mut b.vplus);
+    } else {
+        b.vplus.clone_from(&pre.vp);
+    }
+    b.q1.clone_from(&b.q);
+    b.v1.clone_from(&b.vplus);
+    advance_into(dm, &b.q, &b.vplus, T::c(c.dt), &mut b.q1, &mut b.v1);
+    // each lane's rows into the column of the direction seeded in their component (every row: `all`)
+    for (j, l) in lanes.iter().enumerate() {
+        let col = |k: usize| l.all.unwrap_or(dir_of[j * nv + c.comp[k]]);
+        lane_rows(dm, c.next, &b.q1, &b.v1, j, |k| col(k) == usize::MAX, |r, k, x| cols[(r, col(k))] = x);
+    }
+    unseed(c, lanes, dir_of, nv);
+    Ok(())
+}
+
+/// The first part of a pass: the lanes' seeds (`dir_of` ← each lane's direction in each seeded component), the
+/// kinematics, the contacts' geometry (μ, ε seeded), the prelude on T (`delassus`: with the island blocks) and the
+/// μ tangents lane by lane (`b.dmu`).
+fn seed_pass<T: Lanes>(
+    c: &PassCtx,
+    dm: &DynModel<T>,
+    b: &mut PassBufs<T>,
+    lanes: &[Lane],
+    dir_of: &mut [usize],
+    delassus: bool,
+) -> Result<(), SolverError> {
+    let nv = dm.nv;
     for (j, l) in lanes.iter().enumerate() {
         for &k in l.seeds {
             dir_of[j * nv + c.comp[k]] = l.kind * nv + k;
@@ -253,58 +315,60 @@ fn run_pass<T: Lanes>(
     };
     let pre = &mut b.pre;
     // the islands' blocks only (the dense G when the islands are not split)
-    pre.dense = c.whole;
+    pre.dense = c.whole && delassus;
+    pre.delassus = delassus;
     pre.mass_solve = c.mass_solve;
     prelude_into(&x, d, pre)?;
     b.dmu.clear();
     for j in 0..lanes.len() {
         b.dmu.extend(b.geoms.iter().map(|g| g.mu.lane(j)));
     }
-    let nl = lanes.len();
-    if c.tape.has_impact {
-        // the impact's impulses and restitution, then the step from S(v + M⁻¹ Jᵀ P)
-        let g = PhaseGrads { contacts: c.contacts, g: c.g, dg: pre, whole: c.whole, dmu: &b.dmu };
-        c.impact.jvp(&c.tape.impact, &g, &pre.bn_impact, &pre.bt_impact, nl, sc, &mut b.ln, &mut b.lt);
-        restitution_impulses_into(&b.geoms, &b.ln, &b.lt, &mut b.pn, &mut b.pt);
-        pre.after_impact(&x, d, &b.pn, &b.pt)?;
-    }
-    let g = PhaseGrads { contacts: c.contacts, g: c.g, dg: pre, whole: c.whole, dmu: &b.dmu };
-    c.step.jvp(&c.tape.step, &g, &pre.bn, &pre.bt, nl, sc, &mut b.ln, &mut b.lt);
-    if nc > 0 {
-        apply_impulses_into(pre, &b.ln, &b.lt, &mut b.vplus);
-    } else {
-        b.vplus.clone_from(&pre.vp);
-    }
-    b.q1.clone_from(&b.q);
-    b.v1.clone_from(&b.vplus);
-    advance_into(dm, &b.q, &b.vplus, T::c(c.dt), &mut b.q1, &mut b.v1);
-    // each lane's rows into the column of the direction seeded in their component (every row: `all`)
-    for (j, l) in lanes.iter().enumerate() {
-        let col = |k: usize| l.all.unwrap_or(dir_of[j * nv + c.comp[k]]);
-        for jt in 0..dm.parent.len() {
-            let (qs, vs, jm) = (dm.q_start[jt], dm.v_start[jt], &dm.joint[jt]);
-            if jm.nv == 0 || col(vs) == usize::MAX {
-                continue;
-            }
-            let x: [Dual64; 7] = std::array::from_fn(|i| match b.q1.get(qs + i).filter(|_| i < jm.nq) {
-                Some(x) => Dual64::new(x.re(), x.lane(j)),
-                None => Dual64::from(0.0),
-            });
-            let t = dual_tangent(jm.kind, &c.next.q[qs..qs + jm.nq], &x[..jm.nq]);
-            for r in 0..jm.nv {
-                cols[(vs + r, col(vs))] = t[r];
-            }
-        }
-        for k in (0..nv).filter(|&k| col(k) != usize::MAX) {
-            cols[(nv + k, col(k))] = b.v1[k].lane(j);
-        }
-    }
+    Ok(())
+}
+
+/// `dir_of` back to `usize::MAX` after a pass.
+fn unseed(c: &PassCtx, lanes: &[Lane], dir_of: &mut [usize], nv: usize) {
     for (j, l) in lanes.iter().enumerate() {
         for &k in l.seeds {
             dir_of[j * nv + c.comp[k]] = usize::MAX;
         }
     }
-    Ok(())
+}
+
+/// Lane j of joint `jt`'s q⁺ (`q1`) in the tangent at `next.q` (`dual_tangent`).
+fn lane_tangent<T: Lanes>(dm: &DynModel<T>, jt: usize, next: &GenState, q1: &[T], j: usize) -> [f64; 6] {
+    let (qs, jm) = (dm.q_start[jt], &dm.joint[jt]);
+    let x: [Dual64; 7] = std::array::from_fn(|i| match q1.get(qs + i).filter(|_| i < jm.nq) {
+        Some(x) => Dual64::new(x.re(), x.lane(j)),
+        None => Dual64::from(0.0),
+    });
+    dual_tangent(jm.kind, &next.q[qs..qs + jm.nq], &x[..jm.nq])
+}
+
+/// Lane j's output rows (q⁺ in the tangent at `next.q`: rows 0..nv, v⁺: rows nv..2nv) from the pass's `q1`, `v1`:
+/// `f(row, dof, value)` for each row of a DoF (its joint's first DoF for q⁺) where `skip(dof)` is false.
+fn lane_rows<T: Lanes>(
+    dm: &DynModel<T>,
+    next: &GenState,
+    q1: &[T],
+    v1: &[T],
+    j: usize,
+    skip: impl Fn(usize) -> bool,
+    mut f: impl FnMut(usize, usize, f64),
+) {
+    for jt in 0..dm.parent.len() {
+        let (vs, jm) = (dm.v_start[jt], &dm.joint[jt]);
+        if jm.nv == 0 || skip(vs) {
+            continue;
+        }
+        let t = lane_tangent(dm, jt, next, q1, j);
+        for r in 0..jm.nv {
+            f(vs + r, vs, t[r]);
+        }
+    }
+    for k in (0..dm.nv).filter(|&k| !skip(k)) {
+        f(dm.nv + k, k, v1[k].lane(j));
+    }
 }
 
 /// The buffers of the tangent Jacobians, reused from call to call (design.md §7: no heap allocation once the
@@ -320,9 +384,9 @@ pub(crate) struct TangentWorkspace {
     param_dm: Vec<Option<DynModel<Dual64>>>,
     /// the base model on the grouped passes' scalar (θ lifted)
     vec_dm: Option<DynModel<Vector>>,
-    /// the passes' buffers: one direction (Dual64), `LANES` directions (`Vector`)
-    one: PassBufs<Dual64>,
-    lanes: PassBufs<Vector>,
+    /// the passes' buffers, the reverse mode's
+    bufs: PassScratch,
+    adj: adjoint::AdjointScratch,
     /// the step's output state
     pub(crate) next: GenState,
     anchors: Vec<Anchor>,
@@ -331,14 +395,27 @@ pub(crate) struct TangentWorkspace {
     eps_src: Vec<Option<ParamKind>>,
     impact: PhaseJvp,
     step: PhaseJvp,
-    jvp: JvpScratch,
     /// ∂(q⁺, v⁺) per direction: state (2nv), controls (nv), selected parameters, μ per contact, ε
     pub(crate) cols: DMatrix<f64>,
     /// group the state / control directions by component (default; off only to compare, `set_grouped_tangents`)
     group: bool,
     groups: Groups,
+    /// `step_vjp` by reverse mode (`NcpWorkspace::set_reverse_vjp`); the last call took it
+    reverse: bool,
+    reversed: bool,
     /// the dual passes of the last call
     passes: usize,
+}
+
+/// The passes' mutable buffers (taken out of the workspace while the passes read it).
+#[derive(Default)]
+struct PassScratch {
+    /// one direction (Dual64), `LANES` directions (`Vector`)
+    one: PassBufs<Dual64>,
+    lanes: PassBufs<Vector>,
+    jvp: JvpScratch,
+    /// the direction a pass seeds in each component, lane by lane: `dir_of[j nv + comp]` (`usize::MAX`: none)
+    dir_of: Vec<usize>,
 }
 
 /// The DoFs' components for one step: trees (λ) joined by a contact. A direction seeded at a DoF changes only
@@ -354,8 +431,6 @@ struct Groups {
     start: Vec<usize>,
     dofs: Vec<usize>,
     n_max: usize,
-    /// the direction a pass seeds in each component, lane by lane: `dir_of[j nv + comp]` (`usize::MAX`: none)
-    dir_of: Vec<usize>,
     /// scratch: the union-find over tree roots, each component's size
     up: Vec<usize>,
     size: Vec<usize>,
@@ -409,8 +484,6 @@ impl Groups {
             self.dofs[self.start[r] + self.size[r]] = k;
             self.size[r] += 1;
         }
-        self.dir_of.clear();
-        self.dir_of.resize(LANES * nv, usize::MAX);
     }
 }
 
@@ -421,6 +494,24 @@ impl NcpWorkspace {
         if let Some(t) = self.tan.as_mut() {
             t.group = on;
         }
+    }
+
+    /// `step_vjp` by reverse mode (default; `adjoint.rs`) or by the forward Jacobians (off: only to compare or
+    /// time the two; the same products to round-off).
+    pub fn set_reverse_vjp(&mut self, on: bool) {
+        if let Some(t) = self.tan.as_mut() {
+            t.reverse = on;
+        }
+    }
+
+    pub(crate) fn reverse_vjp(&self) -> bool {
+        self.tan.as_ref().is_none_or(|t| t.reverse)
+    }
+
+    /// The last `step_vjp` took the reverse mode (not: reverse mode off, an impact, or a cascade island on
+    /// redundant impulses, which take the forward Jacobians).
+    pub fn last_vjp_reversed(&self) -> bool {
+        self.tan.as_ref().is_some_and(|t| t.reversed)
     }
 
     /// The dual passes of the last tangent Jacobians (`3 n_max` + the parameter / per-contact directions).
@@ -439,8 +530,8 @@ impl TangentWorkspace {
             base_dm: None,
             param_dm: vec![],
             vec_dm: None,
-            one: PassBufs::default(),
-            lanes: PassBufs::default(),
+            bufs: PassScratch::default(),
+            adj: adjoint::AdjointScratch::default(),
             next: GenState::new(vec![], vec![]),
             anchors: vec![],
             mu: vec![],
@@ -448,9 +539,10 @@ impl TangentWorkspace {
             eps_src: vec![],
             impact: PhaseJvp::default(),
             step: PhaseJvp::default(),
-            jvp: JvpScratch::default(),
             cols: e(),
             group: true,
+            reverse: true,
+            reversed: false,
             groups: Groups::default(),
             passes: 0,
         }
@@ -516,14 +608,15 @@ impl NcpSolver {
         r
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn jacobians_in(
+    /// The step (reported into `report`, its output into `tw.next`) and what every pass reads: the contact
+    /// anchors, each solve's derivative (`PhaseJvp::build`), the material sources, the dual dynamics models, the
+    /// components (`tw.groups`).
+    fn prepare(
         &self,
         x: &ContactStep,
         ws: &mut NcpWorkspace,
         tw: &mut TangentWorkspace,
         sel: &ParamSelection,
-        per_contact: bool,
         report: &mut NcpReport,
     ) -> Result<(), SolverError> {
         let ContactStep { model, s, u, dt, contacts } = *x;
@@ -535,8 +628,6 @@ impl NcpSolver {
         // the step (its prelude's island blocks and its tape are what the derivatives below read)
         self.step_with_contacts_into(model, ws, s, u, dt, contacts, next, report)?;
         let o = &self.options;
-        let po = o.prelude();
-        let (nv, nc) = (ws.dm.nv, contacts.len());
         if sel.indices.iter().any(|&i| i >= tw.table.len()) {
             return Err(SolverError::BadInput {
                 solver: "ncp",
@@ -595,72 +686,131 @@ impl NcpSolver {
         base_dm.gravity = torsion_math::scalar::cv(&model.gravity);
         let vec_dm = tw.vec_dm.as_mut().expect("built above");
         vec_dm.gravity = torsion_math::scalar::cv(&model.gravity);
-        let (ns, ndir) = (sel.len(), 3 * nv + sel.len() + nc + 1);
-        reshape_zeroed(&mut tw.cols, 2 * nv, ndir);
-        // the state / control directions grouped by component: one lane seeds a direction in every component
-        // at once (their columns' rows are disjoint), `LANES` lanes a pass; the other directions one pass each
-        let mut gr = std::mem::take(&mut tw.groups);
-        gr.fill(&ws.pre, nv, tw.group && !whole);
-        let grouped = 3 * gr.n_max;
-        // (not grouped: one Dual64 pass per direction, the Jacobians' first form, to compare)
-        let (vec_passes, rest) = (grouped.div_ceil(LANES), if per_contact { ndir - 3 * nv } else { ns });
-        tw.passes = if tw.group { vec_passes } else { grouped } + rest;
-        let c = PassCtx {
-            model,
-            s,
-            u,
-            dt,
-            contacts,
-            anchors: &tw.anchors,
-            mu_src: &tw.mu_src,
-            eps_src: &tw.eps_src,
+        for &i in &sel.indices {
+            if let Some(dm) = tw.param_dm[i].as_mut() {
+                dm.gravity = torsion_math::scalar::cv(&model.gravity);
+            }
+        }
+        tw.groups.fill(&ws.pre, ws.dm.nv, tw.group && ws.split_islands);
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn jacobians_in(
+        &self,
+        x: &ContactStep,
+        ws: &mut NcpWorkspace,
+        tw: &mut TangentWorkspace,
+        sel: &ParamSelection,
+        per_contact: bool,
+        report: &mut NcpReport,
+    ) -> Result<(), SolverError> {
+        self.prepare(x, ws, tw, sel, report)?;
+        let (nv, nc, ns) = (ws.dm.nv, x.contacts.len(), sel.len());
+        let ndir = 3 * nv + ns + nc + 1;
+        let mut cols = std::mem::replace(&mut tw.cols, DMatrix::zeros(0, 0));
+        reshape_zeroed(&mut cols, 2 * nv, ndir);
+        let rest = if per_contact { ndir - 3 * nv } else { ns };
+        let mut b = std::mem::take(&mut tw.bufs);
+        let po = self.options.prelude();
+        let r = tw.forward_passes(x, ws, &po, sel, rest, &mut b, &mut cols);
+        (tw.bufs, tw.cols) = (b, cols);
+        tw.passes = r?;
+        Ok(())
+    }
+}
+
+impl TangentWorkspace {
+    /// What every pass of this call reads (after `NcpSolver::prepare`).
+    fn ctx<'a>(&'a self, x: &ContactStep<'a>, ws: &'a NcpWorkspace, po: &'a PreludeOptions) -> PassCtx<'a> {
+        PassCtx {
+            model: x.model,
+            s: x.s,
+            u: x.u,
+            dt: x.dt,
+            contacts: x.contacts,
+            anchors: &self.anchors,
+            mu_src: &self.mu_src,
+            eps_src: &self.eps_src,
             body_joint: &ws.body_joint,
             mass_solve: ws.mass_solve,
             g: &ws.pre,
-            tape,
-            whole,
-            po: &po,
-            impact: &tw.impact,
-            step: &tw.step,
-            next: &tw.next,
-            comp: &gr.comp,
-        };
-        let vec_dm = tw.vec_dm.as_ref().expect("built above");
-        let rank = |t: usize| (t / gr.n_max, &gr.dofs[gr.start[t % gr.n_max]..gr.start[t % gr.n_max + 1]]);
-        for t in (0..grouped).filter(|_| !tw.group) {
-            let (kind, seeds) = rank(t);
-            let (dm, lane) = (tw.base_dm.as_ref().expect("built above"), Lane { kind, seeds, ..NO_LANE });
-            run_pass(&c, dm, &mut tw.one, &mut tw.jvp, &[lane], &mut gr.dir_of, &mut tw.cols)?;
+            tape: &ws.tape,
+            whole: !ws.split_islands,
+            po,
+            impact: &self.impact,
+            step: &self.step,
+            next: &self.next,
+            comp: &self.groups.comp,
         }
-        for p in (0..vec_passes).filter(|_| tw.group) {
-            // lane j: kind t / n_max (q, v, u) at the DoFs of rank t % n_max, t = LANES p + j
-            let mut lanes = [NO_LANE; LANES];
-            let n = (grouped - LANES * p).min(LANES);
-            for (j, l) in lanes[..n].iter_mut().enumerate() {
-                let (kind, seeds) = rank(LANES * p + j);
-                *l = Lane { kind, seeds, ..NO_LANE };
-            }
-            run_pass(&c, vec_dm, &mut tw.lanes, &mut tw.jvp, &lanes[..n], &mut gr.dir_of, &mut tw.cols)?;
+    }
+
+    /// The dynamics model and the contact material of a parameter direction (`None`: the base model): a
+    /// contact-material parameter seeds μ / ε on the base model, another one has its own dual model.
+    fn param_model(&self, param: Option<usize>) -> (&DynModel<Dual64>, Option<ParamKind>) {
+        let mat = param.map(|i| self.table.kinds[i]).filter(|k| k.is_contact_material());
+        match param {
+            Some(i) if mat.is_none() => (self.param_dm[i].as_ref().expect("built by prepare"), None),
+            _ => (self.base_dm.as_ref().expect("built by prepare"), mat),
+        }
+    }
+
+    /// The Jacobians' tangent passes into `cols`: the state / control directions grouped by component (one lane
+    /// seeds a direction in every component at once: their columns' rows are disjoint), `LANES` lanes a pass
+    /// (not grouped: one Dual64 pass per direction, the Jacobians' first form, to compare), then the `rest`
+    /// directions (parameters, per-contact μ and ε) one pass each. Returns the number of passes.
+    #[allow(clippy::too_many_arguments)]
+    fn forward_passes(
+        &self,
+        x: &ContactStep,
+        ws: &NcpWorkspace,
+        po: &PreludeOptions,
+        sel: &ParamSelection,
+        rest: usize,
+        b: &mut PassScratch,
+        cols: &mut DMatrix<f64>,
+    ) -> Result<usize, SolverError> {
+        let (nv, nc, ns) = (ws.dm.nv, x.contacts.len(), sel.len());
+        let ndir = 3 * nv + ns + nc + 1;
+        let c = self.ctx(x, ws, po);
+        let gr = &self.groups;
+        b.dir_of.clear();
+        b.dir_of.resize(LANES * nv, usize::MAX);
+        let grouped = 3 * gr.n_max;
+        let vec_passes = grouped.div_ceil(LANES);
+        let rank = |t: usize| (t / gr.n_max, &gr.dofs[gr.start[t % gr.n_max]..gr.start[t % gr.n_max + 1]]);
+        for t in (0..grouped).filter(|_| !self.group) {
+            let (kind, seeds) = rank(t);
+            let (dm, lane) = (self.param_model(None).0, Lane { kind, seeds, ..NO_LANE });
+            run_pass(&c, dm, &mut b.one, &mut b.jvp, &[lane], &mut b.dir_of, cols)?;
+        }
+        let vec_dm = self.vec_dm.as_ref().expect("built by prepare");
+        for p in (0..vec_passes).filter(|_| self.group) {
+            let lanes = grouped_lanes(gr, p);
+            run_pass(&c, vec_dm, &mut b.lanes, &mut b.jvp, &lanes.0[..lanes.1], &mut b.dir_of, cols)?;
         }
         for dir in 3 * nv..3 * nv + rest {
             let param = (dir < 3 * nv + ns).then(|| sel.indices[dir - 3 * nv]);
-            // a contact-material parameter: seeds μ / ε, the dynamics model is the base one
-            let mat = param.map(|i| table.kinds[i]).filter(|k| k.is_contact_material());
-            let dm = match param {
-                Some(i) if mat.is_none() => {
-                    let dm = tw.param_dm[i].as_mut().expect("built above");
-                    dm.gravity = torsion_math::scalar::cv(&model.gravity);
-                    &*dm
-                }
-                _ => tw.base_dm.as_ref().expect("built above"),
-            };
+            let (dm, mat) = self.param_model(param);
             let mu = (3 * nv + ns..3 * nv + ns + nc).contains(&dir).then(|| dir - 3 * nv - ns);
             let lane = Lane { all: Some(dir), mat, mu, eps: dir == ndir - 1, ..NO_LANE };
-            run_pass(&c, dm, &mut tw.one, &mut tw.jvp, &[lane], &mut gr.dir_of, &mut tw.cols)?;
+            run_pass(&c, dm, &mut b.one, &mut b.jvp, &[lane], &mut b.dir_of, cols)?;
         }
-        tw.groups = gr;
-        Ok(())
+        Ok(if self.group { vec_passes } else { grouped } + rest)
     }
+}
+
+/// The lanes of grouped pass `p` (and how many): lane j, direction t = `LANES` p + j, is kind t / n_max (q, v, u)
+/// at the DoFs of rank t % n_max.
+fn grouped_lanes(gr: &Groups, p: usize) -> ([Lane<'_>; LANES], usize) {
+    let mut lanes = [NO_LANE; LANES];
+    let n = (3 * gr.n_max - LANES * p).min(LANES);
+    for (j, l) in lanes[..n].iter_mut().enumerate() {
+        let t = LANES * p + j;
+        *l =
+            Lane { kind: t / gr.n_max, seeds: &gr.dofs[gr.start[t % gr.n_max]..gr.start[t % gr.n_max + 1]], ..NO_LANE };
+    }
+    (lanes, n)
 }
 
 /// What a solve's tangents need beside its tape: the contacts, the step's prelude (f64: the islands' blocks)
@@ -694,7 +844,13 @@ struct IslandJvp {
     nk: usize,
     r: Vec<f64>,
     mu: Vec<f64>,
+    /// the cascade has a (numerically) singular reduced KKT system (redundant impulses): its chained product is
+    /// round-off times the condition number, so reverse mode would not reproduce the forward one
+    ill: bool,
 }
+
+/// Below this pivot ratio (`ReducedKkt::pivot_ratio`: ≈ 1e-12 when singular) a cascade's KKT system is singular.
+const ILL_PIVOTS: f64 = 1e-9;
 
 /// The buffers of `PhaseJvp::jvp`.
 #[derive(Default)]
@@ -783,6 +939,51 @@ impl PhaseJvp {
     }
 }
 
+impl PhaseJvp {
+    /// Some island's cascade has a singular KKT system (`IslandJvp::ill`): reverse mode is not taken.
+    fn any_ill(&self) -> bool {
+        self.islands[..self.n].iter().any(|i| i.ill)
+    }
+
+    /// Reverse mode of [`PhaseJvp::jvp`], island by island: for the impulses' cotangents `lnb`, `ltb` (all
+    /// contacts), each island's residual terms into `terms` and μ̄ into `mu_bar` (`IslandJvp::vjp`). `g`: the
+    /// step's prelude (the islands' G_nt).
+    #[allow(clippy::too_many_arguments)]
+    fn vjp(
+        &self,
+        ph: &PhaseTape,
+        g: &Prelude<f64>,
+        whole: bool,
+        lnb: &[f64],
+        ltb: &[f64],
+        sc: &mut IslandVjpScratch,
+        terms: &mut Terms,
+        mu_bar: &mut [f64],
+    ) {
+        for (k, (ij, it)) in self.islands[..self.n].iter().zip(&ph.islands).enumerate() {
+            sc.lnb.clear();
+            sc.lnb.extend(it.idx.iter().map(|&i| lnb[i]));
+            sc.ltb.clear();
+            sc.ltb.extend(it.idx.iter().flat_map(|&i| [ltb[2 * i], ltb[2 * i + 1]]));
+            ij.vjp(it, island_blocks(g, whole, k).2, sc, terms, mu_bar);
+        }
+    }
+}
+
+/// The buffers of `IslandJvp::vjp` (island order).
+#[derive(Default)]
+pub(super) struct IslandVjpScratch {
+    lnb: Vec<f64>,
+    ltb: Vec<f64>,
+    lnp: Vec<f64>,
+    yn: Vec<f64>,
+    yt: Vec<f64>,
+    rb: Vec<f64>,
+    mub: Vec<f64>,
+    x: Vec<f64>,
+    kkt: KktScratch,
+}
+
 impl IslandJvp {
     /// The island's derivative (`mu` set): the fixed point's or the cascade's, by `NcpOptions::gradient` and,
     /// for `Auto`, by the island's convergence and sticking (as a step of this island alone would choose).
@@ -836,6 +1037,7 @@ impl IslandJvp {
             kt.rebuild(gt, &p.g_t, &p.lambda_t, set)?;
             self.nk += 1;
         }
+        self.ill = self.kkts[..self.nk].iter().any(|(a, b)| a.pivot_ratio().min(b.pivot_ratio()) < ILL_PIVOTS);
         Ok(())
     }
 
@@ -871,6 +1073,59 @@ impl IslandJvp {
             dr.extend((0..m).map(|i| dmu[i] * ln[i] + self.mu[i] * dln[i]));
             kt.jvp_into(Some(&*dgt), dg_t, dr, dlt, kkt);
             lt.copy_from_slice(&p.lambda_t);
+        }
+    }
+}
+
+impl IslandJvp {
+    /// Reverse mode of [`IslandJvp::jvp`] (the same derivative, chosen in `build`): for the island's impulse
+    /// cotangents `sc.lnb`, `sc.ltb`, the residual terms whose derivative at fixed λ is λ̄ᵀdλ (`Terms`, at the
+    /// island's contacts): the fixed point's one (its pseudo-inverse transposed), or the cascade's two per executed
+    /// pass, backwards through its reduced KKT systems (the warm start's cotangent dropped, as its tangent is
+    /// stopped); μ̄ added into `mu_bar` (all contacts). `gnt`: the island's G_nt.
+    fn vjp(
+        &self,
+        it: &IslandTape,
+        gnt: &DMatrix<f64>,
+        sc: &mut IslandVjpScratch,
+        terms: &mut Terms,
+        mu_bar: &mut [f64],
+    ) {
+        let (m, nc, idx) = (it.idx.len(), mu_bar.len(), &it.idx);
+        let IslandVjpScratch { lnb, ltb, lnp, yn, yt, rb, mub, x, kkt } = sc;
+        mub.clear();
+        mub.resize(m, 0.0);
+        if self.use_fp {
+            self.fp.vjp_into(lnb, ltb, yn, yt, mub, x);
+            terms.set(0, nc, idx, Some(yn), Some(yt), &it.ln, &it.lt);
+        }
+        for p in (0..self.nk).rev().filter(|_| !self.use_fp) {
+            let (pass, (kn, kt)) = (&it.passes[p], &self.kkts[p]);
+            // the QCQP: λ̄_t → y_t, r̄; then the cotangent of this pass's dλ_n (through g_t = b_t + G_ntᵀλ_n and
+            // r = μ λ_n; the output's λ̄_n on the last pass)
+            rb.clear();
+            rb.resize(m, 0.0);
+            kt.vjp_into(ltb, yt, rb, kkt);
+            terms.set(2 * p + 1, nc, idx, None, Some(yt), &pass.lambda_n, &pass.lambda_t);
+            let last = p + 1 == self.nk;
+            lnp.clear();
+            lnp.extend((0..m).map(|i| {
+                let own = if last { lnb[i] } else { 0.0 };
+                own - (0..2 * m).map(|k| gnt[(i, k)] * yt[k]).sum::<f64>() + self.mu[i] * rb[i]
+            }));
+            for i in 0..m {
+                mub[i] += rb[i] * pass.lambda_n[i];
+            }
+            // the QP: y_n at the previous pass's λ_t (the warm start on the first); its cotangent through
+            // g_n = b_n + G_nt λ_t
+            kn.vjp_into(lnp, yn, &mut [], kkt);
+            let lt_prev = if p == 0 { &it.lt_warm } else { &it.passes[p - 1].lambda_t };
+            terms.set(2 * p, nc, idx, Some(yn), None, &pass.lambda_n, lt_prev);
+            ltb.clear();
+            ltb.extend((0..2 * m).map(|k| -(0..m).map(|i| gnt[(i, k)] * yn[i]).sum::<f64>()));
+        }
+        for (a, &i) in idx.iter().enumerate() {
+            mu_bar[i] += mub[a];
         }
     }
 }
