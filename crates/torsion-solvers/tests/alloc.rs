@@ -7,8 +7,7 @@ use torsion_model::io::mjcf::load_mjcf_str;
 use torsion_model::io::{example_robot_data_dir, load_urdf, robots::PANDA_URDF, UrdfOptions};
 use torsion_model::{Control, MaximalState, Model, ParamSelection};
 use torsion_solvers::featherstone::FeatherstoneSolver;
-use torsion_solvers::lcp::ccd::first_impact;
-use torsion_solvers::lcp::{solve_chain, CcdOptions, LcpOptions, LcpSolver};
+use torsion_solvers::lcp::{CcdOptions, LcpOptions, LcpSolver};
 use torsion_solvers::ncp::{NcpGradient, NcpSolver};
 use torsion_solvers::xpbd::XpbdSolver;
 use torsion_solvers::{DiffSolver, GenState, Solver, StepJacobians};
@@ -444,64 +443,74 @@ fn tensegrity_rolling_step_allocates_nothing() {
 // ---------------------------------------------------------------------------------------------------------------
 // lcp (spec 004): `step` and its parts
 
-/// Allocations of one lcp `step` from `s` (warmed up on the same state first), and of what it calls that allocates on
-/// its own: collision detection at each sub-step's start, the CCD's time-of-impact search of each sub-step but the
-/// last, and the LCP chain of each solve (re-run on the step's LCPs, `ws.tape`).
-fn lcp_step_allocs(solver: &LcpSolver, m: &Model, s: &GenState) -> (usize, usize, usize, usize) {
+/// Allocations of one lcp `step` from `s` (warmed up on the same state first), of collision detection at each of
+/// its sub-steps' starts, the plane–box pairs in contact there (summed over the sub-steps), and the singular
+/// active-set systems the step's LCP solves met (each solved by nalgebra's SVD, D11).
+fn lcp_step_allocs(solver: &LcpSolver, m: &Model, s: &GenState) -> [usize; 4] {
     let mut ws = Solver::workspace(solver, m).unwrap();
     let u = Control::zeros(m.nv());
     let mut out = s.clone();
     for _ in 0..3 {
         solver.step(m, s, &u, 0.005, &mut out, &mut ws, None).unwrap();
     }
+    let svd0 = ws.singular_solves();
     let step = count(|| {
         solver.step(m, s, &u, 0.005, &mut out, &mut ws, None).unwrap();
     });
-    let tape = ws.tape.clone();
-    let (mut detect, mut ccd, mut lcp) = (0, 0, 0);
-    let mut t_rem = 0.005;
-    for (k, seg) in tape.iter().enumerate() {
+    let svds = ws.singular_solves() - svd0;
+    let (mut detect, mut pairs) = (0, 0);
+    for seg in ws.tape.clone() {
         detect += count(|| solver.detect(m, &mut ws, &seg.q, &Default::default()).unwrap());
-        if solver.options.ccd.enabled && k < solver.options.ccd.max_impacts {
-            let o = &solver.options.ccd;
-            ccd += count(|| {
-                first_impact(m, &ws.world, &ws.dm, &seg.q, &seg.v_struck, t_rem, o, &mut ws.ccd).unwrap();
-            });
-        }
-        t_rem -= seg.h;
-        for solved in seg.g.impact.iter().chain(&seg.f.impact).chain(&seg.f.step) {
-            lcp += count(|| {
-                solve_chain(&solved.lcp, &solver.options.chain).unwrap();
-            });
-        }
+        pairs += plane_box_pairs(m, &ws.contacts);
     }
-    (step, detect, ccd, lcp)
+    [step, detect, pairs, svds]
 }
 
-/// The lcp `step` (CCD and DCD) allocates nothing but collision detection (parry's plane–box manifolds, see
-/// `assert_only_parry`), the CCD's distance queries and the LCP solvers (Jade's Dantzig, PGS: still allocating, 194
-/// per step on the resting boxes, 757 sliding, 38 for the sphere): on two boxes resting, two boxes sliding and a
-/// sphere bouncing (ε = 0.5). Before the stepper's buffers (`StepBuffers`) it added 122 / 122 / 140 with CCD and
-/// 67 / 67 / 73 without.
+/// Allocations of one SVD minimum-norm solve as `lcp::dense::DenseSolver` makes it, for m = 1..24: (fewest, most).
+fn svd_solve_allocs() -> (usize, usize) {
+    let counts: Vec<usize> = (1..25)
+        .map(|m| {
+            let k = nalgebra::DMatrix::<f64>::from_fn(m, m, |i, j| 1.0 / (1.0 + i as f64 + 2.0 * j as f64));
+            let r = nalgebra::DVector::<f64>::from_element(m, 1.0);
+            count(|| {
+                let svd = k.clone().svd(true, true);
+                std::hint::black_box(svd.solve(&r, 1e-11).unwrap());
+            })
+        })
+        .collect();
+    (*counts.iter().min().unwrap(), *counts.iter().max().unwrap())
+}
+
+/// The lcp `step` (CCD and DCD) allocates nothing but parry's plane–box manifolds in collision detection (see
+/// `assert_only_parry`) and nalgebra's SVD of each singular active-set system (D11: a rank-deficient A, here the
+/// boxes' redundant corners; counted by the workspace): its LCP solvers (Jade's Dantzig with its LU, PGS, the
+/// chain) and the CCD's time-of-impact searches run in the workspace's buffers. On two boxes resting, two boxes
+/// sliding and a sphere bouncing (ε = 0.5). Before the solvers' buffers (`ChainScratch`, `DenseSolver`) a step
+/// allocated 196 / 759 / 38 times besides detection (CCD), 194 / 757 / 38 of them in the LCP solvers.
 #[test]
-fn lcp_step_allocates_nothing_but_detection_ccd_and_the_lcp_solvers() {
+fn lcp_step_allocates_nothing_but_parrys_manifolds_and_singular_systems_svd() {
+    let (svd_min, svd_max) = svd_solve_allocs();
     let m = boxes(2, 0.0);
     let rest = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
     let mut slide = rest.clone();
     (0..2).for_each(|b| slide.v[6 * b + 3] = 1.0);
     let (ms, ss) = bouncing_sphere();
-    let mut other = vec![];
     for ccd in [true, false] {
         let ccd_o = CcdOptions { enabled: ccd, ..Default::default() };
         let solver = LcpSolver::new(LcpOptions { ccd: ccd_o, ..Default::default() });
         for (name, m, s) in [("boxes resting", &m, &rest), ("boxes sliding", &m, &slide), ("sphere", &ms, &ss)] {
-            let (step, detect, ccd_q, lcp) = lcp_step_allocs(&solver, m, s);
-            let rest = step as i64 - (detect + ccd_q + lcp) as i64;
-            eprintln!(
-                "lcp (CCD {ccd}) {name}: step {step} = detection {detect} + CCD {ccd_q} + LCP solvers {lcp} + {rest}"
+            let [step, detect, pairs, svds] = lcp_step_allocs(&solver, m, s);
+            let what = format!("lcp (CCD {ccd}) {name}");
+            eprintln!("{what}: step {step} allocations, detection {detect} ({pairs} plane–box pairs), {svds} SVDs");
+            assert_eq!(detect, pairs, "{what}: detection allocates once per plane–box pair");
+            let rest = step - detect;
+            assert!(
+                (svds * svd_min..=svds * svd_max).contains(&rest),
+                "{what}: {rest} allocations besides detection, {svds} SVDs ({svd_min}–{svd_max} each)"
             );
-            other.push(rest);
+            if name == "sphere" {
+                assert_eq!(svds, 0, "{what}: one contact, a regular system");
+            }
         }
     }
-    assert!(other.iter().all(|&r| r == 0), "allocations besides detection, CCD and the LCP solvers: {other:?}");
 }

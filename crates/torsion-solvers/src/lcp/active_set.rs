@@ -1,7 +1,9 @@
 //! Row classes and the active-set system of spec 004 §3.3 (Eq. 15), shared by Jade's Dantzig, the oracle and
 //! the implicit derivative: S = C ∪ C_f (rows with w = 0), bound frictions N_h / N_l follow their normal
 //! (λ_h = ±μ λ_n), λ = E λ_S, Ã_SS = (A E)_{S,:}. Least squares when Ã_SS is singular (D11).
+use super::dense::{zeroed, DenseSolver};
 use super::problem::{BoxedLcp, Row};
+use crate::contact::buffers::reshape_zeroed;
 use nalgebra::{DMatrix, DVector};
 
 /// The class of a row (§3.3): C / N for normals, C_f / N_h / N_l for frictions; `Unset` before the pivoting
@@ -29,12 +31,20 @@ impl Class {
 
 /// S (rows with w = 0, in row order) and each row's column in S (usize::MAX outside).
 pub fn s_set(classes: &[Class]) -> (Vec<usize>, Vec<usize>) {
-    let mut col = vec![usize::MAX; classes.len()];
-    let s: Vec<usize> = (0..classes.len()).filter(|&i| classes[i].in_s()).collect();
+    let (mut s, mut col) = (vec![], vec![]);
+    s_set_into(classes, &mut s, &mut col);
+    (s, col)
+}
+
+/// [`s_set`] into (s, col), refilled in place.
+pub fn s_set_into(classes: &[Class], s: &mut Vec<usize>, col: &mut Vec<usize>) {
+    col.clear();
+    col.resize(classes.len(), usize::MAX);
+    s.clear();
+    s.extend((0..classes.len()).filter(|&i| classes[i].in_s()));
     for (c, &i) in s.iter().enumerate() {
         col[i] = c;
     }
-    (s, col)
 }
 
 /// ±μ of a bound friction row (+ for N_h, − for N_l) and its normal; None for other rows.
@@ -55,8 +65,22 @@ pub fn expand(
     x: &DVector<f64>,
     driven: Option<(usize, f64)>,
 ) -> DVector<f64> {
+    let mut out = DVector::zeros(lcp.len());
+    expand_into(lcp, classes, col, x, driven, &mut out);
+    out
+}
+
+/// [`expand`] into `out` (reusing its storage).
+pub fn expand_into(
+    lcp: &BoxedLcp,
+    classes: &[Class],
+    col: &[usize],
+    x: &DVector<f64>,
+    driven: Option<(usize, f64)>,
+    out: &mut DVector<f64>,
+) {
     let m = lcp.len();
-    let mut out = DVector::zeros(m);
+    zeroed(out, m);
     let value = |j: usize| {
         if col[j] != usize::MAX {
             x[col[j]]
@@ -74,13 +98,18 @@ pub fn expand(
             out[j] = value(j);
         }
     }
-    out
 }
 
 /// Ã_SS = A_SS + A_SB E_BS (§3.3), column j: A_{S,j} + Σ_{h bound, nidx(h) = j} ±μ A_{S,h}.
 pub fn reduced_matrix(lcp: &BoxedLcp, classes: &[Class], s: &[usize], col: &[usize]) -> DMatrix<f64> {
-    let k = s.len();
-    let mut at = DMatrix::zeros(k, k);
+    let mut at = DMatrix::zeros(s.len(), s.len());
+    reduced_matrix_into(lcp, classes, s, col, &mut at);
+    at
+}
+
+/// [`reduced_matrix`] into `at` (reusing its storage).
+pub fn reduced_matrix_into(lcp: &BoxedLcp, classes: &[Class], s: &[usize], col: &[usize], at: &mut DMatrix<f64>) {
+    reshape_zeroed(at, s.len(), s.len());
     for (c, &j) in s.iter().enumerate() {
         for (r, &i) in s.iter().enumerate() {
             at[(r, c)] = lcp.a[(i, j)];
@@ -95,7 +124,6 @@ pub fn reduced_matrix(lcp: &BoxedLcp, classes: &[Class], s: &[usize], col: &[usi
             }
         }
     }
-    at
 }
 
 /// The outcome of a square solve.
@@ -105,23 +133,37 @@ pub struct Solved {
     pub singular: bool,
 }
 
-/// Solve M x = r: LU with full pivoting when its pivots are well above roundoff (ratio 1e-11), otherwise the
-/// SVD's least-squares minimum-norm solution (the spec's complete orthogonal decomposition, D11). None only
-/// when the SVD fails.
+/// Solve M x = r (`dense::DenseSolver` on fresh buffers): LU with full pivoting when its pivots are well above
+/// roundoff (ratio 1e-11), otherwise the least-squares minimum-norm solution (D11). None only when the SVD fails.
 pub fn solve(m: &DMatrix<f64>, r: &DVector<f64>) -> Option<Solved> {
-    if m.nrows() == 0 {
-        return Some(Solved { x: DVector::zeros(0), singular: false });
+    let mut sv = DenseSolver::default();
+    let singular = sv.solve(m, r)?;
+    Some(Solved { x: sv.x, singular })
+}
+
+/// The buffers of one active-set system Ã_SS x = rhs (S, each row's column in S, Ã_SS, the right-hand side and
+/// the solve's), reused from solve to solve.
+#[derive(Clone, Debug, Default)]
+pub struct ActiveSystem {
+    pub s: Vec<usize>,
+    pub col: Vec<usize>,
+    pub at: DMatrix<f64>,
+    pub rhs: DVector<f64>,
+    pub dense: DenseSolver,
+}
+
+impl ActiveSystem {
+    /// S, its columns and Ã_SS of `classes`; `rhs` zeroed to |S|.
+    pub fn assemble(&mut self, lcp: &BoxedLcp, classes: &[Class]) {
+        s_set_into(classes, &mut self.s, &mut self.col);
+        reduced_matrix_into(lcp, classes, &self.s, &self.col, &mut self.at);
+        zeroed(&mut self.rhs, self.s.len());
     }
-    let lu = m.clone().full_piv_lu();
-    let d = lu.u().diagonal().abs();
-    if d.min() > 1e-11 * d.max() && d.max() > 0.0 {
-        if let Some(x) = lu.solve(r) {
-            return Some(Solved { x, singular: false });
-        }
+
+    /// Ã_SS x = rhs into `dense.x`: Some(singular) (see [`DenseSolver::solve`]).
+    pub fn solve(&mut self) -> Option<bool> {
+        self.dense.solve(&self.at, &self.rhs)
     }
-    let svd = m.clone().svd(true, true);
-    let tol = 1e-11 * svd.singular_values.max().max(f64::MIN_POSITIVE);
-    svd.solve(r, tol).ok().map(|x| Solved { x, singular: true })
 }
 
 /// The active-set solution λ = E λ_S, Ã_SS λ_S = −b_S, of given classes (the oracle's and the warm start's
@@ -209,31 +251,37 @@ fn join_degenerate(
 /// Classes read off a solution (λ, w) with tolerance `tol` (for a solver that keeps none, e.g. PGS): normal C
 /// if λ > tol; friction N_h / N_l at its bound (or by the sign of w when the bound is ≈ 0), else C_f.
 pub fn classify(lcp: &BoxedLcp, lambda: &DVector<f64>, w: &DVector<f64>, tol: f64) -> Vec<Class> {
-    (0..lcp.len())
-        .map(|i| match lcp.rows[i] {
-            Row::Normal => {
-                if lambda[i] > tol {
-                    Class::C
-                } else {
-                    Class::N
-                }
+    let mut out = vec![];
+    classify_into(lcp, lambda, w, tol, &mut out);
+    out
+}
+
+/// [`classify`] into `out` (refilled in place).
+pub fn classify_into(lcp: &BoxedLcp, lambda: &DVector<f64>, w: &DVector<f64>, tol: f64, out: &mut Vec<Class>) {
+    out.clear();
+    out.extend((0..lcp.len()).map(|i| match lcp.rows[i] {
+        Row::Normal => {
+            if lambda[i] > tol {
+                Class::C
+            } else {
+                Class::N
             }
-            Row::Friction { normal, mu } => {
-                let r = mu * lambda[normal].max(0.0);
-                if r <= tol {
-                    if w[i] <= 0.0 {
-                        Class::Nh
-                    } else {
-                        Class::Nl
-                    }
-                } else if lambda[i] >= r - tol {
+        }
+        Row::Friction { normal, mu } => {
+            let r = mu * lambda[normal].max(0.0);
+            if r <= tol {
+                if w[i] <= 0.0 {
                     Class::Nh
-                } else if lambda[i] <= -r + tol {
-                    Class::Nl
                 } else {
-                    Class::Cf
+                    Class::Nl
                 }
+            } else if lambda[i] >= r - tol {
+                Class::Nh
+            } else if lambda[i] <= -r + tol {
+                Class::Nl
+            } else {
+                Class::Cf
             }
-        })
-        .collect()
+        }
+    }));
 }

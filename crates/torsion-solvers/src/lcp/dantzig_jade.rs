@@ -3,7 +3,8 @@
 //! (Fix 1: g± = λ_i ∓ μ λ_n with Δg± = Δλ_i ∓ μ Δλ_n); DRIVE runs a depth-first search over "original /
 //! reversed direction" at each pivot level when a ratio test fails (zero step, crossing the far bound, no
 //! candidate) (Fix 2), at most 3m pivots per driven row. The validity check (§3.3) closes every solve.
-use super::active_set::{bound_coupling, expand, reduced_matrix, s_set, solve, Class};
+use super::active_set::{bound_coupling, expand_into, ActiveSystem, Class};
+use super::dense::{copy_vec, zeroed};
 use super::problem::{BoxedLcp, Row};
 use super::solution::{LcpFailure, LcpSolution, LcpSolverKind};
 use nalgebra::DVector;
@@ -27,55 +28,99 @@ impl Default for JadeOptions {
     }
 }
 
-#[derive(Clone)]
+#[derive(Clone, Debug, Default)]
 struct Snapshot {
     f: DVector<f64>,
     a: DVector<f64>,
     class: Vec<Class>,
 }
 
+impl Snapshot {
+    /// `self` ← `o`, reusing the storage.
+    fn copy_from(&mut self, o: &Snapshot) {
+        copy_vec(&mut self.f, &o.f);
+        copy_vec(&mut self.a, &o.a);
+        self.class.clone_from(&o.class);
+    }
+}
+
+/// The buffers of Jade's Dantzig, reused from solve to solve (design.md §7: no heap allocation once they have
+/// held an LCP as large and a DFS as deep).
+#[derive(Clone, Debug, Default)]
+pub struct JadeScratch {
+    st: Snapshot,
+    /// the DFS: a snapshot per pivot level (the first `depth` used) and whether its direction is reversed
+    stack: Vec<Snapshot>,
+    reversed: Vec<bool>,
+    /// class sets reached by zero steps in this drive, `seen_n` of them, m classes each
+    seen: Vec<Class>,
+    seen_n: usize,
+    next: Vec<Class>,
+    /// the ratio test's candidates (ratio, row, class) and the rows moving at the step taken
+    cands: Vec<(f64, usize, Class)>,
+    movers: Vec<(usize, Class)>,
+    sys: ActiveSystem,
+    d0: DVector<f64>,
+    ad0: DVector<f64>,
+    df: DVector<f64>,
+    da: DVector<f64>,
+    order: Vec<usize>,
+}
+
+/// A ratio test's step: its length, and whether the driven row is among the movers (`JadeScratch::movers`).
 struct Step {
     s: f64,
-    movers: Vec<(usize, Class)>,
     driven_done: bool,
+}
+
+/// (normal, μ) of a friction row; (usize::MAX, 0) for a normal.
+fn mu_normal(lcp: &BoxedLcp, i: usize) -> (usize, f64) {
+    match lcp.rows[i] {
+        Row::Friction { normal, mu } => (normal, mu),
+        Row::Normal => (usize::MAX, 0.0),
+    }
 }
 
 struct Jade<'a> {
     lcp: &'a BoxedLcp,
-    st: Snapshot,
+    sc: &'a mut JadeScratch,
     eps: f64,
     tol: f64,
     pivots: usize,
 }
 
 impl Jade<'_> {
-    fn mu_normal(&self, i: usize) -> (usize, f64) {
-        match self.lcp.rows[i] {
-            Row::Friction { normal, mu } => (normal, mu),
-            Row::Normal => (usize::MAX, 0.0),
+    /// DIRECTION(i, σ) into (df, da): Δλ_i = σ, Ã_SS Δλ_S = −(A d₀)_S, bound frictions follow their normals,
+    /// Δw = A Δλ. False when the solve fails.
+    fn direction(&mut self, i: usize, sigma: f64) -> bool {
+        let JadeScratch { st, sys, d0, ad0, df, da, .. } = &mut *self.sc;
+        let lcp = self.lcp;
+        sys.assemble(lcp, &st.class);
+        // x = 0: d₀ (the driven row and the frictions bound to it)
+        zeroed(&mut sys.dense.x, sys.s.len());
+        expand_into(lcp, &st.class, &sys.col, &sys.dense.x, Some((i, sigma)), d0);
+        zeroed(ad0, lcp.len());
+        lcp.a.mul_to(d0, ad0);
+        for (k, &r) in sys.s.iter().enumerate() {
+            sys.rhs[k] = -ad0[r];
         }
+        if sys.solve().is_none() {
+            return false;
+        }
+        expand_into(lcp, &st.class, &sys.col, &sys.dense.x, Some((i, sigma)), df);
+        zeroed(da, lcp.len());
+        lcp.a.mul_to(df, da);
+        true
     }
 
-    /// DIRECTION(i, σ): Δλ_i = σ, Ã_SS Δλ_S = −(A d₀)_S, bound frictions follow their normals, Δw = A Δλ.
-    fn direction(&self, i: usize, sigma: f64) -> Option<(DVector<f64>, DVector<f64>)> {
-        let (s, col) = s_set(&self.st.class);
-        let zero = DVector::zeros(s.len());
-        let d0 = expand(self.lcp, &self.st.class, &col, &zero, Some((i, sigma)));
-        let ad0 = &self.lcp.a * &d0;
-        let at = reduced_matrix(self.lcp, &self.st.class, &s, &col);
-        let rhs = DVector::from_iterator(s.len(), s.iter().map(|&r| -ad0[r]));
-        let x = solve(&at, &rhs)?.x;
-        let df = expand(self.lcp, &self.st.class, &col, &x, Some((i, sigma)));
-        let da = &self.lcp.a * &df;
-        Some((df, da))
-    }
-
-    /// MAXSTEP(i): the smallest admissible ratio (candidates 1–7 of §3.9); None on a zero step, a step past
-    /// the driven row's far bound, or no candidate.
-    fn maxstep(&self, i: usize, df: &DVector<f64>, da: &DVector<f64>) -> Option<Step> {
-        let (f, a, cl) = (&self.st.f, &self.st.a, &self.st.class);
+    /// MAXSTEP(i): the smallest admissible ratio (candidates 1–7 of §3.9), its movers in `movers`; None on a zero
+    /// step, a step past the driven row's far bound, or no candidate.
+    fn maxstep(&mut self, i: usize) -> Option<Step> {
+        let lcp = self.lcp;
+        let JadeScratch { st, cands, movers, df, da, .. } = &mut *self.sc;
+        let (f, a, cl) = (&st.f, &st.a, &st.class);
         let (eps, tol) = (self.eps, self.tol);
-        let mut cands: Vec<(f64, usize, Class)> = vec![];
+        cands.clear();
         let mut far = f64::INFINITY;
         let mut push = |s: f64, r: usize, c: Class| {
             if s >= -tol {
@@ -84,10 +129,10 @@ impl Jade<'_> {
         };
         // 1. the driven row reaches w_i = 0
         if da[i].abs() > eps {
-            let c = if self.lcp.rows[i] == Row::Normal { Class::C } else { Class::Cf };
+            let c = if lcp.rows[i] == Row::Normal { Class::C } else { Class::Cf };
             push(-a[i] / da[i], i, c);
         }
-        match self.lcp.rows[i] {
+        match lcp.rows[i] {
             // the driven normal must not go below 0 (the reversed branch)
             Row::Normal => {
                 if df[i] < -eps {
@@ -107,7 +152,7 @@ impl Jade<'_> {
                 }
             }
         }
-        for k in 0..self.lcp.len() {
+        for k in 0..lcp.len() {
             if k == i {
                 continue;
             }
@@ -118,7 +163,7 @@ impl Jade<'_> {
                 Class::N if da[k] < -eps => push(-a[k] / da[k], k, Class::C),
                 // 5. C_f → N_h / N_l
                 Class::Cf => {
-                    let (n, mu) = self.mu_normal(k);
+                    let (n, mu) = mu_normal(lcp, k);
                     let (gp, dgp) = (f[k] - mu * f[n], df[k] - mu * df[n]);
                     let (gm, dgm) = (f[k] + mu * f[n], df[k] + mu * df[n]);
                     if dgp > eps {
@@ -139,39 +184,45 @@ impl Jade<'_> {
         if !s.is_finite() || s > far {
             return None;
         }
-        let movers: Vec<(usize, Class)> = cands.iter().filter(|c| c.0 <= s + tol).map(|c| (c.1, c.2)).collect();
+        movers.clear();
+        movers.extend(cands.iter().filter(|c| c.0 <= s + tol).map(|c| (c.1, c.2)));
         let driven_done = movers.iter().any(|m| m.0 == i);
-        Some(Step { s, movers, driven_done })
+        Some(Step { s, driven_done })
     }
 
     /// MOVE: λ += sΔλ, the movers' classes, re-projection (λ_N = 0, λ_{N_h/N_l} = ±μ λ_n), w = A λ + b.
-    fn apply(&mut self, i: usize, step: &Step, df: &DVector<f64>) {
-        self.st.f.axpy(step.s, df, 1.0);
-        for &(k, c) in &step.movers {
-            let was = self.st.class[k];
-            self.st.class[k] = c;
+    fn apply(&mut self, i: usize, step: &Step) {
+        let lcp = self.lcp;
+        let JadeScratch { st, movers, df, da, .. } = &mut *self.sc;
+        st.f.axpy(step.s, df, 1.0);
+        for &(k, c) in movers.iter() {
+            let was = st.class[k];
+            st.class[k] = c;
             // a bound friction whose normal is 0 after the step has a zero box: it flips to the other bound
-            if let (Class::Cf, Row::Friction { normal, .. }) = (c, self.lcp.rows[k]) {
-                if was != Class::Cf && k != i && self.st.f[normal] <= self.tol {
-                    self.st.class[k] = if was == Class::Nh { Class::Nl } else { Class::Nh };
+            if let (Class::Cf, Row::Friction { normal, .. }) = (c, lcp.rows[k]) {
+                if was != Class::Cf && k != i && st.f[normal] <= self.tol {
+                    st.class[k] = if was == Class::Nh { Class::Nl } else { Class::Nh };
                 }
             }
         }
         // a normal re-entering C at λ_n = 0: its bound frictions (zero box) take the bound their w points to now
-        let a_now = self.lcp.w(&self.st.f);
-        for &(k, c) in &step.movers {
-            if c == Class::C && self.lcp.rows[k] == Row::Normal {
-                for h in self.lcp.frictions_of(k) {
-                    if matches!(self.st.class[h], Class::Nh | Class::Nl) {
-                        self.st.class[h] = if a_now[h] <= 0.0 { Class::Nh } else { Class::Nl };
+        // (w = A λ + b into `da`, free until the next direction)
+        let a_now = da;
+        lcp.w_into(&st.f, a_now);
+        for &(k, c) in movers.iter() {
+            if c == Class::C && lcp.rows[k] == Row::Normal {
+                for h in 0..lcp.len() {
+                    let of_k = matches!(lcp.rows[h], Row::Friction { normal, .. } if normal == k);
+                    if of_k && matches!(st.class[h], Class::Nh | Class::Nl) {
+                        st.class[h] = if a_now[h] <= 0.0 { Class::Nh } else { Class::Nl };
                     }
                 }
             }
         }
-        if step.driven_done && self.lcp.rows[i] != Row::Normal {
+        if step.driven_done && lcp.rows[i] != Row::Normal {
             // the driven friction: sticking, or at the bound its w points to (§3.9 MOVE)
-            let a_i = (self.lcp.a.row(i) * &self.st.f)[0] + self.lcp.b[i];
-            self.st.class[i] = if a_i < -self.tol {
+            let a_i = lcp.w_row(i, &st.f);
+            st.class[i] = if a_i < -self.tol {
                 Class::Nh
             } else if a_i > self.tol {
                 Class::Nl
@@ -183,66 +234,82 @@ impl Jade<'_> {
     }
 
     fn project(&mut self) {
+        let st = &mut self.sc.st;
         for k in 0..self.lcp.len() {
-            if let Some((n, smu)) = bound_coupling(self.lcp, &self.st.class, k) {
-                self.st.f[k] = smu * self.st.f[n];
-            } else if self.st.class[k] == Class::N {
-                self.st.f[k] = 0.0;
+            if let Some((n, smu)) = bound_coupling(self.lcp, &st.class, k) {
+                st.f[k] = smu * st.f[n];
+            } else if st.class[k] == Class::N {
+                st.f[k] = 0.0;
             }
         }
-        self.st.a = self.lcp.w(&self.st.f);
+        self.lcp.w_into(&st.f, &mut st.a);
+    }
+
+    /// Level `level` of the DFS stack ← the current state (the stack grows on a new depth).
+    fn save(&mut self, level: usize) {
+        let sc = &mut *self.sc;
+        if sc.stack.len() <= level {
+            sc.stack.resize_with(level + 1, Snapshot::default);
+        }
+        sc.stack[level].copy_from(&sc.st);
+    }
+
+    /// Whether the classes after a zero step (the current ones with the movers') were reached before in this drive
+    /// (a cycle, D10); if not, they are remembered.
+    fn seen_before(&mut self) -> bool {
+        let sc = &mut *self.sc;
+        let m = sc.st.class.len();
+        sc.next.clone_from(&sc.st.class);
+        for &(k, c) in &sc.movers {
+            sc.next[k] = c;
+        }
+        if m > 0 && sc.seen[..sc.seen_n * m].chunks(m).any(|x| x == sc.next.as_slice()) {
+            return true;
+        }
+        sc.seen.truncate(sc.seen_n * m);
+        sc.seen.extend_from_slice(&sc.next);
+        sc.seen_n += 1;
+        false
     }
 
     /// DRIVE(i) with the DFS of Fix 2.
     fn drive(&mut self, i: usize, cap: usize) -> Result<(), LcpFailure> {
-        let mut stack = vec![self.st.clone()];
-        let mut reversed = vec![false];
+        self.save(0);
+        self.sc.reversed.clear();
+        self.sc.reversed.push(false);
         let mut level = 0usize;
         // class sets reached by zero steps in this drive: a repeat is a cycle (D10)
-        let mut seen: Vec<Vec<Class>> = vec![];
+        self.sc.seen_n = 0;
         for _ in 0..cap {
             self.pivots += 1;
-            let sigma = if self.st.a[i] < 0.0 { 1.0 } else { -1.0 };
-            let step = self.direction(i, sigma).and_then(|(mut df, mut da)| {
-                if reversed[level] {
-                    df.neg_mut();
-                    da.neg_mut();
+            let sigma = if self.sc.st.a[i] < 0.0 { 1.0 } else { -1.0 };
+            let mut step = None;
+            if self.direction(i, sigma) {
+                if self.sc.reversed[level] {
+                    self.sc.df.neg_mut();
+                    self.sc.da.neg_mut();
                 }
-                self.maxstep(i, &df, &da).map(|s| (s, df))
-            });
-            let step = step.filter(|(st, _)| {
-                if st.s >= self.tol {
-                    return true;
-                }
-                let mut next = self.st.class.clone();
-                for &(k, c) in &st.movers {
-                    next[k] = c;
-                }
-                if seen.contains(&next) {
-                    return false;
-                }
-                seen.push(next);
-                true
-            });
+                step = self.maxstep(i);
+            }
+            let step = step.filter(|st| st.s >= self.tol || !self.seen_before());
             match step {
                 None => {
-                    while reversed[level] {
+                    while self.sc.reversed[level] {
                         if level == 0 {
                             return Err(LcpFailure::NoStep { row: i });
                         }
                         level -= 1;
                     }
-                    self.st = stack[level].clone();
-                    reversed[level] = true;
-                    stack.truncate(level + 1);
-                    reversed.truncate(level + 1);
+                    let sc = &mut *self.sc;
+                    sc.st.copy_from(&sc.stack[level]);
+                    sc.reversed[level] = true;
+                    sc.reversed.truncate(level + 1);
                 }
-                Some((step, df)) => {
-                    self.apply(i, &step, &df);
-                    stack.truncate(level + 1);
-                    reversed.truncate(level + 1);
-                    stack.push(self.st.clone());
-                    reversed.push(false);
+                Some(step) => {
+                    self.apply(i, &step);
+                    self.sc.reversed.truncate(level + 1);
+                    self.save(level + 1);
+                    self.sc.reversed.push(false);
                     level += 1;
                     if step.driven_done {
                         return Ok(());
@@ -254,39 +321,53 @@ impl Jade<'_> {
     }
 }
 
-/// Solve the boxed LCP with Jade's modified Dantzig (§3.9 "Whole solve"); stops at the first failure and reports
-/// it with the partial answer's validity.
+impl JadeScratch {
+    /// The singular active-set systems solved in these buffers so far (each an allocating SVD, D11).
+    pub fn singular_solves(&self) -> usize {
+        self.sys.dense.singular
+    }
+}
+
+/// Solve the boxed LCP with Jade's Dantzig (§3.9 "Whole solve"); stops at the first failure and reports it with
+/// the partial answer's validity.
 pub fn solve_jade(lcp: &BoxedLcp, o: &JadeOptions) -> LcpSolution {
+    let mut out = LcpSolution::empty(LcpSolverKind::JadeDantzig);
+    solve_jade_into(lcp, o, &mut JadeScratch::default(), &mut out);
+    out
+}
+
+/// [`solve_jade`] in reused buffers (`sc`) into `out`'s storage.
+pub fn solve_jade_into(lcp: &BoxedLcp, o: &JadeOptions, sc: &mut JadeScratch, out: &mut LcpSolution) {
     let m = lcp.len();
     let scale = lcp.scale();
-    let mut j = Jade {
-        lcp,
-        st: Snapshot { f: DVector::zeros(m), a: lcp.b.clone(), class: vec![Class::Unset; m] },
-        eps: o.eps * scale,
-        tol: o.tol * scale,
-        pivots: 0,
-    };
+    zeroed(&mut sc.st.f, m);
+    copy_vec(&mut sc.st.a, &lcp.b);
+    sc.st.class.clear();
+    sc.st.class.resize(m, Class::Unset);
+    let mut order = std::mem::take(&mut sc.order);
+    lcp.order_into(&mut order);
+    let mut j = Jade { lcp, sc, eps: o.eps * scale, tol: o.tol * scale, pivots: 0 };
     let cap = o.loop_factor * m.max(1);
     let mut failure = None;
-    for i in lcp.order() {
-        let a_i = j.st.a[i];
+    for &i in &order {
+        let a_i = j.sc.st.a[i];
         let done = match lcp.rows[i] {
             Row::Normal => {
                 if a_i > -j.tol {
-                    j.st.class[i] = Class::N;
+                    j.sc.st.class[i] = Class::N;
                     true
                 } else {
                     false
                 }
             }
             Row::Friction { normal, mu } => {
-                if j.st.class[normal] == Class::N || mu * j.st.f[normal] <= j.tol {
+                if j.sc.st.class[normal] == Class::N || mu * j.sc.st.f[normal] <= j.tol {
                     // a zero box: the friction follows its normal from the bound its w points to
-                    j.st.class[i] = if a_i <= 0.0 { Class::Nh } else { Class::Nl };
+                    j.sc.st.class[i] = if a_i <= 0.0 { Class::Nh } else { Class::Nl };
                     j.project();
                     true
                 } else if a_i.abs() <= j.tol {
-                    j.st.class[i] = Class::Cf;
+                    j.sc.st.class[i] = Class::Cf;
                     true
                 } else {
                     false
@@ -300,18 +381,16 @@ pub fn solve_jade(lcp: &BoxedLcp, o: &JadeOptions) -> LcpSolution {
             }
         }
     }
-    let lambda = j.st.f.clone();
-    let validity = lcp.check(&lambda, o.validity_tol);
+    let pivots = j.pivots;
+    sc.order = order;
+    copy_vec(&mut out.lambda, &sc.st.f);
+    let validity = lcp.check_into(&out.lambda, o.validity_tol, &mut out.w);
     if failure.is_none() && !validity.valid {
         failure = Some(LcpFailure::Invalid);
     }
-    LcpSolution {
-        solver: LcpSolverKind::JadeDantzig,
-        w: lcp.w(&lambda),
-        lambda,
-        classes: j.st.class,
-        iterations: j.pivots,
-        validity,
-        failure,
-    }
+    out.solver = LcpSolverKind::JadeDantzig;
+    out.classes.clone_from(&sc.st.class);
+    out.iterations = pivots;
+    out.validity = validity;
+    out.failure = failure;
 }

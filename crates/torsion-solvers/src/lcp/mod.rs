@@ -1,5 +1,5 @@
 //! The boxed LCP of Jade (spec 004): the problem, its validity check and its assembly from the shared contact
-//! layer (`problem.rs`), row classes and the active-set system (`active_set.rs`), the solvers — baseline
+//! layer (`problem.rs`), row classes and the active-set system (`active_set.rs`) and its in-place solves (`dense.rs`), the solvers — baseline
 //! ODE-style Dantzig (`dantzig_baseline.rs`), Jade's modified Dantzig (`dantzig_jade.rs`), PGS (`pgs.rs`), the
 //! enumeration oracle (`oracle.rs`) —, what they return (`solution.rs`), the implicit derivative at the active
 //! set (`backward.rs`), random contact LCPs for tests and experiments (`random.rs`) and the stepper `lcp`
@@ -10,6 +10,7 @@ pub mod backward;
 pub mod ccd;
 pub mod dantzig_baseline;
 pub mod dantzig_jade;
+pub mod dense;
 pub mod oracle;
 pub mod pgs;
 pub mod problem;
@@ -20,8 +21,8 @@ pub mod stepper;
 pub use active_set::Class;
 pub use ccd::CcdOptions;
 pub use dantzig_baseline::solve_baseline;
-pub use dantzig_jade::{solve_jade, JadeOptions};
-pub use pgs::{solve_pgs, PgsOptions};
+pub use dantzig_jade::{solve_jade, solve_jade_into, JadeOptions, JadeScratch};
+pub use pgs::{solve_pgs, solve_pgs_into, PgsOptions, PgsScratch};
 pub use problem::{BoxedLcp, Condition, LcpError, Offsets, Row, ValidityReport, Violation};
 pub use solution::{LcpFailure, LcpSolution, LcpSolverKind};
 pub use stepper::{LcpOptions, LcpReport, LcpSolver, LcpWorkspace, PositionUpdate};
@@ -63,25 +64,75 @@ pub struct ChainFailure {
     pub attempts: Vec<LcpSolution>,
 }
 
+impl ChainSolution {
+    /// An empty answer (storage for [`solve_chain_into`]).
+    pub fn empty() -> Self {
+        ChainSolution {
+            solution: LcpSolution::empty(LcpSolverKind::JadeDantzig),
+            failed: Vec::with_capacity(1),
+            min_norm: false,
+        }
+    }
+}
+
+/// The chain's buffers, reused from solve to solve (design.md §7): each solver's and its attempts' storage.
+#[derive(Clone, Debug)]
+pub struct ChainScratch {
+    jade: JadeScratch,
+    pgs: PgsScratch,
+    first: LcpSolution,
+    second: LcpSolution,
+}
+
+impl Default for ChainScratch {
+    fn default() -> Self {
+        ChainScratch {
+            jade: JadeScratch::default(),
+            pgs: PgsScratch::default(),
+            first: LcpSolution::empty(LcpSolverKind::JadeDantzig),
+            second: LcpSolution::empty(LcpSolverKind::Pgs),
+        }
+    }
+}
+
+impl ChainScratch {
+    /// The singular active-set systems solved in these buffers so far (Jade's directions; each an allocating SVD).
+    pub fn singular_solves(&self) -> usize {
+        self.jade.singular_solves()
+    }
+}
+
 /// Solve with the chain (see [`ChainOptions`]).
 pub fn solve_chain(lcp: &BoxedLcp, o: &ChainOptions) -> Result<ChainSolution, ChainFailure> {
-    let mut attempts = vec![solve_jade(lcp, &o.jade)];
-    if !attempts[0].ok() {
-        if let Some(p) = &o.pgs {
-            let start = attempts[0].lambda.clone();
-            attempts.push(solve_pgs(lcp, p, Some(&start)));
+    let mut out = ChainSolution::empty();
+    solve_chain_into(lcp, o, &mut ChainScratch::default(), &mut out)?;
+    Ok(out)
+}
+
+/// [`solve_chain`] in reused buffers (`sc`) into `out`'s storage: no heap allocation once they have held an LCP as
+/// large (a failure's report and the minimum-norm polish, off by default, allocate).
+pub fn solve_chain_into(
+    lcp: &BoxedLcp,
+    o: &ChainOptions,
+    sc: &mut ChainScratch,
+    out: &mut ChainSolution,
+) -> Result<(), ChainFailure> {
+    solve_jade_into(lcp, &o.jade, &mut sc.jade, &mut sc.first);
+    out.failed.clear();
+    out.min_norm = false;
+    if sc.first.ok() {
+        std::mem::swap(&mut out.solution, &mut sc.first);
+    } else {
+        let Some(p) = &o.pgs else { return Err(ChainFailure { attempts: vec![sc.first.clone()] }) };
+        solve_pgs_into(lcp, p, Some(&sc.first.lambda), &mut sc.pgs, &mut sc.second);
+        if !sc.second.ok() {
+            return Err(ChainFailure { attempts: vec![sc.first.clone(), sc.second.clone()] });
         }
+        out.failed.push((sc.first.solver, sc.first.failure.clone().unwrap_or(LcpFailure::Invalid)));
+        std::mem::swap(&mut out.solution, &mut sc.second);
     }
-    match attempts.iter().position(|a| a.ok()) {
-        Some(k) => {
-            let failed =
-                attempts[..k].iter().map(|a| (a.solver, a.failure.clone().unwrap_or(LcpFailure::Invalid))).collect();
-            let mut solution = attempts.swap_remove(k);
-            let min_norm = o.min_norm && polish(lcp, &mut solution, o.jade.validity_tol);
-            Ok(ChainSolution { solution, failed, min_norm })
-        }
-        None => Err(ChainFailure { attempts }),
-    }
+    out.min_norm = o.min_norm && polish(lcp, &mut out.solution, o.jade.validity_tol);
+    Ok(())
 }
 
 /// Replace a valid answer by the first valid minimum-norm candidate at its active set when A is rank-deficient

@@ -3,6 +3,7 @@
 //! "Z" complementarity of Eq. 14. The validity checker (§3.3, `LCPUtils::isLCPSolutionValid` with scaled
 //! tolerances, docs/decisions.md spec 004 D10) runs on every solve. Assembly from the shared contact layer
 //! (`contact::Prelude`: G_n, G_t, G_nt and the offsets), two tangent rows per contact (D3).
+use super::dense::zeroed;
 use crate::contact::buffers::reshape_zeroed;
 use crate::contact::prelude::Prelude;
 use crate::contact::ContactGeom;
@@ -106,9 +107,16 @@ impl BoxedLcp {
 
     /// The normal rows, then the friction rows (the pivoting order of §3.9, `put_friction_at_end`).
     pub fn order(&self) -> Vec<usize> {
-        let mut o: Vec<usize> = (0..self.len()).filter(|&i| self.rows[i] == Row::Normal).collect();
-        o.extend((0..self.len()).filter(|&i| self.rows[i] != Row::Normal));
+        let mut o = vec![];
+        self.order_into(&mut o);
         o
+    }
+
+    /// [`BoxedLcp::order`] into `o` (refilled in place).
+    pub fn order_into(&self, o: &mut Vec<usize>) {
+        o.clear();
+        o.extend((0..self.len()).filter(|&i| self.rows[i] == Row::Normal));
+        o.extend((0..self.len()).filter(|&i| self.rows[i] != Row::Normal));
     }
 
     /// The normal rows (one per contact).
@@ -126,6 +134,20 @@ impl BoxedLcp {
         &self.a * lambda + &self.b
     }
 
+    /// w = A λ + b into `w` (reusing its storage; the same arithmetic as [`BoxedLcp::w`]).
+    pub fn w_into(&self, lambda: &DVector<f64>, w: &mut DVector<f64>) {
+        zeroed(w, self.len());
+        self.a.mul_to(lambda, w);
+        *w += &self.b;
+    }
+
+    /// A_i· λ + b_i, one row of w (the arithmetic of `(A.row(i) * λ)[0] + b_i`, without its 1 × 1 matrix).
+    pub fn w_row(&self, i: usize, lambda: &DVector<f64>) -> f64 {
+        let mut out = nalgebra::Matrix1::zeros();
+        self.a.row(i).mul_to(lambda, &mut out);
+        out[0] + self.b[i]
+    }
+
     /// max(1, ‖b‖∞): the scale of the tolerances (docs/decisions.md spec 004 D10).
     pub fn scale(&self) -> f64 {
         self.b.amax().max(1.0)
@@ -134,6 +156,12 @@ impl BoxedLcp {
     /// Check λ against §3.3 (see [`check`]).
     pub fn check(&self, lambda: &DVector<f64>, tol: f64) -> ValidityReport {
         check(self, lambda, tol)
+    }
+
+    /// [`check`] with w = A λ + b written into `w`.
+    pub fn check_into(&self, lambda: &DVector<f64>, tol: f64, w: &mut DVector<f64>) -> ValidityReport {
+        self.w_into(lambda, w);
+        check_w(self, lambda, w, tol)
     }
 
     /// The LCP of a contact set in generalized coordinates from the shared prelude: per contact k the rows
@@ -187,14 +215,7 @@ pub fn lcp_system_into<T: Scalar>(pre: &Prelude<T>, bn: &[T], bt: &[T], a: &mut 
     let nc = bn.len();
     let m = 3 * nc;
     reshape_zeroed(a, m, m);
-    if b.len() == m {
-        b.fill(T::zero());
-    } else {
-        let mut data: Vec<T> = std::mem::replace(b, DVector::from_vec(vec![])).data.into();
-        data.clear();
-        data.resize(m, T::zero());
-        *b = DVector::from_vec(data);
-    }
+    zeroed(b, m);
     for i in 0..nc {
         b[3 * i] = bn[i];
         for s in 0..2 {
@@ -262,9 +283,13 @@ pub struct ValidityReport {
 /// row, normal: λ ≥ 0, and w ≥ 0 at λ ≈ 0, w ≈ 0 above; friction with r = μ max(λ_n, 0): |λ| ≤ r, and at λ ≈ r
 /// w ≤ 0, at λ ≈ −r w ≥ 0, inside w ≈ 0; lo ≈ hi ≈ λ ≈ 0 accepts any w.
 pub fn check(lcp: &BoxedLcp, lambda: &DVector<f64>, tol: f64) -> ValidityReport {
+    check_w(lcp, lambda, &lcp.w(lambda), tol)
+}
+
+/// [`check`] with w = A λ + b given.
+fn check_w(lcp: &BoxedLcp, lambda: &DVector<f64>, w: &DVector<f64>, tol: f64) -> ValidityReport {
     let mut rep =
         ValidityReport { valid: true, worst: None, max_bound: 0.0, max_findex: 0.0, max_complementarity: 0.0 };
-    let w = lcp.w(lambda);
     let (tf, tw) = (tol * lambda.amax().max(1.0), tol * lcp.scale());
     let mut worst_ratio = 1.0;
     let mut note = |rep: &mut ValidityReport, row: usize, condition: Condition, amount: f64, t: f64| {

@@ -54,3 +54,24 @@ impl LcpSolution {
         self.failure.is_none() && self.validity.valid
     }
 }
+
+impl LcpSolution {
+    /// An empty answer of `solver` (storage for the `_into` solvers).
+    pub fn empty(solver: LcpSolverKind) -> Self {
+        LcpSolution {
+            solver,
+            lambda: DVector::zeros(0),
+            w: DVector::zeros(0),
+            classes: vec![],
+            iterations: 0,
+            validity: ValidityReport {
+                valid: true,
+                worst: None,
+                max_bound: 0.0,
+                max_findex: 0.0,
+                max_complementarity: 0.0,
+            },
+            failure: None,
+        }
+    }
+}

@@ -30,10 +30,11 @@
 use super::active_set::Class;
 use super::backward::{lcp_jvp, LcpTangent};
 use super::ccd::{first_impact, CcdOptions, CcdScratch};
+use super::dense::copy_vec;
 use super::pgs::PgsOptions;
 use super::problem::{lcp_system, BoxedLcp};
 use super::solution::LcpSolverKind;
-use super::{solve_chain, ChainOptions, ChainSolution};
+use super::{solve_chain_into, ChainOptions, ChainScratch, ChainSolution};
 use crate::contact::anchor::Anchor;
 use crate::contact::buffers::copy_matrix;
 use crate::contact::frames::{body_joints, detect_into, pair_source, ContactFrame, ContactGeom};
@@ -46,7 +47,7 @@ use crate::generalized::{
     ProductScratch, WarmImpulse, WrenchTerm,
 };
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DMatrix;
 use num_dual::Dual64;
 use torsion_collision::{CollisionWorld, Contacts};
 use torsion_dynamics::joints::{advance_into, integrate};
@@ -127,6 +128,13 @@ pub struct SolvedLcp {
     pub answer: ChainSolution,
 }
 
+impl SolvedLcp {
+    /// Storage for a solve.
+    fn empty() -> Self {
+        SolvedLcp { lcp: BoxedLcp::empty(), answer: ChainSolution::empty() }
+    }
+}
+
 /// What the last step solved.
 #[derive(Clone, Debug, Default)]
 pub struct LcpReport {
@@ -170,6 +178,13 @@ pub struct LcpWorkspace {
     buf: StepBuffers,
 }
 
+impl LcpWorkspace {
+    /// The singular active-set systems the steps' LCP solves met so far (each an SVD, which allocates; D11).
+    pub fn singular_solves(&self) -> usize {
+        self.buf.chain.singular_solves()
+    }
+}
+
 /// The buffers of `step` (design.md §7: no heap allocation in a step once they have grown to the largest contact
 /// set and sub-step count seen).
 #[derive(Default)]
@@ -192,9 +207,11 @@ struct StepBuffers {
     pairs: Vec<(usize, usize)>,
     /// the shape pairs with a touching contact at a sub-step's start (their other contacts are speculative, D5)
     touching_pairs: Vec<[usize; 2]>,
-    /// earlier steps' sub-steps and LCPs, kept for their storage
+    /// earlier steps' sub-steps and solved LCPs, kept for their storage
     segments: Vec<Segment>,
-    lcps: Vec<BoxedLcp>,
+    lcps: Vec<SolvedLcp>,
+    /// the LCP chain's buffers
+    chain: ChainScratch,
 }
 
 /// One sub-step of a step (spec 004 §3.7), kept for its derivative: from (q, v) the impact g on touching contacts
@@ -342,17 +359,17 @@ fn copy_state(dst: &mut GenState, src: &GenState) {
     dst.warm.fill(src.warm.as_slice().iter().copied());
 }
 
-/// An empty report of `nc` contacts; its LCPs' storage goes to `lcps` for reuse.
-fn reset_report(r: &mut LcpReport, nc: usize, lcps: &mut Vec<BoxedLcp>) {
+/// An empty report of `nc` contacts; its solved LCPs go to `lcps` for reuse.
+fn reset_report(r: &mut LcpReport, nc: usize, lcps: &mut Vec<SolvedLcp>) {
     r.contacts = nc;
     r.bounce.clear();
     r.impact_set.clear();
-    lcps.extend([r.impact.take(), r.step.take()].into_iter().flatten().map(|s| s.lcp));
+    lcps.extend([r.impact.take(), r.step.take()].into_iter().flatten());
 }
 
 /// The last step's report: the impact of `g` (CCD: the last sub-step's impact; DCD: the step's speculative one) and
 /// the step LCP of `f`, copied into `dst`'s storage.
-fn copy_report(dst: &mut LcpReport, g: &LcpReport, f: &LcpReport, lcps: &mut Vec<BoxedLcp>) {
+fn copy_report(dst: &mut LcpReport, g: &LcpReport, f: &LcpReport, lcps: &mut Vec<SolvedLcp>) {
     dst.contacts = f.contacts;
     dst.bounce.clone_from(&g.bounce);
     dst.impact_set.clone_from(&g.impact_set);
@@ -366,67 +383,51 @@ fn recycle_tape(ws: &mut LcpWorkspace) {
     buf.segments.append(tape);
 }
 
-/// `dst` ← `src`, reusing `dst`'s storage.
-fn copy_vector(dst: &mut DVector<f64>, src: &DVector<f64>) {
-    if dst.len() == src.len() {
-        dst.copy_from(src);
+/// `dst` ← a copy of `src` in reused storage (`dst`'s, or one from `lcps`; an emptied one goes to `lcps`).
+fn copy_solved(dst: &mut Option<SolvedLcp>, src: &Option<SolvedLcp>, lcps: &mut Vec<SolvedLcp>) {
+    let Some(s) = src else {
+        lcps.extend(dst.take());
         return;
-    }
-    let mut data: Vec<f64> = std::mem::replace(dst, DVector::from_vec(vec![])).data.into();
-    data.clear();
-    data.extend_from_slice(src.as_slice());
-    *dst = DVector::from_vec(data);
+    };
+    let d = dst.get_or_insert_with(|| lcps.pop().unwrap_or_else(SolvedLcp::empty));
+    copy_matrix(&mut d.lcp.a, &s.lcp.a);
+    copy_vec(&mut d.lcp.b, &s.lcp.b);
+    d.lcp.rows.clone_from(&s.lcp.rows);
+    let (da, sa) = (&mut d.answer, &s.answer);
+    da.failed.clone_from(&sa.failed);
+    da.min_norm = sa.min_norm;
+    let (x, y) = (&mut da.solution, &sa.solution);
+    copy_vec(&mut x.lambda, &y.lambda);
+    copy_vec(&mut x.w, &y.w);
+    x.classes.clone_from(&y.classes);
+    x.solver = y.solver;
+    x.iterations = y.iterations;
+    x.validity = y.validity.clone();
+    x.failure = y.failure.clone();
 }
 
-/// `dst` ← a copy of `src`, reusing `dst`'s storage when it holds an LCP (an emptied one goes to `lcps`).
-fn copy_solved(dst: &mut Option<SolvedLcp>, src: &Option<SolvedLcp>, lcps: &mut Vec<BoxedLcp>) {
-    if let (Some(d), Some(s)) = (dst.as_mut(), src) {
-        copy_matrix(&mut d.lcp.a, &s.lcp.a);
-        copy_vector(&mut d.lcp.b, &s.lcp.b);
-        d.lcp.rows.clone_from(&s.lcp.rows);
-        let (da, sa) = (&mut d.answer, &s.answer);
-        da.failed.clone_from(&sa.failed);
-        da.min_norm = sa.min_norm;
-        let (x, y) = (&mut da.solution, &sa.solution);
-        copy_vector(&mut x.lambda, &y.lambda);
-        copy_vector(&mut x.w, &y.w);
-        x.classes.clone_from(&y.classes);
-        x.solver = y.solver;
-        x.iterations = y.iterations;
-        x.validity = y.validity.clone();
-        x.failure = y.failure.clone();
-        return;
-    }
-    match src {
-        Some(s) => *dst = Some(s.clone()),
-        None => lcps.extend(dst.take().map(|d| d.lcp)),
-    }
-}
-
-/// Assemble the LCP of `contacts` with offsets (bn, bt) in reused storage and solve it with the chain (`solve`).
+/// Assemble the LCP of `contacts` with offsets (bn, bt) in reused storage and solve it with the chain; no valid
+/// answer is an error naming the phase and every attempt.
+#[allow(clippy::too_many_arguments)]
 fn solve_contacts(
     pre: &Prelude<f64>,
     contacts: &[ContactGeom<f64>],
     bn: &[f64],
     bt: &[f64],
-    lcps: &mut Vec<BoxedLcp>,
+    lcps: &mut Vec<SolvedLcp>,
+    chain: &mut ChainScratch,
     o: &ChainOptions,
     phase: &str,
 ) -> Result<SolvedLcp, SolverError> {
-    let mut lcp = lcps.pop().unwrap_or_else(BoxedLcp::empty);
-    lcp.assign_contacts(pre, contacts, bn, bt).map_err(lcp_err)?;
-    solve(lcp, o, phase)
-}
-
-/// Solve an LCP with the chain; no valid answer is an error naming the phase and every attempt.
-fn solve(lcp: BoxedLcp, o: &ChainOptions, phase: &str) -> Result<SolvedLcp, SolverError> {
-    match solve_chain(&lcp, o) {
-        Ok(answer) => Ok(SolvedLcp { lcp, answer }),
+    let mut s = lcps.pop().unwrap_or_else(SolvedLcp::empty);
+    s.lcp.assign_contacts(pre, contacts, bn, bt).map_err(lcp_err)?;
+    match solve_chain_into(&s.lcp, o, chain, &mut s.answer) {
+        Ok(()) => Ok(s),
         Err(f) => Err(SolverError::NoSolution {
             solver: NAME,
             problem: format!(
                 "the {phase} LCP ({} contacts): {f}; attempts: {:?}",
-                lcp.len() / 3,
+                s.lcp.len() / 3,
                 f.attempts.iter().map(|a| (a.solver, a.failure.clone(), a.validity.worst)).collect::<Vec<_>>()
             ),
         }),
@@ -526,7 +527,7 @@ impl LcpSolver {
         ws.dm.gravity = torsion_math::scalar::cv(&model.gravity);
         let po = self.prelude_options();
         let LcpWorkspace { dm, d, body_joint, buf, .. } = ws;
-        let StepBuffers { pre, geoms, bn, bt, ln, lt, lcps, .. } = buf;
+        let StepBuffers { pre, geoms, bn, bt, ln, lt, lcps, chain, .. } = buf;
         geoms.clear();
         geoms.extend(contacts.iter().map(ContactGeom::from_frame));
         let x = StepInputs { model, dm, body_joint, q, v, u, dt: 0.0, contacts: geoms, o: &po };
@@ -537,7 +538,7 @@ impl LcpSolver {
         }
         let touch = o.ccd.touch;
         impact_offsets(pre, geoms, v, rem, &report.bounce, |k| geoms[k].distance > touch, bn, bt);
-        let imp = solve_contacts(pre, geoms, bn, bt, lcps, &o.chain, "impact")?;
+        let imp = solve_contacts(pre, geoms, bn, bt, lcps, chain, &o.chain, "impact")?;
         split_into(imp.answer.solution.lambda.as_slice(), ln, lt);
         report.impact = Some(imp);
         // Δt = 0: v^p = v, so v⁺ = v + M⁻¹ Jᵀ λ
@@ -566,7 +567,7 @@ impl LcpSolver {
         let nc = contacts.len();
         reset_report(report, nc, &mut ws.buf.lcps);
         let LcpWorkspace { dm, d, body_joint, buf, .. } = ws;
-        let StepBuffers { pre, geoms, bn, bt, ln, lt, vplus, lcps, .. } = buf;
+        let StepBuffers { pre, geoms, bn, bt, ln, lt, vplus, lcps, chain, .. } = buf;
         geoms.clear();
         geoms.extend(contacts.iter().map(ContactGeom::from_frame));
         let x = StepInputs { model, dm, body_joint, q: &s.q, v: &s.v, u, dt: h, contacts: geoms, o: &po };
@@ -579,13 +580,13 @@ impl LcpSolver {
             }
             if report.bounce.iter().any(|&b| b) {
                 impact_offsets(pre, geoms, &s.v, h, &report.bounce, |_| true, bn, bt);
-                let imp = solve_contacts(pre, geoms, bn, bt, lcps, &o.chain, "impact")?;
+                let imp = solve_contacts(pre, geoms, bn, bt, lcps, chain, &o.chain, "impact")?;
                 split_into(imp.answer.solution.lambda.as_slice(), ln, lt);
                 pre.after_impact_dt(&x, h, d, ln, lt)?;
                 report.impact = Some(imp);
                 report.impact_set.extend(0..nc);
             }
-            let st = solve_contacts(pre, geoms, &pre.bn, &pre.bt, lcps, &o.chain, "step")?;
+            let st = solve_contacts(pre, geoms, &pre.bn, &pre.bt, lcps, chain, &o.chain, "step")?;
             split_into(st.answer.solution.lambda.as_slice(), ln, lt);
             apply_impulses_into(pre, ln, lt, vplus);
             out.warm.fill(contacts.iter().enumerate().map(|(i, c)| WarmImpulse {
