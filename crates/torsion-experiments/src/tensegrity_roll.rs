@@ -469,8 +469,8 @@ impl Dynamics for MujocoSim {
 
 /// The parameters identified from SUPERball's 1 + 1 MuJoCo trajectories (spec 003 §4.5): the shared cable ratios
 /// from one air trajectory (`tensegrity_noncontact_id::fit_ratios`), then β, e, γ, μ, ε from one throw with
-/// those cables frozen (`tensegrity_contact_id::fit`, progressive as §1). Quick: the committed quick sets (300
-/// air steps, 40 pairs of the throw); full: bench/tensegrity/data (5000 + 5000 steps).
+/// those cables frozen (`tensegrity_contact_id::fit`, progressive as §1); [`IdData`] picks the data. Quick: the
+/// committed quick sets (300 air steps, 40 pairs of the throw); full: bench/tensegrity/data (5000 + 5000 steps).
 #[derive(Clone, Debug)]
 pub struct Identified {
     /// (k/m, c/m, a, b)
@@ -661,9 +661,21 @@ impl TransferConfig {
     /// A full run's size from `TORSION_TRANSFER_SIZE` = "seeds,iterations,samples,horizon" (seeds 1..=seeds,
     /// horizon in control intervals; docs/EXPERIMENTS.md: the paper's is 5,20,40,50 for SUPERball and 5,20,40,150
     /// for the 3-bar); unset or quick: unchanged.
+    /// Per experiment: "NAME=spec;NAME=spec" (e.g. `tensegrity-roll=2,20,40,20;tensegrity-3bar=2,20,40,30`; a
+    /// name not listed keeps its size).
     pub fn sized_from_env(self) -> Result<Self, ExperimentError> {
-        let var = std::env::var_os(SIZE_VAR).filter(|_| !self.quick);
-        self.sized(var.as_ref().map(|s| s.to_string_lossy()).as_deref())
+        let var = std::env::var_os(SIZE_VAR).filter(|_| !self.quick).map(|s| s.to_string_lossy().into_owned());
+        self.sized_for_name(var.as_deref())
+    }
+    /// The variable's value `var` ("spec" or "NAME=spec;…", above) applied by [`TransferConfig::sized`].
+    pub fn sized_for_name(self, var: Option<&str>) -> Result<Self, ExperimentError> {
+        let spec = match var {
+            Some(v) if v.contains('=') => v
+                .split(';')
+                .find_map(|e| e.split_once('=').filter(|(n, _)| n.trim() == self.name).map(|(_, s)| s.to_string())),
+            v => v.map(str::to_string),
+        };
+        self.sized(spec.as_deref())
     }
     /// [`TransferConfig::sized_from_env`] on the variable's value `spec` (None: unchanged).
     pub fn sized(mut self, spec: Option<&str>) -> Result<Self, ExperimentError> {
@@ -945,7 +957,7 @@ pub fn run_transfer(cfg: &TransferConfig, id: &Identified) -> Result<ExperimentR
     let settings = json!({
         "quick": cfg.quick,
         "model": format!("{} (unchanged), gravity {:?}", cfg.model_label, [model.gravity.x, model.gravity.y, model.gravity.z]),
-        "engine": "Featherstone + the linear contact model with the parameters identified from 1 air + 1 throw trajectory (identify: noncontact ratios, then contact with them frozen)",
+        "engine": format!("Featherstone + the linear contact model with the parameters identified from 1 air + 1 throw trajectory (identify_with: noncontact ratios, then contact with them frozen), data: {}", id.data.label()),
         "task": format!("CoM velocity target {:?}, weights {:?}, control cost r = {CONTROL_WEIGHT} per interval", cfg.target, cfg.weights),
         "control_interval_s": interval,
         "horizon": format!("{} intervals = {} s = {} steps", cfg.horizon, cfg.horizon as f64 * interval, cfg.horizon * cfg.hold),
@@ -1175,6 +1187,16 @@ mod tests {
         assert_eq!((c.seeds, c.iterations, c.samples, c.horizon), (vec![1, 2], 20, 40, 150));
         let c = cfg.clone().sized(None).unwrap();
         assert_eq!((c.seeds.len(), c.iterations, c.horizon), (5, PAPER_ITERATIONS, FULL_HORIZON));
+        // per experiment name; a name not listed keeps its size
+        let c = cfg.clone().sized_for_name(Some("tensegrity-3bar=1,2,3,4; tensegrity-roll=2,20,40,20")).unwrap();
+        assert_eq!((c.seeds, c.iterations, c.samples, c.horizon), (vec![1, 2], 20, 40, 20));
+        let c = cfg.clone().sized_for_name(Some("tensegrity-3bar=1,2,3,4")).unwrap();
+        assert_eq!((c.seeds.len(), c.horizon), (5, FULL_HORIZON));
+        let c = cfg.clone().sized_for_name(Some("2,20,40,150")).unwrap();
+        assert_eq!(c.horizon, 150);
+        let e =
+            cfg.clone().sized_for_name(Some("tensegrity-roll=2,x")).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains(SIZE_VAR) && e.contains("2,x"), "{e}");
         for bad in ["2,20,40", "2,20,1,150", "0,20,40,150", "a,20,40,150", ""] {
             let e = cfg.clone().sized(Some(bad)).err().map(|e| e.to_string()).unwrap_or_default();
             assert!(e.contains(SIZE_VAR) && e.contains(bad), "'{bad}': {e}");
