@@ -29,6 +29,7 @@ pub mod sysid_arm;
 pub mod sysid_contact;
 pub mod tensegrity_3bar;
 pub mod tensegrity_contact_id;
+pub mod tensegrity_gap;
 pub mod tensegrity_net;
 pub mod tensegrity_noncontact_id;
 pub mod tensegrity_roll;

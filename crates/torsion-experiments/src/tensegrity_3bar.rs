@@ -244,9 +244,10 @@ pub fn config(quick: bool) -> Result<TransferConfig, ExperimentError> {
     })
 }
 
-/// The transfer experiment (SUPERball's 1 + 1 identification on the committed quick sets, as tensegrity-roll).
+/// The transfer experiment (SUPERball's 1 + 1 identification as tensegrity-roll's: quick sets in quick runs, the
+/// paper's full trajectories or `TORSION_TRANSFER_ID` in full runs).
 pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
-    run_transfer(&config(quick)?.sized_from_env()?, &roll::identify_quick()?)
+    run_transfer(&config(quick)?.sized_from_env()?, &roll::identify_once(roll::IdData::for_run(quick)?)?)
 }
 
 #[cfg(test)]

@@ -88,11 +88,14 @@ pub fn to_z(p: &[f64; 5]) -> [f64; 5] {
     z
 }
 
-/// One-step pairs (q_t, v_t) → v_{t+1} in torsion's coordinates, with their throw index.
+/// One-step pairs (q_t, v_t, act_t, ctrl_t) → v_{t+1} in torsion's coordinates, with their throw index. `act` and
+/// `ctrl` are empty for the throws (zero controls, activations 0), filled for an actuated trajectory.
 pub struct Pairs {
     pub q: Vec<Vec<f64>>,
     pub v: Vec<Vec<f64>>,
     pub v1: Vec<Vec<f64>>,
+    pub act: Vec<Vec<f64>>,
+    pub ctrl: Vec<Vec<f64>>,
     pub throw: Vec<usize>,
     pub dt: f64,
 }
@@ -105,6 +108,8 @@ impl Pairs {
             q: keep.iter().map(|&i| self.q[i].clone()).collect(),
             v: keep.iter().map(|&i| self.v[i].clone()).collect(),
             v1: keep.iter().map(|&i| self.v1[i].clone()).collect(),
+            act: keep.iter().filter_map(|&i| self.act.get(i).cloned()).collect(),
+            ctrl: keep.iter().filter_map(|&i| self.ctrl.get(i).cloned()).collect(),
             throw: keep.iter().map(|&i| self.throw[i]).collect(),
             dt: self.dt,
         }
@@ -114,6 +119,26 @@ impl Pairs {
     }
     pub fn is_empty(&self) -> bool {
         self.q.is_empty()
+    }
+    /// Append `o`'s pairs (their throw indices shifted past ours); pairs without act / ctrl get zeros.
+    pub fn extend(&mut self, o: Pairs, na: usize, nu: usize) {
+        let shift = self.throw.iter().max().map_or(0, |t| t + 1);
+        let pad = |v: &mut Vec<Vec<f64>>, n: usize, w: usize| v.resize(n, vec![0.0; w]);
+        let (n, m) = (self.len(), o.len());
+        pad(&mut self.act, n, na);
+        pad(&mut self.ctrl, n, nu);
+        self.q.extend(o.q);
+        self.v.extend(o.v);
+        self.v1.extend(o.v1);
+        self.act.extend(o.act);
+        self.ctrl.extend(o.ctrl);
+        pad(&mut self.act, n + m, na);
+        pad(&mut self.ctrl, n + m, nu);
+        self.throw.extend(o.throw.iter().map(|t| t + shift));
+    }
+    /// Pair i's activations and controls (empty: zeros).
+    fn act_ctrl(&self, i: usize) -> (&[f64], &[f64]) {
+        (self.act.get(i).map_or(&[][..], |a| a), self.ctrl.get(i).map_or(&[][..], |c| c))
     }
 }
 
@@ -158,7 +183,10 @@ pub(crate) fn read_quick(m: &Model) -> Result<(Pairs, Tests), ExperimentError> {
     let com = c.chunks(per.max(1)).map(|r| r.iter().map(|x| Vec3::new(x[0], x[1], x[2])).collect()).collect();
     let path = z.arr::<f64>("test_path")?.1;
     let scene_q = z.rows("test0_qpos", nq)?;
-    Ok((Pairs { q, v, v1, throw, dt }, Tests { q0, v0, com, path, every, scene_q, scene_every }))
+    Ok((
+        Pairs { q, v, v1, act: vec![], ctrl: vec![], throw, dt },
+        Tests { q0, v0, com, path, every, scene_q, scene_every },
+    ))
 }
 
 /// Test throw `i`'s first state (qpos, torsion's v) from the committed quick set (the benchmark's start).
@@ -172,7 +200,7 @@ pub fn quick_test_start(m: &Model, i: usize) -> Result<(Vec<f64>, Vec<f64>), Exp
 
 /// The full sets' pairs: every `stride`-th step of the 5 training throws (bench/tensegrity/data/throw_*.npz).
 pub fn read_full_pairs(m: &Model, stride: usize) -> Result<Pairs, ExperimentError> {
-    let mut p = Pairs { q: vec![], v: vec![], v1: vec![], throw: vec![], dt: m.dt };
+    let mut p = Pairs { q: vec![], v: vec![], v1: vec![], act: vec![], ctrl: vec![], throw: vec![], dt: m.dt };
     for (i, name) in ["throw_train", "throw_train1", "throw_train2", "throw_train3", "throw_train4"].iter().enumerate()
     {
         let d = full_set(m, name)?;
@@ -224,7 +252,8 @@ pub fn residuals(
         let mut cj = ContactJacobian::new(solver, &mm)?;
         let mut j = Vec::with_capacity(pairs.len() * nv * 5);
         for i in 0..pairs.len() {
-            let v1 = cj.step(&pairs.q[i], &pairs.v[i], pairs.dt)?;
+            let (a, c) = pairs.act_ctrl(i);
+            let v1 = cj.step(&pairs.q[i], &pairs.v[i], a, c, pairs.dt)?;
             for (row, x) in v1.iter().enumerate() {
                 r.push((x.re - pairs.v1[i][row]) * scale);
                 let e = x.eps.0.unwrap_or_else(SVector::zeros);
@@ -234,11 +263,15 @@ pub fn residuals(
         return Ok((r, Some(j)));
     }
     let mut ws = solver.workspace(&mm)?;
-    let u = Control::zeros(nv);
+    let mut u = Control::zeros(nv);
     let (mut s, mut out) = (GenState::with_act(vec![], vec![], vec![0.0; na]), GenState::default());
     for i in 0..pairs.len() {
         s.q.clone_from(&pairs.q[i]);
         s.v.clone_from(&pairs.v[i]);
+        let (a, c) = pairs.act_ctrl(i);
+        s.act.iter_mut().enumerate().for_each(|(k, x)| *x = a.get(k).copied().unwrap_or(0.0));
+        u.ctrl.clear();
+        u.ctrl.extend_from_slice(c);
         solver.step(&mm, &s, &u, pairs.dt, &mut out, &mut ws, None)?;
         r.extend(out.v.iter().zip(&pairs.v1[i]).map(|(a, b)| (a - b) * scale));
     }
@@ -258,9 +291,10 @@ struct ContactJacobian {
     passive: Passive,
     q: Vec<D5>,
     v: Vec<D5>,
-    /// zero joint torques and activations (throws have zero controls)
+    /// zero joint torques; the pair's activations and controls (zeros for the throws)
     u: Vec<D5>,
     act: Vec<D5>,
+    ctrl: Vec<D5>,
     sc: StepScratch<D5>,
     q1: Vec<D5>,
     v1: Vec<D5>,
@@ -291,6 +325,7 @@ impl ContactJacobian {
             v: z(nv),
             u: z(nv),
             act: z(na),
+            ctrl: z(m.nu()),
             sc: StepScratch::new(nq, nv, na),
             q1: z(nq),
             v1: z(nv),
@@ -298,12 +333,14 @@ impl ContactJacobian {
         })
     }
 
-    /// v_{t+1} (duals: the value and its 5 derivatives) from (q_t, v_t), zero controls.
-    fn step(&mut self, q: &[f64], v: &[f64], dt: f64) -> Result<&[D5], ExperimentError> {
-        let ContactJacobian { dm, d, passive, q: qd, v: vd, u, act, sc, q1, v1, act1 } = self;
+    /// v_{t+1} (duals: the value and its 5 derivatives) from (q_t, v_t, act_t) under ctrl_t (empty: zeros).
+    fn step(&mut self, q: &[f64], v: &[f64], a: &[f64], c: &[f64], dt: f64) -> Result<&[D5], ExperimentError> {
+        let ContactJacobian { dm, d, passive, q: qd, v: vd, u, act, ctrl, sc, q1, v1, act1 } = self;
         qd.iter_mut().zip(q).for_each(|(a, &b)| *a = D5::from(b));
         vd.iter_mut().zip(v).for_each(|(a, &b)| *a = D5::from(b));
-        let x = StepIn { q: &qd[..], v: &vd[..], act: &act[..], u: &u[..], ctrl: &[], wrench: &[] };
+        act.iter_mut().enumerate().for_each(|(k, x)| *x = D5::from(a.get(k).copied().unwrap_or(0.0)));
+        ctrl.iter_mut().enumerate().for_each(|(k, x)| *x = D5::from(c.get(k).copied().unwrap_or(0.0)));
+        let x = StepIn { q: &qd[..], v: &vd[..], act: &act[..], u: &u[..], ctrl: &ctrl[..], wrench: &[] };
         step_generic_into(dm, passive, &x, dt, d, sc, q1, v1, act1)
             .map_err(|e| ExperimentError::Failed(format!("contact Jacobian: {e}")))?;
         Ok(&self.v1)
@@ -628,12 +665,21 @@ mod tests {
     use super::*;
 
     /// The fit's Jacobian (C of the step through ∂p/∂z) against central differences of the residuals, on the
-    /// quick set's first throw.
+    /// quick set's first throw (zero controls) and on the same states with activations and controls set (the
+    /// actuated pairs of `tensegrity_roll::identify`'s labelled variant).
     #[test]
     fn residual_jacobian_matches_central_differences() {
         let m = superball().unwrap();
         let (pairs, _) = read_quick(&m).unwrap();
-        let pairs = pairs.first(1);
+        let mut pairs = pairs.first(1);
+        jacobian_check(&m, &pairs);
+        let (na, nu) = (m.na(), m.nu());
+        pairs.act = (0..pairs.len()).map(|i| (0..na).map(|k| 30.0 * ((i + 3 * k) as f64).sin()).collect()).collect();
+        pairs.ctrl = (0..pairs.len()).map(|i| (0..nu).map(|k| 90.0 * ((2 * i + k) as f64).cos()).collect()).collect();
+        jacobian_check(&m, &pairs);
+    }
+
+    fn jacobian_check(m: &Model, pairs: &Pairs) {
         let solver = FeatherstoneSolver::default();
         let z = to_z(&[0.4, 0.2, 0.3, 0.6, 0.004]);
         let (r, j) = residuals(&solver, &m, &pairs, &z, true).unwrap();
@@ -647,10 +693,11 @@ mod tests {
         let scale = 1.0 / ((pairs.len() * nv) as f64).sqrt();
         let mut jref = vec![];
         for i in 0..pairs.len() {
-            let s = GenState::with_act(pairs.q[i].clone(), pairs.v[i].clone(), vec![0.0; m.na()]);
-            let c = solver
-                .param_jacobian(torsion_solvers::StepPoint::new(&mm, &s, &Control::zeros(nv), pairs.dt), &sel)
-                .unwrap();
+            let (a, c) = pairs.act_ctrl(i);
+            let act = if a.is_empty() { vec![0.0; m.na()] } else { a.to_vec() };
+            let s = GenState::with_act(pairs.q[i].clone(), pairs.v[i].clone(), act);
+            let u = Control::with_ctrl(&vec![0.0; nv], c);
+            let c = solver.param_jacobian(torsion_solvers::StepPoint::new(&mm, &s, &u, pairs.dt), &sel).unwrap();
             jref.extend((0..nv * 5).map(|x| c[(nv + x / 5, x % 5)] * dp[x % 5] * scale));
         }
         let r_step = residuals(&solver, &m, &pairs, &z, false).unwrap().0;

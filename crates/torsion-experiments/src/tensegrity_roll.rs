@@ -22,8 +22,8 @@ use crate::ncp_scene::bar;
 use crate::plot::{color, figure, Mark, Panel, Series};
 use crate::result::{Check, ExperimentError, ExperimentResult};
 use crate::scene::{Recorder, SceneView};
-use crate::tensegrity_contact_id::{self as cid, read_full_pairs, read_quick, FULL_STRIDE};
-use crate::tensegrity_noncontact_id::{fit_ratios, full_set, mean, quick_set, superball_air, Mapping};
+use crate::tensegrity_contact_id::{self as cid, read_full_pairs, read_quick, Pairs, FULL_STRIDE};
+use crate::tensegrity_noncontact_id::{controls, fit_ratios, full_set, mean, quick_set, superball_air, Mapping};
 use nalgebra::{DMatrix, DVector};
 use serde_json::{json, Value};
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -469,8 +469,8 @@ impl Dynamics for MujocoSim {
 
 /// The parameters identified from SUPERball's 1 + 1 MuJoCo trajectories (spec 003 §4.5): the shared cable ratios
 /// from one air trajectory (`tensegrity_noncontact_id::fit_ratios`), then β, e, γ, μ, ε from one throw with
-/// those cables frozen (`tensegrity_contact_id::fit`, progressive as §1). Quick: the committed quick sets (300
-/// air steps, 40 pairs of the throw); full: bench/tensegrity/data (5000 + 5000 steps).
+/// those cables frozen (`tensegrity_contact_id::fit`, progressive as §1); [`IdData`] picks the data. Quick: the
+/// committed quick sets (300 air steps, 40 pairs of the throw); full: bench/tensegrity/data (5000 + 5000 steps).
 #[derive(Clone, Debug)]
 pub struct Identified {
     /// (k/m, c/m, a, b)
@@ -480,6 +480,7 @@ pub struct Identified {
     /// ground-truth steps consumed (the two trajectories' lengths)
     pub gt_steps: usize,
     pub wall_s: f64,
+    pub data: IdData,
 }
 
 impl Identified {
@@ -497,11 +498,95 @@ impl Identified {
 /// [`identify`] on the committed quick sets, computed once per process: tensegrity-roll and tensegrity-3bar (and
 /// their CI tests, which run in one test binary) share it; `wall_s` is the one identification's.
 pub fn identify_quick() -> Result<Identified, ExperimentError> {
-    static ID: OnceLock<Result<Identified, String>> = OnceLock::new();
-    ID.get_or_init(|| identify(true).map_err(|e| e.to_string())).clone().map_err(fail)
+    identify_once(IdData::Quick)
+}
+
+/// The data an identification uses (`TORSION_TRANSFER_ID` for a full run: `quick`, `full` or `full+actuated`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdData {
+    /// the committed quick subsets: 300 air steps, 40 one-step pairs of the throw
+    Quick,
+    /// the paper's 1 + 1 (spec 003 §4.5): the 5000-step air trajectory, every 5th pair of the 5000-step throw
+    Full,
+    /// a labelled variant beyond the paper's budget: Full plus one 5000-step actuated MuJoCo trajectory on the
+    /// ground ([`actuated_pairs`]) in the contact fit
+    FullActuated,
+}
+
+/// The environment variable that picks a full run's identification data ([`IdData`]; default `full`).
+pub const ID_VAR: &str = "TORSION_TRANSFER_ID";
+
+impl IdData {
+    pub fn parse(s: &str) -> Result<Self, ExperimentError> {
+        match s.trim() {
+            "quick" => Ok(IdData::Quick),
+            "full" => Ok(IdData::Full),
+            "full+actuated" => Ok(IdData::FullActuated),
+            _ => Err(fail(format!("{ID_VAR}='{s}': expected quick, full or full+actuated"))),
+        }
+    }
+    /// The run's data: quick runs always the quick subsets; full runs `TORSION_TRANSFER_ID` or the paper's 1 + 1.
+    pub fn for_run(quick: bool) -> Result<Self, ExperimentError> {
+        match std::env::var(ID_VAR) {
+            _ if quick => Ok(IdData::Quick),
+            Ok(s) => IdData::parse(&s),
+            Err(_) => Ok(IdData::Full),
+        }
+    }
+    pub fn label(self) -> &'static str {
+        match self {
+            IdData::Quick => "quick",
+            IdData::Full => "full",
+            IdData::FullActuated => "full+actuated",
+        }
+    }
+}
+
+/// [`identify`] once per process and data choice (tensegrity-roll and tensegrity-3bar in one process share it).
+pub fn identify_once(data: IdData) -> Result<Identified, ExperimentError> {
+    static ID: [OnceLock<Result<Identified, String>>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    ID[data as usize].get_or_init(|| identify_with(data).map_err(|e| e.to_string())).clone().map_err(fail)
+}
+
+/// The actuated trajectory's seed, length and control hold (steps) for [`IdData::FullActuated`].
+pub const ACTUATED_SEED: u64 = 3000;
+pub const ACTUATED_STEPS: usize = 5000;
+
+/// One actuated MuJoCo trajectory of SUPERball on the ground: from MuJoCo's settled rest, every actuator's control
+/// drawn from U[ctrlrange] (±100) and held 100 ms (gt.py's generator, `controls`), `steps` mj_steps; its one-step
+/// pairs every `stride`-th step in torsion's coordinates with activations and controls (the fit's data).
+pub fn actuated_pairs(m: &Model, steps: usize, stride: usize, seed: u64) -> Result<Pairs, ExperimentError> {
+    let all: Vec<usize> = (0..m.nu()).collect();
+    let mut mj = MujocoSim::start(cid::MODEL_XML, "superball.xml", m.gravity, m, 1, &all, (1e-5, 20_000))?;
+    let (layout, nu) = (Layout::new(m)?, m.nu());
+    let ctrl = controls(m, steps, 100, seed);
+    let mut p = Pairs { q: vec![], v: vec![], v1: vec![], act: vec![], ctrl: vec![], throw: vec![], dt: mj.dt };
+    let (mut x, mut next) = (mj.x0.clone(), vec![]);
+    let mut s = GenState::default();
+    for t in 0..steps {
+        let u = &ctrl[t * nu..(t + 1) * nu];
+        mj.step(&x, u, &mut next).map_err(|e| fail(format!("actuated trajectory, step {t}: {e}")))?;
+        if t % stride.max(1) == 0 {
+            layout.to_gen(&x, &mut s);
+            p.q.push(s.q.clone());
+            p.v.push(s.v.clone());
+            p.act.push(s.act.clone());
+            p.ctrl.push(u.to_vec());
+            layout.to_gen(&next, &mut s);
+            p.v1.push(s.v.clone());
+            p.throw.push(0);
+        }
+        std::mem::swap(&mut x, &mut next);
+    }
+    Ok(p)
 }
 
 pub fn identify(quick: bool) -> Result<Identified, ExperimentError> {
+    identify_with(if quick { IdData::Quick } else { IdData::Full })
+}
+
+pub fn identify_with(data: IdData) -> Result<Identified, ExperimentError> {
+    let quick = data == IdData::Quick;
     let t0 = Instant::now();
     let solver = FeatherstoneSolver::default();
     let air = superball_air()?;
@@ -509,13 +594,24 @@ pub fn identify(quick: bool) -> Result<Identified, ExperimentError> {
     let map = Mapping::new(&air, train.dt)?;
     let ratios = fit_ratios(&solver, &air, &map, &train, || ())?.x;
     let mut ball = cid::superball()?;
-    let part = Identified { ratios, contact: cid::P_INIT, gt_steps: 0, wall_s: 0.0 };
+    let part = Identified { ratios, contact: cid::P_INIT, gt_steps: 0, wall_s: 0.0, data };
     part.apply(&mut ball)?;
     let all = if quick { read_quick(&ball)?.0 } else { read_full_pairs(&ball, FULL_STRIDE)? };
-    let pairs = all.first(1);
+    let mut pairs = all.first(1);
+    let mut throw_steps = if quick { pairs.len() } else { 5000 };
+    if data == IdData::FullActuated {
+        pairs.extend(actuated_pairs(&ball, ACTUATED_STEPS, FULL_STRIDE, ACTUATED_SEED)?, ball.na(), ball.nu());
+        throw_steps += ACTUATED_STEPS;
+    }
     let f = cid::fit(&solver, &ball, &pairs)?;
-    let throw_steps = if quick { pairs.len() } else { 5000 };
-    Ok(Identified { ratios, contact: f.p, gt_steps: train.steps() + throw_steps, wall_s: t0.elapsed().as_secs_f64() })
+    let wall_s = t0.elapsed().as_secs_f64();
+    eprintln!(
+        "identify({}): ratios {ratios:?}, contact {:?}, {} LM iterations, {wall_s:.1} s",
+        data.label(),
+        f.p,
+        f.iterations
+    );
+    Ok(Identified { ratios, contact: f.p, gt_steps: train.steps() + throw_steps, wall_s, data })
 }
 
 /// One transfer study (module doc): the robot, its task and the iLQG's size.
@@ -565,9 +661,21 @@ impl TransferConfig {
     /// A full run's size from `TORSION_TRANSFER_SIZE` = "seeds,iterations,samples,horizon" (seeds 1..=seeds,
     /// horizon in control intervals; docs/EXPERIMENTS.md: the paper's is 5,20,40,50 for SUPERball and 5,20,40,150
     /// for the 3-bar); unset or quick: unchanged.
+    /// Per experiment: "NAME=spec;NAME=spec" (e.g. `tensegrity-roll=2,20,40,20;tensegrity-3bar=2,20,40,30`; a
+    /// name not listed keeps its size).
     pub fn sized_from_env(self) -> Result<Self, ExperimentError> {
-        let var = std::env::var_os(SIZE_VAR).filter(|_| !self.quick);
-        self.sized(var.as_ref().map(|s| s.to_string_lossy()).as_deref())
+        let var = std::env::var_os(SIZE_VAR).filter(|_| !self.quick).map(|s| s.to_string_lossy().into_owned());
+        self.sized_for_name(var.as_deref())
+    }
+    /// The variable's value `var` ("spec" or "NAME=spec;…", above) applied by [`TransferConfig::sized`].
+    pub fn sized_for_name(self, var: Option<&str>) -> Result<Self, ExperimentError> {
+        let spec = match var {
+            Some(v) if v.contains('=') => v
+                .split(';')
+                .find_map(|e| e.split_once('=').filter(|(n, _)| n.trim() == self.name).map(|(_, s)| s.to_string())),
+            v => v.map(str::to_string),
+        };
+        self.sized(spec.as_deref())
     }
     /// [`TransferConfig::sized_from_env`] on the variable's value `spec` (None: unchanged).
     pub fn sized(mut self, spec: Option<&str>) -> Result<Self, ExperimentError> {
@@ -673,6 +781,65 @@ pub fn evaluate<D: Dynamics<State = Vec<f64>>>(
     Ok(Eval { total: per.iter().sum(), cost: per, states, com, x_velocity })
 }
 
+/// The environment variable naming a directory where a full run keeps its MuJoCo-trained policies (the MuJoCo
+/// side is deterministic: same MJCF, seeds, size and start give the same policies), so runs that vary only the
+/// engine's identification train MuJoCo once. Unset: no cache.
+pub const CACHE_VAR: &str = "TORSION_TRANSFER_CACHE";
+
+fn policy_cache(cfg: &TransferConfig) -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os(CACHE_VAR).filter(|_| !cfg.quick)?;
+    let f = format!(
+        "{}-mujoco-{}x{}x{}x{}-h{}-kl{}-s{}.json",
+        cfg.name,
+        cfg.seeds.len(),
+        cfg.iterations,
+        cfg.samples,
+        cfg.horizon,
+        cfg.hold,
+        cfg.kl_weight,
+        cfg.init_sigma
+    );
+    Some(std::path::PathBuf::from(dir).join(f))
+}
+
+/// The cached policies when the file exists and its start state is `x0` bit for bit.
+fn load_policies(p: &std::path::Path, x0: &[f64]) -> Option<Vec<Trained>> {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()?;
+    let f = |v: &Value| v.as_array().map(|a| a.iter().filter_map(Value::as_f64).collect::<Vec<f64>>());
+    if f(&v["x0"])? != x0 {
+        return None;
+    }
+    v["policies"]
+        .as_array()?
+        .iter()
+        .map(|p| {
+            Some(Trained {
+                controls: p["controls"]
+                    .as_array()?
+                    .iter()
+                    .map(|u| f(u).map(DVector::from_vec))
+                    .collect::<Option<_>>()?,
+                cost_history: f(&p["cost_history"])?,
+                sim_steps: p["sim_steps"].as_u64()? as usize,
+                wall_s: p["wall_s"].as_f64()?,
+            })
+        })
+        .collect()
+}
+
+fn save_policies(p: &std::path::Path, x0: &[f64], set: &[Trained]) -> Result<(), ExperimentError> {
+    let pol: Vec<Value> = set
+        .iter()
+        .map(|t| {
+            json!({"controls": t.controls.iter().map(|u| u.as_slice().to_vec()).collect::<Vec<_>>(),
+                   "cost_history": t.cost_history, "sim_steps": t.sim_steps, "wall_s": t.wall_s})
+        })
+        .collect();
+    std::fs::create_dir_all(p.parent().unwrap_or(std::path::Path::new(".")))
+        .and_then(|_| std::fs::write(p, json!({"x0": x0, "policies": pol}).to_string()))
+        .map_err(|e| fail(format!("{CACHE_VAR}: writing {}: {e}", p.display())))
+}
+
 /// mean and population standard deviation
 fn mean_std(v: &[f64]) -> (f64, f64) {
     let m = mean(v);
@@ -709,14 +876,24 @@ pub fn run_transfer(cfg: &TransferConfig, id: &Identified) -> Result<ExperimentR
     };
     let mut eng = TorsionSim::new(model.clone(), cfg.hold, &cfg.actuated)?;
     let pb = bar(&cfg.name, 2 * cfg.seeds.len());
+    let cache = policy_cache(cfg);
+    let cached = cache.as_deref().and_then(|p| load_policies(p, &x0));
     let (mut ours, mut theirs) = (vec![], vec![]);
     for &seed in &cfg.seeds {
         ours.push(train(&mut eng, |d: &TorsionSim| d.steps, cfg, &model, &mut cost, &x0, seed)?);
         pb.inc(1);
-        theirs.push(train(&mut mj, |d: &MujocoSim| d.steps, cfg, &model, &mut cost, &x0, seed)?);
+        if cached.is_none() {
+            theirs.push(train(&mut mj, |d: &MujocoSim| d.steps, cfg, &model, &mut cost, &x0, seed)?);
+        }
         pb.inc(1);
     }
     pb.finish_and_clear();
+    let reused = cached.is_some();
+    match (cached, &cache) {
+        (Some(c), _) => theirs = c,
+        (None, Some(p)) => save_policies(p, &x0, &theirs)?,
+        (None, None) => {}
+    }
     // both sets open-loop on MuJoCo; the zero controls as the floor
     let run = |mj: &mut MujocoSim, cost: &mut VelocityCost, set: &[Trained]| -> Result<Vec<Eval>, ExperimentError> {
         set.iter().map(|p| evaluate(&mut *mj, &mut *cost, &x0, &p.controls, interval)).collect()
@@ -724,6 +901,17 @@ pub fn run_transfer(cfg: &TransferConfig, id: &Identified) -> Result<ExperimentR
     let ev_ours = run(&mut mj, &mut cost, &ours)?;
     let ev_theirs = run(&mut mj, &mut cost, &theirs)?;
     let zero = evaluate(&mut mj, &mut cost, &x0, &vec![DVector::zeros(cfg.actuated.len()); cfg.horizon], interval)?;
+    // the sim gap (tensegrity_gap): both sets, zero and random controls replayed in torsion and MuJoCo (full runs)
+    let gap = if cfg.quick {
+        Value::Null
+    } else {
+        let label = |who: &str, s: &[Trained]| -> Vec<(String, Vec<DVector<f64>>)> {
+            s.iter().zip(&cfg.seeds).map(|(p, k)| (format!("{who}, seed {k}"), p.controls.clone())).collect()
+        };
+        let mut sets = label("engine-trained", &ours);
+        sets.extend(label("MuJoCo-trained", &theirs));
+        crate::tensegrity_gap::measure(cfg, &model, &sets)?
+    };
     let xv = |e: &[Eval]| e.iter().map(|e| e.x_velocity).collect::<Vec<_>>();
     let tc = |e: &[Eval]| e.iter().map(|e| e.total).collect::<Vec<_>>();
     let (xo, xt) = (mean(&xv(&ev_ours)), mean(&xv(&ev_theirs)));
@@ -760,14 +948,16 @@ pub fn run_transfer(cfg: &TransferConfig, id: &Identified) -> Result<ExperimentR
                                   "mujoco_over_torsion": mean(&wt) / mean(&wo)},
         "identified": {"k_over_m": id.ratios[0], "c_over_m": id.ratios[1], "a": id.ratios[2], "b": id.ratios[3],
                        "contact": cid::NAMES.iter().zip(&id.contact).map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
-                       "wall_clock_s": id.wall_s},
+                       "data": id.data.label(), "wall_clock_s": id.wall_s},
+        "sim_gap": gap,
         "mujoco_settle_steps": mj.settle_steps,
+        "mujoco_policies_reused": if reused { json!(cache.as_ref().map(|p| p.display().to_string())) } else { json!(false) },
         "wall_clock_s": t0.elapsed().as_secs_f64(),
     });
     let settings = json!({
         "quick": cfg.quick,
         "model": format!("{} (unchanged), gravity {:?}", cfg.model_label, [model.gravity.x, model.gravity.y, model.gravity.z]),
-        "engine": "Featherstone + the linear contact model with the parameters identified from 1 air + 1 throw trajectory (identify: noncontact ratios, then contact with them frozen)",
+        "engine": format!("Featherstone + the linear contact model with the parameters identified from 1 air + 1 throw trajectory (identify_with: noncontact ratios, then contact with them frozen), data: {}", id.data.label()),
         "task": format!("CoM velocity target {:?}, weights {:?}, control cost r = {CONTROL_WEIGHT} per interval", cfg.target, cfg.weights),
         "control_interval_s": interval,
         "horizon": format!("{} intervals = {} s = {} steps", cfg.horizon, cfg.horizon as f64 * interval, cfg.horizon * cfg.hold),
@@ -906,9 +1096,8 @@ pub const PAPER_ITERATIONS: usize = 20;
 pub const INIT_SIGMA: f64 = 20.0;
 
 pub fn run(quick: bool) -> Result<ExperimentResult, ExperimentError> {
-    // both runs identify on the committed quick subsets of the 1 + 1 trajectories (300 air steps, 40 pairs of the
-    // throw): the full sets' 5000-step cable fit takes ~10 min on this machine and gives the same ratios (H1)
-    run_transfer(&superball_config(quick)?.sized_from_env()?, &identify_quick()?)
+    // quick: the committed quick subsets of the 1 + 1 trajectories; full: the paper's 1 + 1 (`TORSION_TRANSFER_ID`)
+    run_transfer(&superball_config(quick)?.sized_from_env()?, &identify_once(IdData::for_run(quick)?)?)
 }
 
 #[cfg(test)]
@@ -998,6 +1187,16 @@ mod tests {
         assert_eq!((c.seeds, c.iterations, c.samples, c.horizon), (vec![1, 2], 20, 40, 150));
         let c = cfg.clone().sized(None).unwrap();
         assert_eq!((c.seeds.len(), c.iterations, c.horizon), (5, PAPER_ITERATIONS, FULL_HORIZON));
+        // per experiment name; a name not listed keeps its size
+        let c = cfg.clone().sized_for_name(Some("tensegrity-3bar=1,2,3,4; tensegrity-roll=2,20,40,20")).unwrap();
+        assert_eq!((c.seeds, c.iterations, c.samples, c.horizon), (vec![1, 2], 20, 40, 20));
+        let c = cfg.clone().sized_for_name(Some("tensegrity-3bar=1,2,3,4")).unwrap();
+        assert_eq!((c.seeds.len(), c.horizon), (5, FULL_HORIZON));
+        let c = cfg.clone().sized_for_name(Some("2,20,40,150")).unwrap();
+        assert_eq!(c.horizon, 150);
+        let e =
+            cfg.clone().sized_for_name(Some("tensegrity-roll=2,x")).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains(SIZE_VAR) && e.contains("2,x"), "{e}");
         for bad in ["2,20,40", "2,20,1,150", "0,20,40,150", "a,20,40,150", ""] {
             let e = cfg.clone().sized(Some(bad)).err().map(|e| e.to_string()).unwrap_or_default();
             assert!(e.contains(SIZE_VAR) && e.contains(bad), "'{bad}': {e}");
