@@ -203,7 +203,7 @@ pub struct GapSims {
 
 impl GapSims {
     pub fn new(cfg: &TransferConfig, model: &Model) -> Result<Self, ExperimentError> {
-        if cfg.hold % SUB != 0 {
+        if !cfg.hold.is_multiple_of(SUB) {
             return Err(fail(format!("{}: control interval {} steps is not a multiple of {SUB}", cfg.name, cfg.hold)));
         }
         let mj =
