@@ -682,7 +682,7 @@ mod tests {
     fn jacobian_check(m: &Model, pairs: &Pairs) {
         let solver = FeatherstoneSolver::default();
         let z = to_z(&[0.4, 0.2, 0.3, 0.6, 0.004]);
-        let (r, j) = residuals(&solver, &m, &pairs, &z, true).unwrap();
+        let (r, j) = residuals(&solver, m, pairs, &z, true).unwrap();
         let j = j.unwrap();
         // the one-pass duals against the solver's own step (values) and `param_jacobian` (C, 5 Dual64 passes)
         let (p, dp) = to_params(&z);
@@ -700,7 +700,7 @@ mod tests {
             let c = solver.param_jacobian(torsion_solvers::StepPoint::new(&mm, &s, &u, pairs.dt), &sel).unwrap();
             jref.extend((0..nv * 5).map(|x| c[(nv + x / 5, x % 5)] * dp[x % 5] * scale));
         }
-        let r_step = residuals(&solver, &m, &pairs, &z, false).unwrap().0;
+        let r_step = residuals(&solver, m, pairs, &z, false).unwrap().0;
         let (er, ej) = (torsion_diff::rel_err(&r, &r_step), torsion_diff::rel_err(&j, &jref));
         eprintln!("one DualSVec64<5> pass vs step: residuals {er:.1e}; vs param_jacobian: {ej:.1e}");
         assert!(er < 1e-12 && ej < 1e-12, "{er:e} {ej:e}");
@@ -709,8 +709,8 @@ mod tests {
             let (mut zp, mut zm) = (z, z);
             zp[k] += h;
             zm[k] -= h;
-            let rp = residuals(&solver, &m, &pairs, &zp, false).unwrap().0;
-            let rm = residuals(&solver, &m, &pairs, &zm, false).unwrap().0;
+            let rp = residuals(&solver, m, pairs, &zp, false).unwrap().0;
+            let rm = residuals(&solver, m, pairs, &zm, false).unwrap().0;
             let fd: Vec<f64> = rp.iter().zip(&rm).map(|(a, b)| (a - b) / (2.0 * h)).collect();
             let an: Vec<f64> = (0..fd.len()).map(|r| j[r * 5 + k]).collect();
             let e = torsion_diff::rel_err(&an, &fd);

@@ -786,7 +786,7 @@ pub fn evaluate<D: Dynamics<State = Vec<f64>>>(
 /// engine's identification train MuJoCo once. Unset: no cache.
 pub const CACHE_VAR: &str = "TORSION_TRANSFER_CACHE";
 
-fn policy_cache(cfg: &TransferConfig) -> Option<std::path::PathBuf> {
+pub(crate) fn policy_cache(cfg: &TransferConfig) -> Option<std::path::PathBuf> {
     let dir = std::env::var_os(CACHE_VAR).filter(|_| !cfg.quick)?;
     let f = format!(
         "{}-mujoco-{}x{}x{}x{}-h{}-kl{}-s{}.json",
@@ -802,11 +802,13 @@ fn policy_cache(cfg: &TransferConfig) -> Option<std::path::PathBuf> {
     Some(std::path::PathBuf::from(dir).join(f))
 }
 
-/// The cached policies when the file exists and its start state is `x0` bit for bit.
-fn load_policies(p: &std::path::Path, x0: &[f64]) -> Option<Vec<Trained>> {
+/// The cached policies when the file exists and its start state is `x0` (to 1e-12: serde_json's default parser
+/// may miss the written shortest decimals by an ulp, so reused controls can differ from the trained ones by that).
+pub(crate) fn load_policies(p: &std::path::Path, x0: &[f64]) -> Option<Vec<Trained>> {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()?;
     let f = |v: &Value| v.as_array().map(|a| a.iter().filter_map(Value::as_f64).collect::<Vec<f64>>());
-    if f(&v["x0"])? != x0 {
+    let c = f(&v["x0"])?;
+    if c.len() != x0.len() || c.iter().zip(x0).any(|(a, b)| (a - b).abs() > 1e-12 * b.abs().max(1.0)) {
         return None;
     }
     v["policies"]
