@@ -539,9 +539,8 @@ impl NcpSolver {
             passes.run(pre, &pre.bn, &pre.bt, &mut tape.step, &mut report.qp, &mut report.qcqp)?;
             report.last_change = tape.step.last_change;
             let phases = [Some(&tape.step), tape.has_impact.then_some(&tape.impact)];
-            report.direct = phases.iter().flatten().map(|p| p.direct).sum();
-            report.direct_rejected = phases.iter().flatten().map(|p| p.direct_rejected).sum();
-            report.direct_polished = phases.iter().flatten().map(|p| p.direct_polished).sum();
+            let count = |k: usize| phases.iter().flatten().map(|p| p.direct[k]).sum();
+            (report.direct, report.direct_rejected, report.direct_polished) = (count(0), count(1), count(2));
             let (ln, lt) = (&tape.step.ln, &tape.step.lt);
             apply_impulses_into(pre, ln, lt, vplus);
             report.residuals = residuals(pre, vplus, ln, lt, &passes.buf.r, o, res);
@@ -854,16 +853,14 @@ impl Passes<'_> {
         tape.n = islands.len();
         tape.last_change = 0.0;
         tape.converged = true;
-        tape.direct = 0;
-        tape.direct_rejected = 0;
-        tape.direct_polished = 0;
+        tape.direct = [0; 3];
         for (isl, it) in islands.iter_mut().zip(tape.islands.iter_mut()) {
             match isl.outcome {
-                Some(Direct::Solved { .. }) => tape.direct += 1,
-                Some(Direct::Rejected { .. }) => tape.direct_rejected += 1,
+                Some(Direct::Solved { .. }) => tape.direct[0] += 1,
+                Some(Direct::Rejected { .. }) => tape.direct[1] += 1,
                 None => {}
             }
-            tape.direct_polished += usize::from(isl.polished);
+            tape.direct[2] += usize::from(isl.polished);
             for (a, &i) in isl.idx.iter().enumerate() {
                 buf.ln[i] = isl.ln[a];
                 buf.r[i] = isl.r[a];
@@ -934,10 +931,8 @@ pub(crate) struct PhaseTape {
     pub last_change: f64,
     /// every island stopped on the NCP residual (`NcpOptions::residual_tolerance`): at the fixed point
     pub converged: bool,
-    /// islands answered by the direct solve, and those where it was rejected (`NcpReport::direct`)
-    pub direct: usize,
-    pub direct_rejected: usize,
-    pub direct_polished: usize,
+    /// the phase's island solves (`NcpReport::direct`, `direct_rejected`, `direct_polished`, in that order)
+    pub direct: [usize; 3],
 }
 
 /// One island's solve as executed; vectors in the island's contact order (`idx`).
