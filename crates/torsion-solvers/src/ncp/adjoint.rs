@@ -120,10 +120,7 @@ impl NcpSolver {
         g_out: &GenState,
         report: &mut NcpReport,
     ) -> Result<bool, SolverError> {
-        let mut tan = ws.tan.take().unwrap_or_else(|| Box::new(TangentWorkspace::new(x.model)));
-        let r = self.vjp_in(x, ws, &mut tan, sel, g_out, report);
-        ws.tan = Some(tan);
-        r
+        ws.with_tangent(x.model, |ws, tw| self.vjp_in(x, ws, tw, sel, g_out, report))
     }
 
     fn vjp_in(
