@@ -9,7 +9,9 @@
 //!    of the smooth code at fixed λ, so what is left is the gradient of the scalar
 //!    φ(x) = ḡᵀF(x, λ) − Σ_t y_tᵀ(J v(x, λ_t) + b − J v^p) + μ̄ᵀμ(x), taken by the Jacobians' grouped dual passes
 //!    (one direction per component and lane, `Groups`) with neither the Delassus blocks (`Prelude::delassus`
-//!    off) nor an island solve per lane: per pass O(nv + nc) per term instead of O(island²) per lane.
+//!    off) nor an island solve per lane: per pass the smooth code (its dual M is still dense: O(nv²)) and
+//!    O(nv + nc) per term, instead of O(island²) per lane.
+//!
 //! A step with an impact (restitution), or with an island differentiated through the cascade of a singular
 //! (redundant) KKT system — its chained product is round-off times the condition number, and forward and reverse
 //! products differ at that level (2.9e-6 relative on a box sliding on four corners) — takes the forward Jacobians
@@ -118,10 +120,7 @@ impl NcpSolver {
         g_out: &GenState,
         report: &mut NcpReport,
     ) -> Result<bool, SolverError> {
-        let mut tan = ws.tan.take().unwrap_or_else(|| Box::new(TangentWorkspace::new(x.model)));
-        let r = self.vjp_in(x, ws, &mut tan, sel, g_out, report);
-        ws.tan = Some(tan);
-        r
+        ws.with_tangent(x.model, |ws, tw| self.vjp_in(x, ws, tw, sel, g_out, report))
     }
 
     fn vjp_in(

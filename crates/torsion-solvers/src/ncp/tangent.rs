@@ -196,6 +196,20 @@ struct PassCtx<'a> {
     comp: &'a [usize],
 }
 
+impl PassCtx<'_> {
+    /// A pass's step inputs on T (its seeded q, v, u and contact geometry).
+    fn inputs<'a, T: Scalar>(
+        &'a self,
+        dm: &'a DynModel<T>,
+        q: &'a [T],
+        v: &'a [T],
+        u: &'a [T],
+        contacts: &'a [ContactGeom<T>],
+    ) -> StepInputs<'a, T> {
+        StepInputs { model: self.model, dm, body_joint: self.body_joint, q, v, u, dt: self.dt, contacts, o: self.po }
+    }
+}
+
 /// One tangent pass on T (its lanes: `lanes`, at most T's): the smooth code on T, the solves' tangents
 /// lane by lane, the integration; each lane's rows into `cols` (`dir_of`: scratch, `LANES` × nv, all
 /// `usize::MAX` between passes).
@@ -211,17 +225,7 @@ fn run_pass<T: Lanes>(
     let (nv, nc) = (dm.nv, c.contacts.len());
     seed_pass(c, dm, b, lanes, dir_of, true)?;
     let d = b.d.as_mut().expect("seeded");
-    let x = StepInputs {
-        model: c.model,
-        dm,
-        body_joint: c.body_joint,
-        q: &b.q,
-        v: &b.v,
-        u: &b.u,
-        dt: c.dt,
-        contacts: &b.geoms,
-        o: c.po,
-    };
+    let x = c.inputs(dm, &b.q, &b.v, &b.u, &b.geoms);
     let pre = &mut b.pre;
     let nl = lanes.len();
     if c.tape.has_impact {
@@ -302,17 +306,7 @@ fn seed_pass<T: Lanes>(
         }
         b.geoms.push(g);
     }
-    let x = StepInputs {
-        model: c.model,
-        dm,
-        body_joint: c.body_joint,
-        q: &b.q,
-        v: &b.v,
-        u: &b.u,
-        dt: c.dt,
-        contacts: &b.geoms,
-        o: c.po,
-    };
+    let x = c.inputs(dm, &b.q, &b.v, &b.u, &b.geoms);
     let pre = &mut b.pre;
     // the islands' blocks only (the dense G when the islands are not split)
     pre.dense = c.whole && delassus;
@@ -514,6 +508,14 @@ impl NcpWorkspace {
         self.tan.as_ref().is_some_and(|t| t.reversed)
     }
 
+    /// `f` on the tangent workspace, taken out of this one (built at the first call) and put back.
+    fn with_tangent<R>(&mut self, model: &Model, f: impl FnOnce(&mut Self, &mut TangentWorkspace) -> R) -> R {
+        let mut tan = self.tan.take().unwrap_or_else(|| Box::new(TangentWorkspace::new(model)));
+        let r = f(self, &mut tan);
+        self.tan = Some(tan);
+        r
+    }
+
     /// The dual passes of the last tangent Jacobians (`3 n_max` + the parameter / per-contact directions).
     pub fn tangent_passes(&self) -> usize {
         self.tan.as_ref().map_or(0, |t| t.passes)
@@ -602,10 +604,7 @@ impl NcpSolver {
         per_contact: bool,
         report: &mut NcpReport,
     ) -> Result<(), SolverError> {
-        let mut tan = ws.tan.take().unwrap_or_else(|| Box::new(TangentWorkspace::new(x.model)));
-        let r = self.jacobians_in(x, ws, &mut tan, sel, per_contact, report);
-        ws.tan = Some(tan);
-        r
+        ws.with_tangent(x.model, |ws, tw| self.jacobians_in(x, ws, tw, sel, per_contact, report))
     }
 
     /// The step (reported into `report`, its output into `tw.next`) and what every pass reads: the contact
