@@ -283,18 +283,11 @@ fn adjoint_pass<T: Lanes>(
     let (nv, nc, nl) = (dm.nv, c.contacts.len(), lanes.len());
     seed_pass(c, dm, b, lanes, dir_of, false)?;
     let AdjointScratch { g, ln, lt, terms, ccomp, mub, acc, xbar, .. } = a;
-    let pre = &b.pre;
     // ḡᵀ F(x, λ)
     lift_into(ln, &mut b.ln);
     lift_into(lt, &mut b.lt);
-    if nc > 0 {
-        apply_impulses_into(pre, &b.ln, &b.lt, &mut b.vplus);
-    } else {
-        b.vplus.clone_from(&pre.vp);
-    }
-    b.q1.clone_from(&b.q);
-    b.v1.clone_from(&b.vplus);
-    advance_into(dm, &b.q, &b.vplus, T::c(c.dt), &mut b.q1, &mut b.v1);
+    b.advance(dm, c.dt, nc > 0);
+    let pre = &b.pre;
     acc.clear();
     acc.resize(nl * nv, 0.0);
     for (j, l) in lanes.iter().enumerate() {

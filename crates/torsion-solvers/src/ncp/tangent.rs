@@ -162,6 +162,21 @@ impl<T: Scalar> Default for PassBufs<T> {
     }
 }
 
+impl<T: Scalar> PassBufs<T> {
+    /// v⁺ = v^p + M⁻¹Jᵀλ at the buffers' impulses (`ln`, `lt`; v^p without contacts), then (q⁺, v⁺) from `q` by
+    /// the manifold integration (spec 001 §3.1): the end of a tangent pass and of an adjoint pass.
+    fn advance(&mut self, dm: &DynModel<T>, dt: f64, contacts: bool) {
+        if contacts {
+            apply_impulses_into(&self.pre, &self.ln, &self.lt, &mut self.vplus);
+        } else {
+            self.vplus.clone_from(&self.pre.vp);
+        }
+        self.q1.clone_from(&self.q);
+        self.v1.clone_from(&self.vplus);
+        advance_into(dm, &self.q, &self.vplus, T::c(dt), &mut self.q1, &mut self.v1);
+    }
+}
+
 /// One contact step's inputs: the state, nv generalized forces, the contacts (from collision detection at `s.q`).
 #[derive(Clone, Copy)]
 pub(crate) struct ContactStep<'a> {
@@ -237,14 +252,7 @@ fn run_pass<T: Lanes>(
     }
     let g = PhaseGrads { contacts: c.contacts, g: c.g, dg: pre, whole: c.whole, dmu: &b.dmu };
     c.step.jvp(&c.tape.step, &g, &pre.bn, &pre.bt, nl, sc, &mut b.ln, &mut b.lt);
-    if nc > 0 {
-        apply_impulses_into(pre, &b.ln, &b.lt, &mut b.vplus);
-    } else {
-        b.vplus.clone_from(&pre.vp);
-    }
-    b.q1.clone_from(&b.q);
-    b.v1.clone_from(&b.vplus);
-    advance_into(dm, &b.q, &b.vplus, T::c(c.dt), &mut b.q1, &mut b.v1);
+    b.advance(dm, c.dt, nc > 0);
     // each lane's rows into the column of the direction seeded in their component (every row: `all`)
     for (j, l) in lanes.iter().enumerate() {
         let col = |k: usize| l.all.unwrap_or(dir_of[j * nv + c.comp[k]]);
