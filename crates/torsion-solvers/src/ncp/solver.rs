@@ -243,9 +243,9 @@ impl DiffSolver for NcpSolver {
             add_input_cotangents(model, &s.q, ra, rb, rc, g_s, g_u, g_theta, &mut ws.vjp_gq);
             return Ok(());
         }
-        if ws.ncp.reverse_vjp() {
-            // an impact: `vjp_rows_into` left the forward Jacobians
-        } else {
+        // with the reverse mode on, `vjp_rows_into` declined (an impact, a singular cascade) and left the forward
+        // Jacobians in the workspace
+        if !ws.ncp.reverse_vjp() {
             self.jacobians_into(&x, &mut ws.ncp, sel, false, &mut ws.vjp_report)?;
         }
         let tan = ws.ncp.tangent();
