@@ -248,15 +248,9 @@ fn join_degenerate(
     out
 }
 
-/// Classes read off a solution (λ, w) with tolerance `tol` (for a solver that keeps none, e.g. PGS): normal C
-/// if λ > tol; friction N_h / N_l at its bound (or by the sign of w when the bound is ≈ 0), else C_f.
-pub fn classify(lcp: &BoxedLcp, lambda: &DVector<f64>, w: &DVector<f64>, tol: f64) -> Vec<Class> {
-    let mut out = vec![];
-    classify_into(lcp, lambda, w, tol, &mut out);
-    out
-}
-
-/// [`classify`] into `out` (refilled in place).
+/// Classes read off a solution (λ, w) with tolerance `tol` (for a solver that keeps none, e.g. PGS), into `out`
+/// (refilled in place): normal C if λ > tol; friction N_h / N_l at its bound (or by the sign of w when the bound
+/// is ≈ 0), else C_f.
 pub fn classify_into(lcp: &BoxedLcp, lambda: &DVector<f64>, w: &DVector<f64>, tol: f64, out: &mut Vec<Class>) {
     out.clear();
     out.extend((0..lcp.len()).map(|i| match lcp.rows[i] {
