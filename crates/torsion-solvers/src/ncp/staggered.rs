@@ -645,7 +645,7 @@ fn island_pass(isl: &mut Island, x: IslandInputs) -> Result<(), SolverError> {
     // QP: g_n = b_n + G_nt λ_t
     qp_linear(g_n, idx, bn, gnt, lt);
     let cache = reuse.then_some(qp_cache);
-    info[0] = qp.solve_cached(gn, g_n, ConstraintSet::Nonneg, Some(ln), &o.admm, cache)?;
+    info[0] = qp.solve(gn, g_n, ConstraintSet::Nonneg, Some(ln), &o.admm, cache)?;
     *change = delta(ln, qp.solution());
     ln.copy_from_slice(qp.solution());
     // QCQP: g_t = b_t + G_ntᵀ λ_n, disks of radius μ λ_n
@@ -654,7 +654,7 @@ fn island_pass(isl: &mut Island, x: IslandInputs) -> Result<(), SolverError> {
     r.extend(idx.iter().zip(ln.iter()).map(|(&i, l)| contacts[i].mu * l));
     let set = ConstraintSet::Friction { kind: o.friction_set, r };
     let cache = reuse.then_some(qcqp_cache);
-    info[1] = qcqp.solve_cached(gt, g_t, set, Some(lt), &o.admm, cache)?;
+    info[1] = qcqp.solve(gt, g_t, set, Some(lt), &o.admm, cache)?;
     *change = change.max(delta(lt, qcqp.solution()));
     lt.copy_from_slice(qcqp.solution());
     *res = if residual { signorini(gn, gnt, idx, bn, ln, lt) } else { 0.0 };
