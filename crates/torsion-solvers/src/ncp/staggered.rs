@@ -1070,19 +1070,7 @@ mod tests {
     /// that tape's G equals the islands' blocks.
     #[test]
     fn plain_steps_work_per_island_and_match_the_dense_step() {
-        let mut bodies = String::new();
-        for i in 0..6 {
-            bodies += &format!(
-                r#"<body pos="{} {} 0.0995" euler="0 0 {}"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/></body>"#,
-                0.5 * (i % 3) as f64,
-                0.5 * (i / 3) as f64,
-                0.2 * i as f64
-            );
-        }
-        let xml = format!(
-            r#"<mujoco><option timestep="0.005" gravity="0 0 -9.81"/><worldbody><geom type="plane" size="10 10 0.1" friction="0.5"/>{bodies}</worldbody></mujoco>"#
-        );
-        let m = torsion_model::io::mjcf::load_mjcf_str(&xml, "grid.xml", None).unwrap();
+        let m = torsion_model::io::scenes::box_grid(6, 3, 0.5, 0.0995).unwrap();
         let solver = NcpSolver::default();
         let mut s = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
         s.v[3] = 0.4;
