@@ -457,7 +457,7 @@ impl NcpSolver {
         pre.dense = *dense_tape || !*split_islands;
         pre.mass_solve = *mass_solve;
         geoms.clear();
-        geoms.extend(contacts.iter().map(ContactGeom::from_frame));
+        geoms.extend(contacts.iter().map(|c| c.geom.clone()));
         let x = StepInputs { model, dm, body_joint, q: &s.q, v: &s.v, u, dt, contacts: geoms, o: &po };
         prelude_into(&x, d, pre)?;
         let nc = contacts.len();
