@@ -26,6 +26,12 @@ pub struct JointDesc {
     pub damping: f64,
     pub effort: f64,
     pub spring: Option<JointSpring>,
+    /// MuJoCo armature, stiffness, spring reference and friction loss (`Model::joint_armature` …); 0 from
+    /// [`JointDesc::hinge`]
+    pub armature: f64,
+    pub stiffness: f64,
+    pub springref: f64,
+    pub frictionloss: f64,
 }
 
 impl JointDesc {
@@ -45,6 +51,10 @@ impl JointDesc {
             damping: 0.0,
             effort: f64::INFINITY,
             spring: None,
+            armature: 0.0,
+            stiffness: 0.0,
+            springref: 0.0,
+            frictionloss: 0.0,
         }
     }
 }
@@ -63,25 +73,11 @@ impl ModelBuilder {
     }
     /// A fixed (infinite-mass) body at a given pose; returns its index.
     pub fn add_fixed_body(&mut self, name: &str, x: Vec3, q: Quat) -> usize {
-        let m = &mut self.m;
-        m.body_name.push(name.into());
-        m.body_mass.push(f64::INFINITY);
-        m.body_inertia.push(Mat3::zeros());
-        m.body_fixed.push(true);
-        m.body_com.push(Vec3::zeros());
-        m.body_pose0.push((x, q));
-        m.body_count() - 1
+        self.m.push_body(name.into(), true, f64::INFINITY, Mat3::zeros(), Vec3::zeros(), (x, q))
     }
     /// A dynamic body (its pose is set from the joints by forward kinematics in `build`).
     pub fn add_body(&mut self, name: &str, mass: f64, inertia: Mat3) -> usize {
-        let m = &mut self.m;
-        m.body_name.push(name.into());
-        m.body_mass.push(mass);
-        m.body_inertia.push(inertia);
-        m.body_fixed.push(false);
-        m.body_com.push(Vec3::zeros());
-        m.body_pose0.push((Vec3::zeros(), Quat::identity()));
-        m.body_count() - 1
+        self.m.push_body(name.into(), false, mass, inertia, Vec3::zeros(), (Vec3::zeros(), Quat::identity()))
     }
     /// Initial pose of a free (jointless) body; bodies placed by joints get theirs from forward kinematics.
     pub fn set_body_pose0(&mut self, b: usize, x: Vec3, q: Quat) {
@@ -91,25 +87,7 @@ impl ModelBuilder {
         self.m.body_com[b] = c;
     }
     pub fn add_joint(&mut self, d: JointDesc) -> usize {
-        let m = &mut self.m;
-        m.joint_name.push(d.name);
-        m.joint_type.push(d.kind);
-        m.joint_parent.push(d.parent);
-        m.joint_child.push(d.child);
-        m.joint_anchor_parent.push(d.anchor_parent);
-        m.joint_anchor_child.push(d.anchor_child);
-        m.joint_frame_parent.push(d.frame_parent);
-        m.joint_frame_child.push(d.frame_child);
-        m.joint_axis.push(d.axis);
-        m.joint_limit.push(d.limit);
-        m.joint_damping.push(d.damping);
-        m.joint_effort.push(d.effort);
-        m.joint_spring.push(d.spring);
-        m.joint_armature.push(0.0);
-        m.joint_stiffness.push(0.0);
-        m.joint_springref.push(0.0);
-        m.joint_frictionloss.push(0.0);
-        m.joint_count() - 1
+        self.m.push_joint(d)
     }
     /// Validate, place every dynamic body by forward kinematics at joint position 0, return the model.
     /// `qpos0` is the neutral configuration; new joints have no armature, stiffness or friction loss.

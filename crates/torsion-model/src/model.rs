@@ -218,6 +218,67 @@ impl Model {
     pub fn joint_count(&self) -> usize {
         self.joint_name.len()
     }
+    /// Append one body's row of the `body_*` columns (the one place that writes them: builder and loaders);
+    /// returns its index.
+    pub fn push_body(
+        &mut self,
+        name: String,
+        fixed: bool,
+        mass: f64,
+        inertia: Mat3,
+        com: Vec3,
+        pose0: (Vec3, Quat),
+    ) -> usize {
+        self.body_name.push(name);
+        self.body_fixed.push(fixed);
+        self.body_mass.push(mass);
+        self.body_inertia.push(inertia);
+        self.body_com.push(com);
+        self.body_pose0.push(pose0);
+        self.body_count() - 1
+    }
+    /// Append one joint's row of the `joint_*` columns (the one place that writes them: builder and loaders; the
+    /// destructuring names every field, so a new column cannot be missed); returns its index. `qpos0` is the
+    /// caller's.
+    pub fn push_joint(&mut self, d: crate::builder::JointDesc) -> usize {
+        let crate::builder::JointDesc {
+            name,
+            kind,
+            parent,
+            child,
+            anchor_parent,
+            anchor_child,
+            frame_parent,
+            frame_child,
+            axis,
+            limit,
+            damping,
+            effort,
+            spring,
+            armature,
+            stiffness,
+            springref,
+            frictionloss,
+        } = d;
+        self.joint_name.push(name);
+        self.joint_type.push(kind);
+        self.joint_parent.push(parent);
+        self.joint_child.push(child);
+        self.joint_anchor_parent.push(anchor_parent);
+        self.joint_anchor_child.push(anchor_child);
+        self.joint_frame_parent.push(frame_parent);
+        self.joint_frame_child.push(frame_child);
+        self.joint_axis.push(axis);
+        self.joint_limit.push(limit);
+        self.joint_damping.push(damping);
+        self.joint_effort.push(effort);
+        self.joint_spring.push(spring);
+        self.joint_armature.push(armature);
+        self.joint_stiffness.push(stiffness);
+        self.joint_springref.push(springref);
+        self.joint_frictionloss.push(frictionloss);
+        self.joint_count() - 1
+    }
     /// Indices of the non-fixed bodies (the ones a maximal-coordinate solver moves).
     pub fn dynamic_bodies(&self) -> Vec<usize> {
         (0..self.body_count()).filter(|&k| !self.body_fixed[k]).collect()

@@ -4,7 +4,7 @@
 //! allocations per call. Each solver's cases are separate `#[test]` functions.
 use torsion_math::alloc_count::{thread_allocations, CountingAlloc};
 use torsion_model::io::mjcf::load_mjcf_str;
-use torsion_model::io::{example_robot_data_dir, load_urdf, robots::PANDA_URDF, UrdfOptions};
+use torsion_model::io::{example_robot_data_dir, load_urdf, robots::PANDA_URDF, scenes::box_grid, UrdfOptions};
 use torsion_model::{Control, MaximalState, Model, ParamSelection};
 use torsion_solvers::featherstone::FeatherstoneSolver;
 use torsion_solvers::lcp::{CcdOptions, LcpOptions, LcpSolver};
@@ -24,19 +24,7 @@ fn count(f: impl FnOnce()) -> usize {
 
 /// `n` boxes on a plane (friction 0.5, restitution `eps` on every shape), lying on the floor a little apart.
 fn boxes(n: usize, eps: f64) -> Model {
-    let mut bodies = String::new();
-    for i in 0..n {
-        bodies += &format!(
-            r#"<body pos="{} {} 0.0999" euler="0 0 {}"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/></body>"#,
-            0.3 * (i % 4) as f64,
-            0.3 * (i / 4) as f64,
-            0.2 * i as f64
-        );
-    }
-    let xml = format!(
-        r#"<mujoco><option timestep="0.005" gravity="0 0 -9.81"/><worldbody><geom type="plane" size="10 10 0.1" friction="0.5"/>{bodies}</worldbody></mujoco>"#
-    );
-    let mut m = load_mjcf_str(&xml, "boxes.xml", None).unwrap();
+    let mut m = box_grid(n, 4, 0.3, 0.0999).unwrap();
     m.shapes.iter_mut().for_each(|s| s.restitution = eps);
     m
 }

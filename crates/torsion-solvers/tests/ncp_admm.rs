@@ -23,7 +23,7 @@ fn loss(z: &[f64]) -> f64 {
 
 fn solve(p: &DMatrix<f64>, q: &[f64], set: ConstraintSet) -> Vec<f64> {
     let mut admm = Admm::new(q.len());
-    let info = admm.solve(p, q, set, None, &AdmmOptions::default()).unwrap();
+    let info = admm.solve(p, q, set, None, &AdmmOptions::default(), None).unwrap();
     assert!(info.converged, "{info:?}");
     admm.solution().to_vec()
 }
@@ -180,11 +180,11 @@ fn singular_delassus() {
 fn bad_inputs_are_errors() {
     let mut admm = Admm::new(2);
     let p = DMatrix::identity(2, 2);
-    assert!(admm.solve(&p, &[1.0], ConstraintSet::Nonneg, None, &AdmmOptions::default()).is_err());
-    assert!(admm.solve(&p, &[f64::NAN, 1.0], ConstraintSet::Nonneg, None, &AdmmOptions::default()).is_err());
+    assert!(admm.solve(&p, &[1.0], ConstraintSet::Nonneg, None, &AdmmOptions::default(), None).is_err());
+    assert!(admm.solve(&p, &[f64::NAN, 1.0], ConstraintSet::Nonneg, None, &AdmmOptions::default(), None).is_err());
     let r = [-1.0];
     let set = ConstraintSet::Friction { kind: FrictionSet::Cone, r: &r };
-    assert!(admm.solve(&p, &[1.0, 1.0], set, None, &AdmmOptions::default()).is_err());
+    assert!(admm.solve(&p, &[1.0, 1.0], set, None, &AdmmOptions::default(), None).is_err());
     let neg = DMatrix::from_diagonal_element(2, 2, -1.0);
-    assert!(admm.solve(&neg, &[1.0, 1.0], ConstraintSet::Nonneg, None, &AdmmOptions::default()).is_err());
+    assert!(admm.solve(&neg, &[1.0, 1.0], ConstraintSet::Nonneg, None, &AdmmOptions::default(), None).is_err());
 }

@@ -29,8 +29,8 @@ fn admm_solve_with_polish_allocates_nothing() {
         let kind = [FrictionSet::Cone, FrictionSet::BoxPyramid, FrictionSet::DiamondPyramid][round % 3];
         let set = ConstraintSet::Friction { kind, r: &r };
         let before = thread_allocations();
-        let info = qcqp.solve(&p, &q, set, Some(&warm), &opt);
-        let info_n = qp.solve(&pn, &qn, ConstraintSet::Nonneg, None, &opt);
+        let info = qcqp.solve(&p, &q, set, Some(&warm), &opt, None);
+        let info_n = qp.solve(&pn, &qn, ConstraintSet::Nonneg, None, &opt, None);
         let count = thread_allocations() - before;
         let (info, info_n) = (info.unwrap(), info_n.unwrap());
         assert_eq!(count, 0, "round {round} ({kind:?}): {count} allocations");

@@ -9,6 +9,7 @@ use torsion_diff::rel_err;
 use torsion_math::{Mat3, Quat, Vec3};
 use torsion_model::builder::ModelBuilder;
 use torsion_model::{Model, ParamSelection};
+use torsion_solvers::contact::ContactGeom;
 use torsion_solvers::ncp::{ContactFrame, NcpOptions, NcpSolver};
 use torsion_solvers::GenState;
 use torsion_solvers::{DiffSolver, FeatherstoneSolver};
@@ -243,19 +244,19 @@ fn two_box_impact_jacobians_match_finite_differences() {
                 // the frame turns with box 1; the distance is from box 1's face plane
                 let p = xa + ra.rotate(&Vec3::new(HE, y * HE, z * HE));
                 let (xb, rb) = poses[2];
-                ContactFrame {
-                    body_a: 1,
-                    body_b: 2,
-                    point: p,
-                    normal: rb.rotate(&-Vec3::x()),
-                    tangents: [rb.rotate(&Vec3::y()), rb.rotate(&-Vec3::z())],
-                    distance: -rb.rotate_inv(&(p - xb)).x - HE,
-                    mu: 0.05,
-                    restitution: 0.3,
-                    shapes: None,
-                    id: i as u64,
-                    radius: [0.0; 2],
-                }
+                ContactFrame::new(
+                    ContactGeom {
+                        body_a: 1,
+                        body_b: 2,
+                        point: p,
+                        normal: rb.rotate(&-Vec3::x()),
+                        tangents: [rb.rotate(&Vec3::y()), rb.rotate(&-Vec3::z())],
+                        distance: -rb.rotate_inv(&(p - xb)).x - HE,
+                        mu: 0.05,
+                        restitution: 0.3,
+                    },
+                    i as u64,
+                )
             })
             .collect()
     };

@@ -7,6 +7,7 @@ mod common;
 use common::{floor_frame, free_boxes};
 use torsion_math::Vec3;
 use torsion_model::Model;
+use torsion_solvers::contact::ContactGeom;
 use torsion_solvers::ncp::{ContactFrame, FrictionSet, NcpOptions, NcpSolver};
 use torsion_solvers::GenState;
 
@@ -178,18 +179,20 @@ fn two_body_impact_conserves_momentum() {
         let c: Vec<ContactFrame> = [(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)]
             .iter()
             .enumerate()
-            .map(|(i, (y, z))| ContactFrame {
-                body_a: 1,
-                body_b: 2,
-                point: Vec3::new(HE, y * HE, 1.0 + z * HE),
-                normal: -Vec3::x(),
-                tangents: [Vec3::y(), -Vec3::z()],
-                distance: 0.0,
-                mu: 0.2,
-                restitution: eps,
-                shapes: None,
-                id: i as u64,
-                radius: [0.0; 2],
+            .map(|(i, (y, z))| {
+                ContactFrame::new(
+                    ContactGeom {
+                        body_a: 1,
+                        body_b: 2,
+                        point: Vec3::new(HE, y * HE, 1.0 + z * HE),
+                        normal: -Vec3::x(),
+                        tangents: [Vec3::y(), -Vec3::z()],
+                        distance: 0.0,
+                        mu: 0.2,
+                        restitution: eps,
+                    },
+                    i as u64,
+                )
             })
             .collect();
         let mut out = s.clone();

@@ -73,18 +73,18 @@ fn main() {
         let scale = exact.iter().fold(1e-3f64, |m, v| m.max(v.abs()));
         let err = |z: &[f64]| z.iter().zip(&exact).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max) / scale;
         // ours, without and with the polish
-        let info = admm.solve(&p, &q, set, Some(&warm), &opts_np).unwrap();
+        let info = admm.solve(&p, &q, set, Some(&warm), &opts_np, None).unwrap();
         sol_err_nopolish.push(err(admm.solution()));
         fwd_nopolish.push(time_us(|| {
-            admm.solve(&p, &q, set, Some(&warm), &opts_np).unwrap();
+            admm.solve(&p, &q, set, Some(&warm), &opts_np, None).unwrap();
             black_box(admm.solution());
         }));
         iters.push(info.iterations as f64);
-        admm.solve(&p, &q, set, Some(&warm), &opts).unwrap();
+        admm.solve(&p, &q, set, Some(&warm), &opts, None).unwrap();
         let z = admm.solution().to_vec();
         sol_err.push(err(&z));
         fwd.push(time_us(|| {
-            admm.solve(&p, &q, set, Some(&warm), &opts).unwrap();
+            admm.solve(&p, &q, set, Some(&warm), &opts, None).unwrap();
             black_box(admm.solution());
         }));
         // backward: the MSE loss's gradient w.r.t. (q, diag P, r)

@@ -2,6 +2,7 @@
 pub mod mjcf;
 pub mod packages;
 pub mod robots;
+pub mod scenes;
 mod transform;
 pub mod urdf;
 

@@ -34,6 +34,7 @@
 //!   stiffness and spring reference are 0.
 use super::packages::PackageSearch;
 use super::transform::Tf;
+use crate::builder::JointDesc;
 use crate::error::ModelError;
 use crate::model::{JointType, Model};
 use crate::shape::{Shape, ShapeKind};
@@ -260,20 +261,13 @@ fn load(text: &str, file_label: &str, opts: &UrdfOptions, path: Option<&Path>) -
     m.dt = 0.01;
     for (b, mem) in members.iter().enumerate() {
         let name = &robot.links[body_link[b]].name;
-        m.body_name.push(name.clone());
-        m.body_fixed.push(b == 0);
         if b == 0 {
-            m.body_mass.push(f64::INFINITY);
-            m.body_inertia.push(Mat3::zeros());
-            m.body_com.push(Vec3::zeros());
-            m.body_pose0.push((world[base_frame].p, world[base_frame].q));
+            let pose0 = (world[base_frame].p, world[base_frame].q);
+            m.push_body(name.clone(), true, f64::INFINITY, Mat3::zeros(), Vec3::zeros(), pose0);
             continue;
         }
         let (mass, com, inertia) = merge_inertials(&robot, mem, &in_body, &side, f)?;
-        m.body_mass.push(mass);
-        m.body_inertia.push(inertia);
-        m.body_com.push(com);
-        m.body_pose0.push((Vec3::zeros(), Quat::identity()));
+        m.push_body(name.clone(), false, mass, inertia, com, (Vec3::zeros(), Quat::identity()));
     }
     for (k, &j) in moving.iter().enumerate() {
         let jt = &robot.joints[j];
@@ -301,25 +295,27 @@ fn load(text: &str, file_label: &str, opts: &UrdfOptions, path: Option<&Path>) -
             }
             (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
         };
-        m.joint_name.push(jt.name.clone());
-        m.joint_type.push(kind);
-        m.joint_parent.push(group[p]);
-        m.joint_child.push(group[c]);
         debug_assert_eq!(group[c], k + 1);
-        m.joint_anchor_parent.push(xj.p - m.body_com[group[p]]);
-        m.joint_frame_parent.push(xj.q);
-        m.joint_anchor_child.push(-m.body_com[group[c]]);
-        m.joint_frame_child.push(Quat::identity());
-        m.joint_axis.push(axis.normalize());
-        m.joint_limit.push(limit);
-        m.joint_damping.push(jt.dynamics.as_ref().map_or(0.0, |d| d.damping));
-        m.joint_effort.push(if side.with_effort.contains(&jt.name) { jt.limit.effort } else { f64::INFINITY });
-        m.joint_spring.push(None);
-        m.joint_armature.push(0.0);
-        m.joint_stiffness.push(0.0);
-        m.joint_springref.push(0.0);
-        // `<dynamics friction>`: Coulomb friction, MuJoCo's frictionloss (the Featherstone stepper's dry friction)
-        m.joint_frictionloss.push(jt.dynamics.as_ref().map_or(0.0, |d| d.friction));
+        m.push_joint(JointDesc {
+            name: jt.name.clone(),
+            kind,
+            parent: group[p],
+            child: group[c],
+            anchor_parent: xj.p - m.body_com[group[p]],
+            anchor_child: -m.body_com[group[c]],
+            frame_parent: xj.q,
+            frame_child: Quat::identity(),
+            axis: axis.normalize(),
+            limit,
+            damping: jt.dynamics.as_ref().map_or(0.0, |d| d.damping),
+            effort: if side.with_effort.contains(&jt.name) { jt.limit.effort } else { f64::INFINITY },
+            spring: None,
+            armature: 0.0,
+            stiffness: 0.0,
+            springref: 0.0,
+            // `<dynamics friction>`: Coulomb friction, MuJoCo's frictionloss (the Featherstone stepper's dry friction)
+            frictionloss: jt.dynamics.as_ref().map_or(0.0, |d| d.friction),
+        });
     }
     for (b, mem) in members.iter().enumerate() {
         for &l in mem {

@@ -9,23 +9,11 @@ use torsion_math::spatial::{ang, lin};
 use torsion_math::{Scalar, Vec3};
 use torsion_model::Model;
 
-/// One contact as the stepper sees it.
+/// One contact as the stepper sees it: its geometry and material ([`ContactGeom`], read through as the frame's
+/// own fields: `f.point`, `f.mu`) and where it came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ContactFrame {
-    pub body_a: usize,
-    pub body_b: usize,
-    /// world contact point
-    pub point: Vec3,
-    /// unit normal from B to A
-    pub normal: Vec3,
-    /// (n, t1, t2) right-handed orthonormal
-    pub tangents: [Vec3; 2],
-    /// signed distance (negative: penetration)
-    pub distance: f64,
-    /// Coulomb friction coefficient of the pair
-    pub mu: f64,
-    /// Newton restitution coefficient ε ∈ [0, 1] of the pair
-    pub restitution: f64,
+    pub geom: ContactGeom<f64>,
     /// the two shapes (indices into `Model::shapes`, those of body A then B) when the contact comes from
     /// collision detection, whose parameters `shape_friction[·]` / `shape_restitution[·]` give `mu` and
     /// `restitution` (the larger of the two values, [`pair_source`]); `None` for hand-built contacts
@@ -36,6 +24,26 @@ pub struct ContactFrame {
     /// vertex, edge or flat face, whose contact point is a material point. Used by the Jacobians only: a curved
     /// surface's contact point rolls over it (`tangent.rs`)
     pub radius: [f64; 2],
+}
+
+impl ContactFrame {
+    /// A hand-built contact (not from collision detection: no shapes; flat surfaces, radius 0).
+    pub fn new(geom: ContactGeom<f64>, id: u64) -> Self {
+        ContactFrame { geom, shapes: None, id, radius: [0.0; 2] }
+    }
+}
+
+impl std::ops::Deref for ContactFrame {
+    type Target = ContactGeom<f64>;
+    fn deref(&self) -> &ContactGeom<f64> {
+        &self.geom
+    }
+}
+
+impl std::ops::DerefMut for ContactFrame {
+    fn deref_mut(&mut self) -> &mut ContactGeom<f64> {
+        &mut self.geom
+    }
 }
 
 /// Which of a pair's two shapes supplies the pair value max(a, b) of a material coefficient (values `a`, `b` of
@@ -58,32 +66,23 @@ pub fn body_joints<T: Scalar>(dm: &DynModel<T>, out: &mut Vec<usize>) {
     }
 }
 
-/// A contact's geometry on any scalar (the tangent passes of the Jacobians move it with the bodies).
-#[derive(Clone, Debug)]
+/// A contact's geometry and material on any scalar (the tangent passes of the Jacobians move it with the bodies).
+#[derive(Clone, Debug, PartialEq)]
 pub struct ContactGeom<T: Scalar> {
     pub body_a: usize,
     pub body_b: usize,
+    /// world contact point
     pub point: Vec3<T>,
+    /// unit normal from B to A
     pub normal: Vec3<T>,
+    /// (n, t1, t2) right-handed orthonormal
     pub tangents: [Vec3<T>; 2],
+    /// signed distance (negative: penetration)
     pub distance: T,
+    /// Coulomb friction coefficient of the pair
     pub mu: T,
+    /// Newton restitution coefficient ε ∈ [0, 1] of the pair
     pub restitution: T,
-}
-
-impl ContactGeom<f64> {
-    pub fn from_frame(c: &ContactFrame) -> Self {
-        ContactGeom {
-            body_a: c.body_a,
-            body_b: c.body_b,
-            point: c.point,
-            normal: c.normal,
-            tangents: c.tangents,
-            distance: c.distance,
-            mu: c.mu,
-            restitution: c.restitution,
-        }
-    }
 }
 
 /// Contact `c`'s Jacobian entries (spec 001 §3.1): `f(col, [n, t1, t2])` for each DoF of body A's chain (signed +)
@@ -198,7 +197,7 @@ pub fn frames_from_collision(model: &Model, contacts: &Contacts, frames: &mut Ve
         let mu = model.shapes[pair_source(shapes, sa.friction[0], sb.friction[0])].friction[0];
         let restitution = model.shapes[pair_source(shapes, sa.restitution, sb.restitution)].restitution;
         for c in run {
-            let mut f = ContactFrame {
+            let geom = ContactGeom {
                 body_a: c.body_a,
                 body_b: c.body_b,
                 point: c.point,
@@ -207,12 +206,10 @@ pub fn frames_from_collision(model: &Model, contacts: &Contacts, frames: &mut Ve
                 distance: c.distance,
                 mu,
                 restitution,
-                shapes: Some(shapes),
-                id: contact_key(&c.id),
-                radius,
             };
+            let mut f = ContactFrame { geom, shapes: Some(shapes), id: contact_key(&c.id), radius };
             if flip {
-                std::mem::swap(&mut f.body_a, &mut f.body_b);
+                std::mem::swap(&mut f.geom.body_a, &mut f.geom.body_b);
                 f.normal = -f.normal;
                 f.tangents[1] = -f.tangents[1];
                 f.shapes = Some([pair.1, pair.0]);

@@ -529,7 +529,7 @@ impl LcpSolver {
         let LcpWorkspace { dm, d, body_joint, buf, .. } = ws;
         let StepBuffers { pre, geoms, bn, bt, ln, lt, lcps, chain, .. } = buf;
         geoms.clear();
-        geoms.extend(contacts.iter().map(ContactGeom::from_frame));
+        geoms.extend(contacts.iter().map(|c| c.geom.clone()));
         let x = StepInputs { model, dm, body_joint, q, v, u, dt: 0.0, contacts: geoms, o: &po };
         prelude_into_dt(&x, 0.0, d, pre)?;
         impact_set(pre, geoms, v, rem, o, report);
@@ -569,7 +569,7 @@ impl LcpSolver {
         let LcpWorkspace { dm, d, body_joint, buf, .. } = ws;
         let StepBuffers { pre, geoms, bn, bt, ln, lt, vplus, lcps, chain, .. } = buf;
         geoms.clear();
-        geoms.extend(contacts.iter().map(ContactGeom::from_frame));
+        geoms.extend(contacts.iter().map(|c| c.geom.clone()));
         let x = StepInputs { model, dm, body_joint, q: &s.q, v: &s.v, u, dt: h, contacts: geoms, o: &po };
         prelude_into_dt(&x, h, d, pre)?;
         if nc > 0 {

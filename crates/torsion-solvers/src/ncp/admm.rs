@@ -242,21 +242,10 @@ impl Admm {
         Ok(true)
     }
 
-    /// Solve; `warm` is x⁰ (None: zeros). The solution is in [`Admm::solution`].
+    /// Solve; `warm` is x⁰ (None: zeros). The solution is in [`Admm::solution`]. `cache` (None: none) holds what
+    /// was computed for this P (λ_max, factorisations; the caller resets it when P changes) and is reused: the same
+    /// result bit for bit, `refactorizations` counting only the factorisations computed.
     pub fn solve(
-        &mut self,
-        p: &DMatrix<f64>,
-        q: &[f64],
-        set: ConstraintSet,
-        warm: Option<&[f64]>,
-        opt: &AdmmOptions,
-    ) -> Result<AdmmInfo, SolverError> {
-        self.solve_cached(p, q, set, warm, opt, None)
-    }
-
-    /// [`Admm::solve`] reusing what `cache` holds for this P (λ_max, factorisations; the caller resets it when P
-    /// changes): the same result bit for bit, `refactorizations` counting only the factorisations computed.
-    pub fn solve_cached(
         &mut self,
         p: &DMatrix<f64>,
         q: &[f64],
@@ -572,12 +561,12 @@ mod tests {
             let r = vec![0.3; n / 2];
             let set = ConstraintSet::Friction { kind: crate::ncp::FrictionSet::Cone, r: &r };
             let mut admm = Admm::new(n);
-            let info = admm.solve(&p, &q, set, None, &AdmmOptions::default()).unwrap();
+            let info = admm.solve(&p, &q, set, None, &AdmmOptions::default(), None).unwrap();
             assert!(info.converged && info.polished, "n = {n}: {info:?}");
             assert!(set.violation(admm.solution()) < 1e-12);
             // the polished KKT residual (P z + q + y = 0 with y ∈ N_𝒞(z)) and the unpolished solve agree
             let z = admm.solution().to_vec();
-            let info = admm.solve(&p, &q, set, None, &AdmmOptions::code()).unwrap();
+            let info = admm.solve(&p, &q, set, None, &AdmmOptions::code(), None).unwrap();
             assert!(info.converged, "n = {n}: {info:?}");
             let d = z.iter().zip(admm.solution()).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
             assert!(d < 1e-6, "n = {n}: polished vs unpolished {d:e}");

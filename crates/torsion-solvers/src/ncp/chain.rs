@@ -1,7 +1,7 @@
 //! A long hinge chain with a few contacts (issue 20's scaling cliff: one step on 1,000 links took ~34 s): the
 //! scene of its tests and of the `ncp_chain` benchmark. Its step applies M⁻¹ by the articulated-body solve
 //! (`contact::prelude::MassSolve`), O(n k) for k contacts instead of the sparse LTL's O(n³) on a chain.
-use super::ContactFrame;
+use crate::contact::{ContactFrame, ContactGeom};
 use torsion_math::{Mat3, Quat, Vec3};
 use torsion_model::builder::{JointDesc, ModelBuilder};
 use torsion_model::Model;
@@ -34,19 +34,19 @@ pub fn chain_contacts(n: usize, k: usize) -> Vec<ContactFrame> {
         .map(|c| {
             let link = n - 1 - c * (n / k.max(1));
             let z = (n - 1 - link) as f64 * LINK;
-            ContactFrame {
-                body_a: link + 1,
-                body_b: 0,
-                point: Vec3::new(0.0, 0.0, z),
-                normal: Vec3::x(),
-                tangents: [Vec3::y(), Vec3::z()],
-                distance: -1e-4,
-                mu: 0.5,
-                restitution: 0.0,
-                shapes: None,
-                id: c as u64,
-                radius: [0.0; 2],
-            }
+            ContactFrame::new(
+                ContactGeom {
+                    body_a: link + 1,
+                    body_b: 0,
+                    point: Vec3::new(0.0, 0.0, z),
+                    normal: Vec3::x(),
+                    tangents: [Vec3::y(), Vec3::z()],
+                    distance: -1e-4,
+                    mu: 0.5,
+                    restitution: 0.0,
+                },
+                c as u64,
+            )
         })
         .collect()
 }

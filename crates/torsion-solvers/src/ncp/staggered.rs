@@ -457,7 +457,7 @@ impl NcpSolver {
         pre.dense = *dense_tape || !*split_islands;
         pre.mass_solve = *mass_solve;
         geoms.clear();
-        geoms.extend(contacts.iter().map(ContactGeom::from_frame));
+        geoms.extend(contacts.iter().map(|c| c.geom.clone()));
         let x = StepInputs { model, dm, body_joint, q: &s.q, v: &s.v, u, dt, contacts: geoms, o: &po };
         prelude_into(&x, d, pre)?;
         let nc = contacts.len();
@@ -645,7 +645,7 @@ fn island_pass(isl: &mut Island, x: IslandInputs) -> Result<(), SolverError> {
     // QP: g_n = b_n + G_nt λ_t
     qp_linear(g_n, idx, bn, gnt, lt);
     let cache = reuse.then_some(qp_cache);
-    info[0] = qp.solve_cached(gn, g_n, ConstraintSet::Nonneg, Some(ln), &o.admm, cache)?;
+    info[0] = qp.solve(gn, g_n, ConstraintSet::Nonneg, Some(ln), &o.admm, cache)?;
     *change = delta(ln, qp.solution());
     ln.copy_from_slice(qp.solution());
     // QCQP: g_t = b_t + G_ntᵀ λ_n, disks of radius μ λ_n
@@ -654,7 +654,7 @@ fn island_pass(isl: &mut Island, x: IslandInputs) -> Result<(), SolverError> {
     r.extend(idx.iter().zip(ln.iter()).map(|(&i, l)| contacts[i].mu * l));
     let set = ConstraintSet::Friction { kind: o.friction_set, r };
     let cache = reuse.then_some(qcqp_cache);
-    info[1] = qcqp.solve_cached(gt, g_t, set, Some(lt), &o.admm, cache)?;
+    info[1] = qcqp.solve(gt, g_t, set, Some(lt), &o.admm, cache)?;
     *change = change.max(delta(lt, qcqp.solution()));
     lt.copy_from_slice(qcqp.solution());
     *res = if residual { signorini(gn, gnt, idx, bn, ln, lt) } else { 0.0 };
@@ -1070,19 +1070,7 @@ mod tests {
     /// that tape's G equals the islands' blocks.
     #[test]
     fn plain_steps_work_per_island_and_match_the_dense_step() {
-        let mut bodies = String::new();
-        for i in 0..6 {
-            bodies += &format!(
-                r#"<body pos="{} {} 0.0995" euler="0 0 {}"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/></body>"#,
-                0.5 * (i % 3) as f64,
-                0.5 * (i / 3) as f64,
-                0.2 * i as f64
-            );
-        }
-        let xml = format!(
-            r#"<mujoco><option timestep="0.005" gravity="0 0 -9.81"/><worldbody><geom type="plane" size="10 10 0.1" friction="0.5"/>{bodies}</worldbody></mujoco>"#
-        );
-        let m = torsion_model::io::mjcf::load_mjcf_str(&xml, "grid.xml", None).unwrap();
+        let m = torsion_model::io::scenes::box_grid(6, 3, 0.5, 0.0995).unwrap();
         let solver = NcpSolver::default();
         let mut s = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
         s.v[3] = 0.4;

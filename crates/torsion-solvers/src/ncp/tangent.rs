@@ -1222,18 +1222,20 @@ mod tests {
             [(-0.1, -0.1), (0.1, -0.1), (0.0, 0.1)]
                 .iter()
                 .enumerate()
-                .map(|(i, &(x, y))| ContactFrame {
-                    body_a: 1,
-                    body_b: 0,
-                    point: Vec3::new(x, y, -1e-4),
-                    normal: Vec3::z(),
-                    tangents: [Vec3::x(), Vec3::y()],
-                    distance: -1e-4,
-                    mu,
-                    restitution: 0.0,
-                    shapes: None,
-                    id: i as u64,
-                    radius: [0.0; 2],
+                .map(|(i, &(x, y))| {
+                    ContactFrame::new(
+                        ContactGeom {
+                            body_a: 1,
+                            body_b: 0,
+                            point: Vec3::new(x, y, -1e-4),
+                            normal: Vec3::z(),
+                            tangents: [Vec3::x(), Vec3::y()],
+                            distance: -1e-4,
+                            mu,
+                            restitution: 0.0,
+                        },
+                        i as u64,
+                    )
                 })
                 .collect()
         };

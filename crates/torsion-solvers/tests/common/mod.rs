@@ -5,6 +5,7 @@ use torsion_math::{Mat3, Quat, Vec3};
 use torsion_model::builder::{JointDesc, ModelBuilder};
 use torsion_model::{JointSpring, MaximalState, Model};
 use torsion_model::{JointType, ParamSelection};
+use torsion_solvers::contact::ContactGeom;
 use torsion_solvers::ncp::ContactFrame;
 
 pub fn inertia(a: f64, b: f64, c: f64, xy: f64, xz: f64, yz: f64) -> Mat3 {
@@ -96,19 +97,19 @@ pub fn add_free_body(b: &mut ModelBuilder, world: usize, name: &str, joint: &str
 
 /// A contact of body `body` with the world plane z = 0 at `p` (normal +z, tangents x, y, distance p.z).
 pub fn floor_frame(body: usize, p: Vec3, mu: f64, restitution: f64, id: u64) -> ContactFrame {
-    ContactFrame {
-        body_a: body,
-        body_b: 0,
-        point: p,
-        normal: Vec3::z(),
-        tangents: [Vec3::x(), Vec3::y()],
-        distance: p.z,
-        mu,
-        restitution,
-        shapes: None,
+    ContactFrame::new(
+        ContactGeom {
+            body_a: body,
+            body_b: 0,
+            point: p,
+            normal: Vec3::z(),
+            tangents: [Vec3::x(), Vec3::y()],
+            distance: p.z,
+            mu,
+            restitution,
+        },
         id,
-        radius: [0.0; 2],
-    }
+    )
 }
 
 /// Central differences (step 1e-7) of `f(model with the selected parameters θ + d)` w.r.t. d.

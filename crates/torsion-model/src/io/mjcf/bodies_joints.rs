@@ -3,6 +3,7 @@
 use super::geoms_inertia::combine;
 use super::parse::{El, Item};
 use super::{Compiler, MBody, MJoint, JOINT_USED, POSE, SITE_USED};
+use crate::builder::JointDesc;
 use crate::error::ModelError;
 use crate::extras::Site;
 use crate::io::transform::Tf;
@@ -227,12 +228,14 @@ impl Compiler {
         if self.flags.fluid {
             (m.fluid_density, m.fluid_viscosity, m.wind) = (self.density, self.viscosity, self.wind);
         }
-        m.body_name.push("world".into());
-        m.body_mass.push(f64::INFINITY);
-        m.body_inertia.push(Mat3::zeros());
-        m.body_fixed.push(true);
-        m.body_com.push(Vec3::zeros());
-        m.body_pose0.push((Vec3::zeros(), Quat::identity()));
+        m.push_body(
+            "world".into(),
+            true,
+            f64::INFINITY,
+            Mat3::zeros(),
+            Vec3::zeros(),
+            (Vec3::zeros(), Quat::identity()),
+        );
         let mut ours = vec![0usize; nb]; // our (real) body of each group root
         let mut names: HashSet<String> = HashSet::from(["world".to_string()]);
         let mut joint_names: HashSet<String> = HashSet::new();
@@ -270,13 +273,8 @@ impl Compiler {
                     return Err(j.el.err(format!("virtual body name '{bname}' clashes with a body name")));
                 }
                 let child_com = if last { c } else { Vec3::zeros() };
-                m.body_name.push(bname);
-                m.body_mass.push(if last { mass } else { 0.0 });
-                m.body_inertia.push(if last { inertia } else { Mat3::zeros() });
-                m.body_fixed.push(false);
-                m.body_com.push(child_com);
-                m.body_pose0.push((Vec3::zeros(), Quat::identity()));
-                let child = m.body_count() - 1;
+                let (bm, bi) = if last { (mass, inertia) } else { (0.0, Mat3::zeros()) };
+                let child = m.push_body(bname, false, bm, bi, child_com, (Vec3::zeros(), Quat::identity()));
                 let (mut ap, mut fp) = if i == 0 {
                     (tpb.p + tpb.q.rotate(&j.pos) - com(root[p]), tpb.q)
                 } else {
@@ -308,23 +306,25 @@ impl Compiler {
                     }
                     JointType::Fixed => {}
                 }
-                m.joint_name.push(jname);
-                m.joint_type.push(j.kind);
-                m.joint_parent.push(prev);
-                m.joint_child.push(child);
-                m.joint_anchor_parent.push(ap);
-                m.joint_anchor_child.push(ac);
-                m.joint_frame_parent.push(fp);
-                m.joint_frame_child.push(fc);
-                m.joint_axis.push(j.axis);
-                m.joint_limit.push(j.limit);
-                m.joint_damping.push(j.damping);
-                m.joint_effort.push(f64::INFINITY);
-                m.joint_spring.push(None);
-                m.joint_armature.push(j.armature);
-                m.joint_stiffness.push(j.stiffness);
-                m.joint_springref.push(j.springref);
-                m.joint_frictionloss.push(j.frictionloss);
+                m.push_joint(JointDesc {
+                    name: jname,
+                    kind: j.kind,
+                    parent: prev,
+                    child,
+                    anchor_parent: ap,
+                    anchor_child: ac,
+                    frame_parent: fp,
+                    frame_child: fc,
+                    axis: j.axis,
+                    limit: j.limit,
+                    damping: j.damping,
+                    effort: f64::INFINITY,
+                    spring: None,
+                    armature: j.armature,
+                    stiffness: j.stiffness,
+                    springref: j.springref,
+                    frictionloss: j.frictionloss,
+                });
                 prev = child;
             }
             ours[b] = prev;
