@@ -218,8 +218,21 @@ pub fn min_norm_candidates(
 /// redundant support do; the force family's kink (λ_n = 0 at the vertex) no longer frees a motion the other
 /// supports forbid. One-sided only at a genuinely unloaded contact (the derivative of the touching side).
 pub fn derivative_classes(lcp: &BoxedLcp, lambda: &DVector<f64>, w: &DVector<f64>, classes: &[Class]) -> Vec<Class> {
+    let mut out = vec![];
+    derivative_classes_into(lcp, lambda, w, classes, &mut out);
+    out
+}
+
+/// [`derivative_classes`] into `out` (refilled in place).
+pub fn derivative_classes_into(
+    lcp: &BoxedLcp,
+    lambda: &DVector<f64>,
+    w: &DVector<f64>,
+    classes: &[Class],
+    out: &mut Vec<Class>,
+) {
     let tol = 1e-9 * lcp.scale();
-    join_degenerate(lcp, lambda, w, classes, tol, tol)
+    join_degenerate_into(lcp, lambda, w, classes, tol, tol, out);
 }
 
 /// `classes` with each degenerate normal (λ_n ≤ tol, |w_n| ≤ tol) in C and those of its bound frictions with
@@ -232,7 +245,23 @@ fn join_degenerate(
     tol: f64,
     slip_tol: f64,
 ) -> Vec<Class> {
-    let mut out = classes.to_vec();
+    let mut out = vec![];
+    join_degenerate_into(lcp, lambda, w, classes, tol, slip_tol, &mut out);
+    out
+}
+
+/// [`join_degenerate`] into `out` (refilled in place).
+fn join_degenerate_into(
+    lcp: &BoxedLcp,
+    lambda: &DVector<f64>,
+    w: &DVector<f64>,
+    classes: &[Class],
+    tol: f64,
+    slip_tol: f64,
+    out: &mut Vec<Class>,
+) {
+    out.clear();
+    out.extend_from_slice(classes);
     for n in 0..lcp.len() {
         if lcp.rows[n] != Row::Normal || lambda[n] > tol || w[n].abs() > tol {
             continue;
@@ -245,7 +274,6 @@ fn join_degenerate(
             }
         }
     }
-    out
 }
 
 /// Classes read off a solution (λ, w) with tolerance `tol` (for a solver that keeps none, e.g. PGS), into `out`
