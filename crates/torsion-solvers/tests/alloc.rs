@@ -544,6 +544,7 @@ fn count_with_svds(ws: &mut LcpWorkspace, mut f: impl FnMut(&mut LcpWorkspace)) 
 #[test]
 fn lcp_step_vjp_and_jacobians_allocate_nothing_but_parry_and_singular_systems_svd() {
     let (svd_min, svd_max) = svd_factor_allocs();
+    eprintln!("an SVD factorisation: {svd_min}–{svd_max} allocations");
     for (ccd, solver, name, m, s) in lcp_scenes() {
         let what = format!("lcp (CCD {ccd}) {name}");
         let mut ws = Solver::workspace(&solver, &m).unwrap();
