@@ -1611,4 +1611,41 @@ pub(crate) mod tests {
             assert!(e[0] < 1e-6 && e[1] < 1e-6, "{e:?}");
         }
     }
+
+    /// The workspace's dual dynamics models follow the model's parameters (`TangentScratch::models`: rebuilt when θ
+    /// changes): Jacobians and vjp in a workspace that served the model before a change of its masses, friction
+    /// and restitution equal those of a fresh workspace, bit for bit, and differ from the unchanged model's.
+    #[test]
+    fn tangent_buffers_follow_parameter_changes() {
+        let m = mjcf(BALL);
+        let sel = ParamSelection::all(&m);
+        let solver = LcpSolver::default();
+        let s = GenState::new(m.qpos0.iter().enumerate().map(|(i, &q)| if i == 2 { 0.1005 } else { q }).collect(), {
+            let mut v = vec![0.0; m.nv()];
+            v[3] = 1.0;
+            v[5] = -0.5;
+            v
+        });
+        let u = Control::from_torques(&[0.0, 0.0, 0.0, 0.3, 0.0, 0.0]);
+        let jac = |m: &Model, ws: &mut LcpWorkspace| {
+            let mut out = StepJacobians::for_solver(&solver, m, &sel);
+            solver.step_jacobians_into(m, &s, &u, 0.01, &sel, ws, &mut out).unwrap();
+            let (mut rec, mut next) = (solver.record(m), s.clone());
+            solver.step(m, &s, &u, 0.01, &mut next, ws, Some(&mut rec)).unwrap();
+            let g_out = GenState::new(vec![0.2; m.nq()], vec![-0.1; m.nv()]);
+            let (mut g_s, mut g_u, mut g_t) = (solver.zero_grad(m), vec![0.0; m.nv()], vec![0.0; sel.len()]);
+            solver.step_vjp(m, &rec, &g_out, &mut g_s, &mut g_u, &sel, &mut g_t, ws).unwrap();
+            (out, g_s, g_u, g_t)
+        };
+        let mut ws = Solver::workspace(&solver, &m).unwrap();
+        let before = jac(&m, &mut ws);
+        let mut m2 = m.clone();
+        let vals: Vec<f64> = m.params_get(&sel).iter().map(|x| 1.1 * x + 0.01).collect();
+        m2.params_set(&sel, &vals).unwrap();
+        let reused = jac(&m2, &mut ws);
+        let fresh = jac(&m2, &mut Solver::workspace(&solver, &m2).unwrap());
+        let same = |x: &StepJacobians, y: &StepJacobians| x.a == y.a && x.b == y.b && x.c == y.c;
+        assert!(same(&reused.0, &fresh.0) && reused.1 == fresh.1 && reused.2 == fresh.2 && reused.3 == fresh.3);
+        assert!(!same(&before.0, &fresh.0) && before.3 != fresh.3, "the parameters changed nothing");
+    }
 }
