@@ -192,7 +192,8 @@ pub fn min_norm_candidates(
     classes: &[Class],
     tol: f64,
 ) -> Vec<(DVector<f64>, Vec<Class>)> {
-    let deg = join_degenerate(lcp, lambda, w, classes, tol, f64::INFINITY);
+    let mut deg = vec![];
+    join_degenerate_into(lcp, lambda, w, classes, tol, f64::INFINITY, &mut deg);
     let mut stick = deg.clone();
     for n in lcp.normals() {
         if stick[n] == Class::C {
@@ -235,22 +236,8 @@ pub fn derivative_classes_into(
     join_degenerate_into(lcp, lambda, w, classes, tol, tol, out);
 }
 
-/// `classes` with each degenerate normal (λ_n ≤ tol, |w_n| ≤ tol) in C and those of its bound frictions with
-/// |w_t| ≤ `slip_tol` in C_f.
-fn join_degenerate(
-    lcp: &BoxedLcp,
-    lambda: &DVector<f64>,
-    w: &DVector<f64>,
-    classes: &[Class],
-    tol: f64,
-    slip_tol: f64,
-) -> Vec<Class> {
-    let mut out = vec![];
-    join_degenerate_into(lcp, lambda, w, classes, tol, slip_tol, &mut out);
-    out
-}
-
-/// [`join_degenerate`] into `out` (refilled in place).
+/// `out` ← `classes` with each degenerate normal (λ_n ≤ tol, |w_n| ≤ tol) in C and those of its bound frictions
+/// with |w_t| ≤ `slip_tol` in C_f.
 fn join_degenerate_into(
     lcp: &BoxedLcp,
     lambda: &DVector<f64>,

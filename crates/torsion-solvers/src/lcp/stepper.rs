@@ -180,6 +180,11 @@ pub struct LcpWorkspace {
 }
 
 impl LcpWorkspace {
+    /// The output state of the step of the last Jacobians (`LcpSolver::jacobians_into`, `step_vjp`).
+    pub fn jacobians_state(&self) -> Option<&GenState> {
+        self.tan.as_ref().map(|t| &t.next)
+    }
+
     /// The singular active-set systems the steps' LCP solves and the Jacobians' LCP derivatives (one per solved
     /// LCP and call, whatever the directions) met so far (each an SVD, which allocates; D11).
     pub fn singular_solves(&self) -> usize {
@@ -780,31 +785,14 @@ impl LcpSolver {
     }
 
     /// The step from `s` — with the given `contacts` (DCD, `step_with_contacts`), or None: from detection at `s.q`
-    /// (CCD as configured) — and its transition Jacobians (rows: 2nv tangent coordinates): A w.r.t. (q, v), B
-    /// w.r.t. the nv generalized forces, C w.r.t. the selected parameters (dynamics parameters and the contact
-    /// materials `shape_friction[·]`, `shape_restitution[·]`, seeded on the contacts whose pair value they supply,
-    /// `pair_source`).
+    /// (CCD as configured) — and its transition Jacobians into `out` (rows: 2nv tangent coordinates): A w.r.t.
+    /// (q, v), B w.r.t. the nv generalized forces, C w.r.t. the selected parameters (dynamics parameters and the
+    /// contact materials `shape_friction[·]`, `shape_restitution[·]`, seeded on the contacts whose pair value they
+    /// supply, `pair_source`); the step's output state: [`LcpWorkspace::jacobians_state`]. No heap allocation once
+    /// the workspace has held as large a step but the step's own (parry's manifolds, singular systems' SVDs), an
+    /// SVD per singular LCP derivative, and the dual dynamics models, rebuilt when the model's parameters change.
     #[allow(clippy::too_many_arguments)]
-    pub fn jacobians(
-        &self,
-        model: &Model,
-        ws: &mut LcpWorkspace,
-        s: &GenState,
-        u: &[f64],
-        dt: f64,
-        contacts: Option<&[ContactFrame]>,
-        sel: &ParamSelection,
-    ) -> Result<(StepJacobians, GenState), SolverError> {
-        let mut jac = StepJacobians::zeros(0, 0, 0);
-        self.jacobians_into(model, ws, s, u, dt, contacts, sel, &mut jac)?;
-        Ok((jac, ws.tan.as_ref().expect("built by jacobians_into").next.clone()))
-    }
-
-    /// [`LcpSolver::jacobians`] into `out` (the step's output state in the workspace's tangent buffers), without
-    /// heap allocation once the workspace has held as large a step (but the step's own: parry's manifolds, singular
-    /// systems' SVDs; and the dual dynamics models, rebuilt when the model's parameters change).
-    #[allow(clippy::too_many_arguments)]
-    fn jacobians_into(
+    pub fn jacobians_into(
         &self,
         model: &Model,
         ws: &mut LcpWorkspace,
