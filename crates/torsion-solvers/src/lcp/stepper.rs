@@ -1019,7 +1019,7 @@ impl LcpSolver {
     }
 }
 
-/// The tangent passes' buffers (`LcpSolver::jacobians`), kept in the workspace: the parameter table, the dual
+/// The tangent passes' buffers (`LcpSolver::jacobians_into`), kept in the workspace: the parameter table, the dual
 /// dynamics models (the base one and each selected parameter's, rebuilt only when θ changed since they were
 /// built), per sub-step its anchors, material sources and TOI, each solved LCP's derivative, one pass's buffers.
 pub(crate) struct TangentScratch {
