@@ -7,7 +7,7 @@ use torsion_model::io::mjcf::load_mjcf_str;
 use torsion_model::io::{example_robot_data_dir, load_urdf, robots::PANDA_URDF, scenes::box_grid, UrdfOptions};
 use torsion_model::{Control, MaximalState, Model, ParamSelection};
 use torsion_solvers::featherstone::FeatherstoneSolver;
-use torsion_solvers::lcp::{CcdOptions, LcpOptions, LcpSolver};
+use torsion_solvers::lcp::{CcdOptions, LcpOptions, LcpSolver, LcpWorkspace};
 use torsion_solvers::ncp::{NcpGradient, NcpSolver};
 use torsion_solvers::xpbd::XpbdSolver;
 use torsion_solvers::{DiffSolver, GenState, Solver, StepJacobians};
@@ -454,15 +454,15 @@ fn lcp_step_allocs(solver: &LcpSolver, m: &Model, s: &GenState) -> [usize; 4] {
     [step, detect, pairs, svds]
 }
 
-/// Allocations of one SVD minimum-norm solve as `lcp::dense::DenseSolver` makes it, for m = 1..24: (fewest, most).
-fn svd_solve_allocs() -> (usize, usize) {
+/// Allocations of one singular system's factorisation as `lcp::dense::DenseSolver` makes it (a copy of the matrix
+/// consumed by nalgebra's SVD, which owns its factors; its solves then run in the solver's buffers), for m = 1..24:
+/// (fewest, most).
+fn svd_factor_allocs() -> (usize, usize) {
     let counts: Vec<usize> = (1..25)
         .map(|m| {
             let k = nalgebra::DMatrix::<f64>::from_fn(m, m, |i, j| 1.0 / (1.0 + i as f64 + 2.0 * j as f64));
-            let r = nalgebra::DVector::<f64>::from_element(m, 1.0);
             count(|| {
-                let svd = k.clone().svd(true, true);
-                std::hint::black_box(svd.solve(&r, 1e-11).unwrap());
+                std::hint::black_box(k.clone().svd(true, true));
             })
         })
         .collect();
@@ -470,35 +470,111 @@ fn svd_solve_allocs() -> (usize, usize) {
 }
 
 /// The lcp `step` (CCD and DCD) allocates nothing but parry's plane–box manifolds in collision detection (see
-/// `assert_only_parry`) and nalgebra's SVD of each singular active-set system (D11: a rank-deficient A, here the
-/// boxes' redundant corners; counted by the workspace): its LCP solvers (Jade's Dantzig with its LU, PGS, the
-/// chain) and the CCD's time-of-impact searches run in the workspace's buffers. On two boxes resting, two boxes
+/// `assert_only_parry`) and nalgebra's SVD factorising each singular active-set system (D11: a rank-deficient A,
+/// here the boxes' redundant corners; counted by the workspace): its LCP solvers (Jade's Dantzig with its LU, PGS,
+/// the chain) and the CCD's time-of-impact searches run in the workspace's buffers. On two boxes resting, two boxes
 /// sliding and a sphere bouncing (ε = 0.5). Before the solvers' buffers (`ChainScratch`, `DenseSolver`) a step
 /// allocated 196 / 759 / 38 times besides detection (CCD), 194 / 757 / 38 of them in the LCP solvers.
 #[test]
 fn lcp_step_allocates_nothing_but_parrys_manifolds_and_singular_systems_svd() {
-    let (svd_min, svd_max) = svd_solve_allocs();
+    let (svd_min, svd_max) = svd_factor_allocs();
+    for (ccd, solver, name, m, s) in lcp_scenes() {
+        let [step, detect, pairs, svds] = lcp_step_allocs(&solver, &m, &s);
+        let what = format!("lcp (CCD {ccd}) {name}");
+        eprintln!("{what}: step {step} allocations, detection {detect} ({pairs} plane–box pairs), {svds} SVDs");
+        assert_eq!(detect, pairs, "{what}: detection allocates once per plane–box pair");
+        let rest = step - detect;
+        assert!(
+            (svds * svd_min..=svds * svd_max).contains(&rest),
+            "{what}: {rest} allocations besides detection, {svds} SVDs ({svd_min}–{svd_max} each)"
+        );
+        if name == "sphere" {
+            assert_eq!(svds, 0, "{what}: one contact, a regular system");
+        }
+    }
+}
+
+/// The lcp scenes (CCD on, off): two boxes resting, two boxes sliding (1 m/s), a sphere bouncing (ε = 0.5).
+fn lcp_scenes() -> Vec<(bool, LcpSolver, &'static str, Model, GenState)> {
     let m = boxes(2, 0.0);
     let rest = GenState::new(m.qpos0.clone(), vec![0.0; m.nv()]);
     let mut slide = rest.clone();
     (0..2).for_each(|b| slide.v[6 * b + 3] = 1.0);
     let (ms, ss) = bouncing_sphere();
+    let mut out = vec![];
     for ccd in [true, false] {
         let ccd_o = CcdOptions { enabled: ccd, ..Default::default() };
         let solver = LcpSolver::new(LcpOptions { ccd: ccd_o, ..Default::default() });
         for (name, m, s) in [("boxes resting", &m, &rest), ("boxes sliding", &m, &slide), ("sphere", &ms, &ss)] {
-            let [step, detect, pairs, svds] = lcp_step_allocs(&solver, m, s);
-            let what = format!("lcp (CCD {ccd}) {name}");
-            eprintln!("{what}: step {step} allocations, detection {detect} ({pairs} plane–box pairs), {svds} SVDs");
-            assert_eq!(detect, pairs, "{what}: detection allocates once per plane–box pair");
-            let rest = step - detect;
-            assert!(
-                (svds * svd_min..=svds * svd_max).contains(&rest),
-                "{what}: {rest} allocations besides detection, {svds} SVDs ({svd_min}–{svd_max} each)"
-            );
-            if name == "sphere" {
-                assert_eq!(svds, 0, "{what}: one contact, a regular system");
-            }
+            out.push((ccd, solver.clone(), name, m.clone(), s.clone()));
         }
+    }
+    out
+}
+
+/// Allocations of `f` (warmed up by two calls first) and the singular systems (SVDs) the workspace met in the
+/// counted call.
+fn count_with_svds(ws: &mut LcpWorkspace, mut f: impl FnMut(&mut LcpWorkspace)) -> [usize; 2] {
+    f(ws);
+    f(ws);
+    let svd0 = ws.singular_solves();
+    let n = count(|| f(ws));
+    [n, ws.singular_solves() - svd0]
+}
+
+/// lcp `step_vjp` (no parameter, every parameter) and `step_jacobians_into` allocate nothing but what their step
+/// does (parry's plane–box manifolds in detection at each sub-step's start, the singular systems' SVDs) and one SVD
+/// per singular LCP derivative (D11: each solved LCP's derivative is factorised once per call, whatever the number
+/// of directions): the same count with 0 and with every parameter. On the lcp step's scenes. Before the tangent
+/// buffers (`TangentScratch`, `backward::JvpFactor`) they allocated, CCD on / off alike but the sphere: 3,921 /
+/// 8,663 (resting boxes, 0 / 38 parameters), 3,963 / 8,591 (sliding), 2,722 / 5,872 (sphere, CCD; DCD 1,767 /
+/// 3,897) per `step_vjp`, `step_jacobians_into` 4–5 fewer.
+#[test]
+fn lcp_step_vjp_and_jacobians_allocate_nothing_but_parry_and_singular_systems_svd() {
+    let (svd_min, svd_max) = svd_factor_allocs();
+    eprintln!("an SVD factorisation: {svd_min}–{svd_max} allocations");
+    for (ccd, solver, name, m, s) in lcp_scenes() {
+        let what = format!("lcp (CCD {ccd}) {name}");
+        let mut ws = Solver::workspace(&solver, &m).unwrap();
+        let u = Control::zeros(m.nv());
+        let mut rec = solver.record(&m);
+        let mut out = s.clone();
+        solver.step(&m, &s, &u, 0.005, &mut out, &mut ws, Some(&mut rec)).unwrap();
+        // the step's detection: parry's allocations at each sub-step's start
+        let (mut detect, mut pairs) = (0, 0);
+        for seg in ws.tape.clone() {
+            detect += count(|| solver.detect(&m, &mut ws, &seg.q, &Default::default()).unwrap());
+            pairs += plane_box_pairs(&m, &ws.contacts);
+        }
+        assert_eq!(detect, pairs, "{what}: detection allocates once per plane–box pair");
+        let mut g_out = solver.zero_grad(&m);
+        g_out.q.iter_mut().chain(g_out.v.iter_mut()).enumerate().for_each(|(i, g)| *g = 0.1 * i as f64 - 0.3);
+        let (mut g_s, mut g_u) = (solver.zero_grad(&m), vec![0.0; m.nv()]);
+        let mut per_sel = vec![];
+        for sel in [ParamSelection::none(), ParamSelection::all(&m)] {
+            let mut g_theta = vec![0.0; sel.len()];
+            let vjp = count_with_svds(&mut ws, |ws| {
+                solver.step_vjp(&m, &rec, &g_out, &mut g_s, &mut g_u, &sel, &mut g_theta, ws).unwrap();
+            });
+            let mut jac = StepJacobians::for_solver(&solver, &m, &sel);
+            let jacobians = count_with_svds(&mut ws, |ws| {
+                solver.step_jacobians_into(&m, &s, &u, 0.005, &sel, ws, &mut jac).unwrap();
+            });
+            for (call, [n, svds]) in [("step_vjp", vjp), ("step_jacobians_into", jacobians)] {
+                eprintln!("{what}, {} parameters: {call} {n} allocations, {svds} SVDs", sel.len());
+                assert!(
+                    n >= detect && (svds * svd_min..=svds * svd_max).contains(&(n - detect)),
+                    "{what}, {} parameters: {call} {n} allocations, {detect} in detection, {svds} SVDs \
+                     ({svd_min}–{svd_max} each)",
+                    sel.len()
+                );
+                if name == "sphere" {
+                    assert_eq!(n, 0, "{what}: {call}: one contact, a regular system");
+                }
+            }
+            per_sel.push((vjp, jacobians));
+        }
+        // never per direction: the same with 0 and with every parameter
+        assert_eq!(per_sel[0], per_sel[1], "{what}: (allocations, SVDs) of (vjp, jacobians) with 0 / all parameters");
     }
 }

@@ -192,7 +192,8 @@ pub fn min_norm_candidates(
     classes: &[Class],
     tol: f64,
 ) -> Vec<(DVector<f64>, Vec<Class>)> {
-    let deg = join_degenerate(lcp, lambda, w, classes, tol, f64::INFINITY);
+    let mut deg = vec![];
+    join_degenerate_into(lcp, lambda, w, classes, tol, f64::INFINITY, &mut deg);
     let mut stick = deg.clone();
     for n in lcp.normals() {
         if stick[n] == Class::C {
@@ -218,21 +219,36 @@ pub fn min_norm_candidates(
 /// redundant support do; the force family's kink (λ_n = 0 at the vertex) no longer frees a motion the other
 /// supports forbid. One-sided only at a genuinely unloaded contact (the derivative of the touching side).
 pub fn derivative_classes(lcp: &BoxedLcp, lambda: &DVector<f64>, w: &DVector<f64>, classes: &[Class]) -> Vec<Class> {
-    let tol = 1e-9 * lcp.scale();
-    join_degenerate(lcp, lambda, w, classes, tol, tol)
+    let mut out = vec![];
+    derivative_classes_into(lcp, lambda, w, classes, &mut out);
+    out
 }
 
-/// `classes` with each degenerate normal (λ_n ≤ tol, |w_n| ≤ tol) in C and those of its bound frictions with
-/// |w_t| ≤ `slip_tol` in C_f.
-fn join_degenerate(
+/// [`derivative_classes`] into `out` (refilled in place).
+pub fn derivative_classes_into(
+    lcp: &BoxedLcp,
+    lambda: &DVector<f64>,
+    w: &DVector<f64>,
+    classes: &[Class],
+    out: &mut Vec<Class>,
+) {
+    let tol = 1e-9 * lcp.scale();
+    join_degenerate_into(lcp, lambda, w, classes, tol, tol, out);
+}
+
+/// `out` ← `classes` with each degenerate normal (λ_n ≤ tol, |w_n| ≤ tol) in C and those of its bound frictions
+/// with |w_t| ≤ `slip_tol` in C_f.
+fn join_degenerate_into(
     lcp: &BoxedLcp,
     lambda: &DVector<f64>,
     w: &DVector<f64>,
     classes: &[Class],
     tol: f64,
     slip_tol: f64,
-) -> Vec<Class> {
-    let mut out = classes.to_vec();
+    out: &mut Vec<Class>,
+) {
+    out.clear();
+    out.extend_from_slice(classes);
     for n in 0..lcp.len() {
         if lcp.rows[n] != Row::Normal || lambda[n] > tol || w[n].abs() > tol {
             continue;
@@ -245,7 +261,6 @@ fn join_degenerate(
             }
         }
     }
-    out
 }
 
 /// Classes read off a solution (λ, w) with tolerance `tol` (for a solver that keeps none, e.g. PGS), into `out`

@@ -8,7 +8,11 @@
 //! (`active_set::derivative_classes`, D11b: an unloaded touching normal λ_n = w_n = 0 and its non-sliding frictions
 //! stay at w = 0); a singular Ã_SS (a redundant support) gives the minimum-norm branch (D11, flagged), whose dλ is
 //! one of a family but whose dw, hence dv⁺, is the unique one.
-use super::active_set::{bound_coupling, derivative_classes, expand, reduced_matrix, s_set, solve, Class};
+use super::active_set::{
+    bound_coupling, derivative_classes, derivative_classes_into, expand_into, reduced_matrix, s_set, solve,
+    ActiveSystem, Class,
+};
+use super::dense::zeroed;
 use super::problem::{BoxedLcp, LcpError, Row};
 use nalgebra::{DMatrix, DVector};
 
@@ -52,23 +56,66 @@ pub fn lcp_jvp(
     classes: &[Class],
     t: &LcpTangent,
 ) -> Result<(DVector<f64>, DVector<f64>, bool), LcpError> {
-    check_sizes(lcp, lambda, classes)?;
-    let classes = &derivative_classes(lcp, lambda, &lcp.w(lambda), classes);
-    let m = lcp.len();
-    let (s, col, at) = factor(lcp, classes);
-    let mut delta = DVector::zeros(m);
-    for h in 0..m {
-        if let Some((n, smu)) = bound_coupling(lcp, classes, h) {
-            delta[h] = smu.signum() * t.dmu[h] * lambda[n];
-        }
-    }
-    let r = t.db + t.da * lambda + &lcp.a * &delta;
-    let rhs = DVector::from_iterator(s.len(), s.iter().map(|&i| -r[i]));
-    let sol =
-        solve(&at, &rhs).ok_or_else(|| LcpError::Unsupported { solver: "lcp_jvp", problem: "SVD failed".into() })?;
-    let dl = expand(lcp, classes, &col, &sol.x, None) + delta;
+    let mut f = JvpFactor::default();
+    f.factor(lcp, lambda, classes)?;
+    f.jvp(lcp, lambda, t);
+    let dl = f.dl;
     let dw = t.da * lambda + &lcp.a * &dl + t.db;
-    Ok((dl, dw, sol.singular))
+    Ok((dl, dw, f.singular))
+}
+
+/// [`lcp_jvp`]'s dλ factorised once at a solution for any number of tangents (the stepper's directions): the
+/// derivative classes, S, Ã_SS and its factorisation (`dense::DenseSolver`), and a tangent's buffers, reused
+/// from call to call (no heap allocation once they have held a system as large, but a singular Ã_SS's SVD, once
+/// per factorisation).
+#[derive(Clone, Debug, Default)]
+pub struct JvpFactor {
+    classes: Vec<Class>,
+    w: DVector<f64>,
+    sys: ActiveSystem,
+    /// δ, dA λ, A δ of a tangent
+    delta: DVector<f64>,
+    da_l: DVector<f64>,
+    a_delta: DVector<f64>,
+    /// dλ of the last tangent
+    pub dl: DVector<f64>,
+    /// Ã_SS is singular (the minimum-norm branch, D11)
+    pub singular: bool,
+}
+
+impl JvpFactor {
+    /// The derivative classes and Ã_SS's factorisation at the solution λ with its classes.
+    pub fn factor(&mut self, lcp: &BoxedLcp, lambda: &DVector<f64>, classes: &[Class]) -> Result<(), LcpError> {
+        check_sizes(lcp, lambda, classes)?;
+        lcp.w_into(lambda, &mut self.w);
+        derivative_classes_into(lcp, lambda, &self.w, classes, &mut self.classes);
+        self.sys.assemble(lcp, &self.classes);
+        self.singular = self.sys.dense.factor(&self.sys.at);
+        Ok(())
+    }
+
+    /// dλ along `t` into `self.dl` (at the λ given to [`JvpFactor::factor`]).
+    pub fn jvp(&mut self, lcp: &BoxedLcp, lambda: &DVector<f64>, t: &LcpTangent) {
+        let m = lcp.len();
+        zeroed(&mut self.delta, m);
+        for h in 0..m {
+            if let Some((n, smu)) = bound_coupling(lcp, &self.classes, h) {
+                self.delta[h] = smu.signum() * t.dmu[h] * lambda[n];
+            }
+        }
+        // r = db + dA λ + A δ; Ã_SS dλ_S = −r_S
+        zeroed(&mut self.da_l, m);
+        t.da.mul_to(lambda, &mut self.da_l);
+        zeroed(&mut self.a_delta, m);
+        lcp.a.mul_to(&self.delta, &mut self.a_delta);
+        let sys = &mut self.sys;
+        for (c, &i) in sys.s.iter().enumerate() {
+            sys.rhs[c] = -((t.db[i] + self.da_l[i]) + self.a_delta[i]);
+        }
+        sys.dense.solve_factored(&sys.rhs);
+        expand_into(lcp, &self.classes, &sys.col, &sys.dense.x, None, &mut self.dl);
+        self.dl += &self.delta;
+    }
 }
 
 /// VJP: given ḡ_λ, ḡ_w, the cotangents of A, b, μ (the adjoint of `lcp_jvp`).

@@ -29,14 +29,20 @@ pub fn copy_vec(dst: &mut DVector<f64>, src: &DVector<f64>) {
 
 /// Pivot ratio below which the LU counts as singular (D11).
 const PIVOT_RATIO: f64 = 1e-11;
-/// Buffers of a square solve M x = r; the solution is `x`.
+/// Buffers of a square solve M x = r; the solution is `x`. A factorisation ([`DenseSolver::factor`]) serves any
+/// number of right-hand sides ([`DenseSolver::solve_factored`]; the implicit derivative's directions).
 #[derive(Clone, Debug)]
 pub struct DenseSolver {
     lu: DMatrix<f64>,
     p: Vec<(usize, usize)>,
     q: Vec<(usize, usize)>,
+    /// the SVD of the last singular system (None: the LU holds a regular one) and its threshold
+    svd: Option<nalgebra::SVD<f64, nalgebra::Dyn, nalgebra::Dyn>>,
+    svd_tol: f64,
+    /// Uᵀ r of the SVD solve
+    ut_r: DVector<f64>,
     pub x: DVector<f64>,
-    /// the singular systems solved so far (each one an SVD, which allocates)
+    /// the singular systems factorised so far (each one an SVD, which allocates)
     pub singular: usize,
 }
 
@@ -46,6 +52,9 @@ impl Default for DenseSolver {
             lu: DMatrix::from_vec(0, 0, vec![]),
             p: vec![],
             q: vec![],
+            svd: None,
+            svd_tol: 0.0,
+            ut_r: DVector::from_vec(vec![]),
             x: DVector::from_vec(vec![]),
             singular: 0,
         }
@@ -54,40 +63,68 @@ impl Default for DenseSolver {
 
 impl DenseSolver {
     /// Solve M x = r into `self.x`: LU with full pivoting when its pivots are well above roundoff (ratio 1e-11),
-    /// otherwise the SVD's least-squares minimum-norm solution (D11). Some(singular), None only when the SVD
-    /// fails.
+    /// otherwise the SVD's least-squares minimum-norm solution (D11). Some(singular) (None, kept for an SVD that
+    /// could fail, is not returned by nalgebra's).
     pub fn solve(&mut self, m: &DMatrix<f64>, r: &DVector<f64>) -> Option<bool> {
+        let singular = self.factor(m);
+        self.solve_factored(r);
+        Some(singular)
+    }
+
+    /// Factorise M for [`DenseSolver::solve_factored`]: LU with full pivoting, or when its pivots fall to roundoff
+    /// nalgebra's SVD (allocates: it owns its factors). Returns whether M is singular.
+    pub fn factor(&mut self, m: &DMatrix<f64>) -> bool {
         let n = m.nrows();
-        copy_vec(&mut self.x, r);
+        self.svd = None;
         if n == 0 {
-            return Some(false);
+            zeroed(&mut self.x, 0);
+            return false;
         }
-        self.factor(m);
+        self.factor_lu(m);
         let lu = &self.lu;
         let d = (0..n).map(|i| lu[(i, i)].abs());
         let (dmin, dmax) = d.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
         if dmin > PIVOT_RATIO * dmax && dmax > 0.0 && lu[(n - 1, n - 1)] != 0.0 {
-            // FullPivLU::solve_mut
-            for &(i, j) in &self.p {
-                self.x.swap_rows(i, j);
-            }
-            let _ = lu.solve_lower_triangular_with_diag_mut(&mut self.x, 1.0);
-            let _ = lu.solve_upper_triangular_mut(&mut self.x);
-            for &(i, j) in self.q.iter().rev() {
-                self.x.swap_rows(i, j);
-            }
-            return Some(false);
+            return false;
         }
-        // the SVD's least-squares minimum-norm solution (allocates: nalgebra's `SVD` owns its factors)
         self.singular += 1;
         let svd = m.clone().svd(true, true);
-        let tol = PIVOT_RATIO * svd.singular_values.max().max(f64::MIN_POSITIVE);
-        self.x.copy_from(&svd.solve(r, tol).ok()?);
-        Some(true)
+        self.svd_tol = PIVOT_RATIO * svd.singular_values.max().max(f64::MIN_POSITIVE);
+        self.svd = Some(svd);
+        true
+    }
+
+    /// x of the last factorised M for the right-hand side r, into `self.x`: the LU's solve (`FullPivLU::solve_mut`)
+    /// or the SVD's minimum-norm least squares (`SVD::solve`'s arithmetic, x = V Σ⁺ Uᵀ r, in the buffers).
+    pub fn solve_factored(&mut self, r: &DVector<f64>) {
+        copy_vec(&mut self.x, r);
+        if r.is_empty() {
+            return;
+        }
+        if let Some((u, v_t, sv)) =
+            self.svd.as_ref().and_then(|s| Some((s.u.as_ref()?, s.v_t.as_ref()?, &s.singular_values)))
+        {
+            zeroed(&mut self.ut_r, u.ncols());
+            u.ad_mul_to(r, &mut self.ut_r);
+            for (x, &s) in self.ut_r.iter_mut().zip(sv.iter()) {
+                *x = if s > self.svd_tol { *x / s } else { 0.0 };
+            }
+            v_t.ad_mul_to(&self.ut_r, &mut self.x);
+            return;
+        }
+        let lu = &self.lu;
+        for &(i, j) in &self.p {
+            self.x.swap_rows(i, j);
+        }
+        let _ = lu.solve_lower_triangular_with_diag_mut(&mut self.x, 1.0);
+        let _ = lu.solve_upper_triangular_mut(&mut self.x);
+        for &(i, j) in self.q.iter().rev() {
+            self.x.swap_rows(i, j);
+        }
     }
 
     /// `FullPivLU::new` on the buffer (the same steps, so the same factors).
-    fn factor(&mut self, m: &DMatrix<f64>) {
+    fn factor_lu(&mut self, m: &DMatrix<f64>) {
         let n = m.nrows();
         let lu = &mut self.lu;
         reshape_zeroed(lu, n, n);
@@ -137,5 +174,30 @@ mod tests {
         let r = DVector::from_fn(5, |i, _| 0.3 - i as f64 * 0.2);
         assert_eq!(sv.solve(&m, &r), Some(true));
         assert!((m.transpose() * (&m * &sv.x - &r)).amax() < 1e-12, "normal equations");
+    }
+
+    /// One factorisation, many right-hand sides: each the same bits as nalgebra's `full_piv_lu().solve` (regular)
+    /// or `svd(true, true).solve` at the solver's threshold (rank-deficient J Jᵀ of 3 to 8 rows on 2 to 5 motions).
+    #[test]
+    fn factored_solves_are_nalgebras_bit_for_bit() {
+        let mut sv = DenseSolver::default();
+        for (n, rank) in [(3, 2), (5, 3), (8, 5), (4, 4), (6, 6)] {
+            let b = DMatrix::from_fn(rank, 9, |i, j| ((i * 9 + j) as f64 * 0.37).sin() + (i == j) as u8 as f64);
+            let jm =
+                DMatrix::from_fn(n, 9, |i, j| if i < rank { b[(i, j)] } else { b[(i % rank, j)] * 0.5 - b[(0, j)] });
+            let m = &jm * jm.transpose();
+            assert_eq!(sv.factor(&m), rank < n, "n {n}, rank {rank}");
+            for k in 0..4 {
+                let r = DVector::from_fn(n, |i, _| ((i + 3 * k) as f64 * 0.9).cos());
+                sv.solve_factored(&r);
+                let expected = if rank < n {
+                    let svd = m.clone().svd(true, true);
+                    svd.solve(&r, PIVOT_RATIO * svd.singular_values.max()).unwrap()
+                } else {
+                    m.clone().full_piv_lu().solve(&r).unwrap()
+                };
+                assert_eq!(sv.x, expected, "n {n}, rank {rank}, rhs {k}");
+            }
+        }
     }
 }

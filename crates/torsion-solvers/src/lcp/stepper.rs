@@ -28,33 +28,32 @@
 //! the impacting contact; each sub-step's length is a dual number (t*, and Δt − Σ t* for the last), so the chain
 //! rule of Eq. 6 is the same forward-mode pass as the rest.
 use super::active_set::Class;
-use super::backward::{lcp_jvp, LcpTangent};
+use super::backward::{JvpFactor, LcpTangent};
 use super::ccd::{first_impact, CcdOptions, CcdScratch};
-use super::dense::copy_vec;
+use super::dense::{copy_vec, zeroed};
 use super::pgs::PgsOptions;
-use super::problem::{lcp_system, BoxedLcp};
+use super::problem::{lcp_system_into, BoxedLcp};
 use super::solution::LcpSolverKind;
 use super::{solve_chain_into, ChainOptions, ChainScratch, ChainSolution};
 use crate::contact::anchor::Anchor;
-use crate::contact::buffers::copy_matrix;
+use crate::contact::buffers::{copy_matrix, reshape_zeroed};
 use crate::contact::frames::{body_joints, detect_into, pair_source, ContactFrame, ContactGeom};
 use crate::contact::prelude::{
-    apply_impulses, apply_impulses_into, check_sizes, dyn_err, prelude_dt, prelude_into_dt, Prelude, PreludeOptions,
-    StepInputs,
+    apply_impulses_into, check_sizes, dyn_err, prelude_into_dt, Prelude, PreludeOptions, StepInputs,
 };
 use crate::generalized::{
     dual_tangent, recorded, transposed_jacobian_product_with, wrench_vjp, ContactWarmStart, DynCache, GenState,
     ProductScratch, WarmImpulse, WrenchTerm,
 };
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DVector};
 use num_dual::Dual64;
 use torsion_collision::{CollisionWorld, Contacts};
-use torsion_dynamics::joints::{advance_into, integrate};
+use torsion_dynamics::joints::{advance_into, integrate_scaled_into};
 use torsion_dynamics::{forward_kinematics, DynData, DynModel};
 use torsion_math::{Quat, Scalar, Vec3};
 use torsion_model::params::ParamKind;
-use torsion_model::{Control, JointType, Model, ParamSelection, Shape};
+use torsion_model::{Control, JointType, Model, ParamSelection, ParamTable, Shape};
 
 const NAME: &str = "lcp";
 
@@ -176,12 +175,20 @@ pub struct LcpWorkspace {
     /// the body wrenches' generalized forces and their q-columns (`Control::body_wrench`)
     wrench: WrenchTerm,
     buf: StepBuffers,
+    /// the Jacobians' tangent passes (built at the first derivative)
+    tan: Option<Box<TangentScratch>>,
 }
 
 impl LcpWorkspace {
-    /// The singular active-set systems the steps' LCP solves met so far (each an SVD, which allocates; D11).
+    /// The output state of the step of the last Jacobians (`LcpSolver::jacobians_into`, `step_vjp`).
+    pub fn jacobians_state(&self) -> Option<&GenState> {
+        self.tan.as_ref().map(|t| &t.next)
+    }
+
+    /// The singular active-set systems the steps' LCP solves and the Jacobians' LCP derivatives (one per solved
+    /// LCP and call, whatever the directions) met so far (each an SVD, which allocates; D11).
     pub fn singular_solves(&self) -> usize {
-        self.buf.chain.singular_solves()
+        self.buf.chain.singular_solves() + self.tan.as_ref().map_or(0, |t| t.singular)
     }
 }
 
@@ -335,14 +342,7 @@ fn impact_offsets<T: Scalar>(
     bt.extend((0..2 * contacts.len()).map(|r| dot(&pre.jt, r)));
 }
 
-/// (λ_n, λ_t) of a λ in the (n, t1, t2) layout, on any scalar.
-fn split<T: Scalar>(lambda: &[T]) -> (Vec<T>, Vec<T>) {
-    let (mut ln, mut lt) = (vec![], vec![]);
-    split_into(lambda, &mut ln, &mut lt);
-    (ln, lt)
-}
-
-/// [`split`] into (ln, lt), refilled in place.
+/// (λ_n, λ_t) of a λ in the (n, t1, t2) layout, on any scalar, into (ln, lt) (refilled in place).
 fn split_into<T: Scalar>(lambda: &[T], ln: &mut Vec<T>, lt: &mut Vec<T>) {
     let nc = lambda.len() / 3;
     ln.clear();
@@ -785,12 +785,14 @@ impl LcpSolver {
     }
 
     /// The step from `s` — with the given `contacts` (DCD, `step_with_contacts`), or None: from detection at `s.q`
-    /// (CCD as configured) — and its transition Jacobians (rows: 2nv tangent coordinates): A w.r.t. (q, v), B
-    /// w.r.t. the nv generalized forces, C w.r.t. the selected parameters (dynamics parameters and the contact
-    /// materials `shape_friction[·]`, `shape_restitution[·]`, seeded on the contacts whose pair value they supply,
-    /// `pair_source`).
+    /// (CCD as configured) — and its transition Jacobians into `out` (rows: 2nv tangent coordinates): A w.r.t.
+    /// (q, v), B w.r.t. the nv generalized forces, C w.r.t. the selected parameters (dynamics parameters and the
+    /// contact materials `shape_friction[·]`, `shape_restitution[·]`, seeded on the contacts whose pair value they
+    /// supply, `pair_source`); the step's output state: [`LcpWorkspace::jacobians_state`]. No heap allocation once
+    /// the workspace has held as large a step but the step's own (parry's manifolds, singular systems' SVDs), an
+    /// SVD per singular LCP derivative, and the dual dynamics models, rebuilt when the model's parameters change.
     #[allow(clippy::too_many_arguments)]
-    pub fn jacobians(
+    pub fn jacobians_into(
         &self,
         model: &Model,
         ws: &mut LcpWorkspace,
@@ -799,269 +801,410 @@ impl LcpSolver {
         dt: f64,
         contacts: Option<&[ContactFrame]>,
         sel: &ParamSelection,
-    ) -> Result<(StepJacobians, GenState), SolverError> {
-        let mut next = s.clone();
-        match contacts {
-            Some(c) => self.step_with_contacts(model, ws, s, u, dt, c, &mut next)?,
-            None => self.run_step(model, ws, s, u, dt, &mut next)?,
+        out: &mut StepJacobians,
+    ) -> Result<(), SolverError> {
+        let mut tan = ws.tan.take().unwrap_or_else(|| Box::new(TangentScratch::new(model)));
+        copy_state(&mut tan.next, s);
+        let step = match contacts {
+            Some(c) => self.step_with_contacts(model, ws, s, u, dt, c, &mut tan.next),
+            None => self.run_step(model, ws, s, u, dt, &mut tan.next),
         };
-        let jac = self.tape_jacobians(model, ws, s, u, dt, &next, sel)?;
-        Ok((jac, next))
+        let r = step.and_then(|_| {
+            let po = self.prelude_options();
+            let tape = std::mem::take(&mut ws.tape);
+            let r = self.tape_jacobians(model, ws, &mut tan, &tape, s, u, dt, sel, &po, out);
+            ws.tape = tape;
+            r
+        });
+        ws.tan = Some(tan);
+        r
     }
 
-    /// The Jacobians of the step recorded in `ws.tape` (ending at `next`): one Dual64 pass per direction through
-    /// every sub-step — impact g, time of impact t* (§3.8), smooth sub-step f of dual length.
+    /// The Jacobians of the step recorded in `tape` (ending at `tan.next`) into `out`: one Dual64 pass per
+    /// direction through every sub-step — impact g, time of impact t* (§3.8), smooth sub-step f of dual length —
+    /// in `tan`'s buffers, each solved LCP's derivative factorised once for every direction (`JvpFactor`).
     #[allow(clippy::too_many_arguments)]
     fn tape_jacobians(
         &self,
         model: &Model,
-        ws: &mut LcpWorkspace,
-        s: &GenState,
-        u: &[f64],
-        dt: f64,
-        next: &GenState,
-        sel: &ParamSelection,
-    ) -> Result<StepJacobians, SolverError> {
-        let po = self.prelude_options();
-        let tape = std::mem::take(&mut ws.tape);
-        let r = self.tape_jacobians_with(model, ws, &tape, s, u, dt, next, sel, &po);
-        ws.tape = tape;
-        r
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn tape_jacobians_with(
-        &self,
-        model: &Model,
         ws: &LcpWorkspace,
+        tan: &mut TangentScratch,
         tape: &[Segment],
         s: &GenState,
         u: &[f64],
         dt: f64,
-        next: &GenState,
         sel: &ParamSelection,
         po: &PreludeOptions,
-    ) -> Result<StepJacobians, SolverError> {
+        out: &mut StepJacobians,
+    ) -> Result<(), SolverError> {
         let o = &self.options;
         let nv = ws.dm.nv;
-        let table = model.param_table();
-        let theta = model.param_vector();
+        tan.models(model, sel)?;
+        let TangentScratch { table, base_dm, param_dm, segs, jvp, singular, d0, d, cols, b, next, .. } = tan;
+        let base_dm = base_dm.as_ref().expect("built by models");
         let source = |c: &ContactFrame, val: fn(&Shape) -> f64, v: f64| -> Option<usize> {
             let s = c.shapes?;
             let (a, b) = (model.shapes.get(s[0])?, model.shapes.get(s[1])?);
             let k = pair_source(s, val(a), val(b));
             (val(&model.shapes[k]) == v).then_some(k)
         };
-        let lift = |x: &[f64]| -> Vec<Dual64> { x.iter().map(|&v| Dual64::from(v)).collect() };
-        let with_gravity = |mut dm: DynModel<Dual64>| {
-            dm.gravity = torsion_math::scalar::cv(&model.gravity);
-            dm
-        };
-        let base_dm = with_gravity(DynModel::build(model, &table, &lift(&theta)).map_err(dyn_err(NAME))?);
         // per segment: anchors at its start, material sources, and for a TOI the impacting contact's anchor at the
-        // TOI configuration with the gap's rate dφ/dt there
-        let mut d0 = DynData::new(&ws.dm);
-        let mut segs = vec![];
-        for (k, seg) in tape.iter().enumerate() {
-            forward_kinematics(&ws.dm, &seg.q, &mut d0);
-            let anchors: Vec<Anchor> =
-                seg.frames.iter().map(|c| Anchor::new(c, &d0.o_m[c.body_a], &d0.o_m[c.body_b])).collect();
-            let mu_src: Vec<Option<ParamKind>> =
-                seg.frames.iter().map(|c| source(c, |s| s.friction[0], c.mu).map(ParamKind::ShapeFriction)).collect();
-            let eps_src: Vec<Option<ParamKind>> = seg
-                .frames
-                .iter()
-                .map(|c| source(c, |s| s.restitution, c.restitution).map(ParamKind::ShapeRestitution))
-                .collect();
-            let toi = match &seg.toi {
+        // TOI configuration with the gap's rate dφ/dt there; each solved LCP's derivative, factorised
+        let d0 = d0.get_or_insert_with(|| DynData::new(&ws.dm));
+        let d = d.get_or_insert_with(|| DynData::new(base_dm));
+        if segs.len() < tape.len() {
+            segs.resize_with(tape.len(), SegTangent::default);
+        }
+        if jvp.len() < 3 * tape.len() {
+            jvp.resize_with(3 * tape.len(), JvpFactor::default);
+        }
+        for (k, (seg, st)) in tape.iter().zip(segs.iter_mut()).enumerate() {
+            forward_kinematics(&ws.dm, &seg.q, d0);
+            st.anchors.clear();
+            st.anchors.extend(seg.frames.iter().map(|c| Anchor::new(c, &d0.o_m[c.body_a], &d0.o_m[c.body_b])));
+            st.mu_src.clear();
+            st.mu_src
+                .extend(seg.frames.iter().map(|c| source(c, |s| s.friction[0], c.mu).map(ParamKind::ShapeFriction)));
+            st.eps_src.clear();
+            st.eps_src.extend(
+                seg.frames.iter().map(|c| source(c, |s| s.restitution, c.restitution).map(ParamKind::ShapeRestitution)),
+            );
+            st.toi = match &seg.toi {
                 Some(t) => {
                     let c = &t.contact;
-                    forward_kinematics(&ws.dm, &tape[k + 1].q, &mut d0);
+                    forward_kinematics(&ws.dm, &tape[k + 1].q, d0);
                     let an = Anchor::new(c, &d0.o_m[c.body_a], &d0.o_m[c.body_b]);
-                    let mut d = DynData::new(&base_dm);
-                    let phi = gap_along(
-                        &base_dm,
-                        &mut d,
-                        &an,
-                        c,
-                        &lift(&seg.q),
-                        &lift(&seg.v_struck),
-                        Dual64::new(seg.h, 1.0),
-                    );
+                    lift_into(&seg.q, &mut b.q);
+                    lift_into(&seg.v_struck, &mut b.vs);
+                    let phi = b.gap_along(base_dm, d, &an, c, Dual64::new(seg.h, 1.0));
                     // grazing (dφ/dt → 0): t* is not differentiable; its derivative is dropped (D8)
                     Some((an, if phi.eps < -1e-12 { phi.eps } else { f64::NEG_INFINITY }))
                 }
                 None => None,
             };
-            segs.push((anchors, mu_src, eps_src, toi));
+            for (f, solved) in jvp[3 * k..3 * k + 3].iter_mut().zip([&seg.g.impact, &seg.f.impact, &seg.f.step]) {
+                if let Some(x) = solved {
+                    let sol = &x.answer.solution;
+                    f.factor(&x.lcp, &sol.lambda, &sol.classes).map_err(lcp_err)?;
+                    *singular += f.singular as usize;
+                }
+            }
         }
         let ndir = 3 * nv + sel.len();
-        let mut cols = DMatrix::zeros(2 * nv, ndir);
-        let mut d = DynData::new(&base_dm);
+        reshape_zeroed(cols, 2 * nv, ndir);
         for dir in 0..ndir {
             let param = (dir >= 3 * nv).then(|| sel.indices[dir - 3 * nv]);
             let mat = param.map(|i| table.kinds[i]).filter(|k| k.is_contact_material());
-            let owned;
             let dm = match param {
-                Some(i) if mat.is_none() => {
-                    let mut th = lift(&theta);
-                    th[i].eps = 1.0;
-                    owned = with_gravity(DynModel::build(model, &table, &th).map_err(dyn_err(NAME))?);
-                    &owned
-                }
-                _ => &base_dm,
+                Some(i) if mat.is_none() => param_dm[i].as_ref().expect("built by models"),
+                _ => base_dm,
             };
-            let mut q = lift(&s.q);
+            lift_into(&s.q, &mut b.q);
             if dir < nv {
-                let mut e = vec![Dual64::from(0.0); nv];
-                e[dir].eps = 1.0;
-                q = integrate(dm, &q, &e);
+                lift_into(&s.q, &mut b.q0);
+                b.e.clear();
+                b.e.resize(nv, Dual64::from(0.0));
+                b.e[dir].eps = 1.0;
+                integrate_scaled_into(dm, &b.q0, &b.e, Dual64::from(1.0), &mut b.q);
             }
-            let mut v = lift(&s.v);
+            lift_into(&s.v, &mut b.v);
             if (nv..2 * nv).contains(&dir) {
-                v[dir - nv].eps = 1.0;
+                b.v[dir - nv].eps = 1.0;
             }
-            let mut uu = lift(u);
+            lift_into(u, &mut b.u);
             if (2 * nv..3 * nv).contains(&dir) {
-                uu[dir - 2 * nv].eps = 1.0;
+                b.u[dir - 2 * nv].eps = 1.0;
             }
             let mut used = Dual64::from(0.0);
-            for (seg, (anchors, mu_src, eps_src, toi)) in tape.iter().zip(&segs) {
-                forward_kinematics(dm, &q, &mut d);
-                let geoms: Vec<ContactGeom<Dual64>> = seg
-                    .frames
-                    .iter()
-                    .zip(anchors)
-                    .enumerate()
-                    .map(|(i, (c, an))| {
-                        let mut g = an.geom(c, &d.o_m[c.body_a], &d.o_m[c.body_b]);
-                        if mat.is_some() && mat == mu_src[i] {
-                            g.mu.eps = 1.0;
-                        }
-                        if mat.is_some() && mat == eps_src[i] {
-                            g.restitution.eps = 1.0;
-                        }
-                        g
-                    })
-                    .collect();
+            for (k, (seg, st)) in tape.iter().zip(segs.iter()).enumerate() {
+                forward_kinematics(dm, &b.q, d);
+                b.geoms.clear();
+                for (i, (c, an)) in seg.frames.iter().zip(&st.anchors).enumerate() {
+                    let mut g = an.geom(c, &d.o_m[c.body_a], &d.o_m[c.body_b]);
+                    if mat.is_some() && mat == st.mu_src[i] {
+                        g.mu.eps = 1.0;
+                    }
+                    if mat.is_some() && mat == st.eps_src[i] {
+                        g.restitution.eps = 1.0;
+                    }
+                    b.geoms.push(g);
+                }
+                let PassBufs { pre, q, v, u: uu, vs, geoms, bn, bt, lam, pn, pt, lcp, .. } = &mut *b;
                 // the impact g (Δt = 0)
-                let vs = match &seg.g.impact {
+                match &seg.g.impact {
                     Some(imp) => {
                         let zero = Dual64::from(0.0);
                         let x = StepInputs {
                             model,
                             dm,
                             body_joint: &ws.body_joint,
-                            q: &q,
-                            v: &v,
-                            u: &uu,
+                            q,
+                            v,
+                            u: uu,
                             dt: 0.0,
-                            contacts: &geoms,
+                            contacts: geoms,
                             o: po,
                         };
-                        let pre = prelude_dt(&x, zero, &mut d)?;
+                        prelude_into_dt(&x, zero, d, pre)?;
                         let (rem, touch) = (Dual64::from(dt) - used, o.ccd.touch);
                         let speculative = |k: usize| seg.frames[k].distance > touch;
-                        let (mut bn, mut bt) = (vec![], vec![]);
-                        impact_offsets(&pre, &geoms, &v, rem, &seg.g.bounce, speculative, &mut bn, &mut bt);
-                        let (pn, pt) = split(&lcp_tangent(imp, &pre, &geoms, &bn, &bt)?);
-                        apply_impulses(&pre, &pn, &pt)
+                        impact_offsets(pre, geoms, v, rem, &seg.g.bounce, speculative, bn, bt);
+                        lcp.tangent(imp, &mut jvp[3 * k], pre, geoms, bn, bt, lam);
+                        split_into(lam, pn, pt);
+                        apply_impulses_into(pre, pn, pt, vs);
                     }
-                    None => v.clone(),
-                };
+                    None => vs.clone_from(v),
+                }
                 // the sub-step's length: t* through the gap at the TOI (φ(q ⊕ t* v⁺) = 0), or what is left
-                let h = match toi {
+                let h = match &st.toi {
                     Some((an, rate)) => {
                         let c = &seg.toi.as_ref().expect("toi").contact;
-                        let phi = gap_along(dm, &mut d, an, c, &q, &vs, Dual64::from(seg.h));
+                        let phi = b.gap_along(dm, d, an, c, Dual64::from(seg.h));
                         // rate = −∞ when grazing: the derivative of t* is dropped
                         Dual64::new(seg.h, -phi.eps / rate)
                     }
                     None => Dual64::from(dt) - used,
                 };
                 used += h;
+                let PassBufs { pre, q, u: uu, vs, geoms, bn, bt, lam, pn, pt, vplus, q1, v1, lcp, .. } = &mut *b;
                 // the smooth sub-step f (DCD: its speculative impact first)
                 let x = StepInputs {
                     model,
                     dm,
                     body_joint: &ws.body_joint,
-                    q: &q,
-                    v: &vs,
-                    u: &uu,
+                    q,
+                    v: vs,
+                    u: uu,
                     dt: h.re,
-                    contacts: &geoms,
+                    contacts: geoms,
                     o: po,
                 };
-                let mut pre = prelude_dt(&x, h, &mut d)?;
+                prelude_into_dt(&x, h, d, pre)?;
                 if let Some(imp) = &seg.f.impact {
-                    let (mut bn, mut bt) = (vec![], vec![]);
-                    impact_offsets(&pre, &geoms, &vs, h, &seg.f.bounce, |_| true, &mut bn, &mut bt);
-                    let (pn, pt) = split(&lcp_tangent(imp, &pre, &geoms, &bn, &bt)?);
-                    pre.after_impact_dt(&x, h, &mut d, &pn, &pt)?;
+                    impact_offsets(pre, geoms, vs, h, &seg.f.bounce, |_| true, bn, bt);
+                    lcp.tangent(imp, &mut jvp[3 * k + 1], pre, geoms, bn, bt, lam);
+                    split_into(lam, pn, pt);
+                    pre.after_impact_dt(&x, h, d, pn, pt)?;
                 }
-                let vplus = match &seg.f.step {
-                    Some(st) => {
-                        let (ln, lt) = split(&lcp_tangent(st, &pre, &geoms, &pre.bn, &pre.bt)?);
-                        apply_impulses(&pre, &ln, &lt)
+                match &seg.f.step {
+                    Some(stp) => {
+                        lcp.tangent(stp, &mut jvp[3 * k + 2], pre, geoms, &pre.bn, &pre.bt, lam);
+                        split_into(lam, pn, pt);
+                        apply_impulses_into(pre, pn, pt, vplus);
                     }
-                    None => pre.vp.clone(),
-                };
-                let (mut q1, mut v1) = (q.clone(), vplus.clone());
-                advance(dm, o.position, &q, &vs, &vplus, h, &mut q1, &mut v1);
-                (q, v) = (q1, v1);
+                    None => vplus.clone_from(&pre.vp),
+                }
+                q1.clone_from(q);
+                v1.clone_from(vplus);
+                advance(dm, o.position, q, vs, vplus, h, q1, v1);
+                std::mem::swap(&mut b.q, &mut b.q1);
+                std::mem::swap(&mut b.v, &mut b.v1);
             }
             for j in 0..dm.parent.len() {
                 let (qs, vs, jm) = (dm.q_start[j], dm.v_start[j], &dm.joint[j]);
-                let t = dual_tangent(jm.kind, &next.q[qs..qs + jm.nq], &q[qs..qs + jm.nq]);
+                let t = dual_tangent(jm.kind, &next.q[qs..qs + jm.nq], &b.q[qs..qs + jm.nq]);
                 for r in 0..jm.nv {
                     cols[(vs + r, dir)] = t[r];
                 }
             }
             for k in 0..nv {
-                cols[(nv + k, dir)] = v[k].eps;
+                cols[(nv + k, dir)] = b.v[k].eps;
             }
         }
-        Ok(StepJacobians {
-            a: cols.columns(0, 2 * nv).into_owned(),
-            b: cols.columns(2 * nv, nv).into_owned(),
-            c: cols.columns(3 * nv, sel.len()).into_owned(),
-        })
+        for (m, c0, n) in [(&mut out.a, 0, 2 * nv), (&mut out.b, 2 * nv, nv), (&mut out.c, 3 * nv, sel.len())] {
+            reshape_zeroed(m, 2 * nv, n);
+            m.copy_from(&cols.columns(c0, n));
+        }
+        Ok(())
     }
 }
 
-/// The gap φ of contact `c` (its anchor `an`) at q ⊕ t v (the parallel position path), on duals.
-fn gap_along(
-    dm: &DynModel<Dual64>,
-    d: &mut DynData<Dual64>,
-    an: &Anchor,
-    c: &ContactFrame,
-    q: &[Dual64],
-    v: &[Dual64],
-    t: Dual64,
-) -> Dual64 {
-    let (mut q1, mut v1) = (q.to_vec(), v.to_vec());
-    advance_into(dm, q, v, t, &mut q1, &mut v1);
-    forward_kinematics(dm, &q1, d);
-    an.geom(c, &d.o_m[c.body_a], &d.o_m[c.body_b]).distance
+/// The tangent passes' buffers (`LcpSolver::jacobians_into`), kept in the workspace: the parameter table, the dual
+/// dynamics models (the base one and each selected parameter's, rebuilt only when θ changed since they were
+/// built), per sub-step its anchors, material sources and TOI, each solved LCP's derivative, one pass's buffers.
+pub(crate) struct TangentScratch {
+    table: ParamTable,
+    theta: Vec<f64>,
+    built_theta: Vec<f64>,
+    th: Vec<Dual64>,
+    base_dm: Option<DynModel<Dual64>>,
+    param_dm: Vec<Option<DynModel<Dual64>>>,
+    segs: Vec<SegTangent>,
+    /// per sub-step: its impact g's, its impact f's, its step's
+    jvp: Vec<JvpFactor>,
+    /// the singular LCP derivatives factorised so far (each an SVD)
+    singular: usize,
+    d0: Option<DynData<f64>>,
+    d: Option<DynData<Dual64>>,
+    cols: DMatrix<f64>,
+    b: PassBufs,
+    /// the step's output state
+    next: GenState,
+    /// `step_vjp`'s Jacobians and product buffers
+    jac: StepJacobians,
+    prod: ProductScratch,
 }
 
-/// λ + ε dλ of a solved LCP (over all the contacts: an impact set is all or none) along the tangent carried by the dual parts of the
-/// prelude, the offsets and μ (§3.6: the implicit derivative at the answer's active set, `backward::lcp_jvp`).
-fn lcp_tangent(
-    solved: &SolvedLcp,
-    pre: &Prelude<Dual64>,
-    geoms: &[ContactGeom<Dual64>],
-    bn: &[Dual64],
-    bt: &[Dual64],
-) -> Result<Vec<Dual64>, SolverError> {
-    let (a, b) = lcp_system(pre, bn, bt);
-    let da = a.map(|x| x.eps);
-    let db = b.map(|x| x.eps);
-    let dmu: Vec<f64> = (0..b.len()).map(|r| if r % 3 == 0 { 0.0 } else { geoms[r / 3].mu.eps }).collect();
-    let sol = &solved.answer.solution;
-    let (dl, _, _) = lcp_jvp(&solved.lcp, &sol.lambda, &sol.classes, &LcpTangent { da: &da, db: &db, dmu: &dmu })
-        .map_err(lcp_err)?;
-    Ok((0..b.len()).map(|i| Dual64::new(sol.lambda[i], dl[i])).collect())
+/// What every pass reads of one sub-step: its contacts' anchors and material sources, the TOI's anchor and rate.
+#[derive(Default)]
+struct SegTangent {
+    anchors: Vec<Anchor>,
+    mu_src: Vec<Option<ParamKind>>,
+    eps_src: Vec<Option<ParamKind>>,
+    toi: Option<(Anchor, f64)>,
+}
+
+/// One tangent pass's buffers.
+#[derive(Default)]
+struct PassBufs {
+    pre: Prelude<Dual64>,
+    q0: Vec<Dual64>,
+    e: Vec<Dual64>,
+    q: Vec<Dual64>,
+    v: Vec<Dual64>,
+    u: Vec<Dual64>,
+    /// v after the impact g
+    vs: Vec<Dual64>,
+    geoms: Vec<ContactGeom<Dual64>>,
+    bn: Vec<Dual64>,
+    bt: Vec<Dual64>,
+    lam: Vec<Dual64>,
+    pn: Vec<Dual64>,
+    pt: Vec<Dual64>,
+    vplus: Vec<Dual64>,
+    q1: Vec<Dual64>,
+    v1: Vec<Dual64>,
+    lcp: LcpTangentBufs,
+}
+
+impl TangentScratch {
+    fn new(model: &Model) -> Self {
+        TangentScratch {
+            table: model.param_table(),
+            theta: vec![],
+            built_theta: vec![],
+            th: vec![],
+            base_dm: None,
+            param_dm: vec![],
+            segs: vec![],
+            jvp: vec![],
+            singular: 0,
+            d0: None,
+            d: None,
+            cols: DMatrix::from_vec(0, 0, vec![]),
+            b: PassBufs::default(),
+            next: GenState::new(vec![], vec![]),
+            jac: StepJacobians::zeros(0, 0, 0),
+            prod: ProductScratch::default(),
+        }
+    }
+
+    /// The dual dynamics models at the model's θ with its gravity: the base one, and one per selected dynamics
+    /// parameter (seeded); rebuilt (allocating) when θ changed since they were built, reused otherwise.
+    fn models(&mut self, model: &Model, sel: &ParamSelection) -> Result<(), SolverError> {
+        if sel.indices.iter().any(|&i| i >= self.table.len()) {
+            return Err(SolverError::BadInput {
+                solver: NAME,
+                problem: "the parameter selection does not match the model".into(),
+            });
+        }
+        let table = &self.table;
+        self.theta.clear();
+        self.theta.extend(table.kinds.iter().map(|&k| model.param_get(k)));
+        let build = |th: &[Dual64]| -> Result<DynModel<Dual64>, SolverError> {
+            let mut dm = DynModel::build(model, table, th).map_err(dyn_err(NAME))?;
+            dm.gravity = torsion_math::scalar::cv(&model.gravity);
+            Ok(dm)
+        };
+        lift_into(&self.theta, &mut self.th);
+        if self.base_dm.is_none() || self.built_theta != self.theta {
+            self.base_dm = Some(build(&self.th)?);
+            self.param_dm.clear();
+            self.param_dm.resize_with(table.len(), || None);
+            self.built_theta.clone_from(&self.theta);
+        }
+        for &i in &sel.indices {
+            if self.param_dm[i].is_none() && !table.kinds[i].is_contact_material() {
+                self.th[i].eps = 1.0;
+                let dm = build(&self.th);
+                self.th[i].eps = 0.0;
+                self.param_dm[i] = Some(dm?);
+            }
+        }
+        let g = torsion_math::scalar::cv(&model.gravity);
+        self.base_dm.iter_mut().chain(self.param_dm.iter_mut().flatten()).for_each(|dm| dm.gravity = g);
+        Ok(())
+    }
+}
+
+impl PassBufs {
+    /// The gap φ of contact `c` (its anchor `an`) at q ⊕ t v (the parallel position path; q, v: the buffers'
+    /// `q`, `vs`), on duals.
+    fn gap_along(
+        &mut self,
+        dm: &DynModel<Dual64>,
+        d: &mut DynData<Dual64>,
+        an: &Anchor,
+        c: &ContactFrame,
+        t: Dual64,
+    ) -> Dual64 {
+        self.q1.clone_from(&self.q);
+        self.v1.clone_from(&self.vs);
+        advance_into(dm, &self.q, &self.vs, t, &mut self.q1, &mut self.v1);
+        forward_kinematics(dm, &self.q1, d);
+        an.geom(c, &d.o_m[c.body_a], &d.o_m[c.body_b]).distance
+    }
+}
+
+/// `jac` taken out of its place (left empty: no allocation).
+fn take_jac(jac: &mut StepJacobians) -> StepJacobians {
+    std::mem::replace(jac, StepJacobians::zeros(0, 0, 0))
+}
+
+/// `out` ← `x` lifted to duals with zero tangents (refilled in place).
+fn lift_into(x: &[f64], out: &mut Vec<Dual64>) {
+    out.clear();
+    out.extend(x.iter().map(|&v| Dual64::from(v)));
+}
+
+/// The buffers of [`LcpTangentBufs::tangent`]: the dual LCP (A, b) and its tangent (dA, db, dμ).
+#[derive(Default)]
+struct LcpTangentBufs {
+    a: DMatrix<Dual64>,
+    b: DVector<Dual64>,
+    da: DMatrix<f64>,
+    db: DVector<f64>,
+    dmu: Vec<f64>,
+}
+
+impl LcpTangentBufs {
+    /// λ + ε dλ of a solved LCP (over all the contacts: an impact set is all or none) along the tangent carried by
+    /// the dual parts of the prelude, the offsets and μ (§3.6: the implicit derivative at the answer's active set,
+    /// `backward::JvpFactor`, factorised at `solved` by the caller), into `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn tangent(
+        &mut self,
+        solved: &SolvedLcp,
+        f: &mut JvpFactor,
+        pre: &Prelude<Dual64>,
+        geoms: &[ContactGeom<Dual64>],
+        bn: &[Dual64],
+        bt: &[Dual64],
+        out: &mut Vec<Dual64>,
+    ) {
+        lcp_system_into(pre, bn, bt, &mut self.a, &mut self.b);
+        reshape_zeroed(&mut self.da, self.a.nrows(), self.a.ncols());
+        self.da.zip_apply(&self.a, |x, y| *x = y.eps);
+        zeroed(&mut self.db, self.b.len());
+        self.db.zip_apply(&self.b, |x, y| *x = y.eps);
+        let m = self.b.len();
+        self.dmu.clear();
+        self.dmu.extend((0..m).map(|r| if r % 3 == 0 { 0.0 } else { geoms[r / 3].mu.eps }));
+        let sol = &solved.answer.solution;
+        f.jvp(&solved.lcp, &sol.lambda, &LcpTangent { da: &self.da, db: &self.db, dmu: &self.dmu });
+        out.clear();
+        out.extend((0..m).map(|i| Dual64::new(sol.lambda[i], f.dl[i])));
+    }
 }
 
 /// The step's report over its sub-steps: the solver that answered (PGS if any solve needed it), pivots / sweeps of
@@ -1112,6 +1255,7 @@ impl Solver for LcpSolver {
             buf: StepBuffers::default(),
             poses: vec![],
             wrench: WrenchTerm::default(),
+            tan: None,
         })
     }
 
@@ -1165,11 +1309,16 @@ impl DiffSolver for LcpSolver {
     ) -> Result<(), SolverError> {
         let s = recorded(&rec.s, NAME)?;
         check_grad_sizes(NAME, model.nv(), g_u, sel, g_theta)?;
-        let (mut jac, next) = self.jacobians(model, ws, s, &rec.u, rec.dt, None, sel)?;
-        ws.wrench.add_state_columns(&ws.dm, &mut ws.d, &s.q, &rec.wrench, &mut jac).map_err(dyn_err(NAME))?;
-        let mut sc = ProductScratch::default();
-        transposed_jacobian_product_with(model, &s.q, &next.q, &jac, g_out, g_s, g_u, g_theta, &mut sc);
-        Ok(())
+        let mut jac = ws.tan.as_mut().map_or_else(|| StepJacobians::zeros(0, 0, 0), |t| take_jac(&mut t.jac));
+        let r = self.jacobians_into(model, ws, s, &rec.u, rec.dt, None, sel, &mut jac);
+        let tan = ws.tan.as_mut().expect("built by jacobians_into");
+        let r = r.and_then(|()| {
+            ws.wrench.add_state_columns(&ws.dm, &mut ws.d, &s.q, &rec.wrench, &mut jac).map_err(dyn_err(NAME))?;
+            transposed_jacobian_product_with(model, &s.q, &tan.next.q, &jac, g_out, g_s, g_u, g_theta, &mut tan.prod);
+            Ok(())
+        });
+        tan.jac = jac;
+        r
     }
 
     /// The step from s (detection, CCD as configured) in the caller's workspace, then the tangent Jacobians.
@@ -1185,8 +1334,17 @@ impl DiffSolver for LcpSolver {
         out: &mut StepJacobians,
     ) -> Result<(), SolverError> {
         ws.cache.refresh(model, &mut ws.dm).map_err(dyn_err(NAME))?;
-        let uj = ws.wrench.effective(&ws.dm, &mut ws.d, &s.q, u).map_err(dyn_err(NAME))?.to_vec();
-        out.assign(&self.jacobians(model, ws, s, &uj, dt, None, sel)?.0);
+        let mut uj = std::mem::take(&mut ws.buf.uj);
+        uj.clear();
+        let r = match ws.wrench.effective(&ws.dm, &mut ws.d, &s.q, u) {
+            Ok(x) => {
+                uj.extend_from_slice(x);
+                self.jacobians_into(model, ws, s, &uj, dt, None, sel, out)
+            }
+            Err(e) => Err(dyn_err(NAME)(e)),
+        };
+        ws.buf.uj = uj;
+        r?;
         ws.wrench.add_state_columns(&ws.dm, &mut ws.d, &s.q, &u.body_wrench, out).map_err(dyn_err(NAME))?;
         Ok(())
     }
@@ -1440,5 +1598,42 @@ pub(crate) mod tests {
             assert_eq!(r.contacts, 1);
             assert!(e[0] < 1e-6 && e[1] < 1e-6, "{e:?}");
         }
+    }
+
+    /// The workspace's dual dynamics models follow the model's parameters (`TangentScratch::models`: rebuilt when θ
+    /// changes): Jacobians and vjp in a workspace that served the model before a change of its masses, friction
+    /// and restitution equal those of a fresh workspace, bit for bit, and differ from the unchanged model's.
+    #[test]
+    fn tangent_buffers_follow_parameter_changes() {
+        let m = mjcf(BALL);
+        let sel = ParamSelection::all(&m);
+        let solver = LcpSolver::default();
+        let s = GenState::new(m.qpos0.iter().enumerate().map(|(i, &q)| if i == 2 { 0.1005 } else { q }).collect(), {
+            let mut v = vec![0.0; m.nv()];
+            v[3] = 1.0;
+            v[5] = -0.5;
+            v
+        });
+        let u = Control::from_torques(&[0.0, 0.0, 0.0, 0.3, 0.0, 0.0]);
+        let jac = |m: &Model, ws: &mut LcpWorkspace| {
+            let mut out = StepJacobians::for_solver(&solver, m, &sel);
+            solver.step_jacobians_into(m, &s, &u, 0.01, &sel, ws, &mut out).unwrap();
+            let (mut rec, mut next) = (solver.record(m), s.clone());
+            solver.step(m, &s, &u, 0.01, &mut next, ws, Some(&mut rec)).unwrap();
+            let g_out = GenState::new(vec![0.2; m.nq()], vec![-0.1; m.nv()]);
+            let (mut g_s, mut g_u, mut g_t) = (solver.zero_grad(m), vec![0.0; m.nv()], vec![0.0; sel.len()]);
+            solver.step_vjp(m, &rec, &g_out, &mut g_s, &mut g_u, &sel, &mut g_t, ws).unwrap();
+            (out, g_s, g_u, g_t)
+        };
+        let mut ws = Solver::workspace(&solver, &m).unwrap();
+        let before = jac(&m, &mut ws);
+        let mut m2 = m.clone();
+        let vals: Vec<f64> = m.params_get(&sel).iter().map(|x| 1.1 * x + 0.01).collect();
+        m2.params_set(&sel, &vals).unwrap();
+        let reused = jac(&m2, &mut ws);
+        let fresh = jac(&m2, &mut Solver::workspace(&solver, &m2).unwrap());
+        let same = |x: &StepJacobians, y: &StepJacobians| x.a == y.a && x.b == y.b && x.c == y.c;
+        assert!(same(&reused.0, &fresh.0) && reused.1 == fresh.1 && reused.2 == fresh.2 && reused.3 == fresh.3);
+        assert!(!same(&before.0, &fresh.0) && before.3 != fresh.3, "the parameters changed nothing");
     }
 }
