@@ -1005,7 +1005,7 @@ impl IslandJvp {
         let lmax = it.ln.iter().chain(&it.lt).fold(0.0f64, |m, v| m.max(v.abs()));
         let converged = it.converged || it.last_change <= 1e-9 * (1.0 + lmax);
         // a contact strictly inside its friction set with a normal impulse: the only case where Auto may need the
-        // fixed point of an unconverged step (its SVD is skipped otherwise)
+        // fixed point of an unconverged step (its factorisation is skipped otherwise)
         let (ln, lt) = (&it.ln, &it.lt);
         let may_stick = (0..m).any(|i| {
             let r = mu[i] * ln[i];
