@@ -1,6 +1,7 @@
 //! Small dense factorisations shared by the dynamics (M⁻¹ in the ABA derivatives) and the contact solvers
-//! (ADMM, KKT systems): Cholesky in place, solves, inverse, and the profile (envelope) Cholesky of the ncp direct
-//! solve. Generic over the scalar (the profile variant: f64); no allocation.
+//! (ADMM, KKT systems): Cholesky in place, solves, inverse, the profile (envelope) Cholesky of the ncp direct
+//! solve, and the complete orthogonal decomposition of the ncp fixed point's singular KKT system (`Cod`).
+//! Generic over the scalar (the profile variant and `Cod`: f64); no allocation once the buffers are grown.
 //!
 //! The factor keeps 1/L_jj on its diagonal (the solves and the inverse multiply instead of dividing); the slice
 //! forms work on the leading n × n block of a column-major buffer, so a workspace can reuse one buffer for
@@ -159,6 +160,205 @@ pub fn profile_solve(l: &[f64], n: usize, first: &[usize], b: &mut [f64]) {
     }
 }
 
+/// Minimum-norm (pseudo-inverse) solutions x = A⁺b and y = A⁺ᵀc of a square, possibly rank-deficient A without
+/// forming A⁺: the complete orthogonal decomposition A P = Q [T 0; 0 0] Z (Golub & Van Loan §5.4.2; LAPACK
+/// xGEQP3 then xTZRZF). Column-pivoted Householder QR A P = Q R, stopped at rank r where every remaining column's
+/// norm is ≤ `rel_tol` × the first pivot's (R₂₂ dropped); then r reflections from the right turn the trapezoid
+/// [R₁₁ R₁₂] into [T 0] Z (only when r < n). Then A⁺ = P Z₁ᵀ T⁻¹ Q₁ᵀ (Z₁, Q₁: the first r rows / columns).
+/// Everything lives in reused buffers: no allocation once grown.
+#[derive(Clone, Debug, Default)]
+pub struct Cod {
+    n: usize,
+    rank: usize,
+    /// column-major n × n: T (R above the rank) on and above the diagonal, the QR reflectors' tails below it, the
+    /// RZ reflectors' tails in rows < rank, columns ≥ rank
+    a: Vec<f64>,
+    tau_q: Vec<f64>,
+    tau_z: Vec<f64>,
+    /// A P's column j is A's column `perm[j]`
+    perm: Vec<usize>,
+    work: Vec<f64>,
+}
+
+/// The Householder reflection H = I − τ v vᵀ (v₀ = 1, v's tail overwriting `tail`) with H (x₀, tail) = (β, 0):
+/// returns (β, τ) (τ = 0: H = I, when the tail is already 0). LAPACK xLARFG.
+fn householder(x0: f64, tail: &mut [f64]) -> (f64, f64) {
+    let xn = dot(tail, tail).sqrt();
+    if xn == 0.0 {
+        return (x0, 0.0);
+    }
+    let beta = -x0.hypot(xn).copysign(x0);
+    let scale = 1.0 / (x0 - beta);
+    tail.iter_mut().for_each(|t| *t *= scale);
+    (beta, (beta - x0) / beta)
+}
+
+impl Cod {
+    /// The n × n matrix to factor (column-major, zeroed), to fill before [`Cod::factor`].
+    pub fn matrix_mut(&mut self, n: usize) -> &mut [f64] {
+        self.n = n;
+        self.rank = 0;
+        self.a.clear();
+        self.a.resize(n * n, 0.0);
+        &mut self.a
+    }
+
+    /// The matrix's size n.
+    pub fn dim(&self) -> usize {
+        self.n
+    }
+
+    /// Its numerical rank, by the last [`Cod::factor`].
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Factor the matrix of [`Cod::matrix_mut`] in place; returns the rank.
+    pub fn factor(&mut self, rel_tol: f64) -> usize {
+        let n = self.n;
+        let Cod { a, tau_q, tau_z, perm, work, .. } = self;
+        perm.clear();
+        perm.extend(0..n);
+        tau_q.clear();
+        tau_z.clear();
+        let mut first = 0.0;
+        let mut r = 0;
+        // column-pivoted QR (the pivot: the remaining column of largest norm, the first of equals)
+        for k in 0..n {
+            let (mut p, mut best) = (k, -1.0);
+            for j in k..n {
+                let c = &a[j * n + k..(j + 1) * n];
+                let s = dot(c, c);
+                if s > best {
+                    (p, best) = (j, s);
+                }
+            }
+            let best = best.sqrt();
+            if k == 0 {
+                first = best;
+            }
+            if best == 0.0 || best <= rel_tol * first {
+                break;
+            }
+            if p != k {
+                for i in 0..n {
+                    a.swap(k * n + i, p * n + i);
+                }
+                perm.swap(k, p);
+            }
+            let (beta, tau) = householder(a[k * n + k], &mut a[k * n + k + 1..(k + 1) * n]);
+            a[k * n + k] = beta;
+            tau_q.push(tau);
+            let (head, rest) = a.split_at_mut((k + 1) * n);
+            let v = &head[k * n + k + 1..];
+            for c in rest.chunks_exact_mut(n) {
+                let s = tau * (c[k] + dot(v, &c[k + 1..]));
+                c[k] -= s;
+                c[k + 1..].iter_mut().zip(v).for_each(|(x, &vi)| *x -= s * vi);
+            }
+            r = k + 1;
+        }
+        self.rank = r;
+        if r == n {
+            return r;
+        }
+        // [R₁₁ R₁₂] = [T 0] Z: row k's reflection acts on columns k and r.., applied to rows ≤ k (last row first)
+        tau_z.resize(r, 0.0);
+        work.resize(n.max(1), 0.0);
+        for k in (0..r).rev() {
+            // row k's tail (columns r..) gathered into work[k..k + n − r]
+            let (s, tail) = work.split_at_mut(k);
+            let tail = &mut tail[..n - r];
+            tail.iter_mut().zip(r..n).for_each(|(t, j)| *t = a[j * n + k]);
+            let (beta, tau) = householder(a[k * n + k], tail);
+            if tau == 0.0 {
+                continue;
+            }
+            a[k * n + k] = beta;
+            tail.iter().zip(r..n).for_each(|(&t, j)| a[j * n + k] = t);
+            tau_z[k] = tau;
+            // rows i < k: s_i = τ (a_ik + Σ_j a_ij v_j), then a_ik −= s_i, a_ij −= s_i v_j
+            s.copy_from_slice(&a[k * n..k * n + k]);
+            for (&vj, j) in tail.iter().zip(r..n) {
+                s.iter_mut().zip(&a[j * n..j * n + k]).for_each(|(s, &x)| *s += x * vj);
+            }
+            s.iter_mut().for_each(|s| *s *= tau);
+            a[k * n..k * n + k].iter_mut().zip(s.iter()).for_each(|(x, &s)| *x -= s);
+            for (&vj, j) in tail.iter().zip(r..n) {
+                a[j * n..j * n + k].iter_mut().zip(s.iter()).for_each(|(x, &s)| *x -= s * vj);
+            }
+        }
+        r
+    }
+
+    /// y ← H y for the QR reflection k.
+    fn reflect_q(&self, k: usize, y: &mut [f64]) {
+        let n = self.n;
+        let v = &self.a[k * n + k + 1..(k + 1) * n];
+        let s = self.tau_q[k] * (y[k] + dot(v, &y[k + 1..n]));
+        y[k] -= s;
+        y[k + 1..n].iter_mut().zip(v).for_each(|(x, &vi)| *x -= s * vi);
+    }
+
+    /// y ← H y for the RZ reflection k (on coordinates k and rank..).
+    fn reflect_z(&self, k: usize, y: &mut [f64]) {
+        let (n, r, a) = (self.n, self.rank, &self.a);
+        let tau = self.tau_z[k];
+        if tau == 0.0 {
+            return;
+        }
+        let s = tau * (y[k] + (r..n).map(|j| a[j * n + k] * y[j]).sum::<f64>());
+        y[k] -= s;
+        for j in r..n {
+            y[j] -= s * a[j * n + k];
+        }
+    }
+
+    /// x = A⁺ b (`b[..n]`, overwritten as scratch; `x[..n]`).
+    pub fn solve(&self, b: &mut [f64], x: &mut [f64]) {
+        let (n, r, a) = (self.n, self.rank, &self.a);
+        for k in 0..r {
+            self.reflect_q(k, b);
+        }
+        // T s = (Q₁ᵀ b), back substitution
+        for i in (0..r).rev() {
+            let s: f64 = (i + 1..r).map(|j| a[j * n + i] * b[j]).sum();
+            b[i] = (b[i] - s) / a[i * n + i];
+        }
+        b[r..n].fill(0.0);
+        if r < n {
+            for k in 0..r {
+                self.reflect_z(k, b);
+            }
+        }
+        for (j, &p) in self.perm.iter().enumerate() {
+            x[p] = b[j];
+        }
+    }
+
+    /// y = A⁺ᵀ c (`c[..n]`, `y[..n]`).
+    pub fn solve_transpose(&self, c: &[f64], y: &mut [f64]) {
+        let (n, r, a) = (self.n, self.rank, &self.a);
+        for (j, &p) in self.perm.iter().enumerate() {
+            y[j] = c[p];
+        }
+        if r < n {
+            for k in (0..r).rev() {
+                self.reflect_z(k, y);
+            }
+        }
+        // Tᵀ s = (Z₁ Pᵀ c), forward substitution
+        for i in 0..r {
+            let s = dot(&a[i * n..i * n + i], &y[..i]);
+            y[i] = (y[i] - s) / a[i * n + i];
+        }
+        y[r..n].fill(0.0);
+        for k in (0..r).rev() {
+            self.reflect_q(k, y);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,5 +432,45 @@ mod tests {
         assert!(r.amax() < 1e-14, "{}", r.amax());
         let mut bad = vec![1.0, 2.0, 2.0, 1.0];
         assert!(!profile_cholesky(&mut bad, 2, &mut first));
+    }
+    /// `Cod`'s solves equal the SVD pseudo-inverse's products (nalgebra, the same relative cut-off) to round-off
+    /// on empty, full-rank and rank-deficient matrices (rank 0 to n: products of n × r and r × n factors, one with a
+    /// zero and one with a repeated column), and the rank is the SVD's.
+    #[test]
+    fn cod_solves_match_the_svd_pseudo_inverse() {
+        let mut cod = Cod::default();
+        let mut seed = 1u64;
+        let mut rnd = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        cod.matrix_mut(0);
+        assert_eq!(cod.factor(1e-11), 0);
+        for (n, r) in [(1, 0), (1, 1), (3, 3), (5, 2), (7, 7), (8, 5), (12, 1), (12, 11), (20, 13)] {
+            let (u, v) = (DMatrix::from_fn(n, r, |_, _| rnd()), DMatrix::from_fn(r, n, |_, _| rnd()));
+            let mut m = &u * &v;
+            if n > 3 && r < n {
+                m.column_mut(1).fill(0.0);
+                let c = m.column(2).clone_owned();
+                m.column_mut(3).copy_from(&c);
+            }
+            cod.matrix_mut(n).copy_from_slice(m.as_slice());
+            let rank = cod.factor(1e-11);
+            let svd = m.clone().svd(true, true);
+            let tol = 1e-11 * svd.singular_values.max().max(1e-300);
+            assert_eq!(rank, svd.singular_values.iter().filter(|&&s| s > tol).count(), "n {n}, r {r}: rank");
+            assert_eq!((cod.dim(), cod.rank()), (n, rank));
+            let pinv = svd.pseudo_inverse(tol).unwrap();
+            let b: Vec<f64> = (0..n).map(|_| rnd()).collect();
+            let (mut bb, mut x, mut y) = (b.clone(), vec![0.0; n], vec![0.0; n]);
+            cod.solve(&mut bb, &mut x);
+            cod.solve_transpose(&b, &mut y);
+            let bv = nalgebra::DVector::from_column_slice(&b);
+            let (xs, ys) = (&pinv * &bv, pinv.transpose() * &bv);
+            let scale = 1.0 + xs.amax().max(ys.amax());
+            let ex = (nalgebra::DVector::from_column_slice(&x) - xs).amax() / scale;
+            let ey = (nalgebra::DVector::from_column_slice(&y) - ys).amax() / scale;
+            assert!(ex < 1e-12 && ey < 1e-12, "n {n}, r {r}: A⁺b off by {ex:e}, A⁺ᵀb by {ey:e}");
+        }
     }
 }

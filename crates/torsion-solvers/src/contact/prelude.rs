@@ -412,6 +412,17 @@ fn smooth_velocity<T: Scalar>(
 }
 
 impl<T: Scalar> Prelude<T> {
+    /// f += J_nᵀ λ_n + J_tᵀ λ_t (each contact's rows on its support).
+    pub fn add_jt(&self, ln: &[T], lt: &[T], f: &mut [T]) {
+        for i in 0..ln.len() {
+            let s0 = self.pattern.start[i];
+            for (p, &k) in self.pattern.support(i).iter().enumerate() {
+                let r = &self.rows[3 * (s0 + p)..3 * (s0 + p) + 3];
+                f[k] += r[0] * ln[i] + r[1] * lt[2 * i] + r[2] * lt[2 * i + 1];
+            }
+        }
+    }
+
     /// Row m (0: n, 1: t1, 2: t2) of contact c's Jacobian times x.
     pub fn row_dot(&self, m: usize, c: usize, x: &[T]) -> T {
         let s0 = self.pattern.start[c];
@@ -545,13 +556,7 @@ fn impulse_velocity<T: Scalar>(pre: &Prelude<T>, base: &[T], ln: &[T], lt: &[T],
         }
         return;
     }
-    for i in 0..ln.len() {
-        let s0 = pre.pattern.start[i];
-        for (p, &k) in pre.pattern.support(i).iter().enumerate() {
-            let r = &pre.rows[3 * (s0 + p)..3 * (s0 + p) + 3];
-            f[k] += r[0] * ln[i] + r[1] * lt[2 * i] + r[2] * lt[2 * i + 1];
-        }
-    }
+    pre.add_jt(ln, lt, f);
     ltl_solve_in_place(&pre.l, &pre.lambda, f);
     for k in 0..nv {
         f[k] = base[k] + f[k];

@@ -3,14 +3,17 @@
 //! 1. v̄⁺ = (∂F/∂v⁺)ᵀ ḡ: one `LANES` dual pass of the integration (a lane per joint DoF: a joint's q⁺, v⁺ move
 //!    with its own v⁺ only), then λ̄ = J M⁻¹ v̄⁺ (f64, the step's factor);
 //! 2. each island's solve backwards (`IslandJvp::vjp`: the derivative the forward mode takes — the fixed point's
-//!    pseudo-inverse transposed, or the executed cascade through its reduced KKT systems): λ̄ᵀdλ =
+//!    minimum-norm solve transposed (`Cod::solve_transpose`), or the executed cascade through its reduced KKT systems): λ̄ᵀdλ =
 //!    Σ_t −y_tᵀ d(G λ_t + b)|_λ + μ̄ᵀdμ, a few residual terms (one for the fixed point, two per pass);
 //! 3. G λ + b = J (v^p + M⁻¹Jᵀλ) + (b − J v^p) (G = J M⁻¹ Jᵀ, spec 001 §3.1): each term is a contact velocity
 //!    of the smooth code at fixed λ, so what is left is the gradient of the scalar
 //!    φ(x) = ḡᵀF(x, λ) − Σ_t y_tᵀ(J v(x, λ_t) + b − J v^p) + μ̄ᵀμ(x), taken by the Jacobians' grouped dual passes
 //!    (one direction per component and lane, `Groups`) with neither the Delassus blocks (`Prelude::delassus`
 //!    off) nor an island solve per lane: per pass the smooth code (its dual M is still dense: O(nv²)) and
-//!    O(nv + nc) per term, instead of O(island²) per lane.
+//!    O(nv + nc) per term, instead of O(island²) per lane;
+//! 4. the controls without passes (LTL mass solve): u moves only v^p = S(v + Δt M⁻¹(u − c(q, v))) + … (S: the
+//!    implicit gyroscopic update, affine in its input), and b − J v^p holds no v^p, so φ's v^p cotangent is
+//!    v̄^p = v̄⁺ − Jᵀ Σ_t y_t and ū = Δt M⁻¹ Sᵀ v̄^p: the passes seed q and v only (2 n_max directions, not 3).
 //!
 //! A step with an impact (restitution), or with an island differentiated through the cascade of a singular
 //! (redundant) KKT system — its chained product is round-off times the condition number, and forward and reverse
@@ -18,6 +21,7 @@
 //! (`step_vjp` multiplies them).
 use super::*;
 use crate::contact::prelude::apply_impulses_into;
+use torsion_dynamics::gyroscopic::implicit_gyroscopic_vjp;
 use torsion_dynamics::ltl::ltl_solve_in_place;
 use torsion_model::joint_maps::ambient_to_tangent_into;
 
@@ -93,6 +97,9 @@ pub(super) struct AdjointScratch {
     lnb: Vec<f64>,
     ltb: Vec<f64>,
     mub: Vec<f64>,
+    /// −Σ_t y_t (all contacts), the controls' step
+    ysn: Vec<f64>,
+    yst: Vec<f64>,
     terms: Terms,
     island: IslandVjpScratch,
     /// each contact's component (`usize::MAX`: no DoF)
@@ -249,15 +256,34 @@ impl TangentWorkspace {
         let comp = &self.groups.comp;
         a.ccomp.clear();
         a.ccomp.extend((0..nc).map(|i| pre.pattern.support(i).first().map_or(usize::MAX, |&k| comp[k])));
-        // 3. the dual passes of φ
         a.xbar.clear();
         a.xbar.resize(3 * nv + ns, 0.0);
+        // 4. ū = Δt M⁻¹ Sᵀ (v̄⁺ − Jᵀ Σ_t y_t) (module doc); with the articulated-body solve, u lanes in the passes
+        let kinds = if pre.aba { 3 } else { 2 };
+        if kinds == 2 {
+            a.ysn.clear();
+            a.ysn.resize(nc, 0.0);
+            a.yst.clear();
+            a.yst.resize(2 * nc, 0.0);
+            for t in 0..a.terms.n {
+                a.ysn.iter_mut().zip(&a.terms.yn[t]).for_each(|(s, y)| *s -= y);
+                a.yst.iter_mut().zip(&a.terms.yt[t]).for_each(|(s, y)| *s -= y);
+            }
+            a.w.clone_from(&a.vbar);
+            pre.add_jt(&a.ysn, &a.yst, &mut a.w);
+            implicit_gyroscopic_vjp(&ws.dm, &x.s.v, x.dt, &mut a.w);
+            ltl_solve_in_place(&pre.l, &pre.lambda, &mut a.w);
+            for k in 0..nv {
+                a.xbar[2 * nv + k] = x.dt * a.w[k];
+            }
+        }
+        // 3. the dual passes of φ (q and v; u too with the articulated-body solve)
         b.dir_of.clear();
         b.dir_of.resize(LANES * nv, usize::MAX);
         let c = self.ctx(x, ws, po);
-        let vec_passes = (3 * self.groups.n_max).div_ceil(LANES);
+        let vec_passes = (kinds * self.groups.n_max).div_ceil(LANES);
         for p in 0..vec_passes {
-            let (lanes, n) = grouped_lanes(&self.groups, p);
+            let (lanes, n) = grouped_lanes(&self.groups, p, kinds);
             adjoint_pass(&c, vec_dm, &mut b.lanes, &lanes[..n], &mut b.dir_of, a)?;
         }
         for (t, &i) in sel.indices.iter().enumerate() {

@@ -11,26 +11,27 @@
 //! Why: on ≥ 3 coplanar contacts that stick (a box flat on the floor) the tangential block G_t alone is
 //! rank-deficient and its rank *grows* under a tilt, so a single pass has no derivative there — but the coupled
 //! constraint set (all normal and tangential rows together) keeps its rank, so v⁺ of the fixed point is smooth.
-//! The system is singular whenever impulses are redundant; the minimum-norm solution (SVD pseudo-inverse,
-//! computed once per step and shared by every direction) has the unique J_nᵀdλ_n + J_tᵀdλ_t when the
-//! right-hand side is consistent, which constant rank guarantees (docs/gradients.md).
+//! The system is singular whenever impulses are redundant; the minimum-norm solution (the pseudo-inverse's
+//! product, by a complete orthogonal decomposition factored once per step and shared by every direction, or
+//! transposed for the reverse mode's one cotangent) has the unique J_nᵀdλ_n + J_tᵀdλ_t when the right-hand side
+//! is consistent, which constant rank guarantees (docs/gradients.md).
 use super::backward::ReducedKkt;
 use super::sets::{Active, ConstraintSet, FrictionSet};
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
+use torsion_math::linalg::Cod;
 
-/// Singular values below this fraction of the largest are treated as zero (redundant impulses).
-const SVD_TOL: f64 = 1e-11;
+/// Below this fraction of the first pivot's norm the remaining columns are treated as zero (redundant impulses).
+const RANK_TOL: f64 = 1e-11;
 
-/// The coupled KKT system at a converged (λ_n, λ_t), pseudo-inverted once. [`FixedPointKkt::rebuild`] reuses
-/// the buffers; only the SVD pseudo-inverse allocates (nalgebra's `SVD` consumes the matrix and allocates its
-/// factors and the pseudo-inverse: a fixed number of allocations per build, counted in tests/alloc.rs).
+/// The coupled KKT system at a converged (λ_n, λ_t), factored once (`Cod`: minimum-norm solves).
+/// [`FixedPointKkt::rebuild`] reuses the buffers: no allocation once grown.
 #[derive(Default)]
 pub(crate) struct FixedPointKkt {
     free_n: Vec<usize>,
     free_t: Vec<usize>,
     active: Vec<Active>,
-    pinv: DMatrix<f64>,
+    cod: Cod,
     ln: Vec<f64>,
     lt: Vec<f64>,
     /// the coupled system is singular: the impulses are redundant (e.g. ≥ 3 coplanar contacts)
@@ -90,44 +91,34 @@ impl FixedPointKkt {
         self.sticking = (0..nc)
             .any(|i| ln[i] > 0.0 && mu[i] > 0.0 && free_t.contains(&(2 * i)) && !active.iter().any(|a| a.index == i));
         let m = nfn + nft + active.len();
-        // the matrix (consumed by the SVD below)
-        let mut k = DMatrix::zeros(m, m);
+        // the matrix (column-major), factored in place below
+        let k = self.cod.matrix_mut(m);
         let pos_n = &mut self.pos_n;
         pos_n.clear();
         pos_n.resize(nc, usize::MAX);
         for (a, &i) in free_n.iter().enumerate() {
             pos_n[i] = a;
             for (b, &j) in free_n.iter().enumerate() {
-                k[(a, b)] = gn[(i, j)];
+                k[a + b * m] = gn[(i, j)];
             }
             for (b, &t) in free_t.iter().enumerate() {
-                k[(a, nfn + b)] = gnt[(i, t)];
-                k[(nfn + b, a)] = gnt[(i, t)];
+                k[a + (nfn + b) * m] = gnt[(i, t)];
+                k[nfn + b + a * m] = gnt[(i, t)];
             }
         }
         let (mt, kt_m) = kt.matrix_slice();
         for a in 0..mt {
             for b in 0..mt {
-                k[(nfn + a, nfn + b)] = kt_m[a + b * mt];
+                k[nfn + a + (nfn + b) * m] = kt_m[a + b * mt];
             }
         }
         for (c, act) in active.iter().enumerate() {
             let a = pos_n[act.index];
             if a != usize::MAX {
-                k[(nfn + nft + c, a)] = act.d_dr * mu[act.index];
+                k[nfn + nft + c + a * m] = act.d_dr * mu[act.index];
             }
         }
-        (self.pinv, self.rank_deficient) = if m == 0 {
-            (DMatrix::zeros(0, 0), false)
-        } else {
-            let svd = k.svd(true, true);
-            let tol = SVD_TOL * svd.singular_values.max().max(1e-300);
-            let deficient = svd.singular_values.iter().any(|&s| s <= tol);
-            let p = svd
-                .pseudo_inverse(tol)
-                .map_err(|e| SolverError::BadInput { solver: "ncp", problem: format!("fixed-point KKT: {e}") })?;
-            (p, deficient)
-        };
+        self.rank_deficient = self.cod.factor(RANK_TOL) < m;
         set_from(&mut self.ln, ln);
         set_from(&mut self.lt, lt);
         Ok(())
@@ -167,14 +158,10 @@ impl FixedPointKkt {
         for act in &self.active {
             rhs.push(-act.d_dr * dmu[act.index] * ln[act.index]);
         }
-        // x = pinv rhs, column by column (nalgebra's gemv order)
+        // x = K⁺ rhs
         x.clear();
-        x.resize(self.pinv.nrows(), 0.0);
-        for (j, &r) in rhs.iter().enumerate() {
-            for (a, xa) in x.iter_mut().enumerate() {
-                *xa = if j == 0 { self.pinv[(a, j)] * r } else { *xa + self.pinv[(a, j)] * r };
-            }
-        }
+        x.resize(rhs.len(), 0.0);
+        self.cod.solve(rhs, x);
         dln.clear();
         dln.resize(nc, 0.0);
         dlt.clear();
@@ -189,7 +176,7 @@ impl FixedPointKkt {
 }
 
 impl FixedPointKkt {
-    /// Reverse mode of [`FixedPointKkt::jvp_into`]: for λ̄ = (λ̄_n, λ̄_t), w = pinvᵀ λ̄ (on the free coordinates)
+    /// Reverse mode of [`FixedPointKkt::jvp_into`]: for λ̄ = (λ̄_n, λ̄_t), w = K⁺ᵀ λ̄ (on the free coordinates)
     /// gives λ̄ᵀdλ = −y_nᵀ(dG_n λ_n + dG_nt λ_t + db_n) − y_tᵀ(dG_t λ_t + dG_ntᵀ λ_n + db_t) + μ̄ᵀdμ: `yn`, `yt` ←
     /// w's parts (0 off the free coordinates), μ̄ accumulated into `mu_bar`; `x`: scratch (no allocation once
     /// grown).
@@ -202,23 +189,25 @@ impl FixedPointKkt {
         mu_bar: &mut [f64],
         x: &mut Vec<f64>,
     ) {
-        let (nc, nfn, nft) = (self.ln.len(), self.free_n.len(), self.free_t.len());
+        let (nc, nfn, nft, m) = (self.ln.len(), self.free_n.len(), self.free_t.len(), self.cod.dim());
+        // x[..m] = λ̄ on the free coordinates (no ν part), w = x[m..] = K⁺ᵀ x[..m]
         x.clear();
         x.extend(self.free_n.iter().map(|&i| ln_bar[i]).chain(self.free_t.iter().map(|&k| lt_bar[k])));
-        // w_j = Σ_a pinv[(a, j)] x_a (λ̄ has no ν part)
-        let w = |j: usize| (0..x.len()).map(|a| self.pinv[(a, j)] * x[a]).sum::<f64>();
+        x.resize(2 * m, 0.0);
+        let (xb, w) = x.split_at_mut(m);
+        self.cod.solve_transpose(xb, w);
         yn.clear();
         yn.resize(nc, 0.0);
         yt.clear();
         yt.resize(2 * nc, 0.0);
         for (a, &i) in self.free_n.iter().enumerate() {
-            yn[i] = w(a);
+            yn[i] = w[a];
         }
         for (b, &k) in self.free_t.iter().enumerate() {
-            yt[k] = w(nfn + b);
+            yt[k] = w[nfn + b];
         }
         for (c, act) in self.active.iter().enumerate() {
-            mu_bar[act.index] -= w(nfn + nft + c) * act.d_dr * self.ln[act.index];
+            mu_bar[act.index] -= w[nfn + nft + c] * act.d_dr * self.ln[act.index];
         }
     }
 }

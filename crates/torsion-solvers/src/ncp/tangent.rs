@@ -793,7 +793,7 @@ impl TangentWorkspace {
         }
         let vec_dm = self.vec_dm.as_ref().expect("built by prepare");
         for p in (0..vec_passes).filter(|_| self.group) {
-            let lanes = grouped_lanes(gr, p);
+            let lanes = grouped_lanes(gr, p, 3);
             run_pass(&c, vec_dm, &mut b.lanes, &mut b.jvp, &lanes.0[..lanes.1], &mut b.dir_of, cols)?;
         }
         for dir in 3 * nv..3 * nv + rest {
@@ -807,11 +807,11 @@ impl TangentWorkspace {
     }
 }
 
-/// The lanes of grouped pass `p` (and how many): lane j, direction t = `LANES` p + j, is kind t / n_max (q, v, u)
-/// at the DoFs of rank t % n_max.
-fn grouped_lanes(gr: &Groups, p: usize) -> ([Lane<'_>; LANES], usize) {
+/// The lanes of grouped pass `p` (and how many) over the first `kinds` kinds (q, v, u): lane j, direction
+/// t = `LANES` p + j, is kind t / n_max at the DoFs of rank t % n_max.
+fn grouped_lanes(gr: &Groups, p: usize, kinds: usize) -> ([Lane<'_>; LANES], usize) {
     let mut lanes = [NO_LANE; LANES];
-    let n = (3 * gr.n_max - LANES * p).min(LANES);
+    let n = (kinds * gr.n_max - LANES * p).min(LANES);
     for (j, l) in lanes[..n].iter_mut().enumerate() {
         let t = LANES * p + j;
         *l =
@@ -1005,7 +1005,7 @@ impl IslandJvp {
         let lmax = it.ln.iter().chain(&it.lt).fold(0.0f64, |m, v| m.max(v.abs()));
         let converged = it.converged || it.last_change <= 1e-9 * (1.0 + lmax);
         // a contact strictly inside its friction set with a normal impulse: the only case where Auto may need the
-        // fixed point of an unconverged step (its SVD is skipped otherwise)
+        // fixed point of an unconverged step (its factorisation is skipped otherwise)
         let (ln, lt) = (&it.ln, &it.lt);
         let may_stick = (0..m).any(|i| {
             let r = mu[i] * ln[i];
@@ -1087,7 +1087,7 @@ impl IslandJvp {
 impl IslandJvp {
     /// Reverse mode of [`IslandJvp::jvp`] (the same derivative, chosen in `build`): for the island's impulse
     /// cotangents `sc.lnb`, `sc.ltb`, the residual terms whose derivative at fixed λ is λ̄ᵀdλ (`Terms`, at the
-    /// island's contacts): the fixed point's one (its pseudo-inverse transposed), or the cascade's two per executed
+    /// island's contacts): the fixed point's one (its minimum-norm solve transposed), or the cascade's two per executed
     /// pass, backwards through its reduced KKT systems (the warm start's cotangent dropped, as its tangent is
     /// stopped); μ̄ added into `mu_bar` (all contacts). `gnt`: the island's G_nt.
     fn vjp(
