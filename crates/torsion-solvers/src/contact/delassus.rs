@@ -8,7 +8,7 @@
 //! QCQP on its own — the same solution, as W is block diagonal over islands. Generic over the scalar.
 use super::buffers::reshape_zeroed;
 use nalgebra::DMatrix;
-use torsion_dynamics::ltl::{lt_solve_on, NO_DOF};
+use torsion_dynamics::ltl::{lt_solve_on, TreeMatrix, NO_DOF};
 use torsion_dynamics::DynModel;
 use torsion_math::Scalar;
 
@@ -197,7 +197,7 @@ impl<T: Scalar> Default for IslandBlocks<T> {
 /// with reused buffers (no allocation once they have grown). `l`, `lambda`: M = Lᵀ L from `ltl_in_place`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn assemble_with<T: Scalar>(
-    l: &DMatrix<T>,
+    l: &TreeMatrix<T>,
     lambda: &[usize],
     rows: &[T],
     pat: &ContactPattern,
