@@ -4,7 +4,9 @@
 //! path from joint k to the root (J: the joint columns in the world frame).
 use crate::data::{DynData, DynError, DynModel};
 use crate::fk::forward_kinematics;
+use crate::ltl::TreeMatrix;
 use nalgebra::DMatrix;
+use std::ops::IndexMut;
 use torsion_math::spatial::Inertia;
 use torsion_math::Scalar;
 
@@ -24,12 +26,41 @@ pub fn crba_into<T: Scalar>(dm: &DynModel<T>, q: &[T], d: &mut DynData<T>, m: &m
             expected: dm.nv * dm.nv,
         });
     }
+    m.fill(T::zero()); // pairs of joints on different branches stay zero
+    crba_entries(dm, q, d, m, true);
+    Ok(())
+}
+
+/// [`crba`]'s lower-triangle entries on the DoF tree (M_ki for i = k or an ancestor of k: all that the LTL
+/// factorisation reads, `ltl::ltl_in_place`) into `m`, shaped for `ltl::dof_parents` (`TreeMatrix::reshape`):
+/// O(Σ depth) storage and work, no nv × nv matrix (issue 15 item 2). The same numbers as [`crba_into`]'s entries.
+pub fn crba_tree_into<T: Scalar>(
+    dm: &DynModel<T>,
+    q: &[T],
+    d: &mut DynData<T>,
+    m: &mut TreeMatrix<T>,
+) -> Result<(), DynError> {
+    dm.check_q(q)?;
+    if m.nrows() != dm.nv {
+        return Err(DynError::Shape { what: "M (output, rows)", got: m.nrows(), expected: dm.nv });
+    }
+    crba_entries(dm, q, d, m, false);
+    Ok(())
+}
+
+/// The entries of M: within each joint's block (all of it with `mirror`, else the lower triangle) and
+/// M_ik = J_iᵀ F_k for every joint i strictly above joint k (at (k, i) and, with `mirror`, (i, k)), armature added
+/// on the diagonal. Other entries are not written.
+fn crba_entries<T: Scalar, M: IndexMut<(usize, usize), Output = T>>(
+    dm: &DynModel<T>,
+    q: &[T],
+    d: &mut DynData<T>,
+    m: &mut M,
+    mirror: bool,
+) {
     forward_kinematics(dm, q, d);
     world_columns(dm, d);
-    let nv = dm.nv;
-    let ms = m.as_mut_slice(); // column-major: (r, c) at r + c nv
-    ms.fill(T::zero()); // pairs of joints on different branches stay zero
-                        // disjoint borrows of the scratch (so that stores to one are known not to alias loads from another)
+    // disjoint borrows of the scratch (so that stores to one are known not to alias loads from another)
     let (jac, dfda, oy, parent_joint) = (&d.jac[..], &mut d.dfda[..], &mut d.oy[..], &d.parent_joint[..]);
     for j in (0..dm.parent.len()).rev() {
         let (p, c) = (dm.parent[j], dm.child[j]);
@@ -40,7 +71,9 @@ pub fn crba_into<T: Scalar>(dm: &DynModel<T>, q: &[T], d: &mut DynData<T>, m: &m
         }
         for a in vs..vs + n {
             for b in vs..vs + n {
-                ms[a + b * nv] = jac[a].dot(&dfda[b]);
+                if mirror || b <= a {
+                    m[(a, b)] = jac[a].dot(&dfda[b]);
+                }
             }
         }
         if dm.root_pose[p].is_none() {
@@ -57,17 +90,18 @@ pub fn crba_into<T: Scalar>(dm: &DynModel<T>, q: &[T], d: &mut DynData<T>, m: &m
                 let ja = jac[a];
                 for b in ks..ks + kn {
                     let val = ja.dot(&dfda[b]);
-                    ms[a + b * nv] = val;
-                    ms[b + a * nv] = val;
+                    if mirror {
+                        m[(a, b)] = val;
+                    }
+                    m[(b, a)] = val;
                 }
             }
             i = parent_joint[i];
         }
     }
-    for k in 0..nv {
-        ms[k + k * nv] += dm.armature[k];
+    for k in 0..dm.nv {
+        m[(k, k)] += dm.armature[k];
     }
-    Ok(())
 }
 
 /// From the world placements `d.o_m`: the joint of every body (`d.body_joint`, usize::MAX for roots) and

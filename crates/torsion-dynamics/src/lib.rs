@@ -27,7 +27,7 @@ pub mod rnea_derivatives;
 pub mod tensegrity_contact;
 
 pub use aba::{aba, aba_into};
-pub use crba::{crba, crba_into};
+pub use crba::{crba, crba_into, crba_tree_into};
 pub use data::{DynData, DynError, DynModel};
 pub use fk::forward_kinematics;
 pub use rnea::{gravity, nonlinear_effects, nonlinear_effects_into, rnea, rnea_into};

@@ -7,7 +7,8 @@ use torsion_math::Scalar;
 /// `m` ← an r × c zero matrix, reusing `m`'s storage (allocates only when r·c exceeds every earlier size).
 pub fn reshape_zeroed<T: Scalar>(m: &mut DMatrix<T>, r: usize, c: usize) {
     if m.shape() == (r, c) {
-        m.fill(T::zero());
+        // (over the contiguous storage: nalgebra's `fill` walks it by (row, column) index)
+        m.as_mut_slice().fill(T::zero());
         return;
     }
     let old = std::mem::replace(m, DMatrix::from_vec(0, 0, Vec::new()));

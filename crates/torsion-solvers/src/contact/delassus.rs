@@ -8,7 +8,7 @@
 //! QCQP on its own — the same solution, as W is block diagonal over islands. Generic over the scalar.
 use super::buffers::reshape_zeroed;
 use nalgebra::DMatrix;
-use torsion_dynamics::ltl::{lt_solve_on, NO_DOF};
+use torsion_dynamics::ltl::{lt_solve_on, TreeMatrix, NO_DOF};
 use torsion_dynamics::DynModel;
 use torsion_math::Scalar;
 
@@ -197,7 +197,7 @@ impl<T: Scalar> Default for IslandBlocks<T> {
 /// with reused buffers (no allocation once they have grown). `l`, `lambda`: M = Lᵀ L from `ltl_in_place`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn assemble_with<T: Scalar>(
-    l: &DMatrix<T>,
+    l: &TreeMatrix<T>,
     lambda: &[usize],
     rows: &[T],
     pat: &ContactPattern,
@@ -255,6 +255,8 @@ pub(crate) fn assemble_with<T: Scalar>(
                 // B = Y_cᵀ Y_d over the common support (merge of two ascending lists)
                 let mut blk = [[T::zero(); 3]; 3];
                 let (sc, sd) = (pat.support(c), pat.support(d));
+                // each contact's Y rows (3 per support DoF)
+                let (yc, yd) = (&y[3 * pat.start[c]..3 * pat.start[c + 1]], &y[3 * pat.start[d]..3 * pat.start[d + 1]]);
                 let (mut i, mut j) = (0, 0);
                 while i < sc.len() && j < sd.len() {
                     if sc[i] < sd[j] {
@@ -262,10 +264,10 @@ pub(crate) fn assemble_with<T: Scalar>(
                     } else if sc[i] > sd[j] {
                         j += 1;
                     } else {
-                        let (yc, yd) = (3 * (pat.start[c] + i), 3 * (pat.start[d] + j));
+                        let (u, w) = (&yc[3 * i..3 * i + 3], &yd[3 * j..3 * j + 3]);
                         for a in 0..3 {
                             for b in 0..3 {
-                                blk[a][b] += y[yc + a] * y[yd + b];
+                                blk[a][b] += u[a] * w[b];
                             }
                         }
                         i += 1;

@@ -13,9 +13,9 @@ use torsion_dynamics::aba::aba_solve_factored_into;
 use torsion_dynamics::fluid::FluidBodies;
 use torsion_dynamics::gyroscopic::implicit_gyroscopic;
 use torsion_dynamics::joints::add_free_frame_term;
-use torsion_dynamics::ltl::{dof_parents_with, ltl_in_place, ltl_solve_in_place, NO_DOF};
+use torsion_dynamics::ltl::{dof_parents_with, ltl_in_place, ltl_solve_in_place, TreeMatrix, NO_DOF};
 use torsion_dynamics::passive::passive_forces_into;
-use torsion_dynamics::{aba_into, crba_into, forward_kinematics, nonlinear_effects_into, DynData, DynModel};
+use torsion_dynamics::{aba_into, crba_tree_into, forward_kinematics, nonlinear_effects_into, DynData, DynModel};
 use torsion_math::Scalar;
 use torsion_model::Model;
 
@@ -89,10 +89,10 @@ pub struct Prelude<T: Scalar> {
     pub delassus: bool,
     /// how M⁻¹ is applied (default `Auto`)
     pub mass_solve: MassSolve,
-    /// this step applies M⁻¹ by the articulated-body solve (`l` is then 0 × 0, `minv_jt` holds M⁻¹ Jᵀ)
+    /// this step applies M⁻¹ by the articulated-body solve (`l` is then empty, `minv_jt` holds M⁻¹ Jᵀ)
     pub aba: bool,
-    /// M = Lᵀ L (`MassSolve::Ltl`)
-    pub l: DMatrix<T>,
+    /// M = Lᵀ L (`MassSolve::Ltl`), on the DoF tree only (Σ (depth + 1) entries, no nv × nv matrix)
+    pub l: TreeMatrix<T>,
     /// λ(i), the parent DoF (`ltl::dof_parents`)
     pub lambda: Vec<usize>,
     /// each contact's DoFs and the contact islands
@@ -147,7 +147,7 @@ impl<T: Scalar> Default for Prelude<T> {
             delassus: true,
             mass_solve: MassSolve::Auto,
             aba: false,
-            l: e(),
+            l: TreeMatrix::default(),
             lambda: vec![],
             pattern: ContactPattern::default(),
             vp: vec![],
@@ -233,16 +233,14 @@ pub fn prelude_into_dt<T: Scalar>(
         MassSolve::Auto => deeper_than(&pre.lambda, ABA_DEPTH, &mut pre.scratch.body_last),
     };
     if pre.aba {
-        reshape_zeroed(&mut pre.l, 0, 0);
+        pre.l.clear();
         // (ABA checks q's size; the world poses for the contact rows after it)
         aba_factor(dm, q, d, &mut pre.scratch, o)?;
         forward_kinematics(dm, q, d);
     } else {
-        if pre.l.shape() != (nv, nv) {
-            reshape_zeroed(&mut pre.l, nv, nv);
-        }
-        // (crba_into writes every entry: no second zeroing of the nv × nv storage)
-        crba_into(dm, q, d, &mut pre.l).map_err(dyn_err(o.solver))?;
+        // M's entries on the DoF tree: O(Σ depth), not nv² (issue 15 item 2)
+        pre.l.reshape(&pre.lambda);
+        crba_tree_into(dm, q, d, &mut pre.l).map_err(dyn_err(o.solver))?;
         if !ltl_in_place(&mut pre.l, &pre.lambda) {
             return Err(not_positive_definite(q, v, o));
         }
@@ -250,7 +248,7 @@ pub fn prelude_into_dt<T: Scalar>(
     let Prelude { aba, l, lambda, vp, scratch, .. } = pre;
     smooth_velocity(model, dm, d, *aba, l, lambda, q, v, u, dt, o, scratch, vp)?;
     let nc = contacts.len();
-    // `d.o_m` is at q: `crba_into` / `forward_kinematics` ran the kinematics (the smooth velocity only reads it)
+    // `d.o_m` is at q: `crba_tree_into` / `forward_kinematics` ran the kinematics (the smooth velocity only reads it)
     pre.pattern.fill(dm, &pre.lambda, body_joint, contacts);
     contact_rows(dm, d, body_joint, contacts, &pre.pattern, &mut pre.rows);
     let (jr, gr) = if pre.dense { ((nc, nv), nc) } else { ((0, 0), 0) };
@@ -367,7 +365,7 @@ fn smooth_velocity<T: Scalar>(
     dm: &DynModel<T>,
     d: &mut DynData<T>,
     aba: bool,
-    l: &DMatrix<T>,
+    l: &TreeMatrix<T>,
     lambda: &[usize],
     q: &[T],
     v: &[T],

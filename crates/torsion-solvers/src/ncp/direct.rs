@@ -341,9 +341,12 @@ impl DirectSolve {
             self.d.resize(n, 0.0);
             for r in 0..n {
                 let row = &self.jac[r * n..(r + 1) * n];
-                for (i, &ji) in row.iter().enumerate().filter(|(_, v)| **v != 0.0) {
+                // from the row's first non-zero (J is banded as G_SS): the products before it are zeros, whose
+                // sums would leave K as it is, bit for bit
+                let lo = row.iter().position(|v| *v != 0.0).unwrap_or(n);
+                for (i, &ji) in row.iter().enumerate().skip(lo).filter(|(_, v)| **v != 0.0) {
                     self.d[i] -= ji * self.f[r];
-                    for (j, &jj) in row.iter().enumerate().take(i + 1) {
+                    for (j, &jj) in row.iter().enumerate().take(i + 1).skip(lo) {
                         self.k[i * n + j] += ji * jj;
                     }
                 }
