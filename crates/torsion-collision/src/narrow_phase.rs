@@ -18,6 +18,8 @@ pub(crate) struct PairScratch {
     workspace: Option<ContactManifoldsWorkspace>,
     /// contacts dropped because parry returned no usable normal (never expected; counted, not silent)
     pub degenerate: usize,
+    /// `CollisionOptions::complete_box_faces` (set by the world for each detection)
+    pub complete_box_faces: bool,
 }
 
 /// Within this angle (rad) of GJK's direction a polytope's face normal is the contact normal (see [`emit_pair`]).
@@ -133,7 +135,7 @@ pub(crate) fn emit_pair(
     {
         return; // unsupported pair (plane–plane only, reported at construction)
     }
-    if let (Some(c1), Some(c2)) = (sa.as_cuboid(), sb.as_cuboid()) {
+    if let (Some(c1), Some(c2), true) = (sa.as_cuboid(), sb.as_cuboid(), scratch.complete_box_faces) {
         for m in scratch.manifolds.iter_mut() {
             complete_face_face(&pos12, c1, c2, m);
         }

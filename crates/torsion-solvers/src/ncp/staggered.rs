@@ -60,7 +60,7 @@ pub struct NcpOptions {
     /// apply the model's joint damping and springs (explicitly)
     pub passive: bool,
     /// collision detection (the `Solver` path); default: speculative margin 0.01 m (contacts within 1 cm are
-    /// found, and may close their gap within the step but not act across it)
+    /// found, and may close their gap within the step but not act across it), box–box face contacts complete
     pub collision: torsion_collision::CollisionOptions,
     /// how the step is differentiated (`tangent.rs`)
     pub gradient: NcpGradient,
@@ -110,7 +110,11 @@ impl Default for NcpOptions {
             friction_set: FrictionSet::Cone,
             admm: AdmmOptions::default(),
             passive: true,
-            collision: torsion_collision::CollisionOptions { margin: 0.01, ..Default::default() },
+            collision: torsion_collision::CollisionOptions {
+                margin: 0.01,
+                complete_box_faces: true,
+                ..Default::default()
+            },
             gradient: NcpGradient::Auto,
             direct: true,
             parallel: false,
