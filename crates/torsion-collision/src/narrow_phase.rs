@@ -4,10 +4,11 @@ use crate::contact::{Contact, ContactId, Contacts};
 use crate::frames::tangent_frame;
 use crate::shapes::from_parry;
 use parry3d_f64::math::{Pose, Vector};
+use parry3d_f64::query::TrackedContact;
 use parry3d_f64::query::{
     ContactManifold, ContactManifoldsWorkspace, DefaultQueryDispatcher, PersistentQueryDispatcher,
 };
-use parry3d_f64::shape::Shape;
+use parry3d_f64::shape::{Cuboid, Shape};
 use torsion_math::Vec3;
 
 /// Reused manifold storage (no allocation per pair once warm).
@@ -17,10 +18,77 @@ pub(crate) struct PairScratch {
     workspace: Option<ContactManifoldsWorkspace>,
     /// contacts dropped because parry returned no usable normal (never expected; counted, not silent)
     pub degenerate: usize,
+    /// `CollisionOptions::complete_box_faces` (set by the world for each detection)
+    pub complete_box_faces: bool,
 }
 
 /// Within this angle (rad) of GJK's direction a polytope's face normal is the contact normal (see [`emit_pair`]).
 const FACE_SNAP: f64 = 1e-6;
+
+/// A face vertex within this distance (relative to the larger box's largest half extent) of the other box's face
+/// counts as on it ([`complete_face_face`]).
+const ON_FACE_REL: f64 = 1e-9;
+
+/// The outward normal (cuboid frame) of the face `dir` selects (as `Cuboid::support_face`): its axis and sign.
+fn face_axis(dir: Vector) -> (usize, f64) {
+    let k = dir.abs().max_position();
+    (k, if dir[k] < 0.0 { -1.0 } else { 1.0 })
+}
+
+/// `p` (cuboid frame) projected on the face (`k`, `sign`) of `c` when it lies over that face to `tol`: the
+/// projection and the signed distance (positive outside the cuboid).
+fn over_face(c: &Cuboid, (k, sign): (usize, f64), p: Vector, tol: f64) -> Option<(Vector, f64)> {
+    let he = c.half_extents;
+    if (0..3).any(|j| j != k && p[j].abs() > he[j] + tol) {
+        return None;
+    }
+    let mut q = p;
+    q[k] = sign * he[k];
+    Some((q, sign * p[k] - he[k]))
+}
+
+/// Completes parry's face–face manifold of two cuboids (`m`, shape 1 then 2, `pos12`: 2's frame in 1's): parry
+/// keeps a face's vertex when it lies strictly inside the other face (signs of 2-D cross products), so a vertex on
+/// the other face's boundary — boxes of one width stacked or sliding along each other, their side faces coplanar —
+/// is kept or dropped by round-off (a 1e-17 rad tilt: two of the four corners on a diagonal, about which the upper
+/// box then tips, 0.4 mm into the lower one in one step on contact-compare's stack). Each vertex of either face
+/// over the other face to [`ON_FACE_REL`] is added, unless the manifold has that feature pair or a point there
+/// (a crossing of edges at the vertex, a coincident vertex of the other face). Only when both normals are a face's
+/// (an edge–edge manifold is left as it is).
+fn complete_face_face(pos12: &Pose, c1: &Cuboid, c2: &Cuboid, m: &mut ContactManifold<(), ()>) {
+    let is_face = |n: Vector| {
+        let (k, s) = face_axis(n);
+        s * n[k] >= FACE_SNAP.cos() * n.length()
+    };
+    if m.points.is_empty() || !is_face(m.local_n1) || !is_face(m.local_n2) {
+        return;
+    }
+    let (a1, a2) = (face_axis(m.local_n1), face_axis(m.local_n2));
+    let (f1, f2) = (c1.support_face(m.local_n1), c2.support_face(m.local_n2));
+    let tol = ON_FACE_REL * c1.half_extents.max_element().max(c2.half_extents.max_element());
+    let pos21 = pos12.inverse();
+    let add = |m: &mut ContactManifold<(), ()>, c: TrackedContact<()>| {
+        let known = m
+            .points
+            .iter()
+            .any(|p| (p.fid1, p.fid2) == (c.fid1, c.fid2) || p.local_p1.distance_squared(c.local_p1) <= tol * tol);
+        if !known {
+            m.points.push(c);
+        }
+    };
+    for i in 0..f1.num_vertices {
+        let v = f1.vertices[i];
+        if let Some((q, d)) = over_face(c2, a2, pos21 * v, tol) {
+            add(m, TrackedContact::new(v, q, f1.vids[i], f2.fid, d));
+        }
+    }
+    for i in 0..f2.num_vertices {
+        let v = f2.vertices[i];
+        if let Some((q, d)) = over_face(c1, a1, pos12 * v, tol) {
+            add(m, TrackedContact::new(q, v, f1.fid, f2.vids[i], d));
+        }
+    }
+}
 
 /// Whether `a` and `b` are polytopes whose faces we read (mesh hulls, boxes), not two boxes (whose manifold is
 /// exact): parry's GJK / EPA pairs.
@@ -66,6 +134,11 @@ pub(crate) fn emit_pair(
         .is_err()
     {
         return; // unsupported pair (plane–plane only, reported at construction)
+    }
+    if let (Some(c1), Some(c2), true) = (sa.as_cuboid(), sb.as_cuboid(), scratch.complete_box_faces) {
+        for m in scratch.manifolds.iter_mut() {
+            complete_face_face(&pos12, c1, c2, m);
+        }
     }
     let polytopes = polytope_pair(sa, sb);
     for m in &scratch.manifolds {

@@ -34,6 +34,11 @@ pub struct CollisionOptions {
     pub package_dirs: Vec<PathBuf>,
     /// default [`BroadPhase::SweepAndPrune`]
     pub broad_phase: BroadPhase,
+    /// complete two boxes' face–face manifolds with each face vertex on the other face (parry keeps only those
+    /// strictly inside: on coplanar box sides a corner comes and goes with round-off; `narrow_phase`); default
+    /// false (the ncp stepper turns it on; the lcp stepper's box-on-box LCPs with the complete side contact of two
+    /// resting cubes have no valid answer by Dantzig or PGS, docs/decisions.md row 2)
+    pub complete_box_faces: bool,
 }
 
 impl Default for CollisionOptions {
@@ -46,6 +51,7 @@ impl Default for CollisionOptions {
             mesh_policy: MeshPolicy::Error,
             package_dirs: Vec::new(),
             broad_phase: BroadPhase::SweepAndPrune,
+            complete_box_faces: false,
         }
     }
 }
@@ -348,6 +354,7 @@ impl CollisionWorld {
         let prev = &self.prev_t1;
         let from_map = |id: &ContactId| prev.get(id).copied();
         let prev_t1 = seed.unwrap_or(&from_map);
+        self.pair_scratch.complete_box_faces = self.opts.complete_box_faces;
         for &(i, j) in &pairs {
             let (Some(ei), Some(ej)) = (&self.entries[i], &self.entries[j]) else { continue };
             // B: the plane, else the shape on a fixed body, else the higher index (spec 001 §3.1: n points B → A)

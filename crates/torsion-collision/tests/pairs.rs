@@ -142,6 +142,52 @@ fn box_box_face_face_manifold() {
     }
 }
 
+/// Two boxes of one width, one sliding along x on the other (their side faces coplanar, contact-compare's stack),
+/// tilted by round-off (≤ 1e-17 rad, as a step leaves them): every corner of the overlap rectangle is a contact,
+/// whatever the round-off. parry's face–face clip keeps a vertex only strictly inside the other face, so the
+/// corners on the shared edges came and went with the tilt's round-off (the stack's state after 7 steps: two
+/// corners on a diagonal, about which the upper box tipped 0.4 mm into the lower one); `narrow_phase` adds them.
+#[test]
+fn box_box_coplanar_sides_keep_every_corner() {
+    let m = scene(false, &[bx(0.1, 0.1, 0.1), bx(0.1, 0.1, 0.1)]);
+    let tilt = |k: f64| Quat::new(1.0, 1e-17 * (0.37 * k).sin(), 1e-17 * (1.3 * k).cos(), 1e-19 * (2.1 * k).sin());
+    // the stack's middle and top cubes after 7 steps (the pose that lost two corners)
+    let stack = [
+        (
+            Vec3::new(-6.047470792365506e-18, -6.2313283855287184e-18, 0.3),
+            Quat::new(1.0, 5.366800753803247e-18, -5.692061405548897e-18, 6.09863722023092e-20),
+        ),
+        (
+            Vec3::new(0.030605120000000003, -8.773927782133277e-19, 0.5),
+            Quat::new(1.0, 6.017322057294554e-18, -1.4636729328554321e-18, -2.0328790734099904e-20),
+        ),
+    ];
+    let mut cases = vec![stack];
+    for k in 0..200 {
+        let x = 0.19 * k as f64 / 200.0;
+        cases.push([
+            (Vec3::new(0.0, 0.0, 0.3), tilt(2.0 * k as f64)),
+            (Vec3::new(x, 0.0, 0.5), tilt(2.0 * k as f64 + 1.0)),
+        ]);
+    }
+    for (k, p) in cases.iter().enumerate() {
+        let c = detect(&m, CollisionOptions { complete_box_faces: true, ..margin(0.01) }, &poses(p));
+        let (x0, x1) = (p[1].0.x - 0.1, 0.1);
+        for (cx, cy) in [(x0, -0.1), (x0, 0.1), (x1, -0.1), (x1, 0.1)] {
+            assert!(
+                c.iter().any(|k| (k.point.x - cx).abs() < EPS && (k.point.y - cy).abs() < EPS),
+                "case {k}: no contact at corner ({cx}, {cy}): {:?}",
+                sorted_xy(&c)
+            );
+        }
+        for q in c.iter() {
+            assert_frame(q);
+            assert!(q.distance.abs() < EPS && (q.point.z - 0.4).abs() < EPS, "case {k}: {q:?}");
+            assert!(q.point.x > x0 - EPS && q.point.x < x1 + EPS && q.point.y.abs() < 0.1 + EPS, "case {k}: {q:?}");
+        }
+    }
+}
+
 #[test]
 fn box_box_edge_edge_single_point() {
     let m = scene(false, &[bx(0.5, 0.5, 0.5), bx(0.5, 0.5, 0.5)]);
