@@ -9,8 +9,8 @@
 //!    of the smooth code at fixed λ, so what is left is the gradient of the scalar
 //!    φ(x) = ḡᵀF(x, λ) − Σ_t y_tᵀ(J v(x, λ_t) + b − J v^p) + μ̄ᵀμ(x), taken by the Jacobians' grouped dual passes
 //!    (one direction per component and lane, `Groups`) with neither the Delassus blocks (`Prelude::delassus`
-//!    off) nor an island solve per lane: per pass the smooth code (its dual M is still dense: O(nv²)) and
-//!    O(nv + nc) per term, instead of O(island²) per lane;
+//!    off) nor an island solve per lane: per pass the smooth code on duals (kinematics, M on the DoF tree,
+//!    contact rows: most of a pass, BENCHMARKS.md session 9) and O(nv + nc) per term, instead of O(island²) per lane;
 //! 4. the controls without passes (LTL mass solve): u moves only v^p = S(v + Δt M⁻¹(u − c(q, v))) + … (S: the
 //!    implicit gyroscopic update, affine in its input), and b − J v^p holds no v^p, so φ's v^p cotangent is
 //!    v̄^p = v̄⁺ − Jᵀ Σ_t y_t and ū = Δt M⁻¹ Sᵀ v̄^p: the passes seed q and v only (2 n_max directions, not 3).
