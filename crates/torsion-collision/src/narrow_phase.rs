@@ -8,7 +8,7 @@ use parry3d_f64::query::TrackedContact;
 use parry3d_f64::query::{
     ContactManifold, ContactManifoldsWorkspace, DefaultQueryDispatcher, PersistentQueryDispatcher,
 };
-use parry3d_f64::shape::{Cuboid, Shape};
+use parry3d_f64::shape::{Cuboid, PackedFeatureId, PolygonalFeature, Shape, ShapeType};
 use torsion_math::Vec3;
 
 /// Reused manifold storage (no allocation per pair once warm).
@@ -90,6 +90,74 @@ fn complete_face_face(pos12: &Pose, c1: &Cuboid, c2: &Cuboid, m: &mut ContactMan
     }
 }
 
+/// The manifold of a half-space (a plane) and a convex shape with a polygonal feature map (a box, capsule,
+/// cylinder or hull) into `m`, keeping its point list's storage: parry 0.31's `contact_manifold_halfspace_pfm`
+/// (the path `DefaultQueryDispatcher::contact_manifolds` takes for such a pair) with the same arithmetic, so the
+/// same bits, but for one thing: parry moves the old point list out (`core::mem::take`, to carry each contact's
+/// data over by feature ids, and our contacts carry none) and pushes into an empty one, one allocation per call.
+/// Into the first of `manifolds` (made when there is none, as the dispatcher does); returns false, touching
+/// nothing, for every other pair (the dispatcher's).
+fn halfspace_pfm(
+    pos12: &Pose,
+    s1: &dyn Shape,
+    s2: &dyn Shape,
+    prediction: f64,
+    manifolds: &mut Vec<ContactManifold<(), ()>>,
+) -> bool {
+    // the dispatcher's routing: composite / mesh / height-field / voxel shapes and balls take other paths
+    let convex = |s: &dyn Shape| {
+        s.as_composite_shape().is_none()
+            && !matches!(
+                s.shape_type(),
+                ShapeType::TriMesh | ShapeType::HeightField | ShapeType::Voxels | ShapeType::Ball
+            )
+    };
+    if !(convex(s1) && convex(s2)) {
+        return false;
+    }
+    let flipped_pos;
+    let (pos12, halfspace1, (pfm2, border_radius2), flipped) =
+        match (s1.as_halfspace(), s1.as_polygonal_feature_map(), s2.as_halfspace(), s2.as_polygonal_feature_map()) {
+            (Some(h), _, None, Some(p)) => (pos12, h, p, false),
+            (None, Some(p), Some(h), _) => {
+                flipped_pos = pos12.inverse();
+                (&flipped_pos, h, p, true)
+            }
+            _ => return false,
+        };
+    if manifolds.is_empty() {
+        manifolds.push(ContactManifold::new());
+    }
+    let m = &mut manifolds[0];
+    let normal1_2 = pos12.rotation.inverse() * halfspace1.normal;
+    let mut feature2 = PolygonalFeature::default();
+    pfm2.local_support_feature(-normal1_2, &mut feature2);
+    m.points.clear();
+    for i in 0..feature2.num_vertices {
+        let vtx2 = feature2.vertices[i];
+        let vtx2_1 = pos12 * vtx2;
+        let dist_to_plane = vtx2_1.dot(halfspace1.normal);
+        if dist_to_plane - border_radius2 <= prediction {
+            m.points.push(TrackedContact::flipped(
+                vtx2_1 - halfspace1.normal * dist_to_plane,
+                vtx2 - normal1_2 * border_radius2,
+                PackedFeatureId::face(0),
+                feature2.vids[i],
+                dist_to_plane - border_radius2,
+                flipped,
+            ));
+        }
+    }
+    if flipped {
+        m.local_n1 = -normal1_2;
+        m.local_n2 = halfspace1.normal;
+    } else {
+        m.local_n1 = halfspace1.normal;
+        m.local_n2 = -normal1_2;
+    }
+    true
+}
+
 /// Whether `a` and `b` are polytopes whose faces we read (mesh hulls, boxes), not two boxes (whose manifold is
 /// exact): parry's GJK / EPA pairs.
 pub(crate) fn polytope_pair(a: &dyn Shape, b: &dyn Shape) -> bool {
@@ -129,9 +197,10 @@ pub(crate) fn emit_pair(
         m.points.clear();
     }
     scratch.manifolds.truncate(1);
-    if DefaultQueryDispatcher
-        .contact_manifolds(&pos12, sa, sb, prediction, &mut scratch.manifolds, &mut scratch.workspace)
-        .is_err()
+    if !halfspace_pfm(&pos12, sa, sb, prediction, &mut scratch.manifolds)
+        && DefaultQueryDispatcher
+            .contact_manifolds(&pos12, sa, sb, prediction, &mut scratch.manifolds, &mut scratch.workspace)
+            .is_err()
     {
         return; // unsupported pair (plane–plane only, reported at construction)
     }
@@ -189,6 +258,60 @@ pub(crate) fn emit_pair(
                 tangents: tangent_frame(&normal, prev_t1(&id).as_ref()),
                 id,
             });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parry3d_f64::math::Rotation;
+    use parry3d_f64::shape::SharedShape;
+
+    /// [`halfspace_pfm`] gives parry's dispatcher's manifold bit for bit (points, feature ids, distances, normals)
+    /// for a plane against a box, a capsule, a cylinder and a hull, either way round, over tilted poses in and
+    /// out of contact; and refuses the pairs it does not take (plane–ball, plane–plane, box–box).
+    #[test]
+    fn halfspace_manifold_is_parrys_bit_for_bit() {
+        let plane = SharedShape::halfspace(Vector::Z);
+        let hull = [[0.1, 0.0, 0.0], [-0.05, 0.08, 0.0], [-0.05, -0.08, 0.0], [0.0, 0.0, 0.12], [0.02, 0.01, -0.1]];
+        let hull: Vec<Vector> = hull.iter().map(|p| Vector::new(p[0], p[1], p[2])).collect();
+        let others = [
+            SharedShape::cuboid(0.1, 0.2, 0.05),
+            SharedShape::capsule_z(0.1, 0.03),
+            SharedShape::cylinder(0.05, 0.1),
+            SharedShape::convex_hull(&hull).unwrap(),
+        ];
+        let mut mine: Vec<ContactManifold<(), ()>> = vec![];
+        let mut cases = 0;
+        for other in &others {
+            for k in 0..40 {
+                let t = k as f64;
+                let rot = Rotation::from_scaled_axis(Vector::new(0.3 * t.sin(), 0.2 * (1.3 * t).cos(), 0.1 * t));
+                let rot = if k % 5 == 0 { Rotation::IDENTITY } else { rot };
+                let pose = Pose::from_parts(Vector::new(0.01 * t, -0.02, 0.12 - 0.006 * t), rot);
+                let pose_plane = Pose::from_parts(Vector::new(0.0, 0.0, 0.001 * t), Rotation::IDENTITY);
+                for (s1, s2, p1, p2) in [(&plane, other, &pose_plane, &pose), (other, &plane, &pose, &pose_plane)] {
+                    let pos12 = p1.inv_mul(p2);
+                    let mut theirs: Vec<ContactManifold<(), ()>> = vec![];
+                    let mut ws = None;
+                    DefaultQueryDispatcher.contact_manifolds(&pos12, &**s1, &**s2, 0.01, &mut theirs, &mut ws).unwrap();
+                    assert!(halfspace_pfm(&pos12, &**s1, &**s2, 0.01, &mut mine));
+                    let (a, b) = (&theirs[0], &mine[0]);
+                    assert_eq!((a.local_n1, a.local_n2), (b.local_n1, b.local_n2), "case {k}");
+                    assert_eq!(a.points.len(), b.points.len(), "case {k}");
+                    for (x, y) in a.points.iter().zip(&b.points) {
+                        assert_eq!((x.local_p1, x.local_p2, x.fid1, x.fid2), (y.local_p1, y.local_p2, y.fid1, y.fid2));
+                        assert_eq!(x.dist.to_bits(), y.dist.to_bits(), "case {k}");
+                    }
+                    cases += !a.points.is_empty() as usize;
+                }
+            }
+        }
+        assert!(cases > 100, "{cases} cases in contact");
+        let (ball, bx) = (SharedShape::ball(0.1), SharedShape::cuboid(0.1, 0.1, 0.1));
+        for (s1, s2) in [(&plane, &ball), (&ball, &plane), (&plane, &plane), (&bx, &bx)] {
+            assert!(!halfspace_pfm(&Pose::IDENTITY, &**s1, &**s2, 0.01, &mut mine));
         }
     }
 }

@@ -134,7 +134,7 @@ pub struct Solved {
 }
 
 /// Solve M x = r (`dense::DenseSolver` on fresh buffers): LU with full pivoting when its pivots are well above
-/// roundoff (ratio 1e-11), otherwise the least-squares minimum-norm solution (D11). None only when the SVD fails.
+/// roundoff (ratio 1e-11), otherwise the least-squares minimum-norm solution (D11). Always Some (the Option serves the callers' error paths).
 pub fn solve(m: &DMatrix<f64>, r: &DVector<f64>) -> Option<Solved> {
     let mut sv = DenseSolver::default();
     let singular = sv.solve(m, r)?;

@@ -1,10 +1,14 @@
 //! The square solves of the active-set systems (spec 004 §3.3 Eq. 15, docs/decisions.md spec 004 D11) on reused
 //! storage (design.md §7): LU with full pivoting (nalgebra's `FullPivLU` steps, `gauss_step` / `gauss_step_swap`,
 //! run on the buffer: bit-identical to `full_piv_lu`, no heap allocation once the buffers have held a system as
-//! large) and, when its pivots fall to roundoff, nalgebra's SVD least-squares minimum-norm solution, which still
-//! allocates its factors (a rank-deficient A: a box resting on its face; see docs/decisions.md D11).
+//! large) and, when its pivots fall to roundoff (a rank-deficient A: a box resting on its face), the least-squares
+//! minimum-norm solution (docs/decisions.md D11): in the LCP solves nalgebra's SVD, which allocates its factors,
+//! and in the derivative ([`DenseSolver::factor_cod`]) a complete orthogonal decomposition in reused buffers
+//! (`torsion_math::linalg::Cod`). The solves keep the SVD because the decomposition's roundoff-level change of
+//! their answers turns the dropped 3-box stack (tests/lcp.rs) into a trajectory with a step PGS stalls on (D11).
 use crate::contact::buffers::reshape_zeroed;
 use nalgebra::{DMatrix, DVector};
+use torsion_math::linalg::Cod;
 use torsion_math::Scalar;
 
 /// `v` ← n zeros on any scalar, reusing its storage (allocates only when n exceeds every earlier length).
@@ -27,7 +31,7 @@ pub fn copy_vec(dst: &mut DVector<f64>, src: &DVector<f64>) {
     dst.copy_from(src);
 }
 
-/// Pivot ratio below which the LU counts as singular (D11).
+/// Pivot ratio below which the LU counts as singular, and the decomposition's relative rank cut-off (D11).
 const PIVOT_RATIO: f64 = 1e-11;
 /// Buffers of a square solve M x = r; the solution is `x`. A factorisation ([`DenseSolver::factor`]) serves any
 /// number of right-hand sides ([`DenseSolver::solve_factored`]; the implicit derivative's directions).
@@ -36,14 +40,21 @@ pub struct DenseSolver {
     lu: DMatrix<f64>,
     p: Vec<(usize, usize)>,
     q: Vec<(usize, usize)>,
-    /// the SVD of the last singular system (None: the LU holds a regular one) and its threshold
+    /// the SVD of the last singular system (None: the LU or the decomposition holds the last system) and its
+    /// threshold
     svd: Option<nalgebra::SVD<f64, nalgebra::Dyn, nalgebra::Dyn>>,
     svd_tol: f64,
     /// Uᵀ r of the SVD solve
     ut_r: DVector<f64>,
+    /// the decomposition of the last system when it was singular and factorised by [`DenseSolver::factor_cod`]
+    cod: Cod,
+    cod_held: bool,
+    /// the right-hand side, overwritten by `Cod::solve`
+    rhs: Vec<f64>,
     pub x: DVector<f64>,
-    /// the singular systems factorised so far (each one an SVD, which allocates)
+    /// the singular systems factorised so far by an SVD (each allocates), and by the decomposition
     pub singular: usize,
+    pub singular_cod: usize,
 }
 
 impl Default for DenseSolver {
@@ -55,16 +66,20 @@ impl Default for DenseSolver {
             svd: None,
             svd_tol: 0.0,
             ut_r: DVector::from_vec(vec![]),
+            cod: Cod::default(),
+            cod_held: false,
+            rhs: vec![],
             x: DVector::from_vec(vec![]),
             singular: 0,
+            singular_cod: 0,
         }
     }
 }
 
 impl DenseSolver {
     /// Solve M x = r into `self.x`: LU with full pivoting when its pivots are well above roundoff (ratio 1e-11),
-    /// otherwise the SVD's least-squares minimum-norm solution (D11). Some(singular) (None, kept for an SVD that
-    /// could fail, is not returned by nalgebra's).
+    /// otherwise the least-squares minimum-norm solution (D11). Some(singular) (the Option is kept for the
+    /// callers' error paths; a factorisation does not fail).
     pub fn solve(&mut self, m: &DMatrix<f64>, r: &DVector<f64>) -> Option<bool> {
         let singular = self.factor(m);
         self.solve_factored(r);
@@ -74,17 +89,7 @@ impl DenseSolver {
     /// Factorise M for [`DenseSolver::solve_factored`]: LU with full pivoting, or when its pivots fall to roundoff
     /// nalgebra's SVD (allocates: it owns its factors). Returns whether M is singular.
     pub fn factor(&mut self, m: &DMatrix<f64>) -> bool {
-        let n = m.nrows();
-        self.svd = None;
-        if n == 0 {
-            zeroed(&mut self.x, 0);
-            return false;
-        }
-        self.factor_lu(m);
-        let lu = &self.lu;
-        let d = (0..n).map(|i| lu[(i, i)].abs());
-        let (dmin, dmax) = d.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
-        if dmin > PIVOT_RATIO * dmax && dmax > 0.0 && lu[(n - 1, n - 1)] != 0.0 {
+        if !self.factor_regular(m) {
             return false;
         }
         self.singular += 1;
@@ -94,11 +99,47 @@ impl DenseSolver {
         true
     }
 
-    /// x of the last factorised M for the right-hand side r, into `self.x`: the LU's solve (`FullPivLU::solve_mut`)
-    /// or the SVD's minimum-norm least squares (`SVD::solve`'s arithmetic, x = V Σ⁺ Uᵀ r, in the buffers).
+    /// [`DenseSolver::factor`] with the complete orthogonal decomposition in place of the SVD (rank: the pivoted
+    /// columns above 1e-11 of the largest's norm; no allocation once its buffers have held a system as large).
+    pub fn factor_cod(&mut self, m: &DMatrix<f64>) -> bool {
+        if !self.factor_regular(m) {
+            return false;
+        }
+        self.singular_cod += 1;
+        self.cod.matrix_mut(m.nrows()).copy_from_slice(m.as_slice());
+        self.cod.factor(PIVOT_RATIO);
+        self.cod_held = true;
+        true
+    }
+
+    /// Factorise M by LU; whether it is singular (then a least-squares factorisation is to be made).
+    fn factor_regular(&mut self, m: &DMatrix<f64>) -> bool {
+        let n = m.nrows();
+        self.svd = None;
+        self.cod_held = false;
+        if n == 0 {
+            zeroed(&mut self.x, 0);
+            return false;
+        }
+        self.factor_lu(m);
+        let lu = &self.lu;
+        let d = (0..n).map(|i| lu[(i, i)].abs());
+        let (dmin, dmax) = d.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
+        !(dmin > PIVOT_RATIO * dmax && dmax > 0.0 && lu[(n - 1, n - 1)] != 0.0)
+    }
+
+    /// x of the last factorised M for the right-hand side r, into `self.x`: the LU's solve (`FullPivLU::solve_mut`),
+    /// the SVD's minimum-norm least squares (`SVD::solve`'s arithmetic, x = V Σ⁺ Uᵀ r, in the buffers) or the
+    /// decomposition's, x = M⁺ r.
     pub fn solve_factored(&mut self, r: &DVector<f64>) {
         copy_vec(&mut self.x, r);
         if r.is_empty() {
+            return;
+        }
+        if self.cod_held {
+            self.rhs.clear();
+            self.rhs.extend_from_slice(r.as_slice());
+            self.cod.solve(&mut self.rhs, self.x.as_mut_slice());
             return;
         }
         if let Some((u, v_t, sv)) =
@@ -177,27 +218,37 @@ mod tests {
     }
 
     /// One factorisation, many right-hand sides: each the same bits as nalgebra's `full_piv_lu().solve` (regular)
-    /// or `svd(true, true).solve` at the solver's threshold (rank-deficient J Jᵀ of 3 to 8 rows on 2 to 5 motions).
+    /// or `svd(true, true).solve` at the solver's threshold (rank-deficient J Jᵀ of 3 to 8 rows on 2 to 5 motions);
+    /// [`DenseSolver::factor_cod`]'s: the LU's bits, and the SVD's minimum-norm answer to 1e-12 relative.
     #[test]
-    fn factored_solves_are_nalgebras_bit_for_bit() {
+    fn factored_solves_are_nalgebras() {
         let mut sv = DenseSolver::default();
         for (n, rank) in [(3, 2), (5, 3), (8, 5), (4, 4), (6, 6)] {
             let b = DMatrix::from_fn(rank, 9, |i, j| ((i * 9 + j) as f64 * 0.37).sin() + (i == j) as u8 as f64);
             let jm =
                 DMatrix::from_fn(n, 9, |i, j| if i < rank { b[(i, j)] } else { b[(i % rank, j)] * 0.5 - b[(0, j)] });
             let m = &jm * jm.transpose();
-            assert_eq!(sv.factor(&m), rank < n, "n {n}, rank {rank}");
-            for k in 0..4 {
-                let r = DVector::from_fn(n, |i, _| ((i + 3 * k) as f64 * 0.9).cos());
-                sv.solve_factored(&r);
-                let expected = if rank < n {
-                    let svd = m.clone().svd(true, true);
-                    svd.solve(&r, PIVOT_RATIO * svd.singular_values.max()).unwrap()
-                } else {
-                    m.clone().full_piv_lu().solve(&r).unwrap()
-                };
-                assert_eq!(sv.x, expected, "n {n}, rank {rank}, rhs {k}");
+            for cod in [false, true] {
+                let singular = if cod { sv.factor_cod(&m) } else { sv.factor(&m) };
+                assert_eq!(singular, rank < n, "n {n}, rank {rank}");
+                for k in 0..4 {
+                    let r = DVector::from_fn(n, |i, _| ((i + 3 * k) as f64 * 0.9).cos());
+                    sv.solve_factored(&r);
+                    let expected = if rank < n {
+                        let svd = m.clone().svd(true, true);
+                        svd.solve(&r, PIVOT_RATIO * svd.singular_values.max()).unwrap()
+                    } else {
+                        m.clone().full_piv_lu().solve(&r).unwrap()
+                    };
+                    if cod && rank < n {
+                        let err = (&sv.x - &expected).amax() / expected.amax();
+                        assert!(err < 1e-12, "n {n}, rank {rank}, rhs {k}: {err:e} from the SVD's");
+                    } else {
+                        assert_eq!(sv.x, expected, "n {n}, rank {rank}, rhs {k}, cod {cod}");
+                    }
+                }
             }
         }
+        assert_eq!((sv.singular, sv.singular_cod), (3, 3));
     }
 }

@@ -186,9 +186,14 @@ impl LcpWorkspace {
     }
 
     /// The singular active-set systems the steps' LCP solves and the Jacobians' LCP derivatives (one per solved
-    /// LCP and call, whatever the directions) met so far (each an SVD, which allocates; D11).
+    /// LCP and call, whatever the directions) met so far (D11).
     pub fn singular_solves(&self) -> usize {
         self.buf.chain.singular_solves() + self.tan.as_ref().map_or(0, |t| t.singular)
+    }
+
+    /// Of [`LcpWorkspace::singular_solves`], the steps' LCP solves' (each an SVD, which allocates; D11).
+    pub fn singular_svds(&self) -> usize {
+        self.buf.chain.singular_solves()
     }
 }
 
@@ -789,8 +794,8 @@ impl LcpSolver {
     /// (q, v), B w.r.t. the nv generalized forces, C w.r.t. the selected parameters (dynamics parameters and the
     /// contact materials `shape_friction[·]`, `shape_restitution[·]`, seeded on the contacts whose pair value they
     /// supply, `pair_source`); the step's output state: [`LcpWorkspace::jacobians_state`]. No heap allocation once
-    /// the workspace has held as large a step but the step's own (parry's manifolds, singular systems' SVDs), an
-    /// SVD per singular LCP derivative, and the dual dynamics models, rebuilt when the model's parameters change.
+    /// the workspace has held as large a step but the singular systems' SVDs in the step's LCP solves (D11) and the
+    /// dual dynamics models, rebuilt when the model's parameters change.
     #[allow(clippy::too_many_arguments)]
     pub fn jacobians_into(
         &self,
@@ -1032,7 +1037,7 @@ pub(crate) struct TangentScratch {
     segs: Vec<SegTangent>,
     /// per sub-step: its impact g's, its impact f's, its step's
     jvp: Vec<JvpFactor>,
-    /// the singular LCP derivatives factorised so far (each an SVD)
+    /// the singular LCP derivatives factorised so far (D11)
     singular: usize,
     d0: Option<DynData<f64>>,
     d: Option<DynData<Dual64>>,
