@@ -180,7 +180,11 @@ fn surface_radius(kind: &torsion_model::ShapeKind) -> f64 {
 /// radii those of the shapes' surfaces (`surface_radius`). A polyhedral pair whose contacts are B's vertices on a
 /// face of A (parry's feature ids; `face_on_a`) is turned round — A and B, shapes and radii swapped, n and t2
 /// negated, t1 kept (the warm start's) — so the frame's B owns the face: its normal turns with B and the point is
-/// a vertex of A, as the Jacobians take it (`anchor::Anchor`, docs/gradients.md).
+/// a vertex of A, as the Jacobians take it (`anchor::Anchor`, docs/gradients.md). A contact equal to an earlier
+/// one of its pair ([`same_point`]; parry reports a corner of each box where two boxes' corners coincide) is
+/// merged into it (the first in detection order kept, with its id and tangents): identical Jacobian rows add
+/// unknowns (the direct solve's cost grows as their cube) but no physics, as the step depends on Jᵀλ alone
+/// (issue 15).
 pub fn frames_from_collision(model: &Model, contacts: &Contacts, frames: &mut Vec<ContactFrame>) {
     frames.clear();
     let all = &contacts.contacts;
@@ -196,7 +200,12 @@ pub fn frames_from_collision(model: &Model, contacts: &Contacts, frames: &mut Ve
         let shapes = [pair.0, pair.1];
         let mu = model.shapes[pair_source(shapes, sa.friction[0], sb.friction[0])].friction[0];
         let restitution = model.shapes[pair_source(shapes, sa.restitution, sb.restitution)].restitution;
-        for c in run {
+        for (k, c) in run.iter().enumerate() {
+            // an exact duplicate of an earlier contact of the pair (parry's vertex–face points from both sides
+            // where two boxes' corners coincide): merged into it
+            if run[..k].iter().any(|e| same_point(e, c)) {
+                continue;
+            }
             let geom = ContactGeom {
                 body_a: c.body_a,
                 body_b: c.body_b,
@@ -218,6 +227,12 @@ pub fn frames_from_collision(model: &Model, contacts: &Contacts, frames: &mut Ve
             frames.push(f);
         }
     }
+}
+
+/// Whether two contacts of one pair are the same contact, bit for bit: point, normal and distance (their frames
+/// then differ at most in their tangents, which span the same plane).
+fn same_point(a: &torsion_collision::Contact, b: &torsion_collision::Contact) -> bool {
+    (a.point, a.normal, a.distance) == (b.point, b.normal, b.distance)
 }
 
 /// Whether a pair's contacts (one manifold) put the normal on a face of A: some are B's vertices on A's face and
@@ -296,6 +311,43 @@ mod tests {
             }
         }
         assert!(worst < 1e-12, "dynamics vs model forward kinematics: {worst:e}");
+    }
+
+    /// Exact duplicates of a pair's contact (two boxes of one size stacked corner on corner: parry reports each
+    /// corner from both boxes) become one frame each, the first kept; a contact off by one ulp stays.
+    #[test]
+    fn exact_duplicate_contacts_of_a_pair_are_merged() {
+        let xml = r#"<mujoco><worldbody><geom type="plane" size="5 5 0.1"/>
+            <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
+            <body pos="0 0 0.301"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
+            </worldbody></mujoco>"#;
+        let m = torsion_model::io::mjcf::load_mjcf_str(xml, "stack.xml", None).unwrap();
+        let opts = torsion_collision::CollisionOptions { margin: 0.01, complete_box_faces: true, ..Default::default() };
+        let mut world = torsion_collision::CollisionWorld::new(&m, opts).unwrap();
+        let dm = DynModel::<f64>::from_model(&m).unwrap();
+        let mut d = DynData::new(&dm);
+        let (mut poses, mut contacts, mut frames) = (vec![], Contacts::new(), vec![]);
+        let warm = torsion_model::ContactWarmStart::default();
+        let q = m.qpos0.clone();
+        detect_into("test", &m, &mut world, &dm, &mut d, &q, &warm, &mut poses, &mut contacts, &mut frames).unwrap();
+        let distinct = |fs: &[ContactFrame]| {
+            (0..fs.len()).all(|i| (0..i).all(|j| (fs[i].point, fs[i].normal) != (fs[j].point, fs[j].normal)))
+        };
+        assert!(contacts.len() > frames.len(), "{} contacts, {} frames: no duplicate", contacts.len(), frames.len());
+        assert!(distinct(&frames));
+        // every detected point is a frame's
+        assert!(contacts.iter().all(|c| frames.iter().any(|f| f.point == c.point)));
+        // one ulp off: two frames
+        let mut two = Contacts::new();
+        let c = contacts.contacts[contacts.len() - 1];
+        let mut e = c;
+        e.point.x = f64::from_bits(c.point.x.to_bits() + 1);
+        two.contacts.extend([c, e]);
+        frames_from_collision(&m, &two, &mut frames);
+        assert_eq!(frames.len(), 2);
+        two.contacts[1] = c;
+        frames_from_collision(&m, &two, &mut frames);
+        assert_eq!(frames.len(), 1);
     }
 
     /// J_n, J_t against central differences of the material points' relative displacement (A's point minus B's,
