@@ -180,11 +180,7 @@ fn surface_radius(kind: &torsion_model::ShapeKind) -> f64 {
 /// radii those of the shapes' surfaces (`surface_radius`). A polyhedral pair whose contacts are B's vertices on a
 /// face of A (parry's feature ids; `face_on_a`) is turned round — A and B, shapes and radii swapped, n and t2
 /// negated, t1 kept (the warm start's) — so the frame's B owns the face: its normal turns with B and the point is
-/// a vertex of A, as the Jacobians take it (`anchor::Anchor`, docs/gradients.md). A contact equal to an earlier
-/// one of its pair ([`same_point`]; parry reports a corner of each box where two boxes' corners coincide) is
-/// merged into it (the first in detection order kept, with its id and tangents): identical Jacobian rows add
-/// unknowns (the direct solve's cost grows as their cube) but no physics, as the step depends on Jᵀλ alone
-/// (issue 15).
+/// a vertex of A, as the Jacobians take it (`anchor::Anchor`, docs/gradients.md).
 pub fn frames_from_collision(model: &Model, contacts: &Contacts, frames: &mut Vec<ContactFrame>) {
     frames.clear();
     let all = &contacts.contacts;
@@ -200,12 +196,7 @@ pub fn frames_from_collision(model: &Model, contacts: &Contacts, frames: &mut Ve
         let shapes = [pair.0, pair.1];
         let mu = model.shapes[pair_source(shapes, sa.friction[0], sb.friction[0])].friction[0];
         let restitution = model.shapes[pair_source(shapes, sa.restitution, sb.restitution)].restitution;
-        for (k, c) in run.iter().enumerate() {
-            // an exact duplicate of an earlier contact of the pair (parry's vertex–face points from both sides
-            // where two boxes' corners coincide): merged into it
-            if run[..k].iter().any(|e| same_point(e, c)) {
-                continue;
-            }
+        for c in run {
             let geom = ContactGeom {
                 body_a: c.body_a,
                 body_b: c.body_b,
@@ -229,10 +220,26 @@ pub fn frames_from_collision(model: &Model, contacts: &Contacts, frames: &mut Ve
     }
 }
 
-/// Whether two contacts of one pair are the same contact, bit for bit: point, normal and distance (their frames
-/// then differ at most in their tangents, which span the same plane).
-fn same_point(a: &torsion_collision::Contact, b: &torsion_collision::Contact) -> bool {
-    (a.point, a.normal, a.distance) == (b.point, b.normal, b.distance)
+/// Merges each exact duplicate among one pair's frames (consecutive, as `frames_from_collision` writes them) into
+/// the first: equal bit for bit in point, normal and distance (parry reports a corner of each box where two boxes'
+/// corners coincide), the first kept with its id and tangents, the order kept; in place. Identical Jacobian rows add
+/// unknowns (the ncp direct solve's cost grows as their cube) but no physics: the step depends on Jᵀλ alone (issue
+/// 15). The ncp stepper's (`NcpSolver::detect`); the LCP stepper keeps its rows (its CCD stack test sinks deeper
+/// with them merged).
+pub fn merge_exact_duplicates(frames: &mut Vec<ContactFrame>) {
+    let pair = |f: &ContactFrame| (f.shapes, f.body_a, f.body_b);
+    let same = |a: &ContactFrame, b: &ContactFrame| (a.point, a.normal, a.distance) == (b.point, b.normal, b.distance);
+    let (mut kept, mut run) = (0, 0);
+    for i in 0..frames.len() {
+        if kept == 0 || pair(&frames[i]) != pair(&frames[kept - 1]) {
+            run = kept;
+        }
+        if !frames[run..kept].iter().any(|f| same(f, &frames[i])) {
+            frames.swap(kept, i);
+            kept += 1;
+        }
+    }
+    frames.truncate(kept);
 }
 
 /// Whether a pair's contacts (one manifold) put the normal on a face of A: some are B's vertices on A's face and
@@ -330,6 +337,8 @@ mod tests {
         let warm = torsion_model::ContactWarmStart::default();
         let q = m.qpos0.clone();
         detect_into("test", &m, &mut world, &dm, &mut d, &q, &warm, &mut poses, &mut contacts, &mut frames).unwrap();
+        assert_eq!(frames.len(), contacts.len());
+        merge_exact_duplicates(&mut frames);
         let distinct = |fs: &[ContactFrame]| {
             (0..fs.len()).all(|i| (0..i).all(|j| (fs[i].point, fs[i].normal) != (fs[j].point, fs[j].normal)))
         };
@@ -344,9 +353,11 @@ mod tests {
         e.point.x = f64::from_bits(c.point.x.to_bits() + 1);
         two.contacts.extend([c, e]);
         frames_from_collision(&m, &two, &mut frames);
+        merge_exact_duplicates(&mut frames);
         assert_eq!(frames.len(), 2);
         two.contacts[1] = c;
         frames_from_collision(&m, &two, &mut frames);
+        merge_exact_duplicates(&mut frames);
         assert_eq!(frames.len(), 1);
     }
 
