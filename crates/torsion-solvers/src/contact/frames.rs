@@ -220,6 +220,28 @@ pub fn frames_from_collision(model: &Model, contacts: &Contacts, frames: &mut Ve
     }
 }
 
+/// Merges each exact duplicate among one pair's frames (consecutive, as `frames_from_collision` writes them) into
+/// the first: equal bit for bit in point, normal and distance (parry reports a corner of each box where two boxes'
+/// corners coincide), the first kept with its id and tangents, the order kept; in place. Identical Jacobian rows add
+/// unknowns (the ncp direct solve's cost grows as their cube) but no physics: the step depends on Jᵀλ alone (issue
+/// 15). The ncp stepper's (`NcpSolver::detect`); the LCP stepper keeps its rows (its CCD stack test sinks deeper
+/// with them merged).
+pub fn merge_exact_duplicates(frames: &mut Vec<ContactFrame>) {
+    let pair = |f: &ContactFrame| (f.shapes, f.body_a, f.body_b);
+    let same = |a: &ContactFrame, b: &ContactFrame| (a.point, a.normal, a.distance) == (b.point, b.normal, b.distance);
+    let (mut kept, mut run) = (0, 0);
+    for i in 0..frames.len() {
+        if kept == 0 || pair(&frames[i]) != pair(&frames[kept - 1]) {
+            run = kept;
+        }
+        if !frames[run..kept].iter().any(|f| same(f, &frames[i])) {
+            frames.swap(kept, i);
+            kept += 1;
+        }
+    }
+    frames.truncate(kept);
+}
+
 /// Whether a pair's contacts (one manifold) put the normal on a face of A: some are B's vertices on A's face and
 /// none A's vertices on B's face. Its other contacts (edge crossings, the closest points parry adds) share that
 /// normal. Both kinds (two faces of one size overlapping: the face is chosen by rounding, a non-smooth point) or
@@ -296,6 +318,47 @@ mod tests {
             }
         }
         assert!(worst < 1e-12, "dynamics vs model forward kinematics: {worst:e}");
+    }
+
+    /// Exact duplicates of a pair's contact (two boxes of one size stacked corner on corner: parry reports each
+    /// corner from both boxes) become one frame each, the first kept; a contact off by one ulp stays.
+    #[test]
+    fn exact_duplicate_contacts_of_a_pair_are_merged() {
+        let xml = r#"<mujoco><worldbody><geom type="plane" size="5 5 0.1"/>
+            <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
+            <body pos="0 0 0.301"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
+            </worldbody></mujoco>"#;
+        let m = torsion_model::io::mjcf::load_mjcf_str(xml, "stack.xml", None).unwrap();
+        let opts = torsion_collision::CollisionOptions { margin: 0.01, complete_box_faces: true, ..Default::default() };
+        let mut world = torsion_collision::CollisionWorld::new(&m, opts).unwrap();
+        let dm = DynModel::<f64>::from_model(&m).unwrap();
+        let mut d = DynData::new(&dm);
+        let (mut poses, mut contacts, mut frames) = (vec![], Contacts::new(), vec![]);
+        let warm = torsion_model::ContactWarmStart::default();
+        let q = m.qpos0.clone();
+        detect_into("test", &m, &mut world, &dm, &mut d, &q, &warm, &mut poses, &mut contacts, &mut frames).unwrap();
+        assert_eq!(frames.len(), contacts.len());
+        merge_exact_duplicates(&mut frames);
+        let distinct = |fs: &[ContactFrame]| {
+            (0..fs.len()).all(|i| (0..i).all(|j| (fs[i].point, fs[i].normal) != (fs[j].point, fs[j].normal)))
+        };
+        assert!(contacts.len() > frames.len(), "{} contacts, {} frames: no duplicate", contacts.len(), frames.len());
+        assert!(distinct(&frames));
+        // every detected point is a frame's
+        assert!(contacts.iter().all(|c| frames.iter().any(|f| f.point == c.point)));
+        // one ulp off: two frames
+        let mut two = Contacts::new();
+        let c = contacts.contacts[contacts.len() - 1];
+        let mut e = c;
+        e.point.x = f64::from_bits(c.point.x.to_bits() + 1);
+        two.contacts.extend([c, e]);
+        frames_from_collision(&m, &two, &mut frames);
+        merge_exact_duplicates(&mut frames);
+        assert_eq!(frames.len(), 2);
+        two.contacts[1] = c;
+        frames_from_collision(&m, &two, &mut frames);
+        merge_exact_duplicates(&mut frames);
+        assert_eq!(frames.len(), 1);
     }
 
     /// J_n, J_t against central differences of the material points' relative displacement (A's point minus B's,

@@ -8,7 +8,7 @@
 //! continue from its t1), written to the output — nothing carries over in the workspace (design.md §3).
 use super::staggered::{NcpReport, NcpSolver, NcpWorkspace};
 use super::tangent::ContactStep;
-use crate::contact::frames::{detect_into, ContactFrame};
+use crate::contact::frames::{detect_into, merge_exact_duplicates, ContactFrame};
 use crate::generalized::{
     add_input_cotangents, recorded, transposed_jacobian_product_with, wrench_vjp, ContactWarmStart, GenState,
     ProductScratch, WrenchTerm,
@@ -118,7 +118,9 @@ impl NcpSolver {
         let NcpSimWorkspace { ncp, world, contacts, frames, poses, .. } = ws;
         // the dynamics model at the current parameters (the joint anchors place the bodies)
         ncp.cache.refresh(model, &mut ncp.dm).map_err(dyn_err)?;
-        detect_into("ncp", model, world, &ncp.dm, &mut ncp.d, q, warm, poses, contacts, frames)
+        detect_into("ncp", model, world, &ncp.dm, &mut ncp.d, q, warm, poses, contacts, frames)?;
+        merge_exact_duplicates(frames);
+        Ok(())
     }
 }
 
