@@ -11,6 +11,7 @@ use crate::plot::{color, figure, Mark, Panel, Reference, Series};
 use crate::result::{Check, ExperimentError, ExperimentResult};
 use crate::scene::{Recorder, SceneView};
 use serde_json::json;
+use torsion_solvers::contact::ContactStep;
 use torsion_solvers::featherstone::GenState;
 use torsion_solvers::ncp::{FrictionSet, NcpReport};
 use torsion_solvers::Solver;
@@ -62,7 +63,7 @@ fn step(
     });
     let mut next = s.clone();
     let u = vec![0.0; model.nv()];
-    let rep = solver.step_with_contacts(&model, &mut ws.ncp, s, &u, DT, &frames, &mut next)?;
+    let rep = solver.step_with_contacts(&ContactStep::new(&model, s, &u, DT, &frames), &mut ws.ncp, &mut next)?;
     Ok((rep, next))
 }
 

@@ -10,6 +10,7 @@ use nalgebra::DMatrix;
 use torsion_model::io::mjcf::load_mjcf_str;
 use torsion_model::{Model, ParamSelection};
 use torsion_opt::{levenberg_marquardt, LmOptions, Param};
+use torsion_solvers::contact::ContactStep;
 use torsion_solvers::featherstone::GenState;
 use torsion_solvers::ncp::{FrictionSet, NcpOptions, NcpSolver};
 use torsion_solvers::Solver;
@@ -190,8 +191,11 @@ pub fn simulate(
         }
         let mut next = s.clone();
         let report = if jac {
-            let (j, nx, report) =
-                solver.step_jacobians_with_contacts(&model, &mut ws.ncp, &s, &u, dt, &frames, &sel)?;
+            let (j, nx, report) = solver.step_jacobians_with_contacts(
+                &ContactStep::new(&model, &s, &u, dt, &frames),
+                &mut ws.ncp,
+                &sel,
+            )?;
             let mut add = DMatrix::zeros(2 * nv, NCOL);
             for &i in &a_floor {
                 for r in 0..2 * nv {
@@ -206,7 +210,7 @@ pub fn simulate(
             next = nx;
             report
         } else {
-            solver.step_with_contacts(&model, &mut ws.ncp, &s, &u, dt, &frames, &mut next)?
+            solver.step_with_contacts(&ContactStep::new(&model, &s, &u, dt, &frames), &mut ws.ncp, &mut next)?
         };
         s = next;
         if t % every == 0 {

@@ -9,7 +9,7 @@ use torsion_diff::rel_err;
 use torsion_math::{Mat3, Quat, Vec3};
 use torsion_model::builder::ModelBuilder;
 use torsion_model::{Model, ParamSelection};
-use torsion_solvers::contact::ContactGeom;
+use torsion_solvers::contact::{ContactGeom, ContactStep};
 use torsion_solvers::ncp::{ContactFrame, NcpOptions, NcpSolver};
 use torsion_solvers::GenState;
 use torsion_solvers::{DiffSolver, FeatherstoneSolver};
@@ -62,7 +62,7 @@ fn fd_columns(
 fn contact_step(solver: &NcpSolver, m: &Model, st: &GenState, u: &[f64], c: &[ContactFrame]) -> GenState {
     let mut w = solver.contact_workspace(m).unwrap();
     let mut o = st.clone();
-    solver.step_with_contacts(m, &mut w, st, u, DT, c, &mut o).unwrap();
+    solver.step_with_contacts(&ContactStep::new(m, st, u, DT, c), &mut w, &mut o).unwrap();
     o
 }
 
@@ -141,7 +141,8 @@ fn sliding_box_jacobians_match_finite_differences() {
     let sel = ParamSelection::by_prefix(&m, "body_mass[");
     let mut ws = solver.contact_workspace(&m).unwrap();
     let c = floor(&m, &s, mu, eps);
-    let (jac, next, rep) = solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &c, &sel).unwrap();
+    let (jac, next, rep) =
+        solver.step_jacobians_with_contacts(&ContactStep::new(&m, &s, &u, DT, &c), &mut ws, &sel).unwrap();
     assert!(rep.lambda_n.iter().sum::<f64>() > 0.0, "in contact");
     let step =
         |st: &GenState, uu: &[f64], mm: &Model, mu: f64| contact_step(&solver, mm, st, uu, &floor(mm, st, mu, eps));
@@ -168,8 +169,9 @@ fn landing_box_jacobians_match_finite_differences() {
     let solver = NcpSolver::new(NcpOptions::default());
     let mut ws = solver.contact_workspace(&m).unwrap();
     let c = floor(&m, &s, mu, eps);
-    let (jac, next, rep) =
-        solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &c, &ParamSelection::none()).unwrap();
+    let (jac, next, rep) = solver
+        .step_jacobians_with_contacts(&ContactStep::new(&m, &s, &u, DT, &c), &mut ws, &ParamSelection::none())
+        .unwrap();
     for k in 0..c.len() {
         let lt = rep.lambda_t[2 * k].hypot(rep.lambda_t[2 * k + 1]);
         assert!((lt - mu * rep.lambda_n[k]).abs() < 1e-9 * lt.max(1e-12) + 1e-14, "contact {k} slides");
@@ -198,8 +200,9 @@ fn closing_from_a_gap_jacobians_match_finite_differences() {
     let mut ws = solver.contact_workspace(&m).unwrap();
     let c = floor(&m, &s, mu, eps);
     assert!(c.iter().all(|f| f.distance > 1e-3), "a gap");
-    let (jac, next, rep) =
-        solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &c, &ParamSelection::none()).unwrap();
+    let (jac, next, rep) = solver
+        .step_jacobians_with_contacts(&ContactStep::new(&m, &s, &u, DT, &c), &mut ws, &ParamSelection::none())
+        .unwrap();
     assert!(rep.lambda_n.iter().all(|&l| l > 0.0), "bounces from the gap: {:?}", rep.lambda_n);
     // Newton's law at each contact from the approach velocity (the base pose is the identity: body = world). The
     // step's velocity in the world: ω̂ (the output's ω, in the step's frame) and R⁺ v_l⁺ (a free joint's output
@@ -262,8 +265,13 @@ fn two_box_impact_jacobians_match_finite_differences() {
     };
     let mut ws = solver.contact_workspace(&m).unwrap();
     let u = [0.0; 12];
-    let (jac, next, rep) =
-        solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &contacts(&s), &ParamSelection::none()).unwrap();
+    let (jac, next, rep) = solver
+        .step_jacobians_with_contacts(
+            &ContactStep::new(&m, &s, &u, DT, &contacts(&s)),
+            &mut ws,
+            &ParamSelection::none(),
+        )
+        .unwrap();
     assert!(rep.lambda_n.iter().all(|&l| l > 0.0), "{:?}", rep.lambda_n);
     let fd = Fd { fs: &fs, m: &m, s: &s, next: &next };
     check("impact A", &jac.a, &fd.state(|st| contact_step(&solver, &m, st, &u, &contacts(st))));
@@ -292,8 +300,9 @@ fn rolling_ball_sticking_jacobians_match_finite_differences() {
     let s = GenState::new(vec![0.0, 0.0, r - 1e-4, 1.0, 0.0, 0.0, 0.0], vec![0.0, 0.5 / r, 0.0, 0.5, 0.0, 0.0]);
     let u = [0.0, 0.0, 0.0, 1.0, 0.3, 0.0];
     let mut ws = solver.contact_workspace(&m).unwrap();
-    let (jac, next, rep) =
-        solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &contact(&s), &ParamSelection::none()).unwrap();
+    let (jac, next, rep) = solver
+        .step_jacobians_with_contacts(&ContactStep::new(&m, &s, &u, DT, &contact(&s)), &mut ws, &ParamSelection::none())
+        .unwrap();
     let lt = rep.lambda_t[0].hypot(rep.lambda_t[1]);
     assert!(lt < 0.9 * mu * rep.lambda_n[0], "sticks: |λt| {lt} vs μλn {}", mu * rep.lambda_n[0]);
     let step = |st: &GenState, uu: &[f64]| contact_step(&solver, &m, st, uu, &contact(st));
@@ -334,8 +343,9 @@ fn sticking_box_on_coplanar_contacts_matches_finite_differences() {
             |g| NcpOptions { n_step: 500, tolerance: 1e-14, gradient: g, admm: admm.clone(), ..Default::default() };
         let solver = NcpSolver::new(opts(NcpGradient::Auto));
         let mut ws = solver.contact_workspace(&m).unwrap();
-        let (jac, next, rep) =
-            solver.step_jacobians_with_contacts(&m, &mut ws, &s, &u, DT, &contacts(&s, mu), &sel).unwrap();
+        let (jac, next, rep) = solver
+            .step_jacobians_with_contacts(&ContactStep::new(&m, &s, &u, DT, &contacts(&s, mu)), &mut ws, &sel)
+            .unwrap();
         for k in 0..n {
             let lt = rep.lambda_t[2 * k].hypot(rep.lambda_t[2 * k + 1]);
             assert!(rep.lambda_n[k] > 0.0 && lt < 0.9 * mu * rep.lambda_n[k], "contact {k} sticks: {rep:?}");
@@ -347,8 +357,9 @@ fn sticking_box_on_coplanar_contacts_matches_finite_differences() {
         // the cascade of the same passes (for the record: under a tilt it is not the derivative here)
         let cascade = NcpSolver::new(opts(NcpGradient::Cascade));
         let mut wc = cascade.contact_workspace(&m).unwrap();
-        let (jc, _, _) =
-            cascade.step_jacobians_with_contacts(&m, &mut wc, &s, &u, DT, &contacts(&s, mu), &sel).unwrap();
+        let (jc, _, _) = cascade
+            .step_jacobians_with_contacts(&ContactStep::new(&m, &s, &u, DT, &contacts(&s, mu)), &mut wc, &sel)
+            .unwrap();
         let tilt = |j: &DMatrix<f64>| (j.columns(0, 2) - fa.columns(0, 2)).amax();
         eprintln!("  tilt columns: fixed point {:.1e}, cascade {:.1e}", tilt(&jac.a), tilt(&jc.a));
         // under a tilt the staggered passes converge slowly (500 passes do not reach 1e-14 on every perturbed

@@ -7,7 +7,7 @@ mod common;
 use common::{floor_frame, free_boxes};
 use torsion_math::Vec3;
 use torsion_model::Model;
-use torsion_solvers::contact::ContactGeom;
+use torsion_solvers::contact::{ContactGeom, ContactStep};
 use torsion_solvers::ncp::{ContactFrame, FrictionSet, NcpOptions, NcpSolver};
 use torsion_solvers::GenState;
 
@@ -64,7 +64,7 @@ fn slide(opts: NcpOptions, mu: f64, dir: f64, steps: usize) -> (f64, usize, f64)
     let mut worst: f64 = 0.0;
     for n in 0..steps {
         let c = floor_contacts(&m, &s, 0, mu);
-        let rep = solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 6], DT, &c, &mut out).unwrap();
+        let rep = solver.step_with_contacts(&ContactStep::new(&m, &s, &[0.0; 6], DT, &c), &mut ws, &mut out).unwrap();
         worst = worst.max(rep.residuals.signorini).max(rep.residuals.cone).max(rep.residuals.mdp_sliding);
         std::mem::swap(&mut s, &mut out);
         if linear_velocity(&m, &s, 0).norm() < 1e-12 {
@@ -85,7 +85,7 @@ fn sliding_block_decelerates_by_mu_g_dt() {
     for step in 1..=10 {
         let c = floor_contacts(&m, &s, 0, mu);
         assert_eq!(c.len(), 4);
-        let rep = solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 6], DT, &c, &mut out).unwrap();
+        let rep = solver.step_with_contacts(&ContactStep::new(&m, &s, &[0.0; 6], DT, &c), &mut ws, &mut out).unwrap();
         std::mem::swap(&mut s, &mut out);
         let v = linear_velocity(&m, &s, 0);
         let expect = (1.0 - step as f64 * mu * g * DT).max(0.0);
@@ -134,7 +134,7 @@ fn incline_sticks_iff_tan_theta_below_mu() {
         let mut out = s.clone();
         for _ in 0..20 {
             let c = floor_contacts(&m, &s, 0, mu);
-            solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 6], DT, &c, &mut out).unwrap();
+            solver.step_with_contacts(&ContactStep::new(&m, &s, &[0.0; 6], DT, &c), &mut ws, &mut out).unwrap();
             std::mem::swap(&mut s, &mut out);
         }
         let v = linear_velocity(&m, &s, 0);
@@ -157,7 +157,7 @@ fn restitution_reverses_the_normal_velocity() {
         let mut out = s.clone();
         let mut c = floor_contacts(&m, &s, 0, 0.0);
         c.iter_mut().for_each(|f| f.restitution = eps);
-        solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 6], DT, &c, &mut out).unwrap();
+        solver.step_with_contacts(&ContactStep::new(&m, &s, &[0.0; 6], DT, &c), &mut ws, &mut out).unwrap();
         let v = linear_velocity(&m, &out, 0);
         assert!((v.z - eps).abs() < 1e-9, "ε = {eps}: v_z⁺ = {}", v.z);
         assert!((v.x - 0.3).abs() < 1e-12, "frictionless: tangential velocity kept");
@@ -196,7 +196,7 @@ fn two_body_impact_conserves_momentum() {
             })
             .collect();
         let mut out = s.clone();
-        solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 12], DT, &c, &mut out).unwrap();
+        solver.step_with_contacts(&ContactStep::new(&m, &s, &[0.0; 12], DT, &c), &mut ws, &mut out).unwrap();
         let (va, vb) = (linear_velocity(&m, &out, 0), linear_velocity(&m, &out, 1));
         let p = MASS * (va + vb);
         assert!((p - Vec3::new(MASS, 0.0, 0.0)).norm() < 1e-9, "ε = {eps}: momentum {p:?}");
@@ -228,10 +228,16 @@ fn resting_cube_velocity_is_unique_under_warm_starts() {
             if seed > 0 {
                 // another warm start: the impulses of one step from another state (same contact ids)
                 let s2 = state(&[(Vec3::new(0.0, 0.0, HE), Vec3::new(-0.3 * seed as f64, 0.4, -0.5))]);
-                solver.step_with_contacts(&m, &mut ws, &s2, &[0.0, 0.0, 1.0, 0.0, 0.0, 0.0], DT, &c, &mut out).unwrap();
+                solver
+                    .step_with_contacts(
+                        &ContactStep::new(&m, &s2, &[0.0, 0.0, 1.0, 0.0, 0.0, 0.0], DT, &c),
+                        &mut ws,
+                        &mut out,
+                    )
+                    .unwrap();
                 s.warm = out.warm.clone();
             }
-            let rep = solver.step_with_contacts(&m, &mut ws, &s, &u, DT, &c, &mut out).unwrap();
+            let rep = solver.step_with_contacts(&ContactStep::new(&m, &s, &u, DT, &c), &mut ws, &mut out).unwrap();
             let r = &rep.residuals;
             assert!(r.signorini < 1e-9 && r.mdp_sliding < 1e-9 && r.mdp_sticking < 1e-9, "{r:?}");
             results.push(out.v.clone());
@@ -253,14 +259,14 @@ fn bad_inputs_are_errors() {
     let mut ws = solver.contact_workspace(&m).unwrap();
     let s = state(&[(Vec3::new(0.0, 0.0, HE), Vec3::zeros())]);
     let mut out = s.clone();
-    assert!(solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 5], DT, &[], &mut out).is_err());
-    assert!(solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 6], -1.0, &[], &mut out).is_err());
+    assert!(solver.step_with_contacts(&ContactStep::new(&m, &s, &[0.0; 5], DT, &[]), &mut ws, &mut out).is_err());
+    assert!(solver.step_with_contacts(&ContactStep::new(&m, &s, &[0.0; 6], -1.0, &[]), &mut ws, &mut out).is_err());
     let mut c = floor_contacts(&m, &s, 0, 0.5);
     c[0].mu = -1.0;
-    assert!(solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 6], DT, &c, &mut out).is_err());
+    assert!(solver.step_with_contacts(&ContactStep::new(&m, &s, &[0.0; 6], DT, &c), &mut ws, &mut out).is_err());
     c[0].mu = 0.5;
     c[0].body_a = 99;
-    assert!(solver.step_with_contacts(&m, &mut ws, &s, &[0.0; 6], DT, &c, &mut out).is_err());
+    assert!(solver.step_with_contacts(&ContactStep::new(&m, &s, &[0.0; 6], DT, &c), &mut ws, &mut out).is_err());
 }
 
 const R: f64 = 0.05;

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 use torsion_bench::{finish, loglog_slope as slope, median};
 use torsion_solvers::contact::prelude::MassSolve;
+use torsion_solvers::contact::ContactStep;
 use torsion_solvers::ncp::chain::{chain_contacts, chain_state, hanging_chain};
 use torsion_solvers::ncp::{NcpOptions, NcpSolver};
 
@@ -51,7 +52,7 @@ fn run() -> Result<serde_json::Value, String> {
             for _ in 0..repeats {
                 let t = Instant::now();
                 let r = solver
-                    .step_with_contacts(&m, &mut ws, &s, &u, 0.005, &contacts, &mut out)
+                    .step_with_contacts(&ContactStep::new(&m, &s, &u, 0.005, &contacts), &mut ws, &mut out)
                     .map_err(|e| e.to_string())?;
                 times.push(t.elapsed().as_secs_f64());
                 passes = r.qp.len();

@@ -12,3 +12,24 @@ pub mod prelude;
 
 pub use frames::{ContactFrame, ContactGeom};
 pub use prelude::{Prelude, PreludeOptions};
+
+use torsion_model::{GenState, Model};
+
+/// One contact step's inputs, as the contact steppers' entry points take them (`NcpSolver::step_with_contacts`,
+/// `LcpSolver::step_with_contacts`, their Jacobians and tapes): the model, the state, nv generalized forces, the
+/// time step and the contacts (from collision detection at `s.q`, or hand-built).
+#[derive(Clone, Copy, Debug)]
+pub struct ContactStep<'a> {
+    pub model: &'a Model,
+    pub s: &'a GenState,
+    /// nv generalized forces
+    pub u: &'a [f64],
+    pub dt: f64,
+    pub contacts: &'a [ContactFrame],
+}
+
+impl<'a> ContactStep<'a> {
+    pub fn new(model: &'a Model, s: &'a GenState, u: &'a [f64], dt: f64, contacts: &'a [ContactFrame]) -> Self {
+        ContactStep { model, s, u, dt, contacts }
+    }
+}

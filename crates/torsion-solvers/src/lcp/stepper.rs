@@ -41,6 +41,7 @@ use crate::contact::frames::{body_joints, detect_into, pair_source, ContactFrame
 use crate::contact::prelude::{
     apply_impulses_into, check_sizes, dyn_err, prelude_into_dt, Prelude, PreludeOptions, StepInputs,
 };
+use crate::contact::ContactStep;
 use crate::generalized::{
     dual_tangent, recorded, transposed_jacobian_product_with, wrench_vjp, ContactWarmStart, DynCache, GenState,
     ProductScratch, WarmImpulse, WrenchTerm,
@@ -551,21 +552,17 @@ impl LcpSolver {
         Ok(())
     }
 
-    /// The smooth sub-step f from (s.q, s.v) over h with the given contacts (`dcd_impact`: with the DCD
+    /// The smooth sub-step f from (s.q, s.v) over h = `x.dt` with the given contacts (`dcd_impact`: with the DCD
     /// speculative bounce first), into `out` and `report`.
-    #[allow(clippy::too_many_arguments)]
     fn smooth_value(
         &self,
-        model: &Model,
+        x: &ContactStep,
         ws: &mut LcpWorkspace,
-        s: &GenState,
-        u: &[f64],
-        h: f64,
-        contacts: &[ContactFrame],
         dcd_impact: bool,
         report: &mut LcpReport,
         out: &mut GenState,
     ) -> Result<(), SolverError> {
+        let ContactStep { model, s, u, dt: h, contacts } = *x;
         let o = &self.options;
         ws.dm.gravity = torsion_math::scalar::cv(&model.gravity);
         let po = self.prelude_options();
@@ -615,23 +612,19 @@ impl LcpSolver {
         Ok(())
     }
 
-    /// One DCD step with the given contacts (from collision detection at `s.q`), no CCD; the solved LCPs go to
-    /// `ws.report` and the one-segment `ws.tape`.
-    #[allow(clippy::too_many_arguments)]
+    /// One DCD step with the given contacts `x.contacts` (from collision detection at `x.s.q`), no CCD; the solved
+    /// LCPs go to `ws.report` and the one-segment `ws.tape`.
     pub fn step_with_contacts(
         &self,
-        model: &Model,
+        x: &ContactStep,
         ws: &mut LcpWorkspace,
-        s: &GenState,
-        u: &[f64],
-        dt: f64,
-        contacts: &[ContactFrame],
         out: &mut GenState,
     ) -> Result<StepInfo, SolverError> {
+        let ContactStep { s, u, dt, contacts, .. } = *x;
         self.check(ws, s, u, dt)?;
         recycle_tape(ws);
         let mut seg = ws.buf.segments.pop().unwrap_or_default();
-        self.smooth_value(model, ws, s, u, dt, contacts, true, &mut seg.f, out)?;
+        self.smooth_value(x, ws, true, &mut seg.f, out)?;
         reset_report(&mut seg.g, 0, &mut ws.buf.lcps);
         seg.q.clone_from(&s.q);
         seg.v.clone_from(&s.v);
@@ -665,7 +658,7 @@ impl LcpSolver {
         if !self.options.ccd.enabled {
             self.detect(model, ws, &s.q, &s.warm)?;
             let frames = std::mem::take(&mut ws.frames);
-            let info = self.step_with_contacts(model, ws, s, u, dt, &frames, out);
+            let info = self.step_with_contacts(&ContactStep { model, s, u, dt, contacts: &frames }, ws, out);
             ws.frames = frames;
             return info;
         }
@@ -753,7 +746,8 @@ impl LcpSolver {
             let mut start = std::mem::take(&mut ws.buf.start);
             copy_state(&mut start, x);
             start.v.clone_from(&seg.v_struck);
-            let r = self.smooth_value(model, ws, &start, u, h, &frames, false, &mut seg.f, next);
+            let at = ContactStep { model, s: &start, u, dt: h, contacts: &frames };
+            let r = self.smooth_value(&at, ws, false, &mut seg.f, next);
             ws.buf.start = start;
             seg.q.clone_from(&x.q);
             seg.v.clone_from(&x.v);
@@ -811,7 +805,7 @@ impl LcpSolver {
         let mut tan = ws.tan.take().unwrap_or_else(|| Box::new(TangentScratch::new(model)));
         copy_state(&mut tan.next, s);
         let step = match contacts {
-            Some(c) => self.step_with_contacts(model, ws, s, u, dt, c, &mut tan.next),
+            Some(c) => self.step_with_contacts(&ContactStep { model, s, u, dt, contacts: c }, ws, &mut tan.next),
             None => self.run_step(model, ws, s, u, dt, &mut tan.next),
         };
         let r = step.and_then(|_| {

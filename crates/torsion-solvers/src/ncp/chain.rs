@@ -65,6 +65,7 @@ pub fn chain_state(n: usize) -> torsion_model::GenState {
 mod tests {
     use super::*;
     use crate::contact::prelude::MassSolve;
+    use crate::contact::ContactStep;
     use crate::ncp::{NcpOptions, NcpSolver};
     use crate::GenState;
     use torsion_model::ParamSelection;
@@ -84,7 +85,9 @@ mod tests {
         let s = state(n);
         let mut out = s.clone();
         let t = std::time::Instant::now();
-        let r = solver.step_with_contacts(&m, &mut ws, &s, &vec![0.0; n], 0.005, &contacts, &mut out).unwrap();
+        let r = solver
+            .step_with_contacts(&ContactStep::new(&m, &s, &vec![0.0; n], 0.005, &contacts), &mut ws, &mut out)
+            .unwrap();
         let secs = t.elapsed().as_secs_f64();
         eprintln!("1,000-link chain, 2 contacts: one step {secs:.3} s, {} passes", r.qp.len());
         assert!(ws.pre.aba && ws.pre.l.is_empty(), "an LTL factor was built ({} entries)", ws.pre.l.stored());
@@ -108,7 +111,9 @@ mod tests {
             let mut ws = solver.contact_workspace(&m).unwrap();
             ws.mass_solve = mode;
             let mut out = s.clone();
-            let r = solver.step_with_contacts(&m, &mut ws, &s, &vec![0.1; n], 0.005, &contacts, &mut out).unwrap();
+            let r = solver
+                .step_with_contacts(&ContactStep::new(&m, &s, &vec![0.1; n], 0.005, &contacts), &mut ws, &mut out)
+                .unwrap();
             (out, r, ws.pre.aba)
         };
         let ((a, ra, aba), (b, rb, ltl)) = (run(MassSolve::Aba), run(MassSolve::Auto));
@@ -132,14 +137,18 @@ mod tests {
         let mut ws = solver.contact_workspace(&m).unwrap();
         ws.mass_solve = MassSolve::Aba;
         let (jac, _, _) = solver
-            .step_jacobians_with_contacts(&m, &mut ws, &s, &u, 0.005, &contacts, &ParamSelection::none())
+            .step_jacobians_with_contacts(
+                &ContactStep::new(&m, &s, &u, 0.005, &contacts),
+                &mut ws,
+                &ParamSelection::none(),
+            )
             .unwrap();
         assert!(ws.pre.aba);
         let next = |s: &GenState, u: &[f64]| {
             let mut w = solver.contact_workspace(&m).unwrap();
             w.mass_solve = MassSolve::Aba;
             let mut o = s.clone();
-            solver.step_with_contacts(&m, &mut w, s, u, 0.005, &contacts, &mut o).unwrap();
+            solver.step_with_contacts(&ContactStep::new(&m, s, u, 0.005, &contacts), &mut w, &mut o).unwrap();
             o
         };
         let h = 1e-6;

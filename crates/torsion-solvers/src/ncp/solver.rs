@@ -7,8 +7,8 @@
 //! start (impulses and tangent t1 by contact id) is `GenState::warm`: read from the input state (the tangents
 //! continue from its t1), written to the output — nothing carries over in the workspace (design.md §3).
 use super::staggered::{NcpReport, NcpSolver, NcpWorkspace};
-use super::tangent::ContactStep;
 use crate::contact::frames::{detect_into, merge_exact_duplicates, ContactFrame};
+use crate::contact::ContactStep;
 use crate::generalized::{
     add_input_cotangents, recorded, transposed_jacobian_product_with, wrench_vjp, ContactWarmStart, GenState,
     ProductScratch, WrenchTerm,
@@ -192,8 +192,9 @@ impl Solver for NcpSolver {
             r.frames.clone_from(frames);
         }
         // `detect` refreshed `ncp.dm` (θ compared once per step, issue 13)
-        self.check(ncp, s, uj, dt, frames)?;
-        self.step_refreshed(model, ncp, s, uj, dt, frames, out, report)?;
+        let x = ContactStep { model, s, u: uj, dt, contacts: frames };
+        self.check(ncp, &x)?;
+        self.step_refreshed(&x, ncp, out, report)?;
         let r = &*report;
         let passes = r.qp.len() + r.impact.as_ref().map_or(0, |i| i.qp.len());
         let mut admm = r.qp.iter().chain(&r.qcqp).chain(r.impact.iter().flat_map(|i| i.qp.iter().chain(&i.qcqp)));

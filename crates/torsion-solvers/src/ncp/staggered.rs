@@ -33,6 +33,7 @@ use crate::contact::prelude::{
     apply_impulses_into, check_sizes, dyn_err as dyn_err_of, prelude_into, restitution_impulses_into, MassSolve,
     Prelude, PreludeOptions, StepInputs,
 };
+use crate::contact::ContactStep;
 use crate::generalized::{GenState, WarmImpulse};
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
@@ -351,14 +352,8 @@ impl NcpSolver {
     }
 
     /// Check the step's inputs.
-    pub(crate) fn check(
-        &self,
-        ws: &NcpWorkspace,
-        s: &GenState,
-        u: &[f64],
-        dt: f64,
-        contacts: &[ContactFrame],
-    ) -> Result<(), SolverError> {
+    pub(crate) fn check(&self, ws: &NcpWorkspace, x: &ContactStep) -> Result<(), SolverError> {
+        let ContactStep { s, u, dt, contacts, .. } = *x;
         let bad = |problem: String| SolverError::BadInput { solver: "ncp", problem };
         check_sizes("ncp", ws.dm.nq, ws.dm.nv, &s.q, &s.v, u)?;
         if !(dt > 0.0 && dt.is_finite()) {
@@ -379,58 +374,40 @@ impl NcpSolver {
         Ok(())
     }
 
-    /// One step with the given contacts (from collision detection at `s.q`). `u`: nv generalized forces.
-    /// Warm-started from `s.warm` (by contact id); the step's impulses go to `out.warm`. Records the tape of the
-    /// staggered passes in the workspace (for the tangent Jacobians).
-    #[allow(clippy::too_many_arguments)]
+    /// One step with the given contacts `x.contacts` (from collision detection at `x.s.q`, or hand-built);
+    /// `x.u`: nv generalized forces. Warm-started from `x.s.warm` (by contact id); the step's impulses go to
+    /// `out.warm`. Records the tape of the staggered passes in the workspace (for the tangent Jacobians).
     pub fn step_with_contacts(
         &self,
-        model: &Model,
+        x: &ContactStep,
         ws: &mut NcpWorkspace,
-        s: &GenState,
-        u: &[f64],
-        dt: f64,
-        contacts: &[ContactFrame],
         out: &mut GenState,
     ) -> Result<NcpReport, SolverError> {
         let mut report = NcpReport::default();
-        self.step_with_contacts_into(model, ws, s, u, dt, contacts, out, &mut report)?;
+        self.check_and_refresh(x, ws)?;
+        self.step_refreshed(x, ws, out, &mut report)?;
         Ok(report)
     }
 
-    /// [`NcpSolver::step_with_contacts`] reporting into `report`, whose buffers are reused: no heap allocation
-    /// once the workspace and the report have seen the step's contact count.
-    #[allow(clippy::too_many_arguments)]
-    pub fn step_with_contacts_into(
-        &self,
-        model: &Model,
-        ws: &mut NcpWorkspace,
-        s: &GenState,
-        u: &[f64],
-        dt: f64,
-        contacts: &[ContactFrame],
-        out: &mut GenState,
-        report: &mut NcpReport,
-    ) -> Result<(), SolverError> {
-        self.check(ws, s, u, dt, contacts)?;
-        ws.cache.refresh(model, &mut ws.dm).map_err(dyn_err)?;
-        self.step_refreshed(model, ws, s, u, dt, contacts, out, report)
+    /// The inputs checked and `ws`'s dynamics model brought to `x.model`'s parameters: what `step_refreshed`
+    /// expects (`Solver::step` only checks: its `detect` refreshed the model, θ compared once per step).
+    pub(crate) fn check_and_refresh(&self, x: &ContactStep, ws: &mut NcpWorkspace) -> Result<(), SolverError> {
+        self.check(ws, x)?;
+        ws.cache.refresh(x.model, &mut ws.dm).map_err(dyn_err)?;
+        Ok(())
     }
 
-    /// [`NcpSolver::step_with_contacts_into`] once `ws`'s dynamics model is at the model's parameters (θ
-    /// compared once per step: `Solver::step`'s `detect` refreshed it) and the inputs are checked.
-    #[allow(clippy::too_many_arguments)]
+    /// [`NcpSolver::step_with_contacts`] once the inputs are checked and `ws`'s dynamics model is at the model's
+    /// parameters (`check_and_refresh`), reporting into `report`, whose buffers are reused: no heap allocation
+    /// once the workspace and the report have seen the step's contact count.
     pub(crate) fn step_refreshed(
         &self,
-        model: &Model,
+        x: &ContactStep,
         ws: &mut NcpWorkspace,
-        s: &GenState,
-        u: &[f64],
-        dt: f64,
-        contacts: &[ContactFrame],
         out: &mut GenState,
         report: &mut NcpReport,
     ) -> Result<(), SolverError> {
+        let ContactStep { model, s, u, dt, contacts } = *x;
         let o = &self.options;
         let nq = ws.dm.nq;
         ws.dm.gravity = torsion_math::scalar::cv(&model.gravity);

@@ -24,6 +24,7 @@ use crate::contact::frames::{pair_source, ContactFrame, ContactGeom};
 use crate::contact::prelude::{
     apply_impulses_into, prelude_into, restitution_impulses_into, Prelude, PreludeOptions, StepInputs,
 };
+use crate::contact::ContactStep;
 use crate::generalized::{dual_tangent, GenState};
 use crate::solver::SolverError;
 use adjoint::Terms;
@@ -175,16 +176,6 @@ impl<T: Scalar> PassBufs<T> {
         self.v1.clone_from(&self.vplus);
         advance_into(dm, &self.q, &self.vplus, T::c(dt), &mut self.q1, &mut self.v1);
     }
-}
-
-/// One contact step's inputs: the state, nv generalized forces, the contacts (from collision detection at `s.q`).
-#[derive(Clone, Copy)]
-pub(crate) struct ContactStep<'a> {
-    pub model: &'a Model,
-    pub s: &'a GenState,
-    pub u: &'a [f64],
-    pub dt: f64,
-    pub contacts: &'a [ContactFrame],
 }
 
 /// What every pass of one call reads.
@@ -574,21 +565,16 @@ fn with_gravity<T: Scalar>(mut dm: DynModel<T>, model: &Model) -> DynModel<T> {
 impl NcpSolver {
     /// One step (as `step_with_contacts`, whose result it also returns) and its tangent Jacobians, every column
     /// (`jacobians_into` with the per-contact `d_mu` / `d_restitution` directions).
-    #[allow(clippy::too_many_arguments)]
     pub fn step_jacobians_with_contacts(
         &self,
-        model: &Model,
+        x: &ContactStep,
         ws: &mut NcpWorkspace,
-        s: &GenState,
-        u: &[f64],
-        dt: f64,
-        contacts: &[ContactFrame],
         sel: &ParamSelection,
     ) -> Result<(NcpJacobians, GenState, NcpReport), SolverError> {
         let mut report = NcpReport::default();
-        self.jacobians_into(&ContactStep { model, s, u, dt, contacts }, ws, sel, true, &mut report)?;
+        self.jacobians_into(x, ws, sel, true, &mut report)?;
         let tan = ws.tangent();
-        let (nv, ns, nc) = (ws.dm.nv, sel.len(), contacts.len());
+        let (nv, ns, nc) = (ws.dm.nv, sel.len(), x.contacts.len());
         let (cols, ndir) = (&tan.cols, 3 * nv + ns + nc + 1);
         let jac = NcpJacobians {
             a: cols.columns(0, 2 * nv).into_owned(),
@@ -626,14 +612,15 @@ impl NcpSolver {
         sel: &ParamSelection,
         report: &mut NcpReport,
     ) -> Result<(), SolverError> {
-        let ContactStep { model, s, u, dt, contacts } = *x;
+        let ContactStep { model, s, contacts, .. } = *x;
         let next = &mut tw.next;
         next.q.clone_from(&s.q);
         next.v.clone_from(&s.v);
         next.act.clone_from(&s.act);
         next.warm.fill(s.warm.as_slice().iter().copied());
         // the step (its prelude's island blocks and its tape are what the derivatives below read)
-        self.step_with_contacts_into(model, ws, s, u, dt, contacts, next, report)?;
+        self.check_and_refresh(x, ws)?;
+        self.step_refreshed(x, ws, next, report)?;
         let o = &self.options;
         if sel.indices.iter().any(|&i| i >= tw.table.len()) {
             return Err(SolverError::BadInput {
@@ -1243,12 +1230,16 @@ mod tests {
         let u = [0.0, 0.0, 0.0, 0.5, -0.2, 0.0];
         let mut ws = solver.contact_workspace(&m).unwrap();
         let (jac, _, _) = solver
-            .step_jacobians_with_contacts(&m, &mut ws, &s, &u, 0.01, &contacts(0.3), &ParamSelection::none())
+            .step_jacobians_with_contacts(
+                &ContactStep::new(&m, &s, &u, 0.01, &contacts(0.3)),
+                &mut ws,
+                &ParamSelection::none(),
+            )
             .unwrap();
         let v_next = |uu: &[f64], mu: f64| {
             let mut w = solver.contact_workspace(&m).unwrap();
             let mut o = s.clone();
-            solver.step_with_contacts(&m, &mut w, &s, uu, 0.01, &contacts(mu), &mut o).unwrap();
+            solver.step_with_contacts(&ContactStep::new(&m, &s, uu, 0.01, &contacts(mu)), &mut w, &mut o).unwrap();
             o.v
         };
         let h = 1e-6;
