@@ -198,8 +198,8 @@ impl Solver for NcpSolver {
         // with the residual stop, every island of both phases at the NCP tolerance: capped passes kept above it
         // (a rejected direct solve's fallback) are not converged, whatever their ADMM sub-problems did
         let t = &ncp.tape;
-        let ncp_converged = self.options.residual_tolerance <= 0.0
-            || (t.step.converged && (!t.has_impact || t.impact.converged));
+        let ncp_converged =
+            self.options.residual_tolerance <= 0.0 || (t.step.converged && (!t.has_impact || t.impact.converged));
         Ok(StepInfo {
             iterations: passes,
             contacts: r.contacts,

@@ -1359,7 +1359,8 @@ mod tests {
     /// at λ_n ≈ 0, u_n ≈ 0. The direct solve cycled there (stick → slide → slip vanished → stick from the warm
     /// start again) to its set cap and fell back to the passes: 64 of 800 island solves in the 200 rest steps
     /// (main's contact_scaling binary, same scene); it now sticks on the boundary, restarting from its last
-    /// result. Printed: the fallbacks and the NCP residual of the rest steps.
+    /// result (25 then; 14 since a sticking set searches its solutions inside the disks, session 10). Printed: the
+    /// fallbacks and the NCP residual of the rest steps.
     #[test]
     fn resting_columns_rarely_fall_back_to_the_passes() {
         let at: Vec<(f64, f64)> = (0..20).map(|i| (0.5 * (i / 5) as f64, 0.101 + 0.201 * (i % 5) as f64)).collect();
@@ -1385,7 +1386,7 @@ mod tests {
         eprintln!(
             "4 columns at rest: {fallbacks} fallbacks, {direct} direct of 800; residual {worst_res:.1e}; z {zmin}"
         );
-        assert!(fallbacks <= 25 && direct >= 775, "{fallbacks} fallbacks, {direct} direct solves");
+        assert!(fallbacks <= 20 && direct >= 780, "{fallbacks} fallbacks, {direct} direct solves");
         assert!((zmin - 0.1).abs() < 1e-6, "lowest box at {zmin}");
     }
 
@@ -1440,7 +1441,9 @@ mod tests {
     #[test]
     fn capped_passes_above_the_tolerance_are_not_converged() {
         let body = |z: f64| {
-            format!(r#"<body pos="0 0 {z}"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.16"/></body>"#)
+            format!(
+                r#"<body pos="0 0 {z}"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.16"/></body>"#
+            )
         };
         let xml = format!(
             r#"<mujoco><option gravity="0 0 -9.81" timestep="0.01"/><worldbody><geom type="plane" size="50 50 0.1" friction="0.16"/>{}{}{}</worldbody></mujoco>"#,
@@ -1465,7 +1468,11 @@ mod tests {
                 assert_eq!(info.converged, admm && !kept, "{name} step {step}: {info:?}");
                 assert_eq!(info.fallbacks, ws.report.direct_rejected, "{name} step {step}");
                 if info.residual > 1e-9 {
-                    assert!(kept && !info.converged, "{name} step {step}: residual {:e} reported converged", info.residual);
+                    assert!(
+                        kept && !info.converged,
+                        "{name} step {step}: residual {:e} reported converged",
+                        info.residual
+                    );
                     short += 1;
                 }
             }
