@@ -35,7 +35,8 @@ pub struct StepInfo {
     /// maximum dissipation, in N·s and m/s), lcp the largest validity residual (§3.3: bound, friction box,
     /// complementarity); 0 for a direct solve and for XPBD's fixed sweeps
     pub residual: f64,
-    /// every inner solve met its tolerance (ncp: all ADMM QP / QCQP solves); a direct solve: true
+    /// every inner solve met its tolerance (ncp: all ADMM QP / QCQP solves and, with the residual stop, every contact
+    /// island at the NCP tolerance: false where capped passes are kept above it); a direct solve: true
     pub converged: bool,
     /// XPBD: projections skipped by the ‖c‖ < ε guard (exactly satisfied constraints)
     pub skipped_projections: usize,

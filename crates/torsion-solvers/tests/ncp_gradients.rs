@@ -382,3 +382,65 @@ fn sticking_box_on_coplanar_contacts_matches_finite_differences() {
         assert!(jac.d_mu.amax() < 1e-8, "μ has no effect while sticking: {}", jac.d_mu.amax());
     }
 }
+
+/// sysid-contact's box (0.1 m cube on a frictionless table, μ = 0.178 on the box, 1.16 kg) pushed sideways at
+/// 2.6 N while it slides flat on its four corners without spin (the state of the fit's step 146, its Δt 4 ms):
+/// the four corners' λ_n are redundant, but with every slip in one direction the friction wrench is not, so v⁺
+/// is smooth. Through the whole step (collision, direct solve): A, B, the mass and μ against central
+/// differences.
+#[test]
+fn box_pushed_on_four_corners_jacobians_match_finite_differences() {
+    use torsion_model::Control;
+    use torsion_solvers::{Solver, StepJacobians};
+    let xml = r#"<mujoco model="box_table"><option gravity="0 0 -9.81"/><worldbody>
+<geom name="table" type="plane" size="20 20 0.1" friction="0 0 0"/>
+<body name="box" pos="0 0 0.1"><freejoint/><geom name="boxg" type="box" size="0.05 0.05 0.05" mass="1.2"/></body>
+</worldbody></mujoco>"#;
+    let mut m = torsion_model::io::mjcf::load_mjcf_str(xml, "box_table.xml", None).unwrap();
+    m.shapes[0].restitution = 0.0;
+    let sel = ParamSelection::by_names(&m, &["body_mass[box]", "shape_friction[boxg]"]).unwrap();
+    let p = [1.159558, 0.177717];
+    m.params_set(&sel, &p).unwrap();
+    let mut o = NcpOptions::default();
+    o.collision.margin = 0.0;
+    let solver = NcpSolver::new(o);
+    let dt = 0.004;
+    let q = vec![5.790117210419637e-4, 3.5384711064918644e-4, 0.049894537663336666, 0.9999999967266355, -4.095492036385467e-5, -6.739625158988981e-5, -1.808780782339535e-5];
+    let s = GenState::new(q, vec![0.0, 0.0, 0.0, 0.02059496784519926, 0.007442965615205598, -2.166443820103562e-6]);
+    let mut w = vec![0.0; 12];
+    (w[6], w[7]) = (2.592123653542245, 0.9226783050720779);
+    let u = Control::from_torques(&[0.0; 6]).with_body_wrench(&w);
+    let mut ws = solver.workspace(&m).unwrap();
+    let mut jac = StepJacobians::for_solver(&solver, &m, &sel);
+    solver.step_jacobians_into(&m, &s, &u, dt, &sel, &mut ws, &mut jac).unwrap();
+    let step_u = |mm: &Model, st: &GenState, u: &Control<f64>| {
+        let mut w = solver.workspace(mm).unwrap();
+        let mut out = st.clone();
+        let info = solver.step(mm, st, u, dt, &mut out, &mut w, None).unwrap();
+        (out, info)
+    };
+    let step = |mm: &Model, st: &GenState| step_u(mm, st, &u);
+    let (next, info) = step(&m, &s);
+    assert!(info.converged && info.fallbacks == 0 && info.contacts == 4, "{info:?}");
+    let fs = FeatherstoneSolver::default();
+    let fd = Fd { fs: &fs, m: &m, s: &s, next: &next };
+    check("pushed box A", &jac.a, &fd.state(|st| step(&m, st).0));
+    let tau = [0.0; 6];
+    check("pushed box B", &jac.b, &fd.controls(&tau, |uu| step_u(&m, &s, &Control::from_torques(uu).with_body_wrench(&w)).0));
+    let mut fc = DMatrix::zeros(12, 2);
+    for c in 0..2 {
+        let h = 1e-6 * p[c];
+        let side = |sg: f64| {
+            let mut mm = m.clone();
+            let mut pp = p;
+            pp[c] += sg * h;
+            mm.params_set(&sel, &pp).unwrap();
+            solver.local_diff(&m, &next, &step(&mm, &s).0)
+        };
+        let (a, b) = (side(1.0), side(-1.0));
+        for r in 0..12 {
+            fc[(r, c)] = (a[r] - b[r]) / (2.0 * h);
+        }
+    }
+    check("pushed box ∂/∂(mass, μ)", &jac.c, &fc);
+}

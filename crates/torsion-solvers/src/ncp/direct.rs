@@ -14,7 +14,12 @@
 //! when it satisfies the NCP to the passes' own stop (the NCP residual ≤ `residual_tolerance` (1 + max |b_n|)):
 //! it is then the staggered passes' fixed point, differentiated as such (`NcpGradient::Auto`: the fixed point's
 //! derivative).
-//! A sticking contact found outside its disk by more than the tolerance (exact cone) is made sliding — u_n = 0, λ_t = −μ λ_n u_t / ‖u_t‖
+//! Where the nearest solution leaves a contact's friction disk (exact cone), the set's other solutions are searched
+//! first: redundant contacts' solutions form an affine set, and alternating projections between it and the
+//! contacts' Coulomb cones (`DirectSolve::into_disks`) find one strictly inside every disk where one exists (the
+//! middle cube's corners at contact-compare's stack stop, whose warm-start-nearest split left three disks; sliding
+//! them, Gauss–Newton stalled at a vanishing slip and the island kept capped passes 1.6e-4 m/s into penetration).
+//! A sticking contact still outside its disk by more than the tolerance is made sliding — u_n = 0, λ_t = −μ λ_n u_t / ‖u_t‖
 //! (maximal dissipation) — and a set with sliding contacts is solved by regularised Gauss–Newton
 //! (`solve_newton`), accepted at the same residual; a sliding contact whose slip vanishes sticks again, the next
 //! set solved from that result (`DirectSolve::restart`: from the warm start, the nearest sticking solution left the
@@ -25,7 +30,7 @@
 //! off central differences on contact-compare's stack). Otherwise — a set not found in [`MAX_SETS`] tries, a
 //! residual left — the island keeps the ADMM passes' result, and the rejection is reported
 //! (`NcpReport::direct_rejected`, `direct_polished`, `StepInfo::fallbacks`).
-use super::sets::{friction_gauge, FrictionSet};
+use super::sets::{friction_gauge, project_coulomb_cone, FrictionSet};
 use crate::contact::ContactFrame;
 use nalgebra::DMatrix;
 use torsion_math::linalg::{dot, profile_cholesky, profile_solve};
@@ -43,6 +48,11 @@ const MAX_REFINE: usize = 12;
 /// a few steps (rate ε / σ per step for G's singular values σ), large enough above round-off (1e-16) that the
 /// shifted matrix factorises.
 const EPS_REL: f64 = 1e-9;
+/// Alternating projections per set between {G_SS λ = −b_S} and the friction cones (`into_disks`).
+const MAX_PROJECT: usize = 100;
+/// `into_disks` projects onto the cones of μ (1 − 2 `CONE_MARGIN`) and stops once every contact is within
+/// μ (1 − `CONE_MARGIN`) λ_n: strictly inside its disk (a sticking contact, as the derivative's `may_stick`).
+const CONE_MARGIN: f64 = 1e-4;
 /// Within this (relative) of its disk's boundary a contact counts as possibly sliding (as `tangent.rs`'s
 /// `may_stick`): for the retry's start (`slide_from_warm`) and `any_sticking`. The solve's own stick test is the
 /// disk itself (to the tolerance): u = 0 on the boundary is an NCP solution.
@@ -223,6 +233,63 @@ impl DirectSolve {
         }
     }
 
+    /// Iterated Tikhonov refinement of `x` towards {G_SS x = −b_S} with the factor of G_SS + εI in `k`: the
+    /// point of that affine set nearest `x` (the correction stays in G_SS's range). Returns the refinements made.
+    fn refine(&mut self, pb: &DirectProblem) -> usize {
+        let n = 3 * self.set.len();
+        let (mut prev, mut it) = (f64::INFINITY, 0);
+        loop {
+            // r = −(G_SS x + b_S), the sticking contacts' velocities negated
+            self.d.clear();
+            self.d.extend((0..n).map(|i| -(self.bs[i] + dot(&self.gss[i * n..(i + 1) * n], &self.x))));
+            let res = self.d.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            if res > prev {
+                // the last refinement met round-off and made it worse: undone
+                self.x.iter_mut().zip(&self.step).for_each(|(x, d)| *x -= d);
+                it -= 1;
+                break;
+            }
+            // converged well below the tolerance, or stalled at round-off
+            if res <= 0.1 * pb.tol || res > 0.5 * prev || it == MAX_REFINE {
+                break;
+            }
+            prev = res;
+            profile_solve(&self.k, n, &self.first, &mut self.d);
+            self.step.clone_from(&self.d);
+            self.x.iter_mut().zip(&self.d).for_each(|(x, d)| *x += d);
+            it += 1;
+        }
+        it
+    }
+
+    /// A sticking set's solutions form an affine set, λ_S⁰ + null(G_SS), where contacts are redundant: where the
+    /// one nearest the start leaves a friction disk, another may lie inside every disk. Alternating projections
+    /// (at most [`MAX_PROJECT`]) between the product of the contacts' Coulomb cones (slightly shrunk, so that the
+    /// iterates enter the disks' interior in finitely many steps) and the affine set (`refine`, with the set's
+    /// factor) move `x` within the solutions towards their intersection (nonexpansive, deterministic). Leaves `x`
+    /// on the affine set (the last refinement) and its velocities in `u`; returns the refinements made.
+    fn into_disks(&mut self, pb: &DirectProblem) -> usize {
+        let mut refinements = 0;
+        for _ in 0..MAX_PROJECT {
+            let mut inside = true;
+            for (s, &a) in self.set.iter().enumerate() {
+                let (mu, x) = (pb.contacts[pb.idx[a]].mu, &self.x[3 * s..3 * s + 3]);
+                inside &= x[1].hypot(x[2]) <= mu * (1.0 - CONE_MARGIN) * x[0];
+            }
+            if inside {
+                break;
+            }
+            for (s, &a) in self.set.iter().enumerate() {
+                let mu = pb.contacts[pb.idx[a]].mu * (1.0 - 2.0 * CONE_MARGIN);
+                project_coulomb_cone(mu, &mut self.x[3 * s..3 * s + 3]);
+            }
+            refinements += self.refine(pb);
+        }
+        self.scatter();
+        self.velocities(pb);
+        refinements
+    }
+
     /// Solve on one set from the warm start: factorise G_SS + εI, refine. Returns the refinements made, or None
     /// when the shifted matrix does not factorise. Leaves the contact velocities of the result in `u`.
     fn solve_set(&mut self, pb: &DirectProblem) -> Option<usize> {
@@ -249,28 +316,7 @@ impl DirectSolve {
         if !profile_cholesky(&mut self.k, n, &mut self.first) {
             return None;
         }
-        let (mut prev, mut it) = (f64::INFINITY, 0);
-        loop {
-            // r = −(G_SS x + b_S), the sticking contacts' velocities negated
-            self.d.clear();
-            self.d.extend((0..n).map(|i| -(self.bs[i] + dot(&self.gss[i * n..(i + 1) * n], &self.x))));
-            let res = self.d.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-            if res > prev {
-                // the last refinement met round-off and made it worse: undone
-                self.x.iter_mut().zip(&self.step).for_each(|(x, d)| *x -= d);
-                it -= 1;
-                break;
-            }
-            // converged well below the tolerance, or stalled at round-off
-            if res <= 0.1 * pb.tol || res > 0.5 * prev || it == MAX_REFINE {
-                break;
-            }
-            prev = res;
-            profile_solve(&self.k, n, &self.first, &mut self.d);
-            self.step.clone_from(&self.d);
-            self.x.iter_mut().zip(&self.d).for_each(|(x, d)| *x += d);
-            it += 1;
-        }
+        let it = self.refine(pb);
         self.scatter();
         self.velocities(pb);
         Some(it)
@@ -394,6 +440,12 @@ impl DirectSolve {
         }));
         let mut refinements = 0;
         let slip_min = SLIP_MIN_REL * pb.tol;
+        // a sticking contact of the set outside its disk (beyond the tolerance, in N·s)
+        let outside = |a: usize, d: &Self| {
+            d.mode[a] == Mode::Stick
+                && d.set.contains(&a)
+                && friction_gauge(pb.kind, d.lt[2 * a], d.lt[2 * a + 1]) > mu(a) * d.ln[a] + pb.tol
+        };
         for sets in 1..=MAX_SETS {
             self.set.clear();
             self.set.extend((0..m).filter(|&a| self.mode[a] != Mode::Open));
@@ -405,6 +457,11 @@ impl DirectSolve {
             let r = if sliding { self.solve_newton(pb) } else { self.solve_set(pb) };
             let Some(r) = r else { return Direct::Rejected { sets } };
             refinements += r;
+            // a sticking solution outside a disk (exact cone; redundant contacts): another of the set's solutions,
+            // inside every disk, before any contact is made sliding (`into_disks`)
+            if !sliding && pb.kind == FrictionSet::Cone && (0..m).any(|a| outside(a, self)) {
+                refinements += self.into_disks(pb);
+            }
             // the set's corrections: release a λ_n ≤ 0, take in a separating contact with u_n < 0, a sliding
             // contact whose slip vanished sticks
             let mut changed = false;
@@ -426,11 +483,6 @@ impl DirectSolve {
             // the passes' result in the same correction as the others (their set is near the solution's), else
             // once the rest holds. On the boundary it sticks: u = 0 there is an NCP solution (a contact whose slip
             // vanished comes back here, from its sliding result: no stick ↔ slide cycle)
-            let outside = |a: usize, d: &Self| {
-                d.mode[a] == Mode::Stick
-                    && d.set.contains(&a)
-                    && friction_gauge(pb.kind, d.lt[2 * a], d.lt[2 * a + 1]) > mu(a) * d.ln[a] + pb.tol
-            };
             if changed && slides {
                 for a in 0..m {
                     if outside(a, self) {

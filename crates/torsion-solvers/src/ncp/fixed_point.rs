@@ -83,8 +83,16 @@ impl FixedPointKkt {
         let kt = self.kt.get_or_insert_with(|| ReducedKkt::with_capacity(2 * nc, 0));
         kt.rebuild(gt, g_t, lt, ConstraintSet::Friction { kind, r })?;
         let (free_n, free_t, active) = (&mut self.free_n, &mut self.free_t, &mut self.active);
-        set_from(free_n, kn.free());
         set_from(free_t, kt.free());
+        // a contact with friction whose radius μλ_n is 0 has its λ_t pinned at 0 (`friction_active`: 𝒵); its λ_n
+        // is pinned with it, though the QP's bound at λ_n = 0 is only weakly active there (u_n = 0: a contact the
+        // direct solve released from a redundant set, or one just touching). Left free, the minimum-norm solve
+        // moves λ_n without its friction — a normal impulse off the Coulomb cone, whose torque was 0.086 rad/s
+        // per unit μ of spurious yaw on sysid-contact's box sliding on three of its four corners. Pinned, the
+        // derivative is that of the solutions keeping the contact released (redundant contacts: the motion's
+        // unique derivative; a contact just touching: its activation, a non-smooth point, docs/gradients.md).
+        free_n.clear();
+        free_n.extend(kn.free().iter().copied().filter(|&i| mu[i] <= 0.0 || free_t.contains(&(2 * i))));
         active.clear();
         active.extend_from_slice(kt.active());
         let (nfn, nft) = (free_n.len(), free_t.len());

@@ -123,6 +123,26 @@ pub fn project_friction(kind: FrictionSet, r: f64, w: &mut [f64]) {
     }
 }
 
+/// Euclidean projection of one contact's (λ_n, λ_t1, λ_t2) onto the Coulomb cone {‖λ_t‖ ≤ μ λ_n} (μ ≥ 0): the
+/// identity inside, the apex (0) in the polar cone, else onto the cone's ray through λ_t's direction. Returns
+/// whether it moved the point.
+#[inline]
+pub fn project_coulomb_cone(mu: f64, x: &mut [f64]) -> bool {
+    let (n, t) = (x[0], norm2(x[1], x[2]));
+    if t <= mu * n {
+        return false;
+    }
+    if mu * t <= -n {
+        x.iter_mut().for_each(|v| *v = 0.0);
+        return true;
+    }
+    // t > μ n and μ t > −n: t > 0 (else 0 > μ n ≥ ... and 0 > −n contradict), no division by zero
+    let a = (n + mu * t) / (1.0 + mu * mu);
+    let s = mu * a / t;
+    (x[0], x[1], x[2]) = (a, s * x[1], s * x[2]);
+    true
+}
+
 /// The constraints of one contact's friction set that are active at w (within the absolute tolerance `tol`),
 /// as (∇c, curvature, ∂c/∂r). A disk gives at most one, a pyramid at most two (a corner). r ≤ tol is reported
 /// as `None`: the contact's impulse is pinned at zero (spec 001 §3.8, 𝒵).
@@ -213,6 +233,28 @@ mod tests {
         let mut z = [-1.0, 2.0, 0.0];
         ConstraintSet::Nonneg.project(&mut z);
         assert_eq!(z, [0.0, 2.0, 0.0]);
+    }
+
+    /// The cone's projection lands in the cone, is idempotent and satisfies the variational inequality.
+    #[test]
+    fn coulomb_cone_projection_is_a_projection() {
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..5000 {
+            let mu = 0.05 + (rng(&mut s) + 1.0);
+            let x = [2.0 * rng(&mut s), 2.0 * rng(&mut s), 2.0 * rng(&mut s)];
+            let mut p = x;
+            let moved = project_coulomb_cone(mu, &mut p);
+            assert_eq!(moved, p != x);
+            assert!(p[1].hypot(p[2]) <= mu * p[0] * (1.0 + 1e-14) + 1e-15 && p[0] >= 0.0, "{x:?} -> {p:?}");
+            let mut pp = p;
+            assert!(!project_coulomb_cone(mu, &mut pp) || (0..3).all(|k| (pp[k] - p[k]).abs() < 1e-14));
+            for _ in 0..20 {
+                let mut y = [2.0 * rng(&mut s), 2.0 * rng(&mut s), 2.0 * rng(&mut s)];
+                project_coulomb_cone(mu, &mut y);
+                let vi: f64 = (0..3).map(|k| (x[k] - p[k]) * (y[k] - p[k])).sum();
+                assert!(vi <= 1e-12, "variational inequality {vi}");
+            }
+        }
     }
 
     #[test]

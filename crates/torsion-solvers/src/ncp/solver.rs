@@ -198,6 +198,11 @@ impl Solver for NcpSolver {
         let r = &*report;
         let passes = r.qp.len() + r.impact.as_ref().map_or(0, |i| i.qp.len());
         let mut admm = r.qp.iter().chain(&r.qcqp).chain(r.impact.iter().flat_map(|i| i.qp.iter().chain(&i.qcqp)));
+        // with the residual stop, every island of both phases at the NCP tolerance: capped passes kept above it
+        // (a rejected direct solve's fallback) are not converged, whatever their ADMM sub-problems did
+        let t = &ncp.tape;
+        let ncp_converged =
+            self.options.residual_tolerance <= 0.0 || (t.step.converged && (!t.has_impact || t.impact.converged));
         Ok(StepInfo {
             iterations: passes,
             contacts: r.contacts,
@@ -207,7 +212,7 @@ impl Solver for NcpSolver {
                 .max(r.residuals.cone)
                 .max(r.residuals.mdp_sliding)
                 .max(r.residuals.mdp_sticking),
-            converged: admm.all(|i| i.converged),
+            converged: ncp_converged && admm.all(|i| i.converged),
             fallbacks: r.direct_rejected,
             ..StepInfo::new("ncp")
         })
