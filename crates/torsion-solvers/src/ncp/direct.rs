@@ -18,7 +18,9 @@
 //! first: redundant contacts' solutions form an affine set, and alternating projections between it and the
 //! contacts' Coulomb cones (`DirectSolve::into_disks`) find one strictly inside every disk where one exists (the
 //! middle cube's corners at contact-compare's stack stop, whose warm-start-nearest split left three disks; sliding
-//! them, Gauss–Newton stalled at a vanishing slip and the island kept capped passes 1.6e-4 m/s into penetration).
+//! them, Gauss–Newton stalled at a vanishing slip and the island kept capped passes 1.6e-4 m/s into penetration);
+//! where none exists (most searches on resting stacks) they stall at a constant excess and give up within a few
+//! rounds ([`STALL_ROUNDS`]).
 //! A sticking contact still outside its disk by more than the tolerance is made sliding — u_n = 0, λ_t = −μ λ_n u_t / ‖u_t‖
 //! (maximal dissipation) — and a set with sliding contacts is solved by regularised Gauss–Newton
 //! (`solve_newton`), accepted at the same residual; a sliding contact whose slip vanishes sticks again, the next
@@ -50,6 +52,10 @@ const MAX_REFINE: usize = 12;
 const EPS_REL: f64 = 1e-9;
 /// Alternating projections per set between {G_SS λ = −b_S} and the friction cones (`into_disks`).
 const MAX_PROJECT: usize = 100;
+/// `into_disks` gives up once its excess outside the disks has not dropped by 20 % in this many rounds (an
+/// empty intersection: on the resting stacks of 50, 1,074 of 1,496 searches ran all 100 rounds at a constant
+/// excess, while those that succeed shrink it by ~0.6 per round, in 21–22 rounds mostly).
+const STALL_ROUNDS: usize = 3;
 /// `into_disks` projects onto the cones of μ (1 − 2 `CONE_MARGIN`) and stops once every contact is within
 /// μ (1 − `CONE_MARGIN`) λ_n: strictly inside its disk (a sticking contact, as the derivative's `may_stick`).
 const CONE_MARGIN: f64 = 1e-4;
@@ -264,20 +270,31 @@ impl DirectSolve {
 
     /// A sticking set's solutions form an affine set, λ_S⁰ + null(G_SS), where contacts are redundant: where the
     /// one nearest the start leaves a friction disk, another may lie inside every disk. Alternating projections
-    /// (at most [`MAX_PROJECT`]) between the product of the contacts' Coulomb cones (slightly shrunk, so that the
-    /// iterates enter the disks' interior in finitely many steps) and the affine set (`refine`, with the set's
-    /// factor) move `x` within the solutions towards their intersection (nonexpansive, deterministic). Leaves `x`
-    /// on the affine set (the last refinement) and its velocities in `u`; returns the refinements made.
+    /// (at most [`MAX_PROJECT`], fewer where they stall: [`STALL_ROUNDS`]) between the product of the contacts'
+    /// Coulomb cones (slightly shrunk, so that the iterates enter the disks' interior in finitely many steps) and
+    /// the affine set (`refine`, with the set's factor) move `x` within the solutions towards their intersection
+    /// (nonexpansive, deterministic). Leaves `x` on the affine set (the last refinement: inside every disk, or the
+    /// stalled search's point nearest them) and its velocities in `u`; returns the refinements made.
     fn into_disks(&mut self, pb: &DirectProblem) -> usize {
-        let mut refinements = 0;
+        let (mut refinements, mut best, mut since) = (0, f64::INFINITY, 0);
         for _ in 0..MAX_PROJECT {
-            let mut inside = true;
+            // the contacts' excess over μ (1 − CONE_MARGIN) λ_n, summed: 0 once every one is inside
+            let mut excess = 0.0;
             for (s, &a) in self.set.iter().enumerate() {
                 let (mu, x) = (pb.contacts[pb.idx[a]].mu, &self.x[3 * s..3 * s + 3]);
-                inside &= x[1].hypot(x[2]) <= mu * (1.0 - CONE_MARGIN) * x[0];
+                excess += (x[1].hypot(x[2]) - mu * (1.0 - CONE_MARGIN) * x[0]).max(0.0);
             }
-            if inside {
+            if excess == 0.0 {
                 break;
+            }
+            // no intersection: the iterates approach the two sets' nearest points, the excess stalls
+            if excess < 0.8 * best {
+                (best, since) = (excess, 0);
+            } else {
+                since += 1;
+                if since == STALL_ROUNDS {
+                    break;
+                }
             }
             for (s, &a) in self.set.iter().enumerate() {
                 let mu = pb.contacts[pb.idx[a]].mu * (1.0 - 2.0 * CONE_MARGIN);

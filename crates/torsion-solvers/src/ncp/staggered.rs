@@ -1337,7 +1337,8 @@ mod tests {
     /// start again) to its set cap and fell back to the passes: 64 of 800 island solves in the 200 rest steps
     /// (main's contact_scaling binary, same scene); it now sticks on the boundary, restarting from its last
     /// result (25 then; session 10: a sticking set searches its solutions inside the disks, 14 alone, and the ncp
-    /// detection merges exact duplicate contacts, 22 alone; together 23). Printed: the fallbacks and the NCP residual
+    /// detection merges exact duplicate contacts, 22 alone; together 23; session 11, the search stalling in 3 rounds:
+    /// 24). Printed: the fallbacks and the NCP residual
     /// of the rest steps.
     #[test]
     fn resting_columns_rarely_fall_back_to_the_passes() {
