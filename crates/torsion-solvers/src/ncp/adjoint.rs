@@ -484,8 +484,9 @@ mod tests {
     }
 
     /// The reverse-mode `step_vjp` equals the forward Jacobians' product (the same derivative, island by island:
-    /// fixed point or cascade) to ≤ 1e-10 relative on every scene, with mass and friction parameters selected;
-    /// the box sliding on four corners (a cascade on redundant impulses) takes the forward Jacobians.
+    /// fixed point or cascade) to ≤ 1e-10 relative on every scene, with mass and friction parameters selected,
+    /// and takes the reverse mode on each (the box sliding on four corners took the forward Jacobians while its
+    /// passes' cascade on redundant impulses answered it; the direct solve answers it since session 11).
     #[test]
     fn reverse_vjp_matches_forward_jacobians() {
         for (name, m, s, u) in scenes() {
@@ -497,7 +498,7 @@ mod tests {
             eprintln!("{name}: reverse vs forward {err:.2e} (max |ḡ_in| {scale:.2e}; reverse mode taken: {reversed})");
             assert!(scale > 0.0 && rev.iter().all(|x| x.is_finite()), "{name}: zero or not finite");
             assert!(err <= 1e-10, "{name}: reverse vs forward {err:e}");
-            assert_eq!(reversed, name != "sliding box", "{name}: reverse mode taken");
+            assert!(reversed, "{name}: reverse mode not taken");
         }
     }
 

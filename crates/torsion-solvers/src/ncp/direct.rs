@@ -484,7 +484,15 @@ impl DirectSolve {
             let mut changed = false;
             for a in 0..m {
                 let to = match self.mode[a] {
-                    Mode::Open if self.u[3 * a] < -pb.tol => Mode::Stick,
+                    // taken in sliding where it slips (exact cone): sticking a contact that moves across the
+                    // surface asks for a friction outside its disk
+                    Mode::Open if self.u[3 * a] < -pb.tol => {
+                        if pb.kind == FrictionSet::Cone && self.u[3 * a + 1].hypot(self.u[3 * a + 2]) > slip_min {
+                            Mode::Slide
+                        } else {
+                            Mode::Stick
+                        }
+                    }
                     Mode::Stick | Mode::Slide if self.ln[a] <= 0.0 => Mode::Open,
                     Mode::Slide if self.u[3 * a + 1].hypot(self.u[3 * a + 2]) <= slip_min => {
                         // sticks on the boundary: the next solve from this result (`restart`)
