@@ -405,7 +405,15 @@ fn box_pushed_on_four_corners_jacobians_match_finite_differences() {
     o.collision.margin = 0.0;
     let solver = NcpSolver::new(o);
     let dt = 0.004;
-    let q = vec![5.790117210419637e-4, 3.5384711064918644e-4, 0.049894537663336666, 0.9999999967266355, -4.095492036385467e-5, -6.739625158988981e-5, -1.808780782339535e-5];
+    let q = vec![
+        5.790117210419637e-4,
+        3.5384711064918644e-4,
+        0.049894537663336666,
+        0.9999999967266355,
+        -4.095492036385467e-5,
+        -6.739625158988981e-5,
+        -1.808780782339535e-5,
+    ];
     let s = GenState::new(q, vec![0.0, 0.0, 0.0, 0.02059496784519926, 0.007442965615205598, -2.166443820103562e-6]);
     let mut w = vec![0.0; 12];
     (w[6], w[7]) = (2.592123653542245, 0.9226783050720779);
@@ -426,7 +434,11 @@ fn box_pushed_on_four_corners_jacobians_match_finite_differences() {
     let fd = Fd { fs: &fs, m: &m, s: &s, next: &next };
     check("pushed box A", &jac.a, &fd.state(|st| step(&m, st).0));
     let tau = [0.0; 6];
-    check("pushed box B", &jac.b, &fd.controls(&tau, |uu| step_u(&m, &s, &Control::from_torques(uu).with_body_wrench(&w)).0));
+    check(
+        "pushed box B",
+        &jac.b,
+        &fd.controls(&tau, |uu| step_u(&m, &s, &Control::from_torques(uu).with_body_wrench(&w)).0),
+    );
     let mut fc = DMatrix::zeros(12, 2);
     for c in 0..2 {
         let h = 1e-6 * p[c];
