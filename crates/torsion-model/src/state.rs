@@ -148,13 +148,19 @@ impl GenState {
 }
 
 /// One contact's impulses (N·s) by persistent contact id: normal λ_n and the two tangential λ_t along the
-/// tangents (t1, n × t1) of that step, with t1 (world) — the next step's frame continues from it.
+/// tangents (t1, n × t1) of that step, with t1 (world) — the next step's frame continues from it — and where the
+/// contact was: its world point, unit normal n and bodies [A, B], so that a contact detected at the same place under
+/// another id (two stacked boxes' coinciding corners, reported from either box as rounding decides) continues
+/// from it (`torsion_solvers::contact::warm::warm_start_into`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct WarmImpulse {
     pub id: u64,
     pub normal: f64,
     pub tangent: [f64; 2],
     pub t1: [f64; 3],
+    pub point: [f64; 3],
+    pub n: [f64; 3],
+    pub bodies: [usize; 2],
 }
 
 /// Contact impulses sorted by id (looked up by binary search; refilled in place, so a step allocates nothing
@@ -167,7 +173,11 @@ pub struct ContactWarmStart {
 impl ContactWarmStart {
     /// The impulses of contact `id`, if it has any.
     pub fn get(&self, id: u64) -> Option<&WarmImpulse> {
-        self.impulses.binary_search_by_key(&id, |w| w.id).ok().map(|k| &self.impulses[k])
+        self.index(id).map(|k| &self.impulses[k])
+    }
+    /// The position of contact `id`'s impulses in `as_slice`, if it has any.
+    pub fn index(&self, id: u64) -> Option<usize> {
+        self.impulses.binary_search_by_key(&id, |w| w.id).ok()
     }
     /// All impulses, sorted by id.
     pub fn as_slice(&self) -> &[WarmImpulse] {

@@ -196,7 +196,9 @@ fn contact_warm_start_is_ignored_and_cleared() {
     let solver = FeatherstoneSolver::default();
     let s = state(&m);
     let mut warm = s.clone();
-    warm.warm = [WarmImpulse { id: 7, normal: 1.0, tangent: [0.5, -0.5], t1: [1.0, 0.0, 0.0] }].into_iter().collect();
+    warm.warm = [WarmImpulse { id: 7, normal: 1.0, tangent: [0.5, -0.5], t1: [1.0, 0.0, 0.0], ..Default::default() }]
+        .into_iter()
+        .collect();
     let u = Control::zeros(m.nv());
     let mut ws = solver.workspace(&m).unwrap();
     let (mut a, mut b) = (warm.clone(), warm.clone());

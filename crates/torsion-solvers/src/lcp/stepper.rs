@@ -41,10 +41,11 @@ use crate::contact::frames::{body_joints, detect_into, pair_source, ContactFrame
 use crate::contact::prelude::{
     apply_impulses_into, check_sizes, dyn_err, prelude_into_dt, Prelude, PreludeOptions, StepInputs,
 };
+use crate::contact::warm::warm_impulse;
 use crate::contact::ContactStep;
 use crate::generalized::{
     dual_tangent, recorded, transposed_jacobian_product_with, wrench_vjp, ContactWarmStart, DynCache, GenState,
-    ProductScratch, WarmImpulse, WrenchTerm,
+    ProductScratch, WrenchTerm,
 };
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use nalgebra::{DMatrix, DVector};
@@ -591,12 +592,7 @@ impl LcpSolver {
             let st = solve_contacts(pre, geoms, &pre.bn, &pre.bt, lcps, chain, &o.chain, "step")?;
             split_into(st.answer.solution.lambda.as_slice(), ln, lt);
             apply_impulses_into(pre, ln, lt, vplus);
-            out.warm.fill(contacts.iter().enumerate().map(|(i, c)| WarmImpulse {
-                id: c.id,
-                normal: ln[i],
-                tangent: [lt[2 * i], lt[2 * i + 1]],
-                t1: c.tangents[0].into(),
-            }));
+            out.warm.fill(contacts.iter().enumerate().map(|(i, c)| warm_impulse(c, ln[i], [lt[2 * i], lt[2 * i + 1]])));
             report.step = Some(st);
         } else {
             vplus.clone_from(&pre.vp);

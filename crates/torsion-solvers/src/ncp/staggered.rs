@@ -33,8 +33,9 @@ use crate::contact::prelude::{
     apply_impulses_into, check_sizes, dyn_err as dyn_err_of, prelude_into, restitution_impulses_into, MassSolve,
     Prelude, PreludeOptions, StepInputs,
 };
+use crate::contact::warm::{warm_impulse, warm_start_into};
 use crate::contact::ContactStep;
-use crate::generalized::{GenState, WarmImpulse};
+use crate::generalized::GenState;
 use crate::solver::SolverError;
 use nalgebra::DMatrix;
 use std::collections::HashMap;
@@ -254,6 +255,8 @@ struct StepBuffers {
     ln: Vec<f64>,
     lt: Vec<f64>,
     r: Vec<f64>,
+    /// `warm_start_into`'s scratch
+    claimed: Vec<bool>,
 }
 
 /// One island's problem: its contacts and the gathered q, warm start and radii (its blocks of G are the
@@ -511,12 +514,10 @@ impl NcpSolver {
                 info.lambda_t.clone_from(pt);
                 report.impact = Some(info);
             }
-            // the step, warm-started by contact id from the input state
+            // the step, warm-started by contact id (or place) from the input state
             passes.islands.iter_mut().for_each(|isl| isl.skip = false);
-            passes.buf.ln.clear();
-            passes.buf.ln.extend(contacts.iter().map(|c| s.warm.get(c.id).map_or(0.0, |w| w.normal)));
-            passes.buf.lt.clear();
-            passes.buf.lt.extend(contacts.iter().flat_map(|c| s.warm.get(c.id).map_or([0.0; 2], |w| w.tangent)));
+            let b = &mut *passes.buf;
+            warm_start_into(contacts, &s.warm, &mut b.claimed, &mut b.ln, &mut b.lt);
             passes.run(pre, &pre.bn, &pre.bt, &mut tape.step, &mut report.qp, &mut report.qcqp)?;
             report.last_change = tape.step.last_change;
             let phases = [Some(&tape.step), tape.has_impact.then_some(&tape.impact)];
@@ -525,12 +526,7 @@ impl NcpSolver {
             let (ln, lt) = (&tape.step.ln, &tape.step.lt);
             apply_impulses_into(pre, ln, lt, vplus);
             report.residuals = residuals(pre, vplus, ln, lt, &passes.buf.r, o, res);
-            out.warm.fill(contacts.iter().enumerate().map(|(i, c)| WarmImpulse {
-                id: c.id,
-                normal: ln[i],
-                tangent: [lt[2 * i], lt[2 * i + 1]],
-                t1: c.tangents[0].into(),
-            }));
+            out.warm.fill(contacts.iter().enumerate().map(|(i, c)| warm_impulse(c, ln[i], [lt[2 * i], lt[2 * i + 1]])));
             report.lambda_n.clone_from(ln);
             report.lambda_t.clone_from(lt);
             if let Some(imp) = &report.impact {
@@ -1338,8 +1334,11 @@ mod tests {
     /// (main's contact_scaling binary, same scene); it now sticks on the boundary, restarting from its last
     /// result (25 then; session 10: a sticking set searches its solutions inside the disks, 14 alone, and the ncp
     /// detection merges exact duplicate contacts, 22 alone; together 23; session 11, the search stalling in 3 rounds:
-    /// 24). Printed: the fallbacks and the NCP residual
-    /// of the rest steps.
+    /// 24). Session 12: those were corners whose warm start was lost — parry reports two stacked boxes' coinciding
+    /// corner as a vertex of either box on the other's face, as rounding decides, under two ids; the corner started
+    /// cold (λ = 0, separating) and the set's other corners took its load. Warm-started by place as well as by id
+    /// (`contact::warm`): 0 of 800 (the bound leaves room for another machine's rounding). Printed: the fallbacks
+    /// and the NCP residual of the rest steps.
     #[test]
     fn resting_columns_rarely_fall_back_to_the_passes() {
         let at: Vec<(f64, f64)> = (0..20).map(|i| (0.5 * (i / 5) as f64, 0.101 + 0.201 * (i % 5) as f64)).collect();
@@ -1365,7 +1364,7 @@ mod tests {
         eprintln!(
             "4 columns at rest: {fallbacks} fallbacks, {direct} direct of 800; residual {worst_res:.1e}; z {zmin}"
         );
-        assert!(fallbacks <= 25 && direct >= 775, "{fallbacks} fallbacks, {direct} direct solves");
+        assert!(fallbacks <= 4 && direct >= 796, "{fallbacks} fallbacks, {direct} direct solves");
         assert!((zmin - 0.1).abs() < 1e-6, "lowest box at {zmin}");
     }
 
