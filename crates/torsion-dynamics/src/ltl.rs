@@ -177,11 +177,22 @@ pub fn lt_solve_in_place<T: Scalar>(l: &TreeMatrix<T>, lambda: &[usize], b: &mut
     }
 }
 
-/// b ← L⁻ᵀ b for a b supported on `support`: ancestor-closed (every ancestor of a member is a member), sorted
-/// ascending. The result has the same support; entries of b outside it are neither read nor written.
-pub fn lt_solve_on<T: Scalar>(l: &TreeMatrix<T>, lambda: &[usize], b: &mut [T], support: &[usize]) {
+/// b ← L⁻ᵀ b for three right-hand sides at once (`b[k]`: their entries at DoF k; a contact's rows n, t1, t2)
+/// supported on `support`: ancestor-closed (every ancestor of a member is a member), sorted ascending. The result
+/// has the same support; entries outside it are neither read nor written. Each column by the operations of
+/// [`lt_solve_in_place`] (bit for bit), one walk of L's rows for the three.
+pub fn lt_solve_on3<T: Scalar>(l: &TreeMatrix<T>, lambda: &[usize], b: &mut [[T; 3]], support: &[usize]) {
     for &k in support.iter().rev() {
-        lt_solve_step(l, lambda, b, k);
+        let row = l.row(k);
+        let y = b[k].map(|x| x / row[0]);
+        b[k] = y;
+        let mut i = lambda[k];
+        for &lki in &row[1..] {
+            for (bi, yi) in b[i].iter_mut().zip(y) {
+                *bi -= lki * yi;
+            }
+            i = lambda[i];
+        }
     }
 }
 
@@ -269,6 +280,28 @@ mod tests {
             }
         }
         let b: Vec<f64> = (0..n).map(|i| (i as f64 * 0.7).sin()).collect();
+        // three columns on a support (the ancestors of the last DoF of each branch's end): as one by one, bit for bit,
+        // and untouched outside it
+        let mut support: Vec<usize> = [n - 1, n / 2]
+            .iter()
+            .flat_map(|&k| std::iter::successors(Some(k), |&i| (lambda[i] != NO_DOF).then(|| lambda[i])))
+            .collect();
+        support.sort_unstable();
+        support.dedup();
+        let col = |m: usize| -> Vec<f64> {
+            (0..n).map(|i| if support.contains(&i) { b[(i + 3 * m) % n] } else { 0.0 }).collect()
+        };
+        let mut three: Vec<[f64; 3]> = (0..n).map(|i| [col(0)[i], col(1)[i], col(2)[i]]).collect();
+        three.iter_mut().enumerate().filter(|(i, _)| !support.contains(i)).for_each(|(_, x)| *x = [7.0; 3]);
+        lt_solve_on3(&l, &lambda, &mut three, &support);
+        for m in 0..3 {
+            let mut one = col(m);
+            lt_solve_in_place(&l, &lambda, &mut one);
+            for i in 0..n {
+                let want = if support.contains(&i) { one[i] } else { 7.0 };
+                assert_eq!(three[i][m].to_bits(), want.to_bits(), "column {m}, DoF {i}");
+            }
+        }
         let mut x = b.clone();
         ltl_solve_in_place(&l, &lambda, &mut x);
         let dense = mm.clone().cholesky().unwrap().solve(&nalgebra::DVector::from_column_slice(&b));

@@ -8,7 +8,7 @@
 //! QCQP on its own — the same solution, as W is block diagonal over islands. Generic over the scalar.
 use super::buffers::reshape_zeroed;
 use nalgebra::DMatrix;
-use torsion_dynamics::ltl::{lt_solve_on, TreeMatrix, NO_DOF};
+use torsion_dynamics::ltl::{lt_solve_on3, TreeMatrix, NO_DOF};
 use torsion_dynamics::DynModel;
 use torsion_math::Scalar;
 
@@ -165,7 +165,8 @@ impl ContactPattern {
 /// The buffers of [`assemble_with`]: Y on the supports, a dense column, the contacts by root DoF.
 pub(crate) struct DelassusScratch<T: Scalar> {
     y: Vec<T>,
-    w: Vec<T>,
+    /// a contact's three rows (n, t1, t2) per DoF
+    w: Vec<[T; 3]>,
     by_root: Vec<Vec<usize>>,
 }
 
@@ -212,18 +213,18 @@ pub(crate) fn assemble_with<T: Scalar>(
     y.clear();
     y.resize(3 * pat.dofs.len(), T::zero());
     w.clear();
-    w.resize(nv, T::zero());
+    w.resize(nv, [T::zero(); 3]);
     for c in 0..nc {
+        // the contact's three rows at once (the same operations per row as one by one)
         let sup = pat.support(c);
-        for m in 0..3 {
-            for (p, &k) in sup.iter().enumerate() {
-                w[k] = rows[3 * (pat.start[c] + p) + m];
-            }
-            lt_solve_on(l, lambda, w, sup);
-            for (p, &k) in sup.iter().enumerate() {
-                y[3 * (pat.start[c] + p) + m] = w[k];
-                w[k] = T::zero();
-            }
+        let (rc, yc) = (&rows[3 * pat.start[c]..3 * pat.start[c + 1]], &mut y[3 * pat.start[c]..3 * pat.start[c + 1]]);
+        for (&k, r) in sup.iter().zip(rc.chunks_exact(3)) {
+            w[k] = [r[0], r[1], r[2]];
+        }
+        lt_solve_on3(l, lambda, w, sup);
+        for (&k, yk) in sup.iter().zip(yc.chunks_exact_mut(3)) {
+            yk.copy_from_slice(&w[k]);
+            w[k] = [T::zero(); 3];
         }
     }
     zeroed_blocks(pat, blocks, &mut dense);
@@ -252,26 +253,33 @@ pub(crate) fn assemble_with<T: Scalar>(
                 if shared_min(&pat.roots[c], &pat.roots[d]) != r {
                     continue;
                 }
-                // B = Y_cᵀ Y_d over the common support (merge of two ascending lists)
+                // B = Y_cᵀ Y_d over the common support (merge of two ascending lists, ascending), each contact's
+                // Y rows 3 per support DoF
                 let mut blk = [[T::zero(); 3]; 3];
-                let (sc, sd) = (pat.support(c), pat.support(d));
-                // each contact's Y rows (3 per support DoF)
-                let (yc, yd) = (&y[3 * pat.start[c]..3 * pat.start[c + 1]], &y[3 * pat.start[d]..3 * pat.start[d + 1]]);
-                let (mut i, mut j) = (0, 0);
-                while i < sc.len() && j < sd.len() {
-                    if sc[i] < sd[j] {
-                        i += 1;
-                    } else if sc[i] > sd[j] {
-                        j += 1;
-                    } else {
-                        let (u, w) = (&yc[3 * i..3 * i + 3], &yd[3 * j..3 * j + 3]);
-                        for a in 0..3 {
-                            for b in 0..3 {
-                                blk[a][b] += u[a] * w[b];
-                            }
+                let mac = |blk: &mut [[T; 3]; 3], u: &[T], w: &[T]| {
+                    for a in 0..3 {
+                        for b in 0..3 {
+                            blk[a][b] += u[a] * w[b];
                         }
-                        i += 1;
-                        j += 1;
+                    }
+                };
+                let (sc, sd) = (pat.support(c), pat.support(d));
+                let (yc, yd) = (&y[3 * pat.start[c]..3 * pat.start[c + 1]], &y[3 * pat.start[d]..3 * pat.start[d + 1]]);
+                if sc == sd {
+                    // (two contacts of one body pair: the whole support in common)
+                    yc.chunks_exact(3).zip(yd.chunks_exact(3)).for_each(|(u, w)| mac(&mut blk, u, w));
+                } else {
+                    let mut yd = sd.iter().zip(yd.chunks_exact(3));
+                    let mut next_d = yd.next();
+                    for (kc, u) in sc.iter().zip(yc.chunks_exact(3)) {
+                        while next_d.is_some_and(|(kd, _)| kd < kc) {
+                            next_d = yd.next();
+                        }
+                        let Some((kd, w)) = next_d else { break };
+                        if kd == kc {
+                            mac(&mut blk, u, w);
+                            next_d = yd.next();
+                        }
                     }
                 }
                 // c and d share a tree: the same island

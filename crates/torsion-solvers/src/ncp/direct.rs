@@ -156,8 +156,11 @@ fn gather(g: Blocks, set: &[usize], out: &mut Vec<f64>) {
     let m = g.0.nrows();
     let (gn, gt, gnt) = (g.0.as_slice(), g.1.as_slice(), g.2.as_slice());
     let n = 3 * set.len();
-    out.clear();
-    out.resize(n * n, 0.0);
+    // every entry is written below: no zeroing (the old values are overwritten)
+    if out.len() < n * n {
+        out.resize(n * n, 0.0);
+    }
+    out.truncate(n * n);
     for (s, &a) in set.iter().enumerate() {
         for (t, &b) in set.iter().enumerate() {
             let o = 3 * s * n + 3 * t;
