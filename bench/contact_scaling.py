@@ -20,7 +20,9 @@ scenes and phases through `Solver::step`, no Python package needed), run per sce
 `--compare`: "before" (`NcpOptions::direct` off: the ADMM passes with the residual stop, session 5) and "after"
 (`NcpSolver` defaults: the direct active-set solve first) interleaved, and with `--baseline-bin` another build's
 defaults (e.g. main's binary) as "baseline" right after,
-with one rest step's `step_vjp` up to 10 boxes; penetration / drift are then MuJoCo's only.
+with one rest step's `step_vjp` up to 10 boxes; penetration / drift are then MuJoCo's only. `--rounds K` (binary
+mode) alternates the engines K times per scene and takes the medians over the rounds (shared machines have slow
+spells that otherwise land on one engine's measurement), reporting each round's ratio too.
 """
 import argparse
 import json
@@ -170,15 +172,28 @@ def main_bin(args, sizes):
             if layout == "stacks" and n % 5:
                 continue
             xml = scene_xml(n, layout)
-            ours = run_torsion_bin(args.torsion_bin, n, layout, args.repeats)
-            if args.baseline_bin:
-                # another build's defaults (e.g. main's binary), run right after: its "after" row as "baseline"
-                ours["baseline"] = run_torsion_bin(args.baseline_bin, n, layout, args.repeats, False)["after"]
-            ref = run_mujoco(xml, n, layout, args.repeats, n in (1, 10))
-            r = dict(layout=layout, n=n, torsion=ours, mujoco=ref)
+            # `--rounds` K: the engines alternate K times (each round: the binary, the baseline, MuJoCo; each a
+            # median of `--repeats`), the per-step times are the medians over the rounds (a slow spell of a shared
+            # machine then hits both engines' rounds alike); counts, checksums and gradient timings from round 1
+            per = []
+            for k in range(args.rounds):
+                ours = run_torsion_bin(args.torsion_bin, n, layout, args.repeats)
+                if args.baseline_bin:
+                    # another build's defaults (e.g. main's binary), run right after: its "after" row as "baseline"
+                    ours["baseline"] = run_torsion_bin(args.baseline_bin, n, layout, args.repeats, False)["after"]
+                per.append((ours, run_mujoco(xml, n, layout, args.repeats, n in (1, 10) and k == 0)))
+            ours, ref = per[0]
+            med = lambda xs: statistics.median(xs)
+            for key in ("drop_us", "rest_us"):
+                ref[key] = med([m[key] for _, m in per])
+                for c in ours:
+                    ours[c][key] = med([o[c][key] for o, _ in per])
+            r = dict(layout=layout, n=n, torsion=ours, mujoco=ref, rounds=len(per))
             for c in ours:
                 r[f"ratio_drop_{c}"] = ours[c]["drop_us"] / ref["drop_us"]
                 r[f"ratio_rest_{c}"] = ours[c]["rest_us"] / ref["rest_us"]
+                r[f"round_ratios_rest_{c}"] = [o[c]["rest_us"] / m["rest_us"] for o, m in per]
+                r[f"round_ratios_drop_{c}"] = [o[c]["drop_us"] / m["drop_us"] for o, m in per]
             rows.append(r)
             b, a = ours["before"], ours["after"]
             print(f"{layout:6s} N={n:3d}  before {b['drop_us']:8.1f} / {b['rest_us']:8.1f}  after {a['drop_us']:8.1f} / "
@@ -193,7 +208,10 @@ def main_bin(args, sizes):
                   + (f"  MuJoCo transitionFD {ref['transitionFD_us']:.0f} µs" if "transitionFD_us" in ref else "")
                   + (f"  baseline {ours['baseline']['drop_us']:.1f} / {ours['baseline']['rest_us']:.1f} µs, ratio "
                      f"{r['ratio_drop_baseline']:.1f}× / {r['ratio_rest_baseline']:.1f}×, fallbacks "
-                     f"{ours['baseline']['rest_fallbacks']}" if "baseline" in ours else ""),
+                     f"{ours['baseline']['rest_fallbacks']}" if "baseline" in ours else "")
+                  + (f"  rounds' after / MuJoCo rest {min(r['round_ratios_rest_after']):.1f}–"
+                     f"{max(r['round_ratios_rest_after']):.1f}×, drop {min(r['round_ratios_drop_after']):.1f}–"
+                     f"{max(r['round_ratios_drop_after']):.1f}×" if len(per) > 1 else ""),
                   flush=True)
     slopes = {}
     for layout in ("grid", "stacks"):
@@ -217,6 +235,8 @@ def main():
     ap.add_argument("--sizes", default="1,5,10,20,50")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "bench", "contact_scaling.json"))
     ap.add_argument("--torsion-bin", default=None, help="the Rust bench binary (torsion-bench contact_scaling)")
+    ap.add_argument("--rounds", type=int, default=1, help="with --torsion-bin: alternate the engines this many "
+                    "times per scene, medians over the rounds")
     ap.add_argument("--baseline-bin", default=None, help="with --torsion-bin: another build of that binary (e.g. "
                     "main's), its defaults run per scene right after as \"baseline\"")
     args = ap.parse_args()
@@ -254,6 +274,7 @@ def main():
 
 def write(args, rows, slopes):
     out = dict(rows=rows, slopes=slopes, dt=DT, phases=dict(drop=DROP, rest=REST), repeats=args.repeats,
+               rounds=getattr(args, "rounds", 1),
                machine=dict(cpu=platform.processor() or platform.machine(), nproc=os.cpu_count(),
                             python=sys.version.split()[0], mujoco=mujoco.__version__, load=os.getloadavg()))
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
