@@ -51,4 +51,22 @@ fn every_solver_reports_its_step() {
         [&ws.report.impact, &ws.report.step].iter().map(|r| r.as_ref().unwrap().answer.solution.iterations).sum();
     assert_eq!((info.solver, info.contacts, info.iterations), ("lcp/jade", 4, pivots));
     assert!(pivots > 0 && info.converged && info.residual < 1e-6, "{info:?}");
+
+    // no contact (the box in the air, the default solvers): nothing to solve, converged (ncp reported a
+    // contact-free step as not converged before session 12)
+    let mut air = GenState::new(m.qpos0.clone(), vec![0.0; 6]);
+    air.q[2] = 1.0;
+    for (name, info) in [
+        ("ncp", {
+            let ncp = NcpSolver::default();
+            let (mut out, mut ws) = (air.clone(), ncp.workspace(&m).unwrap());
+            ncp.step(&m, &air, &Control::from_torques(&[0.0; 6]), 0.01, &mut out, &mut ws, None).unwrap()
+        }),
+        ("lcp", {
+            let (mut out, mut ws) = (air.clone(), lcp.workspace(&m).unwrap());
+            lcp.step(&m, &air, &Control::from_torques(&[0.0; 6]), 0.01, &mut out, &mut ws, None).unwrap()
+        }),
+    ] {
+        assert!(info.contacts == 0 && info.converged && info.residual == 0.0, "{name} in the air: {info:?}");
+    }
 }

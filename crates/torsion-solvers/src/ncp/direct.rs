@@ -41,6 +41,8 @@ use torsion_math::linalg::{dot, profile_cholesky, profile_solve};
 const MAX_SETS: usize = 6;
 /// Gauss–Newton steps per set with sliding contacts.
 const MAX_NEWTON: usize = 20;
+/// Step halvings per Gauss–Newton step (`solve_newton`'s backtracking on ‖F‖).
+const MAX_HALVINGS: usize = 8;
 /// A slip below this multiple of the NCP tolerance (1e-9 (1 + max |b_n|) m/s at the default) is round-off: a
 /// sliding contact's direction is undefined there (it sticks).
 const SLIP_MIN_REL: f64 = 1e6;
@@ -433,10 +435,54 @@ impl DirectSolve {
                 return None;
             }
             profile_solve(&self.k, n, &self.first, &mut self.d);
-            self.x.iter_mut().zip(&self.d).for_each(|(x, d)| *x += d);
+            // backtracking on ‖F‖: the full step where it decreases ‖F‖ (the plain Gauss–Newton iterate), else
+            // halved up to [`MAX_HALVINGS`] times (a yawing box's four sliding corners: full steps cycled at
+            // residual 1e-2 m/s from the cold start)
+            let f0: f64 = self.f.iter().map(|v| v * v).sum();
+            self.step.clone_from(&self.x);
+            let mut alpha = 1.0;
+            for h in 0..=MAX_HALVINGS {
+                for ((x, x0), d) in self.x.iter_mut().zip(&self.step).zip(&self.d) {
+                    *x = x0 + alpha * d;
+                }
+                if h == MAX_HALVINGS || self.newton_norm2(pb) < f0 {
+                    break;
+                }
+                alpha *= 0.5;
+            }
             it += 1;
         }
         Some(it)
+    }
+
+    /// ‖F‖² of [`DirectSolve::solve_newton`] at `x` (its rows, the slip direction frozen where the slip is
+    /// round-off); leaves `ln`, `lt`, `u` at `x`.
+    fn newton_norm2(&mut self, pb: &DirectProblem) -> f64 {
+        self.scatter();
+        self.velocities(pb);
+        let slip_min = SLIP_MIN_REL * pb.tol;
+        let mut sum = 0.0;
+        for &a in &self.set {
+            let u = &self.u[3 * a..3 * a + 3];
+            if self.mode[a] == Mode::Stick {
+                sum += u.iter().map(|v| v * v).sum::<f64>();
+                continue;
+            }
+            let mu = pb.contacts[pb.idx[a]].mu;
+            let (ln, l1, l2) = (self.ln[a], self.lt[2 * a], self.lt[2 * a + 1]);
+            let slip = u[1].hypot(u[2]);
+            let (s1, s2) = if slip > slip_min {
+                (u[1] / slip, u[2] / slip)
+            } else {
+                let l = l1.hypot(l2);
+                if !(l > 0.0) {
+                    return f64::INFINITY;
+                }
+                (-l1 / l, -l2 / l)
+            };
+            sum += u[0] * u[0] + (l1 + mu * ln * s1).powi(2) + (l2 + mu * ln * s2).powi(2);
+        }
+        sum
     }
 
     /// The direct solve of `pb` into `ln`, `lt` (island order; meaningful when `Solved`).
@@ -466,6 +512,16 @@ impl DirectSolve {
                 && d.set.contains(&a)
                 && friction_gauge(pb.kind, d.lt[2 * a], d.lt[2 * a + 1]) > mu(a) * d.ln[a] + pb.tol
         };
+        // whether contact a's own impulse could stop its slip within its disk (its diagonal of G alone): the
+        // impulse stopping u_n, |u_n| / G_nn, against the one stopping the slip, ‖u_t‖ / G_tt — a contact taken
+        // in that could not slides (a box sliding at 1.5 m/s), one that could sticks (a yawing box whose corners
+        // slip 1e-3 m/s under a 4e-2 m/s approach: taken in sliding, Gauss–Newton found no sliding solution)
+        let m2 = 2 * m;
+        let (gn, gt) = (pb.g.0.as_slice(), pb.g.1.as_slice());
+        let can_stop = |a: usize, slip: f64, approach: f64| {
+            let g_t = 0.5 * (gt[2 * a * m2 + 2 * a] + gt[(2 * a + 1) * m2 + 2 * a + 1]);
+            slip * gn[a * m + a] <= mu(a) * approach * g_t
+        };
         for sets in 1..=MAX_SETS {
             self.set.clear();
             self.set.extend((0..m).filter(|&a| self.mode[a] != Mode::Open));
@@ -490,7 +546,8 @@ impl DirectSolve {
                     // taken in sliding where it slips (exact cone): sticking a contact that moves across the
                     // surface asks for a friction outside its disk
                     Mode::Open if self.u[3 * a] < -pb.tol => {
-                        if pb.kind == FrictionSet::Cone && self.u[3 * a + 1].hypot(self.u[3 * a + 2]) > slip_min {
+                        let slip = self.u[3 * a + 1].hypot(self.u[3 * a + 2]);
+                        if pb.kind == FrictionSet::Cone && slip > slip_min && !can_stop(a, slip, -self.u[3 * a]) {
                             Mode::Slide
                         } else {
                             Mode::Stick

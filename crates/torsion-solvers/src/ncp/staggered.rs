@@ -538,6 +538,8 @@ impl NcpSolver {
             tape.step.n = 0;
             tape.step.ln.clear();
             tape.step.lt.clear();
+            // no contact: nothing to solve, the step is exact (`StepInfo::converged`)
+            tape.step.converged = true;
         }
         // the tangent Jacobians' tape takes the step's dense Delassus matrices (copied into its own buffers, so
         // neither side reallocates when plain and dense steps alternate); a plain step leaves them empty
