@@ -140,6 +140,15 @@ pub(crate) struct DirectSolve {
     restart: bool,
 }
 
+/// A sliding contact's residual rows (`DirectSolve::slide_rows`): F's three rows, the slip direction ŝ, the slip
+/// ‖u_t‖ and whether ŝ follows it (else frozen at −λ_t / ‖λ_t‖).
+struct Slide {
+    rows: [f64; 3],
+    dir: (f64, f64),
+    slip: f64,
+    live: bool,
+}
+
 /// A contact's role in an active set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -368,20 +377,10 @@ impl DirectSolve {
                     continue;
                 }
                 let mu = pb.contacts[pb.idx[a]].mu;
-                let (ln, l1, l2) = (self.ln[a], self.lt[2 * a], self.lt[2 * a + 1]);
-                let slip = u[1].hypot(u[2]);
-                let live = slip > slip_min;
-                let (s1, s2) = if live {
-                    (u[1] / slip, u[2] / slip)
-                } else {
-                    let l = l1.hypot(l2);
-                    if l.is_nan() || l <= 0.0 {
-                        return None;
-                    }
-                    (-l1 / l, -l2 / l)
-                };
+                let ln = self.ln[a];
+                let Slide { rows, dir: (s1, s2), slip, live } = self.slide_rows(pb, a, slip_min)?;
                 frozen |= !live;
-                self.f.extend([u[0], l1 + mu * ln * s1, l2 + mu * ln * s2]);
+                self.f.extend(rows);
                 let (r1, r2) = ((3 * s + 1) * n, (3 * s + 2) * n);
                 let c = if live { mu * ln / slip } else { 0.0 };
                 for col in 0..n {
@@ -455,32 +454,44 @@ impl DirectSolve {
         Some(it)
     }
 
-    /// ‖F‖² of [`DirectSolve::solve_newton`] at `x` (its rows, the slip direction frozen where the slip is
-    /// round-off); leaves `ln`, `lt`, `u` at `x`.
+    /// Sliding contact a's rows of [`DirectSolve::solve_newton`]'s F at the current `ln`, `lt`, `u`: u_n and
+    /// λ_t + μ λ_n ŝ, ŝ = u_t / ‖u_t‖, or −λ_t / ‖λ_t‖ frozen while the slip is at most `slip_min` (round-off);
+    /// None when that direction is undefined too (λ_t = 0).
+    fn slide_rows(&self, pb: &DirectProblem, a: usize, slip_min: f64) -> Option<Slide> {
+        let u = &self.u[3 * a..3 * a + 3];
+        let mu = pb.contacts[pb.idx[a]].mu;
+        let (ln, l1, l2) = (self.ln[a], self.lt[2 * a], self.lt[2 * a + 1]);
+        let slip = u[1].hypot(u[2]);
+        let live = slip > slip_min;
+        let dir = if live {
+            (u[1] / slip, u[2] / slip)
+        } else {
+            let l = l1.hypot(l2);
+            if l.is_nan() || l <= 0.0 {
+                return None;
+            }
+            (-l1 / l, -l2 / l)
+        };
+        Some(Slide { rows: [u[0], l1 + mu * ln * dir.0, l2 + mu * ln * dir.1], dir, slip, live })
+    }
+
+    /// ‖F‖² of [`DirectSolve::solve_newton`] at `x` (`slide_rows` for the sliding contacts, u for the sticking
+    /// ones; infinite where a slip direction is undefined); leaves `ln`, `lt`, `u` at `x`.
     fn newton_norm2(&mut self, pb: &DirectProblem) -> f64 {
         self.scatter();
         self.velocities(pb);
         let slip_min = SLIP_MIN_REL * pb.tol;
         let mut sum = 0.0;
         for &a in &self.set {
-            let u = &self.u[3 * a..3 * a + 3];
-            if self.mode[a] == Mode::Stick {
-                sum += u.iter().map(|v| v * v).sum::<f64>();
-                continue;
-            }
-            let mu = pb.contacts[pb.idx[a]].mu;
-            let (ln, l1, l2) = (self.ln[a], self.lt[2 * a], self.lt[2 * a + 1]);
-            let slip = u[1].hypot(u[2]);
-            let (s1, s2) = if slip > slip_min {
-                (u[1] / slip, u[2] / slip)
+            let rows = if self.mode[a] == Mode::Stick {
+                [self.u[3 * a], self.u[3 * a + 1], self.u[3 * a + 2]]
             } else {
-                let l = l1.hypot(l2);
-                if !(l > 0.0) {
-                    return f64::INFINITY;
+                match self.slide_rows(pb, a, slip_min) {
+                    Some(r) => r.rows,
+                    None => return f64::INFINITY,
                 }
-                (-l1 / l, -l2 / l)
             };
-            sum += u[0] * u[0] + (l1 + mu * ln * s1).powi(2) + (l2 + mu * ln * s2).powi(2);
+            sum += rows.iter().map(|v| v * v).sum::<f64>();
         }
         sum
     }
