@@ -336,6 +336,21 @@ impl Cod {
         }
     }
 
+    /// The null space's j-th basis vector (j < n − rank) into `out[..n]`: P Zᵀ e_(rank+j), since A P Zᵀ = Q [T 0; 0 0];
+    /// the n − rank vectors are orthonormal. `work[..n]`: scratch (no allocation).
+    pub fn null_vector(&self, j: usize, work: &mut [f64], out: &mut [f64]) {
+        let (n, r) = (self.n, self.rank);
+        let y = &mut work[..n];
+        y.fill(0.0);
+        y[r + j] = 1.0;
+        for k in 0..r {
+            self.reflect_z(k, y);
+        }
+        for (i, &p) in self.perm.iter().enumerate() {
+            out[p] = y[i];
+        }
+    }
+
     /// y = A⁺ᵀ c (`c[..n]`, `y[..n]`).
     pub fn solve_transpose(&self, c: &[f64], y: &mut [f64]) {
         let (n, r, a) = (self.n, self.rank, &self.a);
@@ -435,7 +450,7 @@ mod tests {
     }
     /// `Cod`'s solves equal the SVD pseudo-inverse's products (nalgebra, the same relative cut-off) to round-off
     /// on empty, full-rank and rank-deficient matrices (rank 0 to n: products of n × r and r × n factors, one with a
-    /// zero and one with a repeated column), and the rank is the SVD's.
+    /// zero and one with a repeated column), the rank is the SVD's, and `null_vector` spans an orthonormal null space.
     #[test]
     fn cod_solves_match_the_svd_pseudo_inverse() {
         let mut cod = Cod::default();
@@ -471,6 +486,19 @@ mod tests {
             let ex = (nalgebra::DVector::from_column_slice(&x) - xs).amax() / scale;
             let ey = (nalgebra::DVector::from_column_slice(&y) - ys).amax() / scale;
             assert!(ex < 1e-12 && ey < 1e-12, "n {n}, r {r}: A⁺b off by {ex:e}, A⁺ᵀb by {ey:e}");
+            // the null space: n − rank orthonormal vectors that A maps to 0
+            let (mut work, mut z) = (vec![0.0; n], vec![vec![0.0; n]; n - rank]);
+            for (j, zj) in z.iter_mut().enumerate() {
+                cod.null_vector(j, &mut work, zj);
+                let az = &m * nalgebra::DVector::from_column_slice(zj);
+                assert!(az.amax() < 1e-12 * (1.0 + m.amax()), "n {n}, r {r}: A z_{j} = {:e}", az.amax());
+            }
+            for (i, zi) in z.iter().enumerate() {
+                for (j, zj) in z.iter().enumerate() {
+                    let d: f64 = zi.iter().zip(zj).map(|(a, b)| a * b).sum();
+                    assert!((d - if i == j { 1.0 } else { 0.0 }).abs() < 1e-13, "n {n}, r {r}: z_{i}·z_{j} = {d}");
+                }
+            }
         }
     }
 }

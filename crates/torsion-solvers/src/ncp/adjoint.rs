@@ -418,6 +418,10 @@ mod tests {
         s.v[4] = 0.4;
         let s = settle(&m, s, 2);
         out.push(("sliding box", m, s, vec![0.0, 0.0, 0.1, 0.5, -0.2, 0.0]));
+        let (m, mut s) = at_rest(boxes(&[(0.0, 0.0, 0.1005, 0.0)]), 30);
+        (s.v[2], s.v[3], s.v[4]) = (1.0, 1.0, 0.4);
+        let s = settle(&m, s, 2);
+        out.push(("sliding, yawing box", m, s, vec![0.0, 0.0, 0.1, 0.5, -0.2, 0.0]));
         let grid: Vec<_> = (0..10).map(|i| (0.5 * (i % 4) as f64, 0.5 * (i / 4) as f64, 0.1005, 0.0)).collect();
         let (m, s) = at_rest(boxes(&grid), 30);
         let nv = m.nv();
@@ -503,11 +507,17 @@ mod tests {
     }
 
     /// The reverse-mode `step_vjp` against central differences (h = 1e-6) of ḡ · step(s, u, θ) in v, u, the
-    /// boxes' positions (ambient q) and the selected mass and friction, on a sliding box, a box on an edge and
-    /// the two stacks at rest.
+    /// boxes' positions (ambient q) and the selected mass and friction, on a sliding box, a box on an edge, the two
+    /// stacks at rest and a box sliding and yawing on four corners (redundant sliding impulses: the projection off
+    /// the null space, `fixed_point::project_off_null`, taken in reverse).
     #[test]
     fn reverse_vjp_matches_central_differences() {
-        let names = ["tilted box on an edge", "tilted box sliding on a corner (cascade)", "2 stacks of 5"];
+        let names = [
+            "tilted box on an edge",
+            "tilted box sliding on a corner (cascade)",
+            "2 stacks of 5",
+            "sliding, yawing box",
+        ];
         for (name, m, s, u) in scenes().into_iter().filter(|c| names.contains(&c.0)) {
             let solver = solver(name);
             let (nq, nv) = (m.nq(), m.nv());
@@ -521,7 +531,10 @@ mod tests {
                 solver.step(m, s, &Control::from_torques(u), DT, &mut o, &mut ws, None).unwrap();
                 o.q.iter().zip(&g.q).chain(o.v.iter().zip(&g.v)).map(|(a, b)| a * b).sum::<f64>()
             };
-            let h = 1e-6;
+            // the yawing box's redundant sliding impulses: h = 1e-5 and 5e-6 (module `fixed_point`, docs/gradients.md
+            // "Redundant sliding impulses": the selection's curvature; 2.6e-6 at h = 1e-5 or 1e-4, 1.2e-2 before
+            // the projection)
+            let (h, tol) = if name.contains("yawing") { (1e-5, 5e-6) } else { (1e-6, 1e-6) };
             let (mut worst, mut scale) = (0.0f64, 0.0f64);
             // (index into `an`, the perturbed loss at ±h)
             let mut check = |k: usize, f: &mut dyn FnMut(f64) -> f64| {
@@ -563,7 +576,7 @@ mod tests {
             }
             let err = worst / scale;
             eprintln!("{name}: reverse step_vjp vs central differences {err:.2e} (max |FD| {scale:.2e})");
-            assert!(err <= 1e-6, "{name}: {err:e}");
+            assert!(err <= tol, "{name}: {err:e}");
         }
     }
 }
