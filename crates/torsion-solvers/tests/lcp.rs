@@ -858,3 +858,73 @@ fn sliding_top_cube_of_a_stack_does_not_penetrate() {
     );
     assert!(worst <= 1e-4, "penetration {worst:e}");
 }
+
+/// PGS's active-set polish (`polish_into`, docs/decisions.md D7a): a box resting on its four corners (a redundant,
+/// rank-deficient A), PGS stopped at a sweep count where its natural-map residual is inside the validity tolerance
+/// but above its own: one polish lands on an exact answer of the same classes (residual ≤ the tolerance, valid,
+/// `polished`, the box at rest). A stop outside the validity tolerance is not polished, and a converged answer is
+/// left alone.
+#[test]
+fn pgs_polish_finishes_a_stall_on_redundant_corners() {
+    let (he, mu, g, dt) = (0.1, 0.16, 9.81, 0.01);
+    let mut b = ModelBuilder::new("box").gravity(Vec3::new(0.0, 0.0, -g)).dt(dt);
+    let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
+    let bx = b.add_body("box", 1.0, Mat3::from_diagonal_element(4.0 * he * he / 6.0));
+    let mut j = JointDesc::hinge("free", w, bx, Vec3::zeros(), Vec3::zeros(), Vec3::z());
+    j.kind = JointType::Free;
+    b.add_joint(j);
+    let m = b.build().unwrap();
+    let dm = DynModel::<f64>::from_model(&m).unwrap();
+    let mut d = DynData::new(&dm);
+    let mut bj = vec![];
+    body_joints(&dm, &mut bj);
+    let mut q = m.qpos0.clone();
+    q[2] = he;
+    let (v, u) = (vec![0.0; dm.nv], vec![0.0; dm.nv]);
+    let contacts: Vec<ContactGeom<f64>> = [(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)]
+        .iter()
+        .map(|&(x, y)| ContactGeom {
+            body_a: 1,
+            body_b: 0,
+            point: Vec3::new(x * he, y * he, 0.0),
+            normal: Vec3::z(),
+            tangents: [Vec3::x(), Vec3::y()],
+            distance: 0.0,
+            mu,
+            restitution: 0.0,
+        })
+        .collect();
+    let po = PreludeOptions { solver: "lcp-test", passive: false, baumgarte: 0.0 };
+    let x = StepInputs { model: &m, dm: &dm, body_joint: &bj, q: &q, v: &v, u: &u, dt, contacts: &contacts, o: &po };
+    let pre = prelude(&x, &mut d).unwrap();
+    let lcp = BoxedLcp::from_prelude(&pre, &contacts, Offsets::Step).unwrap();
+    let mut sc = PgsScratch::default();
+    let mut polished_one = false;
+    for sweeps in 1..40 {
+        let o = PgsOptions { max_sweeps: sweeps, tol: 1e-13, ..Default::default() };
+        let mut sol = solve_pgs(&lcp, &o, None);
+        let residual = match sol.failure {
+            Some(LcpFailure::NotConverged { residual }) => residual,
+            _ => {
+                assert!(!polish_into(&lcp, &o, &mut sc, &mut sol), "a converged answer is not polished");
+                continue;
+            }
+        };
+        let inside = residual <= o.validity_tol * lcp.scale();
+        let done = polish_into(&lcp, &o, &mut sc, &mut sol);
+        if !inside {
+            assert!(!done && !sol.polished, "{sweeps} sweeps: residual {residual:e} is outside the validity tolerance");
+            continue;
+        }
+        assert!(done && sol.ok() && sol.polished, "{sweeps} sweeps (residual {residual:e}): {:?}", sol.validity);
+        let after = natural_residual(&lcp, &sol.lambda);
+        let (ln, lt) = split_impulses(&sol.lambda);
+        let vplus = apply_impulses(&pre, &ln, &lt);
+        let speed = vplus.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+        eprintln!("{sweeps} sweeps: PGS residual {residual:.2e}, polished {after:.2e}, |v⁺| {speed:.1e}");
+        assert!(after <= o.tol * lcp.scale(), "{sweeps} sweeps: polished residual {after:e}");
+        assert!(speed < 1e-12, "the box moves: {vplus:?}");
+        polished_one = true;
+    }
+    assert!(polished_one, "no PGS stop inside the validity tolerance was polished");
+}

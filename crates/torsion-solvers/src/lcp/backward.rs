@@ -67,7 +67,7 @@ pub fn lcp_jvp(
 /// [`lcp_jvp`]'s dλ factorised once at a solution for any number of tangents (the stepper's directions): the
 /// derivative classes, S, Ã_SS and its factorisation (`dense::DenseSolver`), and a tangent's buffers, reused
 /// from call to call (no heap allocation once they have held a system as large; a singular Ã_SS takes the complete
-/// orthogonal decomposition, `DenseSolver::factor_cod`, D11).
+/// orthogonal decomposition, `DenseSolver::factor`, D11).
 #[derive(Clone, Debug, Default)]
 pub struct JvpFactor {
     classes: Vec<Class>,
@@ -90,7 +90,7 @@ impl JvpFactor {
         lcp.w_into(lambda, &mut self.w);
         derivative_classes_into(lcp, lambda, &self.w, classes, &mut self.classes);
         self.sys.assemble(lcp, &self.classes);
-        self.singular = self.sys.dense.factor_cod(&self.sys.at);
+        self.singular = self.sys.dense.factor(&self.sys.at);
         Ok(())
     }
 

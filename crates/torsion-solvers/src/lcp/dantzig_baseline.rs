@@ -123,5 +123,6 @@ pub fn solve_baseline(lcp: &BoxedLcp, o: &JadeOptions) -> LcpSolution {
         iterations: pivots,
         validity,
         failure,
+        polished: false,
     }
 }

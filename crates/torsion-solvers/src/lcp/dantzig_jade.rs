@@ -322,7 +322,7 @@ impl Jade<'_> {
 }
 
 impl JadeScratch {
-    /// The singular active-set systems solved in these buffers so far (each an allocating SVD, D11).
+    /// The singular active-set systems solved in these buffers so far (D11).
     pub fn singular_solves(&self) -> usize {
         self.sys.dense.singular
     }
@@ -393,4 +393,5 @@ pub fn solve_jade_into(lcp: &BoxedLcp, o: &JadeOptions, sc: &mut JadeScratch, ou
     out.iterations = pivots;
     out.validity = validity;
     out.failure = failure;
+    out.polished = false;
 }

@@ -1,11 +1,12 @@
 //! The square solves of the active-set systems (spec 004 §3.3 Eq. 15, docs/decisions.md spec 004 D11) on reused
 //! storage (design.md §7): LU with full pivoting (nalgebra's `FullPivLU` steps, `gauss_step` / `gauss_step_swap`,
-//! run on the buffer: bit-identical to `full_piv_lu`, no heap allocation once the buffers have held a system as
-//! large) and, when its pivots fall to roundoff (a rank-deficient A: a box resting on its face), the least-squares
-//! minimum-norm solution (docs/decisions.md D11): in the LCP solves nalgebra's SVD, which allocates its factors,
-//! and in the derivative ([`DenseSolver::factor_cod`]) a complete orthogonal decomposition in reused buffers
-//! (`torsion_math::linalg::Cod`). The solves keep the SVD because the decomposition's roundoff-level change of
-//! their answers turns the dropped 3-box stack (tests/lcp.rs) into a trajectory with a step PGS stalls on (D11).
+//! run on the buffer: bit-identical to `full_piv_lu`) and, when its pivots fall to roundoff (a rank-deficient A: a
+//! box resting on its face), the least-squares minimum-norm solution by a complete orthogonal decomposition
+//! (`torsion_math::linalg::Cod`), in the LCP solves and their derivative alike. No heap allocation once the buffers
+//! have held a system as large. Until session 13 the solves took nalgebra's SVD (11–13 allocations per singular
+//! system): the decomposition's roundoff-level change of their answers turned the dropped 3-box stack (tests/lcp.rs)
+//! into a trajectory with a step PGS stalls on just above its tolerance, which PGS's active-set polish
+//! (`pgs::polish_into`) now finishes.
 use crate::contact::buffers::reshape_zeroed;
 use nalgebra::{DMatrix, DVector};
 use torsion_math::linalg::Cod;
@@ -40,21 +41,14 @@ pub struct DenseSolver {
     lu: DMatrix<f64>,
     p: Vec<(usize, usize)>,
     q: Vec<(usize, usize)>,
-    /// the SVD of the last singular system (None: the LU or the decomposition holds the last system) and its
-    /// threshold
-    svd: Option<nalgebra::SVD<f64, nalgebra::Dyn, nalgebra::Dyn>>,
-    svd_tol: f64,
-    /// Uᵀ r of the SVD solve
-    ut_r: DVector<f64>,
-    /// the decomposition of the last system when it was singular and factorised by [`DenseSolver::factor_cod`]
+    /// the decomposition of the last system when it was singular (false: the LU holds it)
     cod: Cod,
     cod_held: bool,
     /// the right-hand side, overwritten by `Cod::solve`
     rhs: Vec<f64>,
     pub x: DVector<f64>,
-    /// the singular systems factorised so far by an SVD (each allocates), and by the decomposition
+    /// the singular systems factorised so far (by the decomposition)
     pub singular: usize,
-    pub singular_cod: usize,
 }
 
 impl Default for DenseSolver {
@@ -63,15 +57,11 @@ impl Default for DenseSolver {
             lu: DMatrix::from_vec(0, 0, vec![]),
             p: vec![],
             q: vec![],
-            svd: None,
-            svd_tol: 0.0,
-            ut_r: DVector::from_vec(vec![]),
             cod: Cod::default(),
             cod_held: false,
             rhs: vec![],
             x: DVector::from_vec(vec![]),
             singular: 0,
-            singular_cod: 0,
         }
     }
 }
@@ -87,25 +77,13 @@ impl DenseSolver {
     }
 
     /// Factorise M for [`DenseSolver::solve_factored`]: LU with full pivoting, or when its pivots fall to roundoff
-    /// nalgebra's SVD (allocates: it owns its factors). Returns whether M is singular.
+    /// the complete orthogonal decomposition (rank: the pivoted columns above 1e-11 of the largest's norm). Returns
+    /// whether M is singular.
     pub fn factor(&mut self, m: &DMatrix<f64>) -> bool {
         if !self.factor_regular(m) {
             return false;
         }
         self.singular += 1;
-        let svd = m.clone().svd(true, true);
-        self.svd_tol = PIVOT_RATIO * svd.singular_values.max().max(f64::MIN_POSITIVE);
-        self.svd = Some(svd);
-        true
-    }
-
-    /// [`DenseSolver::factor`] with the complete orthogonal decomposition in place of the SVD (rank: the pivoted
-    /// columns above 1e-11 of the largest's norm; no allocation once its buffers have held a system as large).
-    pub fn factor_cod(&mut self, m: &DMatrix<f64>) -> bool {
-        if !self.factor_regular(m) {
-            return false;
-        }
-        self.singular_cod += 1;
         self.cod.matrix_mut(m.nrows()).copy_from_slice(m.as_slice());
         self.cod.factor(PIVOT_RATIO);
         self.cod_held = true;
@@ -115,7 +93,6 @@ impl DenseSolver {
     /// Factorise M by LU; whether it is singular (then a least-squares factorisation is to be made).
     fn factor_regular(&mut self, m: &DMatrix<f64>) -> bool {
         let n = m.nrows();
-        self.svd = None;
         self.cod_held = false;
         if n == 0 {
             zeroed(&mut self.x, 0);
@@ -128,9 +105,8 @@ impl DenseSolver {
         !(dmin > PIVOT_RATIO * dmax && dmax > 0.0 && lu[(n - 1, n - 1)] != 0.0)
     }
 
-    /// x of the last factorised M for the right-hand side r, into `self.x`: the LU's solve (`FullPivLU::solve_mut`),
-    /// the SVD's minimum-norm least squares (`SVD::solve`'s arithmetic, x = V Σ⁺ Uᵀ r, in the buffers) or the
-    /// decomposition's, x = M⁺ r.
+    /// x of the last factorised M for the right-hand side r, into `self.x`: the LU's solve (`FullPivLU::solve_mut`)
+    /// or the decomposition's minimum-norm least squares, x = M⁺ r.
     pub fn solve_factored(&mut self, r: &DVector<f64>) {
         copy_vec(&mut self.x, r);
         if r.is_empty() {
@@ -140,17 +116,6 @@ impl DenseSolver {
             self.rhs.clear();
             self.rhs.extend_from_slice(r.as_slice());
             self.cod.solve(&mut self.rhs, self.x.as_mut_slice());
-            return;
-        }
-        if let Some((u, v_t, sv)) =
-            self.svd.as_ref().and_then(|s| Some((s.u.as_ref()?, s.v_t.as_ref()?, &s.singular_values)))
-        {
-            zeroed(&mut self.ut_r, u.ncols());
-            u.ad_mul_to(r, &mut self.ut_r);
-            for (x, &s) in self.ut_r.iter_mut().zip(sv.iter()) {
-                *x = if s > self.svd_tol { *x / s } else { 0.0 };
-            }
-            v_t.ad_mul_to(&self.ut_r, &mut self.x);
             return;
         }
         let lu = &self.lu;
@@ -208,7 +173,7 @@ mod tests {
             assert_eq!(sv.solve(&m, &r), Some(false));
             assert_eq!(sv.x, m.clone().full_piv_lu().solve(&r).unwrap(), "n = {n}");
         }
-        // a rank-deficient one (J Jᵀ, 5 rows spanning 3 motions): the SVD branch, flagged
+        // a rank-deficient one (J Jᵀ, 5 rows spanning 3 motions): the decomposition's branch, flagged
         let b = DMatrix::from_fn(3, 7, |i, j| ((i * 7 + j) as f64 * 1.3).cos() + (i == j) as u8 as f64);
         let jm = DMatrix::from_fn(5, 7, |i, j| if i < 3 { b[(i, j)] } else { b[(0, j)] - 0.5 * b[(2, j)] });
         let m = &jm * jm.transpose();
@@ -217,9 +182,9 @@ mod tests {
         assert!((m.transpose() * (&m * &sv.x - &r)).amax() < 1e-12, "normal equations");
     }
 
-    /// One factorisation, many right-hand sides: each the same bits as nalgebra's `full_piv_lu().solve` (regular)
-    /// or `svd(true, true).solve` at the solver's threshold (rank-deficient J Jᵀ of 3 to 8 rows on 2 to 5 motions);
-    /// [`DenseSolver::factor_cod`]'s: the LU's bits, and the SVD's minimum-norm answer to 1e-12 relative.
+    /// One factorisation, many right-hand sides: each the same bits as nalgebra's `full_piv_lu().solve` (regular),
+    /// or (rank-deficient J Jᵀ of 3 to 8 rows on 2 to 5 motions) the SVD's minimum-norm answer at the solver's
+    /// threshold to 1e-12 relative.
     #[test]
     fn factored_solves_are_nalgebras() {
         let mut sv = DenseSolver::default();
@@ -228,27 +193,20 @@ mod tests {
             let jm =
                 DMatrix::from_fn(n, 9, |i, j| if i < rank { b[(i, j)] } else { b[(i % rank, j)] * 0.5 - b[(0, j)] });
             let m = &jm * jm.transpose();
-            for cod in [false, true] {
-                let singular = if cod { sv.factor_cod(&m) } else { sv.factor(&m) };
-                assert_eq!(singular, rank < n, "n {n}, rank {rank}");
-                for k in 0..4 {
-                    let r = DVector::from_fn(n, |i, _| ((i + 3 * k) as f64 * 0.9).cos());
-                    sv.solve_factored(&r);
-                    let expected = if rank < n {
-                        let svd = m.clone().svd(true, true);
-                        svd.solve(&r, PIVOT_RATIO * svd.singular_values.max()).unwrap()
-                    } else {
-                        m.clone().full_piv_lu().solve(&r).unwrap()
-                    };
-                    if cod && rank < n {
-                        let err = (&sv.x - &expected).amax() / expected.amax();
-                        assert!(err < 1e-12, "n {n}, rank {rank}, rhs {k}: {err:e} from the SVD's");
-                    } else {
-                        assert_eq!(sv.x, expected, "n {n}, rank {rank}, rhs {k}, cod {cod}");
-                    }
+            assert_eq!(sv.factor(&m), rank < n, "n {n}, rank {rank}");
+            for k in 0..4 {
+                let r = DVector::from_fn(n, |i, _| ((i + 3 * k) as f64 * 0.9).cos());
+                sv.solve_factored(&r);
+                if rank < n {
+                    let svd = m.clone().svd(true, true);
+                    let expected = svd.solve(&r, PIVOT_RATIO * svd.singular_values.max()).unwrap();
+                    let err = (&sv.x - &expected).amax() / expected.amax();
+                    assert!(err < 1e-12, "n {n}, rank {rank}, rhs {k}: {err:e} from the SVD's");
+                } else {
+                    assert_eq!(sv.x, m.clone().full_piv_lu().solve(&r).unwrap(), "n {n}, rank {rank}, rhs {k}");
                 }
             }
         }
-        assert_eq!((sv.singular, sv.singular_cod), (3, 3));
+        assert_eq!(sv.singular, 3);
     }
 }

@@ -22,13 +22,14 @@ pub use active_set::Class;
 pub use ccd::CcdOptions;
 pub use dantzig_baseline::solve_baseline;
 pub use dantzig_jade::{solve_jade, solve_jade_into, JadeOptions, JadeScratch};
-pub use pgs::{solve_pgs, solve_pgs_into, PgsOptions, PgsScratch};
+pub use pgs::{natural_residual, polish_into, solve_pgs, solve_pgs_into, PgsOptions, PgsScratch};
 pub use problem::{BoxedLcp, Condition, LcpError, Offsets, Row, ValidityReport, Violation};
 pub use solution::{LcpFailure, LcpSolution, LcpSolverKind};
 pub use stepper::{LcpOptions, LcpReport, LcpSolver, LcpWorkspace, PositionUpdate};
 
-/// The fallback chain (D10): Jade's Dantzig, then (if enabled) PGS from Jade's answer; the first valid answer
-/// is returned, naming its solver, with every earlier attempt's failure. No frictionless fallback: when every
+/// The fallback chain (D10): Jade's Dantzig, then (if enabled) PGS from Jade's answer, a stall of it finished by
+/// its active-set polish (`pgs::polish_into`, D7a; `LcpSolution::polished`); the first valid answer is returned,
+/// naming its solver, with every earlier attempt's failure. No frictionless fallback: when every
 /// solver fails the last answer is returned as an error carrying all attempts.
 #[derive(Clone, Copy, Debug)]
 pub struct ChainOptions {
@@ -96,9 +97,9 @@ impl Default for ChainScratch {
 }
 
 impl ChainScratch {
-    /// The singular active-set systems solved in these buffers so far (Jade's directions; each an allocating SVD).
+    /// The singular active-set systems solved in these buffers so far (Jade's directions and PGS's polish; D11).
     pub fn singular_solves(&self) -> usize {
-        self.jade.singular_solves()
+        self.jade.singular_solves() + self.pgs.singular_solves()
     }
 }
 
@@ -125,7 +126,7 @@ pub fn solve_chain_into(
     } else {
         let Some(p) = &o.pgs else { return Err(ChainFailure { attempts: vec![sc.first.clone()] }) };
         solve_pgs_into(lcp, p, Some(&sc.first.lambda), &mut sc.pgs, &mut sc.second);
-        if !sc.second.ok() {
+        if !sc.second.ok() && !polish_into(lcp, p, &mut sc.pgs, &mut sc.second) {
             return Err(ChainFailure { attempts: vec![sc.first.clone(), sc.second.clone()] });
         }
         out.failed.push((sc.first.solver, sc.first.failure.clone().unwrap_or(LcpFailure::Invalid)));

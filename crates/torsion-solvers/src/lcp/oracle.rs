@@ -66,6 +66,7 @@ pub fn enumerate(lcp: &BoxedLcp, validity_tol: f64) -> Result<OracleSolutions, L
             iterations: code + 1,
             validity,
             failure: None,
+            polished: false,
         });
     }
     Ok(OracleSolutions { solutions: out, patterns: total })
@@ -84,6 +85,7 @@ pub fn solve_oracle(lcp: &BoxedLcp, validity_tol: f64) -> Result<LcpSolution, Lc
             classes: vec![Class::N; lcp.len()],
             iterations: all.patterns,
             failure: Some(LcpFailure::NoValidPattern),
+            polished: false,
         }
     }))
 }

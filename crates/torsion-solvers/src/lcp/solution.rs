@@ -46,6 +46,8 @@ pub struct LcpSolution {
     pub iterations: usize,
     pub validity: ValidityReport,
     pub failure: Option<LcpFailure>,
+    /// PGS stalled above its tolerance and one active-set solve at its classes finished it (`pgs::polish_into`)
+    pub polished: bool,
 }
 
 impl LcpSolution {
@@ -72,6 +74,7 @@ impl LcpSolution {
                 max_complementarity: 0.0,
             },
             failure: None,
+            polished: false,
         }
     }
 }

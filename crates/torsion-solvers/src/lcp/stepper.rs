@@ -98,7 +98,11 @@ impl Default for LcpOptions {
             },
             position: PositionUpdate::Parallel,
             bounce_threshold: 0.1,
-            collision: torsion_collision::CollisionOptions { margin: 0.01, ..Default::default() },
+            collision: torsion_collision::CollisionOptions {
+                margin: 0.01,
+                complete_box_faces: true,
+                ..Default::default()
+            },
             passive: true,
             baumgarte: 0.0,
             ccd: CcdOptions::default(),
@@ -193,8 +197,8 @@ impl LcpWorkspace {
         self.buf.chain.singular_solves() + self.tan.as_ref().map_or(0, |t| t.singular)
     }
 
-    /// Of [`LcpWorkspace::singular_solves`], the steps' LCP solves' (each an SVD, which allocates; D11).
-    pub fn singular_svds(&self) -> usize {
+    /// Of [`LcpWorkspace::singular_solves`], the steps' LCP solves'.
+    pub fn singular_step_solves(&self) -> usize {
         self.buf.chain.singular_solves()
     }
 }
@@ -784,8 +788,8 @@ impl LcpSolver {
     /// (q, v), B w.r.t. the nv generalized forces, C w.r.t. the selected parameters (dynamics parameters and the
     /// contact materials `shape_friction[·]`, `shape_restitution[·]`, seeded on the contacts whose pair value they
     /// supply, `pair_source`); the step's output state: [`LcpWorkspace::jacobians_state`]. No heap allocation once
-    /// the workspace has held as large a step but the singular systems' SVDs in the step's LCP solves (D11) and the
-    /// dual dynamics models, rebuilt when the model's parameters change.
+    /// the workspace has held as large a step but the dual dynamics models, rebuilt when the model's parameters
+    /// change.
     #[allow(clippy::too_many_arguments)]
     pub fn jacobians_into(
         &self,
