@@ -8,7 +8,7 @@ use torsion_math::{Mat3, Quat, Vec3};
 use torsion_model::builder::{JointDesc, ModelBuilder};
 use torsion_model::JointType;
 use torsion_solvers::contact::frames::body_joints;
-use torsion_solvers::contact::prelude::{apply_impulses, prelude, StepInputs};
+use torsion_solvers::contact::prelude::{apply_impulses, prelude, Prelude, StepInputs};
 use torsion_solvers::contact::{ContactGeom, PreludeOptions};
 use torsion_solvers::lcp::oracle::enumerate;
 use torsion_solvers::lcp::problem::split_impulses;
@@ -141,12 +141,10 @@ fn chain_reports_the_solver() {
     assert_eq!(e.attempts[0].solver, LcpSolverKind::JadeDantzig);
 }
 
-/// The Nimble failure case (issue 17, spec §4.3): a free 1 kg box (half size 0.1 m) sliding along x at 2 m/s on its
-/// four bottom corners, μ = 0.16, g = 9.81, Δt = 0.01. The LCP from the shared contact layer has a valid frictional
-/// solution (A has rank 3 on the normals: λ_n is not unique); Jade finds one, and the box decelerates by μ g Δt.
-#[test]
-fn sliding_box_four_contacts_jade_is_valid() {
-    let (he, mu, g, dt) = (0.1, 0.16, 9.81, 0.01);
+/// A free 0.2 m box (1 kg) on its four bottom corners at rest height, moving at `vx` along x, μ = 0.16, g = 9.81,
+/// Δt = 0.01: the step's prelude and its boxed LCP (12 rows: four corners, a redundant support).
+fn box_on_four_corners(vx: f64) -> (Prelude<f64>, BoxedLcp) {
+    let (he, mu, g, dt) = (0.1, MU_BOX, 9.81, 0.01);
     let mut b = ModelBuilder::new("box").gravity(Vec3::new(0.0, 0.0, -g)).dt(dt);
     let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
     let bx = b.add_body("box", 1.0, Mat3::from_diagonal_element(4.0 * he * he / 6.0));
@@ -161,7 +159,7 @@ fn sliding_box_four_contacts_jade_is_valid() {
     let mut q = m.qpos0.clone();
     q[2] = he;
     let mut v = vec![0.0; dm.nv];
-    v[3] = 2.0; // free joint: (ω, v)
+    v[3] = vx; // free joint: (ω, v)
     let u = vec![0.0; dm.nv];
     let contacts: Vec<ContactGeom<f64>> = [(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)]
         .iter()
@@ -180,6 +178,19 @@ fn sliding_box_four_contacts_jade_is_valid() {
     let x = StepInputs { model: &m, dm: &dm, body_joint: &bj, q: &q, v: &v, u: &u, dt, contacts: &contacts, o: &po };
     let pre = prelude(&x, &mut d).unwrap();
     let lcp = BoxedLcp::from_prelude(&pre, &contacts, Offsets::Step).unwrap();
+    (pre, lcp)
+}
+
+/// μ of `box_on_four_corners`
+const MU_BOX: f64 = 0.16;
+
+/// The Nimble failure case (issue 17, spec §4.3): a free 1 kg box (half size 0.1 m) sliding along x at 2 m/s on its
+/// four bottom corners, μ = 0.16, g = 9.81, Δt = 0.01. The LCP from the shared contact layer has a valid frictional
+/// solution (A has rank 3 on the normals: λ_n is not unique); Jade finds one, and the box decelerates by μ g Δt.
+#[test]
+fn sliding_box_four_contacts_jade_is_valid() {
+    let (mu, g, dt) = (MU_BOX, 9.81, 0.01);
+    let (pre, lcp) = box_on_four_corners(2.0);
     assert_eq!(lcp.len(), 12);
     let o = JadeOptions::default();
     let base = solve_baseline(&lcp, &o);
@@ -866,38 +877,7 @@ fn sliding_top_cube_of_a_stack_does_not_penetrate() {
 /// left alone.
 #[test]
 fn pgs_polish_finishes_a_stall_on_redundant_corners() {
-    let (he, mu, g, dt) = (0.1, 0.16, 9.81, 0.01);
-    let mut b = ModelBuilder::new("box").gravity(Vec3::new(0.0, 0.0, -g)).dt(dt);
-    let w = b.add_fixed_body("world", Vec3::zeros(), Quat::identity());
-    let bx = b.add_body("box", 1.0, Mat3::from_diagonal_element(4.0 * he * he / 6.0));
-    let mut j = JointDesc::hinge("free", w, bx, Vec3::zeros(), Vec3::zeros(), Vec3::z());
-    j.kind = JointType::Free;
-    b.add_joint(j);
-    let m = b.build().unwrap();
-    let dm = DynModel::<f64>::from_model(&m).unwrap();
-    let mut d = DynData::new(&dm);
-    let mut bj = vec![];
-    body_joints(&dm, &mut bj);
-    let mut q = m.qpos0.clone();
-    q[2] = he;
-    let (v, u) = (vec![0.0; dm.nv], vec![0.0; dm.nv]);
-    let contacts: Vec<ContactGeom<f64>> = [(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)]
-        .iter()
-        .map(|&(x, y)| ContactGeom {
-            body_a: 1,
-            body_b: 0,
-            point: Vec3::new(x * he, y * he, 0.0),
-            normal: Vec3::z(),
-            tangents: [Vec3::x(), Vec3::y()],
-            distance: 0.0,
-            mu,
-            restitution: 0.0,
-        })
-        .collect();
-    let po = PreludeOptions { solver: "lcp-test", passive: false, baumgarte: 0.0 };
-    let x = StepInputs { model: &m, dm: &dm, body_joint: &bj, q: &q, v: &v, u: &u, dt, contacts: &contacts, o: &po };
-    let pre = prelude(&x, &mut d).unwrap();
-    let lcp = BoxedLcp::from_prelude(&pre, &contacts, Offsets::Step).unwrap();
+    let (pre, lcp) = box_on_four_corners(0.0);
     let mut sc = PgsScratch::default();
     let mut polished_one = false;
     for sweeps in 1..40 {
