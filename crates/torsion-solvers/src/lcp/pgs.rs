@@ -141,13 +141,14 @@ pub fn polish_into(lcp: &BoxedLcp, o: &PgsOptions, sc: &mut PgsScratch, sol: &mu
     lcp.w_into(&sc.lambda, &mut sc.w);
     for round in 0..POLISH_ROUNDS {
         classify_into(lcp, &sc.lambda, &sc.w, o.validity_tol * sc.lambda.amax().max(1.0), &mut sc.classes);
-        for (i, c) in sc.classes.iter_mut().enumerate() {
-            *c = match (*c, sc.w[i]) {
-                (Class::N, w) if w < 0.0 => Class::C,
-                (Class::Nh, w) | (Class::Nl, w) if (*c == Class::Nh && w > 0.0) || (*c == Class::Nl && w < 0.0) => {
-                    Class::Cf
-                }
-                (c, _) => c,
+        // a row whose complementarity fails at its class joins S: a normal at 0 pushed in (w < 0), a friction at
+        // its upper (lower) bound whose w pushes it back inside (w > 0, w < 0)
+        for (c, &w) in sc.classes.iter_mut().zip(sc.w.iter()) {
+            *c = match *c {
+                Class::N if w < 0.0 => Class::C,
+                Class::Nh if w > 0.0 => Class::Cf,
+                Class::Nl if w < 0.0 => Class::Cf,
+                c => c,
             };
         }
         let sys = &mut sc.sys;

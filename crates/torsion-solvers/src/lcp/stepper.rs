@@ -79,7 +79,7 @@ pub struct LcpOptions {
     pub position: PositionUpdate,
     /// approach speed (m/s) above which a contact with ε > 0 bounces (DART: 0.1; D7)
     pub bounce_threshold: f64,
-    /// collision detection; default: speculative margin 0.01 m, as ncp
+    /// collision detection; default: speculative margin 0.01 m and box faces completed, as ncp (docs/decisions.md row 2)
     pub collision: torsion_collision::CollisionOptions,
     /// apply the model's joint damping and springs (explicitly) in v*
     pub passive: bool,

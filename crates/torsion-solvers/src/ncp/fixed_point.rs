@@ -154,6 +154,9 @@ impl FixedPointKkt {
         let m = self.cod.dim();
         self.basis.clear();
         self.nbasis = 0;
+        if k == 0 {
+            return;
+        }
         self.nscratch.clear();
         self.nscratch.resize(2 * m, 0.0);
         for j in 0..k {
