@@ -908,3 +908,26 @@ fn pgs_polish_finishes_a_stall_on_redundant_corners() {
     }
     assert!(polished_one, "no PGS stop inside the validity tolerance was polished");
 }
+
+/// D7a in the chain (`ChainOptions::stall_every`): PGS runs in pieces between its stall checks, continuing from its
+/// iterate, so where PGS converges the pieces change nothing, bit for bit (a sliding box on four corners, Jade's
+/// Dantzig made to fail; the stall handed to the polish: `lcp::stepper`'s `pgs_stalls_go_to_the_polish_at_once`).
+#[test]
+fn chain_pgs_in_runs_is_pgs_in_one_run() {
+    let jade = JadeOptions { loop_factor: 0, ..Default::default() };
+    let pgs = PgsOptions { max_sweeps: 20_000, tol: 1e-13, ..Default::default() };
+    let (_, lcp) = box_on_four_corners(1.0);
+    let chain = |every| {
+        solve_chain(&lcp, &ChainOptions { jade, pgs: Some(pgs), stall_every: every, ..Default::default() }).unwrap()
+    };
+    let (one, runs) = (chain(0).solution, chain(7).solution);
+    assert_eq!(one.solver, LcpSolverKind::Pgs, "Jade's Dantzig was to fail");
+    assert!(one.iterations > 7 * 3, "{} sweeps: too few for runs", one.iterations);
+    assert!(
+        !one.polished && !runs.polished && one.iterations == runs.iterations,
+        "{} / {}",
+        one.iterations,
+        runs.iterations
+    );
+    assert_eq!(one.lambda, runs.lambda);
+}

@@ -18,6 +18,8 @@ pub mod random;
 pub mod solution;
 pub mod stepper;
 
+use nalgebra::DVector;
+
 pub use active_set::Class;
 pub use ccd::CcdOptions;
 pub use dantzig_baseline::solve_baseline;
@@ -40,11 +42,14 @@ pub struct ChainOptions {
     /// (`active_set::min_norm_candidates`, D11a). Off by default: it holds a four-point grasp, but changes the
     /// trajectories of box stacks into ones whose LCPs neither Jade's Dantzig nor PGS answer
     pub min_norm: bool,
+    /// PGS's sweeps between its stall checks (D7a): a stall inside the validity tolerance goes to the polish at
+    /// once instead of after every sweep of the cap; 0: no checks
+    pub stall_every: usize,
 }
 
 impl Default for ChainOptions {
     fn default() -> Self {
-        ChainOptions { jade: JadeOptions::default(), pgs: Some(PgsOptions::default()), min_norm: false }
+        ChainOptions { jade: JadeOptions::default(), pgs: Some(PgsOptions::default()), min_norm: false, stall_every: 0 }
     }
 }
 
@@ -83,6 +88,8 @@ pub struct ChainScratch {
     pgs: PgsScratch,
     first: LcpSolution,
     second: LcpSolution,
+    /// PGS's iterate between the polish's tries
+    restart: DVector<f64>,
 }
 
 impl Default for ChainScratch {
@@ -92,6 +99,7 @@ impl Default for ChainScratch {
             pgs: PgsScratch::default(),
             first: LcpSolution::empty(LcpSolverKind::JadeDantzig),
             second: LcpSolution::empty(LcpSolverKind::Pgs),
+            restart: DVector::zeros(0),
         }
     }
 }
@@ -125,7 +133,7 @@ pub fn solve_chain_into(
         std::mem::swap(&mut out.solution, &mut sc.first);
     } else {
         let Some(p) = &o.pgs else { return Err(ChainFailure { attempts: vec![sc.first.clone()] }) };
-        solve_pgs_into(lcp, p, Some(&sc.first.lambda), &mut sc.pgs, &mut sc.second);
+        pgs_until_stall(lcp, p, o.stall_every, sc);
         if !sc.second.ok() && !polish_into(lcp, p, &mut sc.pgs, &mut sc.second) {
             return Err(ChainFailure { attempts: vec![sc.first.clone(), sc.second.clone()] });
         }
@@ -134,6 +142,33 @@ pub fn solve_chain_into(
     }
     out.min_norm = o.min_norm && polish(lcp, &mut out.solution, o.jade.validity_tol);
     Ok(())
+}
+
+/// PGS from Jade's answer into `sc.second`, in runs of `every` sweeps (0: one run to the cap); a stall (D7a: a
+/// run that lowers the natural-map residual by less than `STALL_PROGRESS`, a rate at which the rest of the cap could
+/// not lower it by more than e⁻¹) is handed to the polish at once, and PGS goes on only where the polish declines
+/// (a stall outside the validity tolerance, or no valid answer at its classes). Between runs PGS continues from its
+/// iterate, so an answer PGS reaches without a polished stall is the one run's, bit for bit. Sweeps are counted
+/// over the runs.
+fn pgs_until_stall(lcp: &BoxedLcp, p: &PgsOptions, every: usize, sc: &mut ChainScratch) {
+    const STALL_PROGRESS: f64 = 0.01;
+    let run = |sweeps: usize| PgsOptions { max_sweeps: sweeps, ..*p };
+    let first = if every == 0 { p.max_sweeps } else { every.min(p.max_sweeps) };
+    solve_pgs_into(lcp, &run(first), Some(&sc.first.lambda), &mut sc.pgs, &mut sc.second);
+    let mut done = sc.second.iterations;
+    while let Some(LcpFailure::NotConverged { residual: before }) = sc.second.failure {
+        if done >= p.max_sweeps {
+            break;
+        }
+        dense::copy_vec(&mut sc.restart, &sc.second.lambda);
+        solve_pgs_into(lcp, &run(every.min(p.max_sweeps - done)), Some(&sc.restart), &mut sc.pgs, &mut sc.second);
+        done += sc.second.iterations;
+        let stalled = matches!(sc.second.failure, Some(LcpFailure::NotConverged { residual }) if residual > (1.0 - STALL_PROGRESS) * before);
+        if stalled && polish_into(lcp, p, &mut sc.pgs, &mut sc.second) {
+            break;
+        }
+    }
+    sc.second.iterations = done;
 }
 
 /// Replace a valid answer by the first valid minimum-norm candidate at its active set when A is rank-deficient
