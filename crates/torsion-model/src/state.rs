@@ -145,6 +145,13 @@ impl GenState {
     pub fn rest(model: &Model) -> Self {
         GenState::with_act(model.neutral_q(), vec![0.0; model.nv()], vec![0.0; model.na()])
     }
+    /// `self` ← `src` in `self`'s buffers (no allocation once they have held as large a state).
+    pub fn copy_from(&mut self, src: &GenState) {
+        self.q.clone_from(&src.q);
+        self.v.clone_from(&src.v);
+        self.act.clone_from(&src.act);
+        self.warm.fill(src.warm.as_slice().iter().copied());
+    }
 }
 
 /// One contact's impulses (N·s) by persistent contact id: normal λ_n and the two tangential λ_t along the

@@ -206,9 +206,49 @@ pub(crate) fn add_input_cotangents(
     }
 }
 
-/// The input state that `step` recorded for `step_vjp`.
-pub(crate) fn recorded<'a>(s: &'a Option<GenState>, solver: &'static str) -> Result<&'a GenState, SolverError> {
-    s.as_ref().ok_or_else(|| SolverError::BadInput { solver, problem: "step_vjp needs a record filled by step".into() })
+/// A contact stepper's input state against the model before detection (its sizes in full: `check_sizes`): an
+/// error naming `solver` when q has not the model's nq entries.
+pub(crate) fn check_nq(solver: &'static str, model: &Model, s: &GenState) -> Result<(), SolverError> {
+    if s.q.len() != model.nq() {
+        return Err(SolverError::BadInput {
+            solver,
+            problem: format!("state has nq {}, the model needs {}", s.q.len(), model.nq()),
+        });
+    }
+    Ok(())
+}
+
+/// What a contact stepper's `step` records for `step_vjp` and `wrench_vjp` (ncp and lcp): the input state, the
+/// generalized forces the step took (u + the body wrenches' Σ J_bᵀ w_b), the wrenches and the time step. Saved in
+/// its own buffers: no allocation once they have grown.
+#[derive(Clone, Debug, Default)]
+pub struct StepInput {
+    s: Option<GenState>,
+    pub(crate) u: Vec<f64>,
+    pub(crate) wrench: Vec<f64>,
+    pub(crate) dt: f64,
+}
+
+impl StepInput {
+    /// Save the step's input state `s`, its generalized forces `u`, the body wrenches and `dt`.
+    pub(crate) fn save(&mut self, s: &GenState, u: &[f64], wrench: &[f64], dt: f64) {
+        match &mut self.s {
+            Some(x) => x.copy_from(s),
+            None => self.s = Some(s.clone()),
+        }
+        self.u.clear();
+        self.u.extend_from_slice(u);
+        self.wrench.clear();
+        self.wrench.extend_from_slice(wrench);
+        self.dt = dt;
+    }
+
+    /// The recorded input state (an error naming `solver` when `step` has not filled the record).
+    pub(crate) fn state(&self, solver: &'static str) -> Result<&GenState, SolverError> {
+        self.s
+            .as_ref()
+            .ok_or_else(|| SolverError::BadInput { solver, problem: "step_vjp needs a record filled by step".into() })
+    }
 }
 
 /// `DiffSolver::wrench_vjp` of the generalized-coordinate steppers: ḡ_w += J_b(q) ḡ_u (the first nv entries of

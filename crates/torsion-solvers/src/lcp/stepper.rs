@@ -44,8 +44,8 @@ use crate::contact::prelude::{
 use crate::contact::warm::warm_impulse;
 use crate::contact::ContactStep;
 use crate::generalized::{
-    dual_tangent, recorded, transposed_jacobian_product_with, wrench_vjp, ContactWarmStart, DynCache, GenState,
-    ProductScratch, WrenchTerm,
+    check_nq, dual_tangent, transposed_jacobian_product_with, wrench_vjp, ContactWarmStart, DynCache, GenState,
+    ProductScratch, StepInput, WrenchTerm,
 };
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use nalgebra::{DMatrix, DVector};
@@ -218,6 +218,8 @@ struct StepBuffers {
     vplus: Vec<f64>,
     /// the generalized forces of the step (u + the body wrenches')
     uj: Vec<f64>,
+    /// `step_jacobians_into`'s step input (its Jacobians are those of a recorded step)
+    input: StepInput,
     /// the state at a sub-step's start, after its impact, at its end
     x: GenState,
     start: GenState,
@@ -261,14 +263,7 @@ pub struct Toi {
 }
 
 /// What `step` saves for `step_vjp` (the step is re-run from it, detection and CCD included).
-#[derive(Clone, Debug, Default)]
-pub struct LcpRecord {
-    s: Option<GenState>,
-    /// the generalized forces the step took (u + the body wrenches' Σ J_bᵀ w_b) and the wrenches
-    u: Vec<f64>,
-    wrench: Vec<f64>,
-    dt: f64,
-}
+pub type LcpRecord = StepInput;
 
 fn collision_err(e: torsion_collision::CollisionError) -> SolverError {
     crate::contact::frames::collision_err(NAME)(e)
@@ -364,13 +359,6 @@ fn split_into<T: Scalar>(lambda: &[T], ln: &mut Vec<T>, lt: &mut Vec<T>) {
 }
 
 /// `dst` ← `src`, reusing `dst`'s storage (a derived `clone_from` would allocate).
-fn copy_state(dst: &mut GenState, src: &GenState) {
-    dst.q.clone_from(&src.q);
-    dst.v.clone_from(&src.v);
-    dst.act.clone_from(&src.act);
-    dst.warm.fill(src.warm.as_slice().iter().copied());
-}
-
 /// An empty report of `nc` contacts; its solved LCPs go to `lcps` for reuse.
 fn reset_report(r: &mut LcpReport, nc: usize, lcps: &mut Vec<SolvedLcp>) {
     r.contacts = nc;
@@ -651,12 +639,7 @@ impl LcpSolver {
         dt: f64,
         out: &mut GenState,
     ) -> Result<StepInfo, SolverError> {
-        if s.q.len() != model.nq() {
-            return Err(SolverError::BadInput {
-                solver: NAME,
-                problem: format!("state has nq {}, the model needs {}", s.q.len(), model.nq()),
-            });
-        }
+        check_nq(NAME, model, s)?;
         if !self.options.ccd.enabled {
             self.detect(model, ws, &s.q, &s.warm)?;
             let frames = std::mem::take(&mut ws.frames);
@@ -676,11 +659,11 @@ impl LcpSolver {
         recycle_tape(ws);
         let (mut x, mut next) = (std::mem::take(&mut ws.buf.x), std::mem::take(&mut ws.buf.next));
         let mut pairs = std::mem::take(&mut ws.buf.pairs);
-        copy_state(&mut x, s);
+        x.copy_from(s);
         pairs.clear();
         let r = self.substeps(model, ws, &mut x, &mut next, &mut pairs, u, dt);
         if r.is_ok() {
-            copy_state(out, &x);
+            out.copy_from(&x);
         }
         (ws.buf.x, ws.buf.next, ws.buf.pairs) = (x, next, pairs);
         r?;
@@ -746,7 +729,7 @@ impl LcpSolver {
             };
             let h = toi.map_or(t_rem, |i| i.s * t_rem);
             let mut start = std::mem::take(&mut ws.buf.start);
-            copy_state(&mut start, x);
+            start.copy_from(x);
             start.v.clone_from(&seg.v_struck);
             let at = ContactStep { model, s: &start, u, dt: h, contacts: &frames };
             let r = self.smooth_value(&at, ws, false, &mut seg.f, next);
@@ -785,32 +768,24 @@ impl LcpSolver {
         Ok(())
     }
 
-    /// The step from `s` — with the given `contacts` (DCD, `step_with_contacts`), or None: from detection at `s.q`
-    /// (CCD as configured) — and its transition Jacobians into `out` (rows: 2nv tangent coordinates): A w.r.t.
-    /// (q, v), B w.r.t. the nv generalized forces, C w.r.t. the selected parameters (dynamics parameters and the
-    /// contact materials `shape_friction[·]`, `shape_restitution[·]`, seeded on the contacts whose pair value they
-    /// supply, `pair_source`); the step's output state: [`LcpWorkspace::jacobians_state`]. No heap allocation once
-    /// the workspace has held as large a step but the dual dynamics models, rebuilt when the model's parameters
-    /// change.
-    #[allow(clippy::too_many_arguments)]
+    /// The Jacobians of the step `step` recorded in `rec`, re-run from its input (detection and CCD as configured),
+    /// into `out` (rows: 2nv tangent coordinates): A w.r.t. (q, v), B w.r.t. the nv generalized forces, C w.r.t. the
+    /// selected parameters (dynamics parameters and the contact materials `shape_friction[·]`,
+    /// `shape_restitution[·]`, seeded on the contacts whose pair value they supply, `pair_source`); the step's output
+    /// state: [`LcpWorkspace::jacobians_state`]. No heap allocation once the workspace has held as large a step but
+    /// the dual dynamics models, rebuilt when the model's parameters change.
     pub fn jacobians_into(
         &self,
         model: &Model,
         ws: &mut LcpWorkspace,
-        s: &GenState,
-        u: &[f64],
-        dt: f64,
-        contacts: Option<&[ContactFrame]>,
+        rec: &LcpRecord,
         sel: &ParamSelection,
         out: &mut StepJacobians,
     ) -> Result<(), SolverError> {
+        let (s, u, dt) = (rec.state(NAME)?, &rec.u[..], rec.dt);
         let mut tan = ws.tan.take().unwrap_or_else(|| Box::new(TangentScratch::new(model)));
-        copy_state(&mut tan.next, s);
-        let step = match contacts {
-            Some(c) => self.step_with_contacts(&ContactStep { model, s, u, dt, contacts: c }, ws, &mut tan.next),
-            None => self.run_step(model, ws, s, u, dt, &mut tan.next),
-        };
-        let r = step.and_then(|_| {
+        tan.next.copy_from(s);
+        let r = self.run_step(model, ws, s, u, dt, &mut tan.next).and_then(|_| {
             let po = self.prelude_options();
             let tape = std::mem::take(&mut ws.tape);
             let r = self.tape_jacobians(model, ws, &mut tan, &tape, s, u, dt, sel, &po, out);
@@ -1279,13 +1254,7 @@ impl Solver for LcpSolver {
         uj.clear();
         uj.extend_from_slice(ws.wrench.effective(&ws.dm, &mut ws.d, &s.q, u).map_err(dyn_err(NAME))?);
         if let Some(r) = rec {
-            match &mut r.s {
-                Some(x) => copy_state(x, s),
-                None => r.s = Some(s.clone()),
-            }
-            r.u.clone_from(&uj);
-            r.wrench.clone_from(&u.body_wrench);
-            r.dt = dt;
+            r.save(s, &uj, &u.body_wrench, dt);
         }
         let info = self.run_step(model, ws, s, &uj, dt, out);
         ws.buf.uj = uj;
@@ -1308,10 +1277,10 @@ impl DiffSolver for LcpSolver {
         g_theta: &mut [f64],
         ws: &mut LcpWorkspace,
     ) -> Result<(), SolverError> {
-        let s = recorded(&rec.s, NAME)?;
+        let s = rec.state(NAME)?;
         check_grad_sizes(NAME, model.nv(), g_u, sel, g_theta)?;
         let mut jac = ws.tan.as_mut().map_or_else(|| StepJacobians::zeros(0, 0, 0), |t| take_jac(&mut t.jac));
-        let r = self.jacobians_into(model, ws, s, &rec.u, rec.dt, None, sel, &mut jac);
+        let r = self.jacobians_into(model, ws, rec, sel, &mut jac);
         let tan = ws.tan.as_mut().expect("built by jacobians_into");
         let r = r.and_then(|()| {
             ws.wrench.add_state_columns(&ws.dm, &mut ws.d, &s.q, &rec.wrench, &mut jac).map_err(dyn_err(NAME))?;
@@ -1335,16 +1304,15 @@ impl DiffSolver for LcpSolver {
         out: &mut StepJacobians,
     ) -> Result<(), SolverError> {
         ws.cache.refresh(model, &mut ws.dm).map_err(dyn_err(NAME))?;
-        let mut uj = std::mem::take(&mut ws.buf.uj);
-        uj.clear();
+        let mut input = std::mem::take(&mut ws.buf.input);
         let r = match ws.wrench.effective(&ws.dm, &mut ws.d, &s.q, u) {
-            Ok(x) => {
-                uj.extend_from_slice(x);
-                self.jacobians_into(model, ws, s, &uj, dt, None, sel, out)
+            Ok(uj) => {
+                input.save(s, uj, &u.body_wrench, dt);
+                self.jacobians_into(model, ws, &input, sel, out)
             }
             Err(e) => Err(dyn_err(NAME)(e)),
         };
-        ws.buf.uj = uj;
+        ws.buf.input = input;
         r?;
         ws.wrench.add_state_columns(&ws.dm, &mut ws.d, &s.q, &u.body_wrench, out).map_err(dyn_err(NAME))?;
         Ok(())
@@ -1359,7 +1327,7 @@ impl DiffSolver for LcpSolver {
         ws: &mut LcpWorkspace,
     ) -> Result<(), SolverError> {
         let _ = model;
-        let s = recorded(&rec.s, NAME)?;
+        let s = rec.state(NAME)?;
         wrench_vjp(NAME, &ws.dm, &mut ws.d, &s.q, g_u, g_w)
     }
 

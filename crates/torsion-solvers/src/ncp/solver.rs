@@ -10,8 +10,8 @@ use super::staggered::{NcpReport, NcpSolver, NcpWorkspace};
 use crate::contact::frames::{detect_into, merge_exact_duplicates, ContactFrame};
 use crate::contact::ContactStep;
 use crate::generalized::{
-    add_input_cotangents, recorded, transposed_jacobian_product_with, wrench_vjp, ContactWarmStart, GenState,
-    ProductScratch, WrenchTerm,
+    add_input_cotangents, check_nq, transposed_jacobian_product_with, wrench_vjp, ContactWarmStart, GenState,
+    ProductScratch, StepInput, WrenchTerm,
 };
 use crate::solver::{check_grad_sizes, DiffSolver, Solver, SolverError, StepInfo, StepJacobians};
 use torsion_collision::{CollisionWorld, Contacts};
@@ -42,11 +42,8 @@ pub struct NcpSimWorkspace {
 /// What `step` saves for `step_vjp` (the input state carries the warm start, so the same passes are recomputed).
 #[derive(Clone, Debug, Default)]
 pub struct NcpRecord {
-    s: Option<GenState>,
-    /// the generalized forces the step took (u + the body wrenches' Σ J_bᵀ w_b) and the wrenches
-    u: Vec<f64>,
-    wrench: Vec<f64>,
-    dt: f64,
+    input: StepInput,
+    /// the contact frames the step took (its detection)
     frames: Vec<ContactFrame>,
 }
 
@@ -164,31 +161,14 @@ impl Solver for NcpSolver {
         ws: &mut NcpSimWorkspace,
         rec: Option<&mut NcpRecord>,
     ) -> Result<StepInfo, SolverError> {
-        if s.q.len() != model.nq() {
-            return Err(SolverError::BadInput {
-                solver: "ncp",
-                problem: format!("state has nq {}, the model needs {}", s.q.len(), model.nq()),
-            });
-        }
+        check_nq("ncp", model, s)?;
         self.detect(model, ws, &s.q, &s.warm)?;
         // `detect` brought `ncp.dm` to the model's parameters
         let NcpSimWorkspace { ncp, frames, report, wrench, .. } = ws;
         let uj = wrench.effective(&ncp.dm, &mut ncp.d, &s.q, u).map_err(dyn_err)?;
         if let Some(r) = rec {
             // copied into the record's buffers (no allocation once they have grown)
-            match &mut r.s {
-                Some(rs) => {
-                    rs.q.clone_from(&s.q);
-                    rs.v.clone_from(&s.v);
-                    rs.act.clone_from(&s.act);
-                    rs.warm.fill(s.warm.as_slice().iter().copied());
-                }
-                None => r.s = Some(s.clone()),
-            }
-            r.u.clear();
-            r.u.extend_from_slice(uj);
-            r.wrench.clone_from(&u.body_wrench);
-            r.dt = dt;
+            r.input.save(s, uj, &u.body_wrench, dt);
             r.frames.clone_from(frames);
         }
         // `detect` refreshed `ncp.dm` (θ compared once per step, issue 13)
@@ -236,9 +216,9 @@ impl DiffSolver for NcpSolver {
         g_theta: &mut [f64],
         ws: &mut NcpSimWorkspace,
     ) -> Result<(), SolverError> {
-        let s = recorded(&rec.s, "ncp")?;
+        let (s, inp) = (rec.input.state("ncp")?, &rec.input);
         check_grad_sizes("ncp", model.nv(), g_u, sel, g_theta)?;
-        let x = ContactStep { model, s, u: &rec.u, dt: rec.dt, contacts: &rec.frames };
+        let x = ContactStep { model, s, u: &inp.u, dt: inp.dt, contacts: &rec.frames };
         let nv = model.nv();
         if ws.ncp.reverse_vjp() && self.vjp_rows_into(&x, &mut ws.ncp, sel, g_out, &mut ws.vjp_report)? {
             let rows = &mut ws.vjp_rows;
@@ -247,7 +227,7 @@ impl DiffSolver for NcpSolver {
             let (ra, rest) = rows.split_at_mut(2 * nv);
             let (rb, rc) = rest.split_at(nv);
             let n = &mut ws.ncp;
-            ws.wrench.add_state_vjp(&n.dm, &mut n.d, &s.q, &rec.wrench, rb, ra).map_err(dyn_err)?;
+            ws.wrench.add_state_vjp(&n.dm, &mut n.d, &s.q, &inp.wrench, rb, ra).map_err(dyn_err)?;
             add_input_cotangents(model, &s.q, ra, rb, rc, g_s, g_u, g_theta, &mut ws.vjp_gq);
             return Ok(());
         }
@@ -259,7 +239,7 @@ impl DiffSolver for NcpSolver {
         let tan = ws.ncp.tangent();
         copy_jacobians(&tan.cols, nv, sel.len(), &mut ws.vjp_jac);
         let n = &mut ws.ncp;
-        ws.wrench.add_state_columns(&n.dm, &mut n.d, &s.q, &rec.wrench, &mut ws.vjp_jac).map_err(dyn_err)?;
+        ws.wrench.add_state_columns(&n.dm, &mut n.d, &s.q, &inp.wrench, &mut ws.vjp_jac).map_err(dyn_err)?;
         let tan = ws.ncp.tangent();
         let (j, sc) = (&ws.vjp_jac, &mut ws.vjp_product);
         transposed_jacobian_product_with(model, &s.q, &tan.next.q, j, g_out, g_s, g_u, g_theta, sc);
@@ -299,7 +279,7 @@ impl DiffSolver for NcpSolver {
         ws: &mut NcpSimWorkspace,
     ) -> Result<(), SolverError> {
         let _ = model;
-        let s = recorded(&rec.s, "ncp")?;
+        let s = rec.input.state("ncp")?;
         wrench_vjp("ncp", &ws.ncp.dm, &mut ws.ncp.d, &s.q, g_u, g_w)
     }
 
