@@ -6,7 +6,6 @@ use crate::data::{DynData, DynError, DynModel};
 use crate::fk::forward_kinematics;
 use crate::ltl::TreeMatrix;
 use nalgebra::DMatrix;
-use std::ops::IndexMut;
 use torsion_math::spatial::Inertia;
 use torsion_math::Scalar;
 
@@ -27,7 +26,7 @@ pub fn crba_into<T: Scalar>(dm: &DynModel<T>, q: &[T], d: &mut DynData<T>, m: &m
         });
     }
     m.fill(T::zero()); // pairs of joints on different branches stay zero
-    crba_entries(dm, q, d, m, true);
+    crba_entries::<T, _, true>(dm, q, d, &mut Dense { m: m.as_mut_slice(), nv: dm.nv });
     Ok(())
 }
 
@@ -44,19 +43,43 @@ pub fn crba_tree_into<T: Scalar>(
     if m.nrows() != dm.nv {
         return Err(DynError::Shape { what: "M (output, rows)", got: m.nrows(), expected: dm.nv });
     }
-    crba_entries(dm, q, d, m, false);
+    crba_entries::<T, _, false>(dm, q, d, m);
     Ok(())
 }
 
-/// The entries of M: within each joint's block (all of it with `mirror`, else the lower triangle) and
-/// M_ik = J_iᵀ F_k for every joint i strictly above joint k (at (k, i) and, with `mirror`, (i, k)), armature added
+/// Where [`crba_entries`] writes M_ab: the dense matrix (its column-major storage) or the DoF tree.
+trait Entries<T> {
+    fn entry(&mut self, a: usize, b: usize) -> &mut T;
+}
+
+/// An nv × nv matrix's column-major storage.
+struct Dense<'a, T> {
+    m: &'a mut [T],
+    nv: usize,
+}
+
+impl<T> Entries<T> for Dense<'_, T> {
+    #[inline(always)]
+    fn entry(&mut self, a: usize, b: usize) -> &mut T {
+        &mut self.m[a + b * self.nv]
+    }
+}
+
+impl<T: Scalar> Entries<T> for TreeMatrix<T> {
+    #[inline(always)]
+    fn entry(&mut self, a: usize, b: usize) -> &mut T {
+        &mut self[(a, b)]
+    }
+}
+
+/// The entries of M: within each joint's block (all of it with `MIRROR`, else the lower triangle) and
+/// M_ik = J_iᵀ F_k for every joint i strictly above joint k (at (k, i) and, with `MIRROR`, (i, k)), armature added
 /// on the diagonal. Other entries are not written.
-fn crba_entries<T: Scalar, M: IndexMut<(usize, usize), Output = T>>(
+fn crba_entries<T: Scalar, M: Entries<T>, const MIRROR: bool>(
     dm: &DynModel<T>,
     q: &[T],
     d: &mut DynData<T>,
     m: &mut M,
-    mirror: bool,
 ) {
     forward_kinematics(dm, q, d);
     world_columns(dm, d);
@@ -71,8 +94,8 @@ fn crba_entries<T: Scalar, M: IndexMut<(usize, usize), Output = T>>(
         }
         for a in vs..vs + n {
             for b in vs..vs + n {
-                if mirror || b <= a {
-                    m[(a, b)] = jac[a].dot(&dfda[b]);
+                if MIRROR || b <= a {
+                    *m.entry(a, b) = jac[a].dot(&dfda[b]);
                 }
             }
         }
@@ -90,17 +113,17 @@ fn crba_entries<T: Scalar, M: IndexMut<(usize, usize), Output = T>>(
                 let ja = jac[a];
                 for b in ks..ks + kn {
                     let val = ja.dot(&dfda[b]);
-                    if mirror {
-                        m[(a, b)] = val;
+                    if MIRROR {
+                        *m.entry(a, b) = val;
                     }
-                    m[(b, a)] = val;
+                    *m.entry(b, a) = val;
                 }
             }
             i = parent_joint[i];
         }
     }
     for k in 0..dm.nv {
-        m[(k, k)] += dm.armature[k];
+        *m.entry(k, k) += dm.armature[k];
     }
 }
 
