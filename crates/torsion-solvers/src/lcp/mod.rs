@@ -88,7 +88,7 @@ pub struct ChainScratch {
     pgs: PgsScratch,
     first: LcpSolution,
     second: LcpSolution,
-    /// PGS's iterate between the polish's tries
+    /// PGS's iterate between its runs (`pgs_until_stall`)
     restart: DVector<f64>,
 }
 

@@ -16,7 +16,7 @@
 //! derivative).
 //! Where the nearest solution leaves a contact's friction disk (exact cone), the set's other solutions are searched
 //! first: redundant contacts' solutions form an affine set, and alternating projections between it and the
-//! contacts' Coulomb cones (`DirectSolve::into_disks`) find one strictly inside every disk where one exists (the
+//! contacts' Coulomb cones (`DirectSolve::move_into_disks`) find one strictly inside every disk where one exists (the
 //! middle cube's corners at contact-compare's stack stop, whose warm-start-nearest split left three disks; sliding
 //! them, Gauss–Newton stalled at a vanishing slip and the island kept capped passes 1.6e-4 m/s into penetration);
 //! where none exists (most searches on resting stacks) they stall at a constant excess and give up within a few
@@ -52,13 +52,13 @@ const MAX_REFINE: usize = 12;
 /// a few steps (rate ε / σ per step for G's singular values σ), large enough above round-off (1e-16) that the
 /// shifted matrix factorises.
 const EPS_REL: f64 = 1e-9;
-/// Alternating projections per set between {G_SS λ = −b_S} and the friction cones (`into_disks`).
+/// Alternating projections per set between {G_SS λ = −b_S} and the friction cones (`move_into_disks`).
 const MAX_PROJECT: usize = 100;
-/// `into_disks` gives up once its excess outside the disks has not dropped by 20 % in this many rounds (an
+/// `move_into_disks` gives up once its excess outside the disks has not dropped by 20 % in this many rounds (an
 /// empty intersection: on the resting stacks of 50, 1,074 of 1,496 searches ran all 100 rounds at a constant
 /// excess, while those that succeed shrink it by ~0.6 per round, in 21–22 rounds mostly).
 const STALL_ROUNDS: usize = 3;
-/// `into_disks` projects onto the cones of μ (1 − 2 `CONE_MARGIN`) and stops once every contact is within
+/// `move_into_disks` projects onto the cones of μ (1 − 2 `CONE_MARGIN`) and stops once every contact is within
 /// μ (1 − `CONE_MARGIN`) λ_n: strictly inside its disk (a sticking contact, as the derivative's `may_stick`).
 const CONE_MARGIN: f64 = 1e-4;
 /// Within this (relative) of its disk's boundary a contact counts as possibly sliding (as `tangent.rs`'s
@@ -289,7 +289,7 @@ impl DirectSolve {
     /// the affine set (`refine`, with the set's factor) move `x` within the solutions towards their intersection
     /// (nonexpansive, deterministic). Leaves `x` on the affine set (the last refinement: inside every disk, or the
     /// stalled search's point nearest them) and its velocities in `u`; returns the refinements made.
-    fn into_disks(&mut self, pb: &DirectProblem) -> usize {
+    fn move_into_disks(&mut self, pb: &DirectProblem) -> usize {
         let (mut refinements, mut best, mut since) = (0, f64::INFINITY, 0);
         for _ in 0..MAX_PROJECT {
             // the contacts' excess over μ (1 − CONE_MARGIN) λ_n, summed: 0 once every one is inside
@@ -545,9 +545,9 @@ impl DirectSolve {
             let Some(r) = r else { return Direct::Rejected { sets } };
             refinements += r;
             // a sticking solution outside a disk (exact cone; redundant contacts): another of the set's solutions,
-            // inside every disk, before any contact is made sliding (`into_disks`)
+            // inside every disk, before any contact is made sliding (`move_into_disks`)
             if !sliding && pb.kind == FrictionSet::Cone && (0..m).any(|a| outside(a, self)) {
-                refinements += self.into_disks(pb);
+                refinements += self.move_into_disks(pb);
             }
             // the set's corrections: release a λ_n ≤ 0, take in a separating contact with u_n < 0, a sliding
             // contact whose slip vanished sticks

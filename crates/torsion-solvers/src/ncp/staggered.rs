@@ -1393,7 +1393,7 @@ mod tests {
     /// of its four corners to round-off in parry's face–face clip (box sides coplanar, `torsion-collision`
     /// narrow_phase); the top cube tipped about the remaining diagonal, 4.2e-4 m into the middle one at step 7.
     /// At the stop (step 31) the middle cube's redundant corners have sticking solutions inside their disks only
-    /// away from the warm start's nearest: the direct solve finds one (`direct::DirectSolve::into_disks`); it was
+    /// away from the warm start's nearest: the direct solve finds one (`direct::DirectSolve::move_into_disks`); it was
     /// rejected, and the capped passes kept 2.3e-4 m/s off the NCP, 2.9e-4 m deep at step 32. Printed: the deepest
     /// penetration of the slide and of 40 steps.
     #[test]
