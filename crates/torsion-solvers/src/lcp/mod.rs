@@ -160,7 +160,7 @@ fn pgs_until_stall(lcp: &BoxedLcp, p: &PgsOptions, every: usize, sc: &mut ChainS
         if done >= p.max_sweeps {
             break;
         }
-        dense::copy_vec(&mut sc.restart, &sc.second.lambda);
+        std::mem::swap(&mut sc.restart, &mut sc.second.lambda);
         solve_pgs_into(lcp, &run(every.min(p.max_sweeps - done)), Some(&sc.restart), &mut sc.pgs, &mut sc.second);
         done += sc.second.iterations;
         let stalled = matches!(sc.second.failure, Some(LcpFailure::NotConverged { residual }) if residual > (1.0 - STALL_PROGRESS) * before);

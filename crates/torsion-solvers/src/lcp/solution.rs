@@ -2,6 +2,7 @@
 //! report of §3.3 (always computed) and its failure, if any. A failure is reported, never replaced by a
 //! frictionless answer.
 use super::active_set::Class;
+use super::dense::copy_vec;
 use super::problem::ValidityReport;
 use nalgebra::DVector;
 
@@ -46,7 +47,7 @@ pub struct LcpSolution {
     pub iterations: usize,
     pub validity: ValidityReport,
     pub failure: Option<LcpFailure>,
-    /// PGS stalled above its tolerance and one active-set solve at its classes finished it (`pgs::polish_into`)
+    /// PGS stalled above its tolerance and active-set solves at its classes finished it (`pgs::polish_into`)
     pub polished: bool,
 }
 
@@ -54,6 +55,20 @@ impl LcpSolution {
     /// A usable answer: no failure and valid.
     pub fn ok(&self) -> bool {
         self.failure.is_none() && self.validity.valid
+    }
+
+    /// `self` ← `src` in `self`'s buffers (no allocation once they have held as large an answer). Every field is
+    /// named, so a new one cannot be left out of the copy.
+    pub fn copy_from(&mut self, src: &LcpSolution) {
+        let LcpSolution { solver, lambda, w, classes, iterations, validity, failure, polished } = src;
+        copy_vec(&mut self.lambda, lambda);
+        copy_vec(&mut self.w, w);
+        self.classes.clone_from(classes);
+        self.solver = *solver;
+        self.iterations = *iterations;
+        self.validity.clone_from(validity);
+        self.failure.clone_from(failure);
+        self.polished = *polished;
     }
 }
 

@@ -396,15 +396,7 @@ fn copy_solved(dst: &mut Option<SolvedLcp>, src: &Option<SolvedLcp>, lcps: &mut 
     let (da, sa) = (&mut d.answer, &s.answer);
     da.failed.clone_from(&sa.failed);
     da.min_norm = sa.min_norm;
-    let (x, y) = (&mut da.solution, &sa.solution);
-    copy_vec(&mut x.lambda, &y.lambda);
-    copy_vec(&mut x.w, &y.w);
-    x.classes.clone_from(&y.classes);
-    x.solver = y.solver;
-    x.iterations = y.iterations;
-    x.validity = y.validity.clone();
-    x.failure = y.failure.clone();
-    x.polished = y.polished;
+    da.solution.copy_from(&sa.solution);
 }
 
 /// Assemble the LCP of `contacts` with offsets (bn, bt) in reused storage and solve it with the chain; no valid
